@@ -1,0 +1,286 @@
+"""Command line: run, plan, list, report, runs, export, env.
+
+A thin layer: parse flags, call the modules that do the work, print. Heavy
+modules are imported inside the commands so that `dlbench --help` stays fast,
+and nothing here ever imports a deep-learning framework.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+                  help="dlbench: fair, repeated, statistically tested benchmarks of PyTorch, "
+                       "TensorFlow and JAX.")
+# Logs and CI output are not terminals; rich would wrap them at 80 columns.
+console = Console() if sys.stdout.isatty() else Console(width=150)
+err_console = Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, width=150)
+
+DB = Annotated[Path, typer.Option("--db", help="SQLite results database.")]
+ListOpt = Annotated[Optional[str], typer.Option(help="Comma-separated values; each value is a matrix factor level.")]
+
+
+def _fail(message: str, code: int = 2) -> None:
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False, markup=True)
+    raise typer.Exit(code)
+
+
+def _split(value: str | None, cast=str) -> list[Any] | None:
+    if value is None:
+        return None
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    try:
+        return [cast(v) for v in items]
+    except ValueError:
+        _fail(f"cannot read {value!r} as a comma-separated list of {cast.__name__} values")
+    return None
+
+
+def _experiment(file: Path | None, matrix: dict[str, list[Any] | None], protocol: dict[str, Any]):
+    from dlbench import config
+
+    try:
+        exp = config.load(file) if file is not None else config.default()
+        return config.override(exp, {k: v for k, v in matrix.items() if v is not None}, protocol)
+    except config.ConfigError as exc:
+        _fail(str(exc))
+
+
+def _plan(file, framework, model, dataset, batch_size, init, optimizer, lr, protocol):
+    from dlbench.plan import expand
+
+    exp = _experiment(file, {"framework": _split(framework), "model": _split(model),
+                             "dataset": _split(dataset), "batch_size": _split(batch_size, int),
+                             "init": _split(init), "optimizer": _split(optimizer), "lr": _split(lr, float)},
+                      protocol)
+    return expand(exp)
+
+
+def _open_store(db: Path):
+    from dlbench.store import Store, StoreError
+
+    try:
+        return Store(db)
+    except StoreError as exc:
+        _fail(str(exc))
+
+
+FILE = Annotated[Optional[Path], typer.Argument(help="Experiment TOML file (default: the embedded default suite).")]
+
+
+@app.command()
+def run(
+    file: FILE = None,
+    framework: ListOpt = None, model: ListOpt = None, dataset: ListOpt = None,
+    batch_size: ListOpt = None, init: ListOpt = None, optimizer: ListOpt = None, lr: ListOpt = None,
+    epochs: Annotated[Optional[int], typer.Option(help="Epochs per training repeat.")] = None,
+    steps: Annotated[Optional[int], typer.Option(help="Optimizer steps per training repeat (instead of epochs).")] = None,
+    momentum: Annotated[Optional[float], typer.Option(help="SGD momentum.")] = None,
+    repeats: Annotated[Optional[int], typer.Option(help="Measured repeats per trial.")] = None,
+    warmup: Annotated[Optional[int], typer.Option(help="Warm-up repeats per trial (stored, flagged).")] = None,
+    trials: Annotated[Optional[int], typer.Option(help="Trials (fresh processes) per case, in interleaved blocks.")] = None,
+    threads: Annotated[Optional[int], typer.Option(help="Threads for every framework (0 = physical cores).")] = None,
+    timeout: Annotated[Optional[float], typer.Option(help="Seconds per trial before the worker is killed.")] = None,
+    seed: Annotated[Optional[int], typer.Option(help="Base seed (repeat r uses seed + r).")] = None,
+    device: Annotated[Optional[str], typer.Option(help="cpu or cuda.")] = None,
+    data_dir: Annotated[Optional[str], typer.Option(help="Directory searched first for dataset files.")] = None,
+    train_samples: Annotated[Optional[int], typer.Option(help="Use only the first N training samples (0 = all).")] = None,
+    test_samples: Annotated[Optional[int], typer.Option(help="Use only the first N test samples (0 = all).")] = None,
+    latency_batches: Annotated[Optional[int], typer.Option(help="Batches timed one at a time per repeat.")] = None,
+    resume: Annotated[Optional[int], typer.Option(help="Finish the unfinished trials of run ID.")] = None,
+    db: DB = Path("dlbench.db"),
+) -> None:
+    """Run an experiment: every trial in a fresh worker process, results into the database."""
+    from dlbench import env, runner
+    from dlbench.datasets import DatasetNotFound, ensure
+
+    store = _open_store(db)
+    if resume is not None:
+        from dlbench.store import StoreError
+
+        try:
+            store.run(resume)
+        except StoreError as exc:
+            _fail(str(exc))
+        run_id = resume
+    else:
+        protocol = dict(epochs=epochs, steps=steps, momentum=momentum, repeats=repeats, warmup=warmup,
+                        trials=trials, threads=threads, timeout=timeout, seed=seed, device=device,
+                        data_dir=data_dir, train_samples=train_samples, test_samples=test_samples,
+                        latency_batches=latency_batches)
+        plan = _plan(file, framework, model, dataset, batch_size, init, optimizer, lr, protocol)
+        if not plan.trials:
+            _print_skipped([(s.cell, s.reason) for s in plan.skipped])
+            _fail("nothing to run: every cell was skipped (reasons above)")
+        for name in sorted({t.case.dataset for t in plan.trials}):
+            try:
+                ensure(name, plan.experiment.protocol.data_dir, progress=None)
+            except DatasetNotFound as exc:
+                _fail(str(exc))
+        command_line = shlex.join(["dlbench", *sys.argv[1:]])
+        run_id = runner.create_run(store, plan, command=command_line, environment=env.fingerprint())
+        console.print(f"run {run_id}: {len(plan.trials)} trials, {len(plan.skipped)} skipped cells -> {db}")
+        _print_skipped([(s.cell, s.reason) for s in plan.skipped])
+    from dlbench.progress import RunProgress
+
+    try:
+        with RunProgress(console, store, run_id) as progress:
+            counts = runner.execute_run(store, run_id, on_event=progress.on_event)
+    except KeyboardInterrupt:
+        err_console.print(f"interrupted; finished trials are stored. Resume with: dlbench run --resume {run_id} --db {db}")
+        raise typer.Exit(130)
+    _print_report(store, run_id)
+    console.print("trials: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+    if counts.get("ok", 0) != sum(counts.values()):
+        raise typer.Exit(1)
+
+
+def _print_skipped(rows) -> None:
+    from dlbench.tables import skipped_table
+
+    table = skipped_table(rows)
+    if table is not None:
+        console.print(table)
+
+
+def _print_report(store, run_id: int) -> None:
+    from dlbench.summary import summarize
+    from dlbench.tables import common_settings, summary_tables, trials_table
+
+    trials = store.trials(run_id)
+    summaries = summarize(trials, store.measurements(run_id))
+    if summaries:
+        console.print(f"settings shared by every case: {common_settings([s.case for s in summaries])}",
+                      highlight=False)
+        console.print("notes: '1 process' = repeats inside one worker process (correlated; use --trials >= 2 "
+                      "for independent samples); IQR/median>10% = high variance", highlight=False)
+    for table in summary_tables(summaries):
+        console.print(table)
+    failed = [t for t in trials if t["status"] != "ok"]
+    if failed:
+        console.print(trials_table(failed))
+
+
+@app.command()
+def plan(
+    file: FILE = None,
+    framework: ListOpt = None, model: ListOpt = None, dataset: ListOpt = None,
+    batch_size: ListOpt = None, init: ListOpt = None, optimizer: ListOpt = None, lr: ListOpt = None,
+    epochs: Annotated[Optional[int], typer.Option(help="Epochs per training repeat.")] = None,
+    steps: Annotated[Optional[int], typer.Option(help="Optimizer steps per training repeat.")] = None,
+    repeats: Annotated[Optional[int], typer.Option(help="Measured repeats per trial.")] = None,
+    warmup: Annotated[Optional[int], typer.Option(help="Warm-up repeats per trial.")] = None,
+    trials: Annotated[Optional[int], typer.Option(help="Trials per case.")] = None,
+    threads: Annotated[Optional[int], typer.Option(help="Threads (0 = physical cores).")] = None,
+) -> None:
+    """Dry run: the trials that would run, in order, and the skipped cells with reasons."""
+    from dlbench.tables import plan_table
+
+    protocol = dict(epochs=epochs, steps=steps, repeats=repeats, warmup=warmup, trials=trials, threads=threads)
+    p = _plan(file, framework, model, dataset, batch_size, init, optimizer, lr, protocol)
+    console.print(plan_table(p))
+    _print_skipped([(s.cell, s.reason) for s in p.skipped])
+
+
+@app.command("list")
+def list_() -> None:
+    """Frameworks (installed versions or why not), models (parameter counts), datasets."""
+    from rich.table import Table
+
+    from dlbench.datasets import DATASET_NAMES, dataset_shape, locate
+    from dlbench.frameworks import FRAMEWORKS
+    from dlbench.models import all_specs
+
+    t = Table(title="frameworks")
+    for col in ("name", "variants", "status", "versions"):
+        t.add_column(col, overflow="fold")
+    for info in FRAMEWORKS.values():
+        reason = info.unavailable_reason()
+        versions = ", ".join(f"{k} {v}" for k, v in info.versions().items() if v != "not installed")
+        t.add_row(info.name, ", ".join(info.variants), reason or "installed", versions)
+    console.print(t)
+    t = Table(title="models (trainable parameters, computed from the spec)")
+    for col in ("name", "frameworks", "28x28x1, 10 classes", "published", "description"):
+        t.add_column(col, overflow="fold")
+    for spec in all_specs():
+        count = spec.param_count((28, 28, 1), 10) if spec.param_count else None
+        published = spec.reference_counts.get(((28, 28, 1), 10))
+        t.add_row(spec.name, ", ".join(spec.frameworks), f"{count:,}" if count is not None else "—",
+                  f"{published:,}" if published else "—", spec.description)
+    console.print(t)
+    t = Table(title="datasets")
+    for col in ("name", "shape", "classes", "location"):
+        t.add_column(col, overflow="fold")
+    for name in DATASET_NAMES:
+        shape, classes = dataset_shape(name)
+        if name in ("digits", "synthetic"):
+            where = "built in" if name == "digits" else "generated in memory"
+        else:
+            found, searched = locate(name)
+            where = str(found) if found else "not found locally (downloaded on first use)"
+        t.add_row(name, "x".join(map(str, shape)), str(classes), where)
+    console.print(t)
+
+
+@app.command()
+def report(
+    run_id: Annotated[Optional[int], typer.Option("--run", help="Run id (default: the latest).")] = None,
+    db: DB = Path("dlbench.db"),
+) -> None:
+    """Summary tables of a stored run: n, mean ± sd, median, Q1, Q3 per case."""
+    from dlbench.store import StoreError
+
+    store = _open_store(db)
+    try:
+        row = store.run(run_id)
+    except StoreError as exc:
+        _fail(str(exc))
+    console.print(f"run {row['id']} '{row['name']}' ({row['status']}), started {row['started_at']}: {row['command']}")
+    _print_report(store, row["id"])
+    _print_skipped([(__import__("json").loads(s["cell_json"]), s["reason"]) for s in store.skipped(row["id"])])
+
+
+@app.command()
+def runs(db: DB = Path("dlbench.db")) -> None:
+    """The runs stored in the database."""
+    from dlbench.tables import runs_table
+
+    console.print(runs_table(_open_store(db).runs()))
+
+
+@app.command()
+def export(
+    out: Annotated[Path, typer.Argument(help="CSV file to write.")],
+    run_id: Annotated[Optional[int], typer.Option("--run", help="Run id (default: the latest).")] = None,
+    db: DB = Path("dlbench.db"),
+) -> None:
+    """Every measurement of a run as CSV (long format, one row per value)."""
+    from dlbench.store import StoreError
+
+    store = _open_store(db)
+    try:
+        row = store.run(run_id)
+    except StoreError as exc:
+        _fail(str(exc))
+    n = store.export_csv(row["id"], out)
+    console.print(f"wrote {n} measurements of run {row['id']} to {out}")
+
+
+@app.command("env")
+def env_() -> None:
+    """This machine's fingerprint as stored with every run."""
+    import json
+
+    from dlbench.env import fingerprint
+
+    console.print_json(json.dumps(fingerprint(), default=str))
+
+
+def main() -> None:
+    app()

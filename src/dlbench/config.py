@@ -1,0 +1,289 @@
+"""Experiment files (TOML) -> a validated, frozen `Experiment`.
+
+Validation is strict on purpose: a typo in a benchmark configuration silently
+falls back to a default and produces a plausible but wrong result. Every unknown
+key or value is an error that names the file, the key and what is allowed.
+
+    [experiment]  name, description
+    [matrix]      factors whose values are crossed (lists or scalars)
+    [protocol]    scalar settings shared by every cell
+    [synthetic]   shape and size of the synthetic dataset
+    [[include]]   extra cells (a sub-matrix; missing factors take the matrix's values)
+    [[exclude]]   cells to drop (every given factor must match)
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from dlbench.frameworks.protocol import INITS, OPTIMIZERS
+
+FACTORS = ("framework", "model", "dataset", "batch_size", "init", "optimizer", "lr")
+DEVICES = ("cpu", "cuda")
+
+
+class ConfigError(ValueError):
+    """A configuration problem, with the file and key it concerns."""
+
+
+@dataclass(frozen=True)
+class Protocol:
+    epochs: int | None = 1
+    steps: int | None = None
+    repeats: int = 5
+    warmup: int = 1
+    trials: int = 1
+    threads: int = 0           # 0: one per physical core
+    timeout: float = 1800.0    # seconds per trial (whole worker process)
+    seed: int = 0
+    momentum: float = 0.0
+    device: str = "cpu"
+    train_samples: int = 0     # 0: the whole split
+    test_samples: int = 0
+    latency_batches: int = 20  # batches timed one at a time per repeat
+    data_dir: str | None = None
+
+
+@dataclass(frozen=True)
+class Synthetic:
+    shape: tuple[int, int, int] = (28, 28, 1)
+    classes: int = 10
+    train_size: int = 6000
+    test_size: int = 1000
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str = "experiment"
+    description: str = ""
+    matrix: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    protocol: Protocol = Protocol()
+    synthetic: Synthetic = Synthetic()
+    include: tuple[dict[str, tuple[Any, ...]], ...] = ()
+    exclude: tuple[dict[str, tuple[Any, ...]], ...] = ()
+    source: str = "<defaults>"   # file the experiment came from
+    text: str = ""               # the file's text, verbatim (stored with the run)
+
+
+MATRIX_DEFAULTS: dict[str, tuple[Any, ...]] = {
+    "framework": ("torch", "tensorflow", "jax"),
+    "model": ("mlp",),
+    "dataset": ("digits",),
+    "batch_size": (32,),
+    "init": ("glorot-uniform",),
+    "optimizer": ("sgd",),
+    "lr": (0.01,),
+}
+
+_TOP_KEYS = ("experiment", "matrix", "protocol", "synthetic", "include", "exclude")
+
+
+def _allowed(names) -> str:
+    return ", ".join(str(n) for n in names)
+
+
+def _check_keys(where: str, table: dict[str, Any], allowed: tuple[str, ...]) -> None:
+    for key in table:
+        if key not in allowed:
+            raise ConfigError(f"{where}: unknown key {key!r}; allowed keys: {_allowed(allowed)}")
+
+
+def _as_tuple(value: Any) -> tuple[Any, ...]:
+    return tuple(value) if isinstance(value, list | tuple) else (value,)
+
+
+def _check_factor(where: str, factor: str, values: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Validate one factor's values; returns them normalized."""
+    from dlbench.datasets import DATASET_NAMES
+    from dlbench.frameworks import FRAMEWORKS
+    from dlbench.models import MODEL_NAMES
+
+    if not values:
+        raise ConfigError(f"{where}: {factor} is empty; give at least one value")
+    out = []
+    for v in values:
+        key = f"{where}: {factor} = {v!r}"
+        if factor == "framework":
+            if not isinstance(v, str):
+                raise ConfigError(f"{key}: expected a string such as 'torch' or 'torch:compile'")
+            name, _, variant = v.partition(":")
+            if name not in FRAMEWORKS:
+                raise ConfigError(f"{key}: unknown framework; allowed: {_allowed(FRAMEWORKS)}")
+            if variant and variant not in FRAMEWORKS[name].variants:
+                raise ConfigError(f"{key}: unknown variant of {name}; allowed: "
+                                  f"{_allowed(FRAMEWORKS[name].variants)}")
+        elif factor == "model" and v not in MODEL_NAMES:
+            raise ConfigError(f"{key}: unknown model; allowed: {_allowed(MODEL_NAMES)}")
+        elif factor == "dataset" and v not in DATASET_NAMES:
+            raise ConfigError(f"{key}: unknown dataset; allowed: {_allowed(DATASET_NAMES)}")
+        elif factor == "init" and v not in INITS:
+            raise ConfigError(f"{key}: unknown init; allowed: {_allowed(INITS)}")
+        elif factor == "optimizer" and v not in OPTIMIZERS:
+            raise ConfigError(f"{key}: unknown optimizer; allowed: {_allowed(OPTIMIZERS)}")
+        elif factor == "batch_size" and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
+            raise ConfigError(f"{key}: batch_size must be a positive integer")
+        elif factor == "lr":
+            if not isinstance(v, int | float) or isinstance(v, bool) or v <= 0:
+                raise ConfigError(f"{key}: lr must be a positive number")
+            v = float(v)
+        out.append(v)
+    return tuple(dict.fromkeys(out))  # drop duplicates, keep order
+
+
+def _typed(where: str, key: str, value: Any, default: Any, annotation: str) -> Any:
+    """Check a scalar setting against the type of its declared annotation."""
+    allows_none = "None" in annotation
+    if value is None and allows_none:
+        return None
+    if "int" in annotation and "float" not in annotation:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ConfigError(f"{where}: {key} = {value!r}: expected an integer")
+        return value
+    if "float" in annotation:
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise ConfigError(f"{where}: {key} = {value!r}: expected a number")
+        return float(value)
+    if "str" in annotation:
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}: {key} = {value!r}: expected a string")
+        return value
+    return value
+
+
+def _protocol(where: str, table: dict[str, Any], base: Protocol) -> Protocol:
+    names = tuple(f.name for f in fields(Protocol))
+    _check_keys(where, table, names)
+    values = {}
+    for f in fields(Protocol):
+        if f.name in table:
+            values[f.name] = _typed(where, f.name, table[f.name], getattr(base, f.name), str(f.type))
+    proto = replace(base, **values)
+    if "steps" in table and "epochs" not in table:
+        proto = replace(proto, epochs=None)
+    if "epochs" in table and "steps" not in table:
+        proto = replace(proto, steps=None)
+    return validate_protocol(where, proto)
+
+
+def validate_protocol(where: str, p: Protocol) -> Protocol:
+    if (p.epochs is None) == (p.steps is None):
+        raise ConfigError(f"{where}: set exactly one of epochs and steps")
+    for name in ("epochs", "steps"):
+        v = getattr(p, name)
+        if v is not None and v < 1:
+            raise ConfigError(f"{where}: {name} = {v}: must be >= 1")
+    checks = [("repeats", p.repeats >= 1, ">= 1"), ("warmup", p.warmup >= 0, ">= 0"),
+              ("trials", p.trials >= 1, ">= 1"), ("threads", p.threads >= 0, ">= 0 (0 = physical cores)"),
+              ("timeout", p.timeout > 0, "> 0 seconds"), ("momentum", 0 <= p.momentum < 1, "in [0, 1)"),
+              ("train_samples", p.train_samples >= 0, ">= 0 (0 = all)"),
+              ("test_samples", p.test_samples >= 0, ">= 0 (0 = all)"),
+              ("latency_batches", p.latency_batches >= 0, ">= 0")]
+    for name, ok, rule in checks:
+        if not ok:
+            raise ConfigError(f"{where}: {name} = {getattr(p, name)!r}: must be {rule}")
+    if p.device not in DEVICES:
+        raise ConfigError(f"{where}: device = {p.device!r}: allowed: {_allowed(DEVICES)}")
+    return p
+
+
+def _synthetic(where: str, table: dict[str, Any]) -> Synthetic:
+    _check_keys(where, table, tuple(f.name for f in fields(Synthetic)))
+    s = Synthetic()
+    shape = table.get("shape", list(s.shape))
+    if (not isinstance(shape, list) or len(shape) != 3
+            or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape)):
+        raise ConfigError(f"{where}: shape = {shape!r}: expected [height, width, channels], positive integers")
+    values = {"shape": tuple(shape)}
+    for key in ("classes", "train_size", "test_size"):
+        if key in table:
+            v = table[key]
+            if not isinstance(v, int) or isinstance(v, bool) or v < (2 if key == "classes" else 1):
+                raise ConfigError(f"{where}: {key} = {v!r}: expected an integer >= {2 if key == 'classes' else 1}")
+            values[key] = v
+    return replace(s, **values)
+
+
+def _cells(where: str, entries: Any, kind: str) -> tuple[dict[str, tuple[Any, ...]], ...]:
+    if not isinstance(entries, list):
+        raise ConfigError(f"{where}: [[{kind}]] must be an array of tables")
+    out = []
+    for i, entry in enumerate(entries):
+        at = f"{where} [[{kind}]] #{i + 1}"
+        if not isinstance(entry, dict) or not entry:
+            raise ConfigError(f"{at}: expected a non-empty table of factors")
+        _check_keys(at, entry, FACTORS)
+        out.append({k: _check_factor(at, k, _as_tuple(v)) for k, v in entry.items()})
+    return tuple(out)
+
+
+def parse(text: str, source: str = "<string>") -> Experiment:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: not valid TOML: {exc}") from None
+    _check_keys(source, data, _TOP_KEYS)
+    for key in ("experiment", "matrix", "protocol", "synthetic"):
+        if key in data and not isinstance(data[key], dict):
+            raise ConfigError(f"{source}: [{key}] must be a table")
+    exp = data.get("experiment", {})
+    _check_keys(f"{source} [experiment]", exp, ("name", "description"))
+    matrix_table = data.get("matrix", {})
+    _check_keys(f"{source} [matrix]", matrix_table, FACTORS)
+    matrix = dict(MATRIX_DEFAULTS)
+    for k, v in matrix_table.items():
+        matrix[k] = _check_factor(f"{source} [matrix]", k, _as_tuple(v))
+    return Experiment(
+        name=str(exp.get("name", Path(source).stem)),
+        description=str(exp.get("description", "")),
+        matrix=matrix,
+        protocol=_protocol(f"{source} [protocol]", data.get("protocol", {}), Protocol()),
+        synthetic=_synthetic(f"{source} [synthetic]", data.get("synthetic", {})),
+        include=_cells(source, data.get("include", []), "include"),
+        exclude=_cells(source, data.get("exclude", []), "exclude"),
+        source=source,
+        text=text,
+    )
+
+
+def load(path: str | Path) -> Experiment:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such experiment file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
+    return parse(text, str(path))
+
+
+def default() -> Experiment:
+    """The embedded default suite that `dlbench run` runs with no arguments."""
+    text = resources.files("dlbench").joinpath("default.toml").read_text(encoding="utf-8")
+    return parse(text, "<embedded default.toml>")
+
+
+def override(exp: Experiment, matrix: dict[str, list[Any]], protocol: dict[str, Any],
+             where: str = "command line") -> Experiment:
+    """Apply command-line flags: matrix factors replace the file's lists; protocol
+    settings replace single values. Validated like the file."""
+    new_matrix = dict(exp.matrix)
+    for k, v in matrix.items():
+        new_matrix[k] = _check_factor(where, k, tuple(v))
+    # A factor given on the command line also narrows the file's [[include]] cells:
+    # `--framework torch` must not still run an included sklearn cell.
+    include = []
+    for inc in exp.include:
+        narrowed = {k: tuple(x for x in vals if k not in matrix or x in new_matrix[k]) for k, vals in inc.items()}
+        if all(narrowed.values()):
+            include.append(narrowed)
+    proto_table = {k: v for k, v in protocol.items() if v is not None}
+    proto = exp.protocol
+    if proto_table:
+        if "epochs" in proto_table and "steps" in proto_table:
+            raise ConfigError(f"{where}: give --epochs or --steps, not both")
+        proto = _protocol(where, proto_table, exp.protocol)
+    return replace(exp, matrix=new_matrix, protocol=proto, include=tuple(include))

@@ -1,0 +1,104 @@
+"""The measured phases, written once against the Framework/Trainer protocol.
+
+One repeat (DESIGN.md "Repeat"): a fresh model initialized with the repeat's
+seed (`seed + repeat`), then
+
+    build      construct model + optimizer             (timed, untimed data)
+    compile    trace/compile + one step, state restored (timed apart)
+    train      the configured epochs or steps          (timed)
+    accuracy   top-1 on the whole test split           (not timed)
+    infer      one pass over the test set at batch B   (timed; throughput)
+    latency    single batches at B and at 1, one call at a time (each timed)
+
+Clocks are read with `time.perf_counter_ns` right after the adapter returns;
+adapters return only after the device finished (protocol contract). The first
+`warmup` repeats are measured and emitted like the others, flagged as warm-up.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from dlbench.frameworks.protocol import Framework, TrainSettings
+from dlbench.store import Measurement
+
+Emit = Callable[..., None]
+
+
+def _seconds(t0: int) -> float:
+    return (time.perf_counter_ns() - t0) / 1e9
+
+
+def settings_for(case: dict[str, Any], repeat: int) -> TrainSettings:
+    classical = case["optimizer"] == "none"
+    return TrainSettings(
+        model=case["model"], batch_size=case["batch_size"],
+        # Classical models ignore epochs/optimizer; TrainSettings still wants valid values.
+        epochs=1 if classical else case["epochs"], steps=None if classical else case["steps"],
+        optimizer="sgd" if classical else case["optimizer"], lr=case["lr"] or 0.01,
+        momentum=case["momentum"], init="glorot-uniform" if classical else case["init"],
+        seed=case["seed"] + repeat,
+    )
+
+
+def run_repeat(fw: Framework, native: Any, case: dict[str, Any], protocol: dict[str, Any],
+               repeat: int, n_train: int, marker: Emit) -> list[Measurement]:
+    warm = repeat < protocol["warmup"]
+    settings = settings_for(case, repeat)
+    out: list[Measurement] = []
+
+    def add(phase: str, metric: str, value: float | None, unit: str, seq: int | None = None) -> None:
+        out.append(Measurement(repeat, warm, phase, metric, value, unit, seq))
+
+    def timed(phase: str, fn: Callable[[], Any]) -> tuple[Any, float]:
+        marker(phase=phase, repeat=repeat, edge="start")
+        t0 = time.perf_counter_ns()
+        result = fn()
+        seconds = _seconds(t0)
+        marker(phase=phase, repeat=repeat, edge="end")
+        return result, seconds
+
+    trainer, seconds = timed("build", lambda: fw.build(native, settings))
+    add("build", "time", seconds, "s")
+    add("build", "parameters", float(trainer.parameter_count()), "count")
+
+    _, seconds = timed("compile", trainer.first_step)
+    add("compile", "time", seconds, "s")
+
+    losses, seconds = timed("train", trainer.train)
+    add("train", "time", seconds, "s")
+    classical = case["optimizer"] == "none"
+    if not classical:
+        steps = settings.total_steps(n_train)
+        add("train", "steps", float(steps), "count")
+        add("train", "throughput", steps * settings.batch_size / seconds if seconds > 0 else None, "samples/s")
+        for epoch, loss in enumerate(losses):
+            add("train", "loss", float(loss), "nats", seq=epoch)
+    else:
+        add("train", "throughput", n_train / seconds if seconds > 0 else None, "samples/s")
+
+    add("accuracy", "accuracy", float(trainer.evaluate()), "fraction")
+
+    batch = case["batch_size"]
+    batches = trainer.prepare_infer(batch)
+    if batches == 0:
+        add("infer", "time", None, "s")  # test split smaller than one batch: nothing to time
+        return out
+    samples, seconds = timed("infer", lambda: trainer.infer(batch))
+    add("infer", "time", seconds, "s")
+    add("infer", "throughput", samples / seconds if seconds > 0 else None, "samples/s")
+
+    n_latency = protocol["latency_batches"]
+    for b in dict.fromkeys((batch, 1)):
+        if n_latency == 0:
+            break
+        available = trainer.prepare_infer(b) if b != batch else batches
+        marker(phase=f"latency_b{b}", repeat=repeat, edge="start")
+        for i in range(n_latency):
+            t0 = time.perf_counter_ns()
+            trainer.predict_batch(b, i % available)
+            add(f"latency_b{b}", "time", _seconds(t0), "s", seq=i)
+        marker(phase=f"latency_b{b}", repeat=repeat, edge="end")
+    return out

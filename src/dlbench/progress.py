@@ -1,0 +1,63 @@
+"""Live progress of a run (rich): one unit per repeat, so the ETA moves as work is done.
+
+The runner reports events through a callback; this module only draws them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
+
+from dlbench.tables import case_label
+
+
+class RunProgress:
+    def __init__(self, console: Console, store, run_id: int) -> None:
+        self.console = console
+        self.store = store
+        self.run_id = run_id
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("repeats"), TimeElapsedColumn(), TextColumn("ETA"),
+                                 TimeRemainingColumn(), console=console, transient=False)
+        self.task = None
+        self.trial_units = 0
+        self.done_in_trial = 0
+
+    def __enter__(self) -> "RunProgress":
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.__exit__(*exc)
+
+    def on_event(self, kind: str, **info: Any) -> None:
+        if kind == "run_start":
+            pending = [t for t in self.store.trials(self.run_id) if t["status"] in ("pending", "running", "interrupted")]
+            units = sum(json.loads(t["protocol_json"])["warmup"] + json.loads(t["protocol_json"])["repeats"]
+                        for t in pending)
+            self.task = self.progress.add_task(f"run {self.run_id}", total=units)
+        elif kind == "trial_start":
+            case = info["case"]
+            self.done_in_trial = 0
+            row = next(t for t in self.store.trials(self.run_id) if t["id"] == info["trial_id"])
+            proto = json.loads(row["protocol_json"])
+            self.trial_units = proto["warmup"] + proto["repeats"]
+            self.progress.update(self.task, description=case_label(case))
+        elif kind == "worker_event":
+            event = info["event"]
+            if event.get("event") == "measurements" and event.get("repeat") is not None:
+                self.done_in_trial += 1
+                self.progress.advance(self.task)
+        elif kind == "trial_end":
+            outcome = info["outcome"]
+            # A trial that stopped early still uses up its share of the bar.
+            self.progress.advance(self.task, max(0, self.trial_units - self.done_in_trial))
+            style = "green" if outcome.status == "ok" else "red"
+            first_line = (outcome.error or "").splitlines()[0][:150] if outcome.error else ""
+            self.progress.console.print(
+                f"[{style}]{outcome.status:>7}[/] {case_label(info['case'])}  {outcome.wall_s:.1f} s"
+                + (f"  {first_line}" if first_line else ""), highlight=False)

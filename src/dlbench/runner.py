@@ -1,0 +1,222 @@
+"""Parent side of a run: one worker process per trial, events into the store.
+
+The parent never imports a deep-learning framework. For each trial it starts
+`python -m dlbench.worker` in its own session (process group), writes the
+trial spec to its stdin and reads JSON-lines events from its stdout on a
+reader thread, so that a worker that hangs is noticed at its deadline without
+busy-waiting. Each repeat's measurements are committed as they arrive. A worker
+that raises, dies from a signal, or runs past its timeout becomes a trial with
+status failed / oom / timeout and the error text; the run goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from dlbench.plan import Plan, Trial
+from dlbench.store import Measurement, Store
+
+STDERR_KEEP = 20_000  # characters of a worker's stderr kept in the store
+KILL_GRACE_S = 5.0
+
+Callback = Callable[..., None]
+
+
+@dataclass
+class TrialOutcome:
+    status: str
+    error: str | None = None
+    returncode: int | None = None
+    wall_s: float = 0.0
+    repeats: int = 0
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+
+def worker_command() -> list[str]:
+    return [sys.executable, "-m", "dlbench.worker"]
+
+
+def _signal_name(returncode: int) -> str:
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGTERM the worker's process group, SIGKILL whatever is left after a grace period."""
+    for sig, wait in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, None)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+    proc.wait()
+
+
+def _read_events(stream, q: queue.Queue) -> None:
+    for line in stream:
+        q.put(line)
+    q.put(None)  # end of stream
+
+
+def execute_trial(store: Store, trial_id: int, spec: dict[str, Any], *, timeout: float,
+                  command: Sequence[str] | None = None, on_event: Callback | None = None) -> TrialOutcome:
+    """Run one trial in a fresh worker process and store everything it reports."""
+    store.start_trial(trial_id)
+    expected = spec["protocol"]["warmup"] + spec["protocol"]["repeats"]
+    outcome = TrialOutcome(status="failed")
+    error_event: dict[str, Any] | None = None
+    done = timed_out = False
+    started = time.monotonic()
+    with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as err:
+        proc = subprocess.Popen(list(command or worker_command()), stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=err, text=True, encoding="utf-8",
+                                start_new_session=True)
+        try:
+            proc.stdin.write(json.dumps(spec))
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass  # the worker died at once; its exit status says why
+        q: queue.Queue = queue.Queue()
+        reader = threading.Thread(target=_read_events, args=(proc.stdout, q), daemon=True)
+        reader.start()
+        try:
+            while True:
+                remaining = timeout - (time.monotonic() - started)
+                if remaining <= 0:
+                    timed_out = True
+                    break
+                try:
+                    line = q.get(timeout=remaining)
+                except queue.Empty:
+                    continue
+                if line is None:
+                    break
+                try:
+                    event = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # not an event (should not happen: stdout is reserved)
+                kind = event.get("event")
+                if kind == "manifest":
+                    outcome.manifest = event["manifest"]
+                    store.set_manifest(trial_id, event["manifest"])
+                elif kind == "measurements":
+                    store.add_measurements(trial_id, [Measurement(**row) for row in event["rows"]])
+                    if event.get("repeat") is not None:
+                        outcome.repeats += 1
+                elif kind == "error":
+                    error_event = event
+                elif kind == "done":
+                    done = True
+                if on_event is not None:
+                    on_event("worker_event", trial_id=trial_id, event=event)
+        except BaseException:
+            _kill_group(proc)  # Ctrl-C or a store error: leave no orphan worker behind
+            raise
+        if timed_out:
+            _kill_group(proc)
+        else:
+            try:
+                proc.wait(timeout=KILL_GRACE_S * 2)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc)
+        reader.join(timeout=KILL_GRACE_S)
+        outcome.wall_s = time.monotonic() - started
+        outcome.returncode = proc.returncode
+        err.seek(0)
+        stderr = err.read()
+    stderr_tail = stderr[-STDERR_KEEP:]
+
+    if timed_out:
+        outcome.status = "timeout"
+        outcome.error = f"timed out after {timeout:g} s (worker killed); {outcome.repeats} of {expected} repeats finished"
+    elif error_event is not None:
+        outcome.status = "oom" if error_event.get("oom") else "failed"
+        outcome.error = f"{error_event['type']}: {error_event['message']}\n{error_event.get('traceback', '')}".strip()
+    elif proc.returncode is not None and proc.returncode < 0:
+        outcome.error = (f"worker killed by {_signal_name(proc.returncode)} after {outcome.repeats} of "
+                         f"{expected} repeats; stderr tail:\n{stderr_tail[-2000:]}")
+    elif proc.returncode != 0 or not done:
+        outcome.error = (f"worker exited with code {proc.returncode} without finishing "
+                         f"({outcome.repeats} of {expected} repeats); stderr tail:\n{stderr_tail[-2000:]}")
+    elif outcome.repeats != expected:
+        outcome.error = f"worker reported {outcome.repeats} repeats, expected {expected}"
+    else:
+        outcome.status = "ok"
+    store.finish_trial(trial_id, status=outcome.status, error=outcome.error, returncode=outcome.returncode,
+                       wall_s=outcome.wall_s, stderr=stderr_tail)
+    return outcome
+
+
+def protocol_for_worker(plan: Plan) -> dict[str, Any]:
+    p = plan.experiment.protocol
+    return {"repeats": p.repeats, "warmup": p.warmup, "latency_batches": p.latency_batches,
+            "timeout": p.timeout, "data_dir": p.data_dir, "trials": p.trials}
+
+
+def create_run(store: Store, plan: Plan, *, command: str, environment: dict[str, Any]) -> int:
+    """Store the run, its planned trials (status pending) and the skipped cells."""
+    import dlbench
+
+    exp = plan.experiment
+    run_id = store.create_run(name=exp.name, command=command, config_source=exp.source,
+                              config_text=exp.text, experiment=asdict(exp) | {"text": None},
+                              environment=environment, version=dlbench.__version__)
+    protocol = protocol_for_worker(plan)
+    for t in plan.trials:
+        store.add_trial(run_id, case_key=t.case.key, block=t.block, position=t.position,
+                        case=t.case.as_dict(), protocol=protocol)
+    store.add_skipped(run_id, [(s.cell, s.reason) for s in plan.skipped])
+    return run_id
+
+
+def execute_run(store: Store, run_id: int, *, command: Sequence[str] | None = None,
+                on_event: Callback | None = None) -> dict[str, int]:
+    """Run every trial of a run that has not finished yet (so this also resumes).
+
+    Returns the count of trials per final status."""
+    pending = store.trials(run_id, statuses=("pending", "running", "interrupted"))
+    emit = on_event or (lambda *a, **k: None)
+    emit("run_start", run_id=run_id, total=len(store.trials(run_id)), pending=len(pending))
+    try:
+        for row in pending:
+            spec = {"case": json.loads(row["case_json"]), "protocol": json.loads(row["protocol_json"])}
+            emit("trial_start", trial_id=row["id"], case=spec["case"])
+            outcome = execute_trial(store, row["id"], spec, timeout=spec["protocol"]["timeout"],
+                                    command=command, on_event=on_event)
+            emit("trial_end", trial_id=row["id"], case=spec["case"], outcome=outcome)
+    except KeyboardInterrupt:
+        store.mark_interrupted(run_id)
+        store.finish_run(run_id, "interrupted")
+        raise
+    counts: dict[str, int] = {}
+    for row in store.trials(run_id):
+        counts[row["status"]] = counts.get(row["status"], 0) + 1
+    store.finish_run(run_id, "finished")
+    return counts
+
+
+def run_plan(store: Store, plan: Plan, *, command_line: str, environment: dict[str, Any],
+             worker: Sequence[str] | None = None, on_event: Callback | None = None) -> tuple[int, dict[str, int]]:
+    run_id = create_run(store, plan, command=command_line, environment=environment)
+    return run_id, execute_run(store, run_id, command=worker, on_event=on_event)
+
+
+def trial_spec(trial: Trial, plan: Plan) -> dict[str, Any]:
+    return {"case": trial.case.as_dict(), "protocol": protocol_for_worker(plan)}

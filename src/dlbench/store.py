@@ -1,0 +1,278 @@
+"""SQLite store: every raw value, committed as it arrives.
+
+Tables (DESIGN.md "Storage"): runs (config text verbatim, environment
+fingerprint), trials (full case and fairness manifest, status, error text),
+measurements (long format: trial, repeat, warm-up flag, phase, metric, value,
+unit), series (polled time series, for telemetry), skipped (cells not run,
+with the reason). Schema versions live in `PRAGMA user_version` and are
+upgraded by the ordered MIGRATIONS below (sqlite-utils' approach). WAL mode
+lets `dlbench report` read while a run writes.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+MIGRATIONS: list[str] = [
+    # 1: the initial schema
+    """
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL,
+        status TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        finished_at TEXT,
+        command TEXT,
+        config_source TEXT,
+        config_text TEXT,
+        experiment_json TEXT,
+        environment_json TEXT,
+        dlbench_version TEXT
+    );
+    CREATE TABLE trials (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        case_key TEXT NOT NULL,
+        block INTEGER NOT NULL,
+        position INTEGER NOT NULL,
+        framework TEXT NOT NULL,
+        variant TEXT NOT NULL,
+        model TEXT NOT NULL,
+        dataset TEXT NOT NULL,
+        batch_size INTEGER NOT NULL,
+        case_json TEXT NOT NULL,
+        protocol_json TEXT NOT NULL,
+        manifest_json TEXT,
+        status TEXT NOT NULL,
+        error TEXT,
+        returncode INTEGER,
+        started_at TEXT,
+        finished_at TEXT,
+        wall_s REAL,
+        stderr TEXT,
+        UNIQUE (run_id, case_key, block)
+    );
+    CREATE TABLE measurements (
+        id INTEGER PRIMARY KEY,
+        trial_id INTEGER NOT NULL REFERENCES trials(id),
+        repeat INTEGER,
+        warmup INTEGER NOT NULL DEFAULT 0,
+        phase TEXT NOT NULL,
+        metric TEXT NOT NULL,
+        value REAL,
+        unit TEXT NOT NULL,
+        seq INTEGER
+    );
+    CREATE INDEX measurements_trial ON measurements(trial_id);
+    CREATE TABLE series (
+        id INTEGER PRIMARY KEY,
+        trial_id INTEGER NOT NULL REFERENCES trials(id),
+        name TEXT NOT NULL,
+        t REAL NOT NULL,
+        value REAL,
+        unit TEXT NOT NULL
+    );
+    CREATE INDEX series_trial ON series(trial_id);
+    CREATE TABLE skipped (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        cell_json TEXT NOT NULL,
+        reason TEXT NOT NULL
+    );
+    """,
+]
+
+STATUSES = ("pending", "running", "ok", "failed", "oom", "timeout", "interrupted")
+
+
+class StoreError(RuntimeError):
+    pass
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+@dataclass(frozen=True)
+class Measurement:
+    repeat: int | None
+    warmup: bool
+    phase: str
+    metric: str
+    value: float | None
+    unit: str
+    seq: int | None = None
+
+
+class Store:
+    def __init__(self, path: str | Path, *, migrations: Sequence[str] = MIGRATIONS) -> None:
+        self.path = Path(path)
+        try:
+            self.db = sqlite3.connect(self.path, timeout=30)
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: cannot open database: {exc}") from None
+        self.db.row_factory = sqlite3.Row
+        try:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            self._migrate(migrations)
+        except sqlite3.DatabaseError as exc:
+            self.db.close()
+            raise StoreError(f"{self.path}: not a dlbench database ({exc})") from None
+
+    def _migrate(self, migrations: Sequence[str]) -> None:
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        if version > len(migrations):
+            raise StoreError(f"{self.path}: schema version {version} is newer than this dlbench "
+                             f"understands ({len(migrations)}); upgrade dlbench")
+        for number, script in enumerate(migrations[version:], start=version + 1):
+            # executescript commits first; the version bump is in the same script
+            # so that a crash cannot leave a half-applied migration marked done.
+            self.db.executescript(f"BEGIN; {script}; PRAGMA user_version = {number}; COMMIT;")
+
+    @property
+    def version(self) -> int:
+        return self.db.execute("PRAGMA user_version").fetchone()[0]
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- runs -------------------------------------------------------------
+    def create_run(self, *, name: str, command: str, config_source: str, config_text: str,
+                   experiment: dict, environment: dict, version: str) -> int:
+        with self.db:
+            cur = self.db.execute(
+                "INSERT INTO runs (name, status, started_at, command, config_source, config_text,"
+                " experiment_json, environment_json, dlbench_version) VALUES (?,?,?,?,?,?,?,?,?)",
+                (name, "running", now(), command, config_source, config_text,
+                 json.dumps(experiment, default=str), json.dumps(environment, default=str), version))
+        return int(cur.lastrowid)
+
+    def finish_run(self, run_id: int, status: str) -> None:
+        with self.db:
+            self.db.execute("UPDATE runs SET status=?, finished_at=? WHERE id=?", (status, now(), run_id))
+
+    def run(self, run_id: int | None = None) -> sqlite3.Row:
+        if run_id is None:
+            row = self.db.execute("SELECT * FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+            if row is None:
+                raise StoreError(f"{self.path}: holds no runs yet")
+            return row
+        row = self.db.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
+        if row is None:
+            ids = [r[0] for r in self.db.execute("SELECT id FROM runs ORDER BY id")]
+            raise StoreError(f"{self.path}: no run {run_id}; runs here: {ids or 'none'}")
+        return row
+
+    def runs(self) -> list[sqlite3.Row]:
+        return self.db.execute(
+            "SELECT r.*, (SELECT COUNT(*) FROM trials t WHERE t.run_id=r.id) AS n_trials,"
+            " (SELECT COUNT(*) FROM trials t WHERE t.run_id=r.id AND t.status='ok') AS n_ok"
+            " FROM runs r ORDER BY r.id").fetchall()
+
+    def add_skipped(self, run_id: int, skipped: Iterable[tuple[dict, str]]) -> None:
+        with self.db:
+            self.db.executemany("INSERT INTO skipped (run_id, cell_json, reason) VALUES (?,?,?)",
+                                [(run_id, json.dumps(c, sort_keys=True), r) for c, r in skipped])
+
+    def skipped(self, run_id: int) -> list[sqlite3.Row]:
+        return self.db.execute("SELECT * FROM skipped WHERE run_id=? ORDER BY id", (run_id,)).fetchall()
+
+    # -- trials -----------------------------------------------------------
+    def add_trial(self, run_id: int, *, case_key: str, block: int, position: int, case: dict,
+                  protocol: dict) -> int:
+        with self.db:
+            cur = self.db.execute(
+                "INSERT INTO trials (run_id, case_key, block, position, framework, variant, model,"
+                " dataset, batch_size, case_json, protocol_json, status) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                (run_id, case_key, block, position, case["framework"], case["variant"], case["model"],
+                 case["dataset"], case["batch_size"], json.dumps(case, sort_keys=True),
+                 json.dumps(protocol, sort_keys=True), "pending"))
+        return int(cur.lastrowid)
+
+    def start_trial(self, trial_id: int) -> None:
+        with self.db:
+            # A trial restarted after an interruption drops the partial values of
+            # the process that never finished; finished trials are never re-run.
+            self.db.execute("DELETE FROM measurements WHERE trial_id=?", (trial_id,))
+            self.db.execute("DELETE FROM series WHERE trial_id=?", (trial_id,))
+            self.db.execute("UPDATE trials SET status='running', started_at=?, error=NULL WHERE id=?",
+                            (now(), trial_id))
+
+    def set_manifest(self, trial_id: int, manifest: dict) -> None:
+        with self.db:
+            self.db.execute("UPDATE trials SET manifest_json=? WHERE id=?",
+                            (json.dumps(manifest, sort_keys=True, default=str), trial_id))
+
+    def finish_trial(self, trial_id: int, *, status: str, error: str | None, returncode: int | None,
+                     wall_s: float, stderr: str) -> None:
+        if status not in STATUSES:
+            raise ValueError(f"status {status!r} not in {STATUSES}")
+        with self.db:
+            self.db.execute(
+                "UPDATE trials SET status=?, error=?, returncode=?, finished_at=?, wall_s=?, stderr=?"
+                " WHERE id=?", (status, error, returncode, now(), wall_s, stderr, trial_id))
+
+    def mark_interrupted(self, run_id: int) -> None:
+        with self.db:
+            self.db.execute("UPDATE trials SET status='interrupted' WHERE run_id=? AND status='running'",
+                            (run_id,))
+
+    def trials(self, run_id: int, statuses: Sequence[str] | None = None) -> list[sqlite3.Row]:
+        sql = "SELECT * FROM trials WHERE run_id=?"
+        args: list[Any] = [run_id]
+        if statuses:
+            sql += f" AND status IN ({','.join('?' * len(statuses))})"
+            args.extend(statuses)
+        return self.db.execute(sql + " ORDER BY block, position", args).fetchall()
+
+    # -- measurements -----------------------------------------------------
+    def add_measurements(self, trial_id: int, rows: Iterable[Measurement]) -> int:
+        values = [(trial_id, m.repeat, int(m.warmup), m.phase, m.metric, m.value, m.unit, m.seq) for m in rows]
+        with self.db:
+            self.db.executemany(
+                "INSERT INTO measurements (trial_id, repeat, warmup, phase, metric, value, unit, seq)"
+                " VALUES (?,?,?,?,?,?,?,?)", values)
+        return len(values)
+
+    def add_series(self, trial_id: int, name: str, unit: str, points: Iterable[tuple[float, float]]) -> None:
+        with self.db:
+            self.db.executemany("INSERT INTO series (trial_id, name, t, value, unit) VALUES (?,?,?,?,?)",
+                                [(trial_id, name, t, v, unit) for t, v in points])
+
+    def measurements(self, run_id: int) -> list[sqlite3.Row]:
+        return self.db.execute(
+            "SELECT t.id AS trial_id, t.case_key, t.block, t.framework, t.variant, t.model, t.dataset,"
+            " t.batch_size, t.status, t.case_json, m.repeat, m.warmup, m.phase, m.metric, m.value, m.unit, m.seq"
+            " FROM measurements m JOIN trials t ON t.id = m.trial_id WHERE t.run_id=?"
+            " ORDER BY t.block, t.position, m.id", (run_id,)).fetchall()
+
+    def export_csv(self, run_id: int, path: str | Path) -> int:
+        """Every measurement of a run in long format, with the case's factors as columns."""
+        rows = self.measurements(run_id)
+        case_cols = ["framework", "variant", "model", "dataset", "batch_size", "init", "optimizer", "lr",
+                     "epochs", "steps", "threads", "device", "precision"]
+        header = ["run_id", "trial_id", "case_key", "block", "status", *case_cols,
+                  "repeat", "warmup", "phase", "metric", "value", "unit", "seq"]
+        with open(path, "w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh)
+            w.writerow(header)
+            for r in rows:
+                case = json.loads(r["case_json"])
+                w.writerow([run_id, r["trial_id"], r["case_key"], r["block"], r["status"],
+                            *[case.get(c) for c in case_cols],
+                            r["repeat"], r["warmup"], r["phase"], r["metric"], r["value"], r["unit"], r["seq"]])
+        return len(rows)

@@ -1,0 +1,132 @@
+"""One trial in one fresh process: `python -m dlbench.worker < trial.json`.
+
+The worker imports exactly one framework, loads the data (untimed), runs the
+warm-up and measured repeats and streams JSON-lines events to the parent:
+
+    {"event": "started", "pid": ..., "t": <monotonic ns>}
+    {"event": "manifest", "manifest": {...}}          fairness manifest
+    {"event": "marker", "phase": ..., "repeat": ..., "edge": "start"|"end", "t": ...}
+    {"event": "measurements", "repeat": r, "rows": [...]}   one per repeat, committed at once
+    {"event": "error", "type": ..., "message": ..., "traceback": ..., "oom": bool}
+    {"event": "done"}
+
+Events go to a duplicate of the original stdout; file descriptor 1 is then
+pointed at stderr, so that whatever a framework prints (TF's notices, progress
+bars, C++ logging) can never corrupt the event stream. The parent keeps stderr
+per trial.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import time
+import traceback
+from dataclasses import asdict
+from typing import Any, TextIO
+
+OOM_MARKERS = ("MemoryError", "OutOfMemoryError", "ResourceExhaustedError", "RESOURCE_EXHAUSTED",
+               "out of memory", "std::bad_alloc")
+
+
+class Emitter:
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def __call__(self, event: str, **fields: Any) -> None:
+        self.stream.write(json.dumps({"event": event, **fields}, default=str) + "\n")
+        self.stream.flush()
+
+
+def is_oom(exc: BaseException) -> bool:
+    text = f"{type(exc).__name__}: {exc}"
+    return isinstance(exc, MemoryError) or any(m in text for m in OOM_MARKERS)
+
+
+def pin_threads(threads: int) -> list[int] | None:
+    """Restrict the process to `threads` cores, identically for every framework.
+
+    XLA:CPU has no reliable intra-op thread knob, so affinity is the one control
+    that applies equally to torch, TensorFlow and JAX."""
+    if not hasattr(os, "sched_setaffinity"):
+        return None
+    allowed = sorted(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, allowed[:max(1, threads)])
+    return sorted(os.sched_getaffinity(0))
+
+
+def load_arrays(case: dict[str, Any], protocol: dict[str, Any]):
+    from dlbench.datasets import SyntheticOptions, load
+    from dlbench.datasets.arrays import Arrays
+
+    synthetic = None
+    if case.get("synthetic"):
+        h, w, c, classes, n_train, n_test = case["synthetic"]
+        synthetic = SyntheticOptions((h, w, c), classes, n_train, n_test)
+    arrays = load(case["dataset"], protocol.get("data_dir"), synthetic=synthetic, seed=case["seed"])
+    return Arrays(arrays.name, arrays.train.head(case["train_samples"]),
+                  arrays.test.head(case["test_samples"]), arrays.num_classes)
+
+
+def run_trial(spec: dict[str, Any], emit: Emitter) -> None:
+    from dlbench.frameworks import get_info
+    from dlbench.phases import run_repeat
+
+    case, protocol = spec["case"], spec["protocol"]
+    process: list[dict[str, Any]] = []
+
+    def record(metric: str, value: float, unit: str) -> None:
+        process.append({"repeat": None, "warmup": False, "phase": "process", "metric": metric,
+                        "value": value, "unit": unit, "seq": None})
+
+    affinity = pin_threads(case["threads"])
+    info = get_info(case["framework"])
+    t0 = time.perf_counter_ns()
+    fw = info.load_adapter()  # imports the framework
+    record("import_time", (time.perf_counter_ns() - t0) / 1e9, "s")
+    t0 = time.perf_counter_ns()
+    manifest = fw.setup(variant=case["variant"], threads=case["threads"], seed=case["seed"],
+                        device=case["device"])
+    record("setup_time", (time.perf_counter_ns() - t0) / 1e9, "s")
+    t0 = time.perf_counter_ns()
+    arrays = load_arrays(case, protocol)
+    native = fw.prepare(arrays)
+    record("data_load_time", (time.perf_counter_ns() - t0) / 1e9, "s")
+    manifest = {**manifest, "cpu_affinity": affinity, "precision": case["precision"],
+                "train_samples": len(arrays.train), "test_samples": len(arrays.test),
+                "input_shape": list(arrays.input_shape), "num_classes": arrays.num_classes,
+                "last_batch": "drop", "timer": "time.perf_counter_ns after device synchronization"}
+    emit("manifest", manifest=manifest)
+
+    def marker(**fields: Any) -> None:
+        emit("marker", t=time.monotonic_ns(), **fields)
+
+    for repeat in range(protocol["warmup"] + protocol["repeats"]):
+        rows = run_repeat(fw, native, case, protocol, repeat, len(arrays.train), marker)
+        emit("measurements", repeat=repeat, rows=[asdict(m) for m in rows])
+
+    rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    record("peak_rss", rss_kib * 1024.0, "bytes")
+    emit("measurements", repeat=None, rows=process)
+
+
+def main() -> int:
+    events = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)
+    emit = Emitter(events)
+    emit("started", pid=os.getpid(), t=time.monotonic_ns())
+    try:
+        spec = json.loads(sys.stdin.read())
+        run_trial(spec, emit)
+    except BaseException as exc:  # noqa: BLE001 - every failure must reach the parent as data
+        emit("error", type=type(exc).__name__, message=str(exc)[:4000],
+             traceback=traceback.format_exc()[-8000:], oom=is_oom(exc))
+        return 1
+    emit("done")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

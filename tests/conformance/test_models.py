@@ -1,0 +1,112 @@
+"""Conformance suite: every framework x model must be the same network and behave.
+
+In the spirit of scikit-learn's `parametrize_with_checks`: one set of checks that
+every implementation passes. Sizes are tiny so the whole suite runs in CI.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dlbench.datasets.arrays import Arrays, ArraySplit
+from dlbench.frameworks import FRAMEWORKS
+from dlbench.frameworks.protocol import TrainSettings
+from dlbench.models import all_specs
+
+PAIRS = [(fw, spec.name) for spec in all_specs() if spec.kind == "nn" for fw in spec.frameworks]
+
+
+def _arrays(shape=(28, 28, 1), classes=10, n_train=256, n_test=64, seed=0) -> Arrays:
+    rng = np.random.default_rng(seed)
+    # Learnable synthetic data: each class has its own mean image.
+    means = rng.random((classes, *shape), dtype=np.float32)
+    def split(n):
+        y = rng.integers(0, classes, n).astype(np.int64)
+        x = (0.6 * means[y] + 0.4 * rng.random((n, *shape), dtype=np.float32)).astype(np.float32)
+        return ArraySplit(x, y)
+    return Arrays("conformance", split(n_train), split(n_test), classes)
+
+
+_SETUP_DONE: dict[str, object] = {}
+
+
+def _framework(name: str):
+    reason = FRAMEWORKS[name].unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    if name not in _SETUP_DONE:
+        fw = FRAMEWORKS[name].load_adapter()
+        fw.setup(variant=FRAMEWORKS[name].default_variant, threads=2, seed=0, device="cpu")
+        _SETUP_DONE[name] = fw
+    return _SETUP_DONE[name]
+
+
+def _settings(model: str, **kw) -> TrainSettings:
+    base = dict(model=model, batch_size=32, epochs=1, optimizer="sgd", lr=0.05, init="glorot-uniform", seed=0)
+    base.update(kw)
+    return TrainSettings(**base)
+
+
+@pytest.mark.parametrize("framework,model", PAIRS)
+@pytest.mark.parametrize("shape,classes", [((28, 28, 1), 10), ((16, 16, 3), 7)])
+def test_parameter_count_matches_spec(framework, model, shape, classes):
+    spec = next(s for s in all_specs() if s.name == model)
+    fw = _framework(framework)
+    native = fw.prepare(_arrays(shape, classes, n_train=64, n_test=32))
+    for init in ("framework-default", "glorot-uniform"):
+        trainer = fw.build(native, _settings(model, init=init))
+        assert trainer.parameter_count() == spec.param_count(shape, classes)
+    for (ref_shape, ref_classes), count in spec.reference_counts.items():
+        assert spec.param_count(ref_shape, ref_classes) == count
+
+
+@pytest.mark.parametrize("framework,model", PAIRS)
+@pytest.mark.parametrize("optimizer,lr", [("sgd", 0.05), ("adam", 1e-3)])
+def test_loss_decreases_on_fixed_batch(framework, model, optimizer, lr):
+    fw = _framework(framework)
+    native = fw.prepare(_arrays())
+    trainer = fw.build(native, _settings(model, optimizer=optimizer, lr=lr))
+    losses = trainer.train_fixed_batch(15)
+    assert len(losses) == 15
+    assert all(np.isfinite(losses))
+    assert losses[-1] < 0.7 * losses[0], losses
+
+
+@pytest.mark.parametrize("framework,model", PAIRS)
+def test_same_seed_same_result_and_first_step_restores(framework, model):
+    fw = _framework(framework)
+    native = fw.prepare(_arrays())
+    a = fw.build(native, _settings(model, seed=3))
+    a.first_step()  # must leave the model as built
+    losses_a = a.train()
+    b = fw.build(native, _settings(model, seed=3))
+    losses_b = b.train()
+    np.testing.assert_allclose(losses_a, losses_b, rtol=1e-5)
+    assert a.evaluate() == pytest.approx(b.evaluate(), abs=1 / 64 + 1e-9)
+    c = fw.build(native, _settings(model, seed=4))
+    assert not np.allclose(c.train(), losses_a, rtol=1e-6)
+
+
+@pytest.mark.parametrize("framework,model", PAIRS)
+def test_inference_counts_samples_and_accuracy_is_a_fraction(framework, model):
+    fw = _framework(framework)
+    data = _arrays(n_test=70)
+    native = fw.prepare(data)
+    trainer = fw.build(native, _settings(model, epochs=2))
+    trainer.train()
+    acc = trainer.evaluate()
+    assert 0.0 <= acc <= 1.0
+    assert acc > 0.3  # learnable data: far above chance (1/10) after two epochs
+    assert trainer.prepare_infer(32) == 2
+    assert trainer.infer(32) == 64  # the partial batch is dropped, as in training
+    trainer.predict_batch(32, 1)
+
+
+@pytest.mark.parametrize("framework,model", PAIRS)
+def test_steps_setting_runs_exact_step_count(framework, model):
+    fw = _framework(framework)
+    native = fw.prepare(_arrays(n_train=100))
+    trainer = fw.build(native, _settings(model, epochs=None, steps=7))
+    losses = trainer.train()
+    assert len(losses) == 1 and np.isfinite(losses[0])
