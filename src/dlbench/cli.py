@@ -98,7 +98,7 @@ def run(
 ) -> None:
     """Run an experiment: every trial in a fresh worker process, results into the database."""
     from dlbench import env, runner
-    from dlbench.datasets import DatasetNotFound, ensure
+    from dlbench.datasets import DatasetError, ensure
 
     store = _open_store(db)
     if resume is not None:
@@ -121,7 +121,7 @@ def run(
         for name in sorted({t.case.dataset for t in plan.trials}):
             try:
                 ensure(name, plan.experiment.protocol.data_dir, progress=None)
-            except DatasetNotFound as exc:
+            except DatasetError as exc:
                 _fail(str(exc))
         command_line = shlex.join(["dlbench", *sys.argv[1:]])
         run_id = runner.create_run(store, plan, command=command_line, environment=env.fingerprint())
@@ -194,13 +194,13 @@ def list_() -> None:
     from rich.table import Table
 
     from dlbench.datasets import DATASET_NAMES, dataset_shape, locate
-    from dlbench.frameworks import FRAMEWORKS
+    from dlbench.frameworks import registry
     from dlbench.models import all_specs
 
     t = Table(title="frameworks")
     for col in ("name", "variants", "status", "versions"):
         t.add_column(col, overflow="fold")
-    for info in FRAMEWORKS.values():
+    for info in registry().values():
         reason = info.unavailable_reason()
         versions = ", ".join(f"{k} {v}" for k, v in info.versions().items() if v != "not installed")
         t.add_row(info.name, ", ".join(info.variants), reason or "installed", versions)

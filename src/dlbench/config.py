@@ -99,11 +99,12 @@ def _as_tuple(value: Any) -> tuple[Any, ...]:
 def _check_factor(where: str, factor: str, values: tuple[Any, ...]) -> tuple[Any, ...]:
     """Validate one factor's values; returns them normalized."""
     from dlbench.datasets import DATASET_NAMES
-    from dlbench.frameworks import FRAMEWORKS
+    from dlbench.frameworks import registry
     from dlbench.models import MODEL_NAMES
 
     if not values:
         raise ConfigError(f"{where}: {factor} is empty; give at least one value")
+    frameworks = registry() if factor == "framework" else {}
     out = []
     for v in values:
         key = f"{where}: {factor} = {v!r}"
@@ -111,11 +112,11 @@ def _check_factor(where: str, factor: str, values: tuple[Any, ...]) -> tuple[Any
             if not isinstance(v, str):
                 raise ConfigError(f"{key}: expected a string such as 'torch' or 'torch:compile'")
             name, _, variant = v.partition(":")
-            if name not in FRAMEWORKS:
-                raise ConfigError(f"{key}: unknown framework; allowed: {_allowed(FRAMEWORKS)}")
-            if variant and variant not in FRAMEWORKS[name].variants:
+            if name not in frameworks:
+                raise ConfigError(f"{key}: unknown framework; allowed: {_allowed(frameworks)}")
+            if variant and variant not in frameworks[name].variants:
                 raise ConfigError(f"{key}: unknown variant of {name}; allowed: "
-                                  f"{_allowed(FRAMEWORKS[name].variants)}")
+                                  f"{_allowed(frameworks[name].variants)}")
         elif factor == "model" and v not in MODEL_NAMES:
             raise ConfigError(f"{key}: unknown model; allowed: {_allowed(MODEL_NAMES)}")
         elif factor == "dataset" and v not in DATASET_NAMES:

@@ -44,7 +44,9 @@ def settings_for(case: dict[str, Any], repeat: int) -> TrainSettings:
 
 
 def run_repeat(fw: Framework, native: Any, case: dict[str, Any], protocol: dict[str, Any],
-               repeat: int, n_train: int, marker: Emit) -> list[Measurement]:
+               repeat: int, n_train: int, marker: Emit, facts: Emit | None = None) -> list[Measurement]:
+    """One repeat; `facts(**kw)` receives what a trainer learns only after training
+    (e.g. the neighbour-search algorithm scikit-learn picked), for the manifest."""
     warm = repeat < protocol["warmup"]
     settings = settings_for(case, repeat)
     out: list[Measurement] = []
@@ -80,6 +82,9 @@ def run_repeat(fw: Framework, native: Any, case: dict[str, Any], protocol: dict[
         add("train", "throughput", n_train / seconds if seconds > 0 else None, "samples/s")
 
     add("accuracy", "accuracy", float(trainer.evaluate()), "fraction")
+    learned = getattr(trainer, "manifest", None)
+    if facts is not None and callable(learned):
+        facts(**learned())
 
     batch = case["batch_size"]
     batches = trainer.prepare_infer(batch)

@@ -18,7 +18,7 @@ import random
 from dataclasses import asdict, dataclass, field
 
 from dlbench.config import FACTORS, Experiment
-from dlbench.frameworks import FRAMEWORKS
+from dlbench.frameworks import registry
 
 
 @dataclass(frozen=True)
@@ -110,10 +110,11 @@ def expand(exp: Experiment) -> Plan:
     p = exp.protocol
     threads = p.threads or physical_cores()
     plan = Plan(exp)
+    frameworks = registry()
     runnable: list[Case] = []
     for cell in _cells(exp):
         name, _, variant = cell["framework"].partition(":")
-        info = FRAMEWORKS[name]
+        info = frameworks[name]
         spec = get_spec(cell["model"])
         synthetic_opts = None
         synthetic = None
@@ -122,7 +123,7 @@ def expand(exp: Experiment) -> Plan:
             synthetic_opts = SyntheticOptions(s.shape, s.classes, s.train_size, s.test_size)
             synthetic = (*s.shape, s.classes, s.train_size, s.test_size)
         shape, _ = dataset_shape(cell["dataset"], synthetic_opts)
-        reason = info.unavailable_reason() or spec.unsupported_reason(name, shape)
+        reason = info.unavailable_reason() or spec.unsupported_reason(name, shape, info.models)
         if reason is not None:
             plan.skipped.append(Skipped(cell, reason))
             continue

@@ -103,8 +103,13 @@ def run_trial(spec: dict[str, Any], emit: Emitter) -> None:
     def marker(**fields: Any) -> None:
         emit("marker", t=time.monotonic_ns(), **fields)
 
+    def facts(**learned: Any) -> None:
+        if any(manifest.get(k) != v for k, v in learned.items()):
+            manifest.update(learned)
+            emit("manifest", manifest=manifest)
+
     for repeat in range(protocol["warmup"] + protocol["repeats"]):
-        rows = run_repeat(fw, native, case, protocol, repeat, len(arrays.train), marker)
+        rows = run_repeat(fw, native, case, protocol, repeat, len(arrays.train), marker, facts)
         emit("measurements", repeat=repeat, rows=[asdict(m) for m in rows])
 
     rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

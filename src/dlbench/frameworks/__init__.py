@@ -24,6 +24,8 @@ class FrameworkInfo:
     install_hint: str
     adapter: str                    # "module:Class" of the adapter
     in_default_suite: bool = True
+    # Models a plugin implements beyond those whose spec lists this framework.
+    models: tuple[str, ...] = ()
 
     def missing_modules(self) -> list[str]:
         return [m for m in self.modules if importlib.util.find_spec(m) is None]
@@ -67,7 +69,26 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
 }
 
 
+PLUGIN_GROUP = "dlbench.frameworks"
+
+
+def registry() -> dict[str, FrameworkInfo]:
+    """Built-in frameworks plus plugins: installed distributions that declare an entry
+    point in the `dlbench.frameworks` group pointing at a FrameworkInfo object.
+    Read on each call (cheap) so that nothing is scanned at import time."""
+    out = dict(FRAMEWORKS)
+    for ep in importlib.metadata.entry_points(group=PLUGIN_GROUP):
+        if ep.name in out:
+            continue  # a plugin cannot replace a built-in framework
+        info = ep.load()
+        if not isinstance(info, FrameworkInfo) or info.name != ep.name:
+            raise TypeError(f"plugin entry point {ep.name} = {ep.value} must name a FrameworkInfo called {ep.name!r}")
+        out[ep.name] = info
+    return out
+
+
 def get_info(name: str) -> FrameworkInfo:
-    if name not in FRAMEWORKS:
-        raise KeyError(f"unknown framework {name!r}; known frameworks: {', '.join(FRAMEWORKS)}")
-    return FRAMEWORKS[name]
+    frameworks = registry()
+    if name not in frameworks:
+        raise KeyError(f"unknown framework {name!r}; known frameworks: {', '.join(frameworks)}")
+    return frameworks[name]

@@ -29,8 +29,8 @@ class ModelSpec:
     # Published reference counts: ((H, W, C), classes) -> trainable parameters.
     reference_counts: dict[tuple[Shape, int], int] = field(default_factory=dict)
 
-    def unsupported_reason(self, framework: str, shape: Shape) -> str | None:
-        if framework not in self.frameworks:
+    def unsupported_reason(self, framework: str, shape: Shape, plugin_models: tuple[str, ...] = ()) -> str | None:
+        if framework not in self.frameworks and self.name not in plugin_models:
             return f"{framework} has no implementation of {self.name} (implemented in: {', '.join(self.frameworks)})"
         return self.check_input(shape)
 

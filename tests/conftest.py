@@ -1,0 +1,77 @@
+"""Shared fixtures: a real plugin framework (installed as a distribution on sys.path)
+whose variants misbehave on purpose, for the runner's fault tests."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+PLUGIN_INFO = '''
+from dlbench.frameworks import FrameworkInfo
+
+INFO = FrameworkInfo(
+    name="faulty", variants=("ok", "raise", "segfault", "hang", "oom", "exit"), default_variant="ok",
+    modules=("dlbench_faulty",), distributions=("dlbench-faulty",), install_hint="test plugin",
+    adapter="dlbench_faulty.adapter:Faulty", in_default_suite=False, models=("mlp",))
+'''
+
+PLUGIN_ADAPTER = '''
+"""A framework adapter that fails in the way its variant names, inside train()."""
+import ctypes, os, signal, sys, time
+
+class Trainer:
+    def __init__(self, variant, repeat_seed):
+        self.variant, self.seed = variant, repeat_seed
+    def parameter_count(self): return 1
+    def first_step(self): pass
+    def train(self):
+        if self.variant == "raise" and self.seed >= 1:
+            raise RuntimeError("boom: the model diverged")
+        if self.variant == "segfault" and self.seed >= 1:
+            os.kill(os.getpid(), signal.SIGSEGV)
+        if self.variant == "hang":
+            time.sleep(3600)
+        if self.variant == "oom":
+            raise MemoryError("cannot allocate 1 TiB")
+        if self.variant == "exit":
+            print("about to exit", file=sys.stderr); os._exit(3)
+        return [1.0]
+    def evaluate(self): return 0.5
+    def prepare_infer(self, b): return 2
+    def infer(self, b): return 2 * b
+    def predict_batch(self, b, i): pass
+    def train_fixed_batch(self, steps): return [1.0] * steps
+
+class Faulty:
+    name, variants, default_variant = "faulty", ("ok",), "ok"
+    def setup(self, *, variant, threads, seed, device):
+        print("noise on stdout that must not break the event stream")
+        self.variant = variant
+        return {"variant": variant}
+    def prepare(self, arrays): return arrays
+    def build(self, native, settings): return Trainer(self.variant, settings.seed)
+'''
+
+
+@pytest.fixture
+def faulty_plugin(tmp_path_factory, monkeypatch) -> Path:
+    """Install the `faulty` plugin as a real distribution (dist-info with an entry
+    point) in a directory put on sys.path here and on PYTHONPATH for workers."""
+    root = tmp_path_factory.mktemp("plugin")
+    pkg = root / "dlbench_faulty"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(textwrap.dedent(PLUGIN_INFO))
+    (pkg / "adapter.py").write_text(textwrap.dedent(PLUGIN_ADAPTER))
+    dist = root / "dlbench_faulty-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: dlbench-faulty\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[dlbench.frameworks]\nfaulty = dlbench_faulty:INFO\n")
+    monkeypatch.syspath_prepend(str(root))
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    monkeypatch.setenv("PYTHONPATH", f"{root}:{src}")
+    yield root
+    for mod in [m for m in sys.modules if m.startswith("dlbench_faulty")]:
+        del sys.modules[mod]

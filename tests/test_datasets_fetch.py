@@ -1,0 +1,201 @@
+"""Downloads against a local HTTP server serving copies of the real MNIST test files.
+
+The server (127.0.0.1, port 0, one thread per request) has one route per way a
+mirror can behave: good, missing (404), corrupt (wrong bytes), cut (a
+Content-Length larger than the body, then the connection closes) and slow (no
+body before the client's timeout). Only the two 10k test files are used, with a
+checksum table built for them, so no 60k training file is needed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import http.server
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import dlbench.datasets as datasets
+from dlbench.datasets import fetch, mnist
+
+SHARED_MNIST = Path(__file__).resolve().parents[2] / "shared" / "data" / "mnist"
+T10K = {f.gz_name: f for f in mnist.MNIST.files if f.name.startswith("t10k")}
+
+
+@pytest.fixture(scope="module")
+def payloads() -> dict[str, bytes]:
+    if not SHARED_MNIST.is_dir():
+        reason = f"{SHARED_MNIST} absent (the project's shared MNIST test set)"
+        print(f"SKIP: {reason}")
+        pytest.skip(reason)
+    return {name: (SHARED_MNIST / name).read_bytes() for name in T10K}
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    payloads: dict[str, bytes] = {}
+    hits: list[str] = []
+
+    def log_message(self, *args: object) -> None:  # keep pytest output clean
+        pass
+
+    def do_GET(self) -> None:
+        self.hits.append(self.path)
+        _, route, name = self.path.split("/", 2)
+        body = self.payloads.get(name)
+        if route == "missing" or body is None:
+            self.send_error(404)
+            return
+        if route == "corrupt":
+            body = body[:100] + bytes([body[100] ^ 0xFF]) + body[101:]
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if route == "cut":
+            self.wfile.write(body[: len(body) // 3])
+            self.wfile.flush()
+            self.close_connection = True
+            return
+        if route == "slow":
+            time.sleep(1.0)
+        self.wfile.write(body)
+
+
+@pytest.fixture(scope="module")
+def server(payloads: dict[str, bytes]) -> Iterator[str]:
+    _Handler.payloads = payloads
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.fixture()
+def hits() -> list[str]:
+    _Handler.hits = []
+    return _Handler.hits
+
+
+NAME = "t10k-labels-idx1-ubyte.gz"
+MD5 = T10K[NAME].gz_md5
+
+
+def _leftovers(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir()) if directory.exists() else []
+
+
+def test_good_download_lands_verified(server: str, tmp_path: Path, hits: list[str]) -> None:
+    calls: list[tuple[str, int, int | None]] = []
+    dest = fetch.download([f"{server}/good/{NAME}"], tmp_path / "cache" / NAME, MD5,
+                          progress=lambda *a: calls.append(a))
+    assert dest == tmp_path / "cache" / NAME
+    assert fetch.file_digest(dest) == MD5
+    assert _leftovers(dest.parent) == [NAME]  # no temporary file left
+    assert dest.stat().st_mode & 0o777 == 0o644  # readable by all, like any dataset file
+    size = dest.stat().st_size
+    assert calls[0] == (NAME, 0, size) and calls[-1] == (NAME, size, size)
+    assert hits == [f"/good/{NAME}"]
+
+
+def test_wrong_checksum_leaves_nothing(server: str, tmp_path: Path) -> None:
+    url = f"{server}/corrupt/{NAME}"
+    with pytest.raises(fetch.DownloadError) as err:
+        fetch.download([url], tmp_path / NAME, MD5)
+    message = str(err.value)
+    assert url in message and "wrong md5 checksum" in message and MD5 in message
+    assert _leftovers(tmp_path) == []
+
+
+def test_interrupted_transfer_leaves_nothing(server: str, tmp_path: Path) -> None:
+    url = f"{server}/cut/{NAME}"
+    with pytest.raises(fetch.DownloadError) as err:
+        fetch.download([url], tmp_path / NAME, MD5)
+    message = str(err.value)
+    assert url in message and "transfer interrupted" in message and "Content-Length" in message
+    assert _leftovers(tmp_path) == []
+
+
+def test_timeout_leaves_nothing(server: str, tmp_path: Path) -> None:
+    url = f"{server}/slow/{NAME}"
+    with pytest.raises(fetch.DownloadError, match="timed out") as err:
+        fetch.download([url], tmp_path / NAME, MD5, timeout=0.2)
+    assert url in str(err.value)
+    assert _leftovers(tmp_path) == []
+
+
+def test_next_mirror_after_404(server: str, tmp_path: Path, hits: list[str]) -> None:
+    urls = [f"{server}/missing/{NAME}", f"{server}/good/{NAME}"]
+    dest = fetch.download(urls, tmp_path / NAME, MD5)
+    assert fetch.file_digest(dest) == MD5
+    assert hits == [f"/missing/{NAME}", f"/good/{NAME}"]
+
+
+def test_every_mirror_failing_names_each(server: str, tmp_path: Path) -> None:
+    urls = [f"{server}/missing/{NAME}", f"{server}/cut/{NAME}", f"{server}/corrupt/{NAME}"]
+    with pytest.raises(fetch.DownloadError) as err:
+        fetch.download(urls, tmp_path / NAME, MD5)
+    lines = str(err.value).splitlines()
+    assert "HTTP 404" in lines[1] and urls[0] in lines[1]
+    assert "interrupted" in lines[2] and urls[1] in lines[2]
+    assert "checksum" in lines[3] and urls[2] in lines[3]
+    assert _leftovers(tmp_path) == []
+
+
+def test_unreachable_mirror(tmp_path: Path) -> None:
+    # Port 9 (discard) on localhost: refused at once, no network needed.
+    with pytest.raises(fetch.DownloadError, match="cannot connect"):
+        fetch.download(["http://127.0.0.1:9/x.gz"], tmp_path / "x.gz", MD5, timeout=2)
+
+
+def _t10k_spec(mirrors: tuple[str, ...]) -> mnist.IdxDataset:
+    return dataclasses.replace(mnist.MNIST, files=tuple(T10K.values()), mirrors=mirrors)
+
+
+@pytest.fixture()
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh user cache and no $DLBENCH_DATA; returns the cache root."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("DLBENCH_DATA", raising=False)
+    return tmp_path / "xdg" / "dlbench"
+
+
+def test_ensure_downloads_into_cache(server: str, isolated: Path, monkeypatch: pytest.MonkeyPatch,
+                                     hits: list[str]) -> None:
+    spec = _t10k_spec((f"{server}/missing/", f"{server}/good"))
+    monkeypatch.setitem(mnist.SPECS, "mnist", spec)
+    assert datasets.locate("mnist")[0] is None
+    found = datasets.ensure("mnist")
+    assert found == isolated / "mnist"
+    assert _leftovers(found) == sorted(T10K)
+    for name, f in T10K.items():
+        assert fetch.file_digest(found / name) == f.gz_md5
+    assert datasets.locate("mnist")[0] == found
+    hits.clear()
+    assert datasets.ensure("mnist") == found and hits == []  # found: nothing fetched again
+
+
+def test_ensure_reports_failed_download(server: str, isolated: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = _t10k_spec((f"{server}/cut/",))
+    monkeypatch.setitem(mnist.SPECS, "mnist", spec)
+    with pytest.raises(datasets.DatasetNotFound) as err:
+        datasets.ensure("mnist")
+    message = str(err.value)
+    assert "Download failed" in message and f"{server}/cut/" in message
+    assert str(isolated / "mnist") in message and "--data-dir" in message
+    assert _leftovers(isolated / "mnist") == []
+
+
+def test_ensure_without_download_fetches_nothing(server: str, isolated: Path,
+                                                 monkeypatch: pytest.MonkeyPatch,
+                                                 hits: list[str]) -> None:
+    monkeypatch.setitem(mnist.SPECS, "mnist", _t10k_spec((f"{server}/good/",)))
+    with pytest.raises(datasets.DatasetNotFound, match="Download was not allowed"):
+        datasets.ensure("mnist", download=False)
+    assert hits == []

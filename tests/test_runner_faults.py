@@ -1,0 +1,76 @@
+"""A worker that raises, one killed by a signal, one that times out, one that exits:
+each is stored with its status and error, and the run completes the other trials."""
+
+from __future__ import annotations
+
+import json
+
+from dlbench import config
+from dlbench.plan import expand
+from dlbench.runner import run_plan
+from dlbench.store import Store
+
+
+def _experiment(frameworks, timeout=60.0, repeats=2, warmup=1):
+    text = f"""
+[matrix]
+framework = {json.dumps(frameworks)}
+model = ["mlp"]
+dataset = ["synthetic"]
+batch_size = [8]
+[protocol]
+epochs = 1
+repeats = {repeats}
+warmup = {warmup}
+timeout = {timeout}
+latency_batches = 2
+[synthetic]
+shape = [4, 4, 1]
+train_size = 32
+test_size = 16
+"""
+    return config.parse(text, "faults.toml")
+
+
+def test_each_fault_is_a_stored_result_and_the_run_goes_on(tmp_path, faulty_plugin):
+    exp = _experiment(["faulty:raise", "faulty:segfault", "faulty:oom", "faulty:exit", "faulty:ok"])
+    plan = expand(exp)
+    assert len(plan.trials) == 5
+    with Store(tmp_path / "r.db") as store:
+        run_id, counts = run_plan(store, plan, command_line="test", environment={})
+        assert counts == {"failed": 3, "oom": 1, "ok": 1}
+        rows = {json.loads(r["case_json"])["variant"]: r for r in store.trials(run_id)}
+        assert "RuntimeError: boom: the model diverged" in rows["raise"]["error"]
+        assert "SIGSEGV" in rows["segfault"]["error"]
+        assert rows["segfault"]["returncode"] == -11
+        assert rows["oom"]["status"] == "oom" and "MemoryError" in rows["oom"]["error"]
+        assert "exited with code 3" in rows["exit"]["error"] and "about to exit" in rows["exit"]["stderr"]
+        assert rows["ok"]["status"] == "ok"
+        # Repeats finished before the fault are kept: warm-up repeat 0 of 'raise' and 'segfault'.
+        def repeats(variant):
+            return {m["repeat"] for m in store.measurements(run_id)
+                    if m["trial_id"] == rows[variant]["id"] and m["repeat"] is not None}
+        assert repeats("raise") == {0}
+        assert repeats("segfault") == {0}
+        assert repeats("ok") == {0, 1, 2}
+        assert store.run(run_id)["status"] == "finished"
+
+
+def test_timeout_kills_the_worker_and_is_stored(tmp_path, faulty_plugin):
+    plan = expand(_experiment(["faulty:hang", "faulty:ok"], timeout=8.0))
+    with Store(tmp_path / "r.db") as store:
+        run_id, counts = run_plan(store, plan, command_line="test", environment={})
+        assert counts == {"timeout": 1, "ok": 1}
+        hang = next(r for r in store.trials(run_id) if r["status"] == "timeout")
+        assert "timed out after 8 s" in hang["error"]
+        assert 8.0 <= hang["wall_s"] < 30.0
+
+
+def test_stdout_noise_does_not_corrupt_events(tmp_path, faulty_plugin):
+    plan = expand(_experiment(["faulty:ok"]))
+    with Store(tmp_path / "r.db") as store:
+        run_id, counts = run_plan(store, plan, command_line="test", environment={})
+        assert counts == {"ok": 1}
+        trial = store.trials(run_id)[0]
+        assert "noise on stdout" in trial["stderr"]
+        assert json.loads(trial["manifest_json"])["variant"] == "ok"

@@ -1,0 +1,70 @@
+"""SQLite store: schema version and migrations, bad files, CSV export."""
+
+from __future__ import annotations
+
+import csv
+import sqlite3
+
+import pytest
+
+from dlbench.store import MIGRATIONS, Measurement, Store, StoreError
+
+
+def _run(store: Store) -> int:
+    return store.create_run(name="t", command="c", config_source="s", config_text="x", experiment={},
+                            environment={"cpu": "x"}, version="0")
+
+
+def test_fresh_database_is_at_latest_version(tmp_path):
+    with Store(tmp_path / "a.db") as s:
+        assert s.version == len(MIGRATIONS)
+        tables = {r[0] for r in s.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        assert {"runs", "trials", "measurements", "series", "skipped"} <= tables
+
+
+def test_migrations_apply_in_order_and_keep_data(tmp_path):
+    path = tmp_path / "m.db"
+    with Store(path, migrations=MIGRATIONS[:1]) as s:
+        run_id = _run(s)
+    extra = MIGRATIONS[:1] + ["ALTER TABLE runs ADD COLUMN note TEXT"]
+    with Store(path, migrations=extra) as s:
+        assert s.version == 2
+        assert s.run(run_id)["note"] is None
+        assert s.run(run_id)["name"] == "t"
+
+
+def test_newer_schema_and_foreign_files_are_refused_clearly(tmp_path):
+    path = tmp_path / "new.db"
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA user_version = 99")
+    db.close()
+    with pytest.raises(StoreError, match=r"new\.db: schema version 99 is newer"):
+        Store(path)
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(StoreError, match=r"junk\.db: not a dlbench database"):
+        Store(junk)
+
+
+def test_measurements_round_trip_and_export(tmp_path):
+    with Store(tmp_path / "e.db") as s:
+        run_id = _run(s)
+        case = {"framework": "torch", "variant": "eager", "model": "mlp", "dataset": "digits", "batch_size": 8,
+                "init": "glorot-uniform", "optimizer": "sgd", "lr": 0.1, "epochs": 1, "steps": None,
+                "threads": 2, "device": "cpu", "precision": "float32"}
+        tid = s.add_trial(run_id, case_key="k", block=0, position=0, case=case, protocol={"repeats": 1})
+        s.start_trial(tid)
+        s.add_measurements(tid, [Measurement(0, True, "train", "time", 1.5, "s"),
+                                 Measurement(1, False, "train", "time", 1.25, "s"),
+                                 Measurement(1, False, "latency_b8", "time", 0.01, "s", seq=0)])
+        s.finish_trial(tid, status="ok", error=None, returncode=0, wall_s=3.0, stderr="")
+        n = s.export_csv(run_id, tmp_path / "out.csv")
+        assert n == 3
+        rows = list(csv.DictReader(open(tmp_path / "out.csv")))
+        assert [r["value"] for r in rows] == ["1.5", "1.25", "0.01"]
+        assert rows[0]["warmup"] == "1" and rows[1]["warmup"] == "0"
+        assert rows[2]["seq"] == "0" and rows[0]["framework"] == "torch" and rows[0]["lr"] == "0.1"
+        with pytest.raises(StoreError, match="no run 42"):
+            s.run(42)
+        with pytest.raises(ValueError, match="status 'great'"):
+            s.finish_trial(tid, status="great", error=None, returncode=0, wall_s=0, stderr="")
