@@ -19,15 +19,18 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=N
                   help="dlbench: fair, repeated, statistically tested benchmarks of PyTorch, "
                        "TensorFlow and JAX.")
 # Logs and CI output are not terminals; rich would wrap them at 80 columns.
-console = Console() if sys.stdout.isatty() else Console(width=150)
-err_console = Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, width=150)
+# markup=False: error texts, paths and TOML table names ("[protocol]") are printed verbatim.
+console = Console(markup=False) if sys.stdout.isatty() else Console(width=150, markup=False)
+err_console = Console(stderr=True, markup=False) if sys.stderr.isatty() else Console(stderr=True, width=150, markup=False)
 
 DB = Annotated[Path, typer.Option("--db", help="SQLite results database.")]
 ListOpt = Annotated[Optional[str], typer.Option(help="Comma-separated values; each value is a matrix factor level.")]
 
 
 def _fail(message: str, code: int = 2) -> None:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, markup=True)
+    from rich.text import Text
+
+    err_console.print(Text.assemble(("error: ", "bold red"), message), highlight=False)
     raise typer.Exit(code)
 
 
@@ -76,6 +79,7 @@ FILE = Annotated[Optional[Path], typer.Argument(help="Experiment TOML file (defa
 
 @app.command()
 def run(
+    ctx: typer.Context,
     file: FILE = None,
     framework: ListOpt = None, model: ListOpt = None, dataset: ListOpt = None,
     batch_size: ListOpt = None, init: ListOpt = None, optimizer: ListOpt = None, lr: ListOpt = None,
@@ -123,7 +127,7 @@ def run(
                 ensure(name, plan.experiment.protocol.data_dir, progress=None)
             except DatasetError as exc:
                 _fail(str(exc))
-        command_line = shlex.join(["dlbench", *sys.argv[1:]])
+        command_line = _command_line(ctx)
         run_id = runner.create_run(store, plan, command=command_line, environment=env.fingerprint())
         console.print(f"run {run_id}: {len(plan.trials)} trials, {len(plan.skipped)} skipped cells -> {db}")
         _print_skipped([(s.cell, s.reason) for s in plan.skipped])
@@ -139,6 +143,20 @@ def run(
     console.print("trials: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
     if counts.get("ok", 0) != sum(counts.values()):
         raise typer.Exit(1)
+
+
+def _command_line(ctx: typer.Context) -> str:
+    """The invocation, rebuilt from the parsed parameters (sys.argv is not the
+    command when dlbench is driven as a library or under a test runner)."""
+    words = ["dlbench", ctx.info_name or "run"]
+    for name, value in ctx.params.items():
+        if value is None:
+            continue
+        if name == "file":
+            words.insert(2, str(value))
+        else:
+            words += [f"--{name.replace('_', '-')}", str(value)]
+    return shlex.join(words)
 
 
 def _print_skipped(rows) -> None:

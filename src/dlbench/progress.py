@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from rich.console import Console
+from rich.text import Text
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                            TimeRemainingColumn)
 
@@ -58,6 +59,6 @@ class RunProgress:
             self.progress.advance(self.task, max(0, self.trial_units - self.done_in_trial))
             style = "green" if outcome.status == "ok" else "red"
             first_line = (outcome.error or "").splitlines()[0][:150] if outcome.error else ""
-            self.progress.console.print(
-                f"[{style}]{outcome.status:>7}[/] {case_label(info['case'])}  {outcome.wall_s:.1f} s"
-                + (f"  {first_line}" if first_line else ""), highlight=False)
+            self.progress.console.print(Text.assemble(
+                (f"{outcome.status:>7}", style), f" {case_label(info['case'])}  {outcome.wall_s:.1f} s",
+                f"  {first_line}" if first_line else ""), highlight=False)

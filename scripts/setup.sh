@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Set up dlbench on a fresh machine: a virtual environment in .venv with the
+# exact versions of requirements.txt, dlbench itself installed editable.
+#   bash scripts/setup.sh          # to run benchmarks
+#   bash scripts/setup.sh --dev    # also test tools and the Fashion-MNIST test data
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dev=0
+[ "${1:-}" = "--dev" ] && dev=1
+
+python=${PYTHON:-python3.11}
+command -v "$python" >/dev/null || python=python3
+"$python" -c 'import sys; assert sys.version_info[:2] == (3, 11), f"dlbench needs Python 3.11, found {sys.version.split()[0]}"'
+
+[ -x .venv/bin/python ] || "$python" -m venv .venv
+req=requirements.txt
+[ $dev = 1 ] && req=requirements-dev.txt
+.venv/bin/pip install --quiet --disable-pip-version-check -r "$req"
+.venv/bin/pip install --quiet --disable-pip-version-check --no-deps -e .
+
+if [ $dev = 1 ] && [ ! -d /usr/share/datasets/fashion-mnist ]; then
+    # The full Fashion-MNIST set, offline, for the IDX reader tests.
+    if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+        (apt-get update -qq && apt-get install -y -qq dataset-fashion-mnist >/dev/null) \
+            || echo "warning: could not install dataset-fashion-mnist; its tests will be skipped" >&2
+    else
+        echo "note: install Debian's dataset-fashion-mnist (as root) to run the Fashion-MNIST tests" >&2
+    fi
+fi
+echo "dlbench installed in .venv"

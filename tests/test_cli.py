@@ -1,0 +1,122 @@
+"""The command line end to end, on the fast numpy and scikit-learn frameworks."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from dlbench.cli import app
+from dlbench.store import Store
+
+runner = CliRunner()
+HEAVY = ("torch", "tensorflow", "jax", "keras", "flax", "sklearn")
+
+
+def test_every_command_has_help_text():
+    for command in app.registered_commands:
+        assert (command.callback.__doc__ or "").strip(), f"{command.callback.__name__} has no help"
+        name = command.name or command.callback.__name__
+        result = runner.invoke(app, [name, "--help"])
+        assert result.exit_code == 0, result.output
+
+
+def test_help_imports_nothing_heavy():
+    code = ("import sys\nfrom dlbench.cli import app\n"
+            "try:\n    app(['--help'])\nexcept SystemExit:\n    pass\n"
+            f"print([m for m in {HEAVY!r} if m in sys.modules] + [m for m in ('numpy', 'scipy') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_parent_never_imports_a_framework(tmp_path):
+    """A real torch trial runs in a worker; the parent's sys.modules stays free of frameworks."""
+    db = tmp_path / "p.db"
+    code = (
+        "import sys\nfrom dlbench.cli import app\n"
+        "try:\n"
+        f"    app(['run', '--framework', 'torch,sklearn', '--model', 'mlp,knn', '--dataset', 'synthetic',"
+        f" '--epochs', '1', '--repeats', '1', '--warmup', '0', '--train-samples', '64', '--test-samples', '32',"
+        f" '--latency-batches', '2', '--db', {str(db)!r}])\n"
+        "except SystemExit as e:\n    code = e.code\n"
+        f"print('HEAVY', [m for m in {HEAVY!r} if m in sys.modules])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert "HEAVY []" in out.stdout, out.stdout + out.stderr
+    with Store(db) as store:
+        statuses = [t["status"] for t in store.trials(1)]
+        assert statuses == ["ok", "ok"], [t["error"] for t in store.trials(1)]
+        manifest = json.loads(next(t for t in store.trials(1) if t["framework"] == "torch")["manifest_json"])
+        assert manifest["cpu_affinity"] and manifest["precision"] == "float32"
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    db = tmp_path_factory.mktemp("cli") / "run.db"
+    result = runner.invoke(app, ["run", "--framework", "numpy,sklearn", "--model", "mlp,knn", "--dataset", "digits",
+                                 "--epochs", "2", "--repeats", "3", "--warmup", "1", "--optimizer", "adam",
+                                 "--lr", "0.002", "--latency-batches", "3", "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    return db, result.output
+
+
+def test_run_stores_every_repeat_and_reports(finished_run):
+    db, output = finished_run
+    assert "train time (s)" in output and "accuracy (%)" in output
+    assert "trials: 2 ok" in output
+    with Store(db) as store:
+        run = store.run()
+        assert run["status"] == "finished" and "--framework numpy,sklearn" in run["command"]
+        env = json.loads(run["environment_json"])
+        assert env["physical_cores"] >= 1 and "numpy" in env["packages"]
+        rows = store.measurements(run["id"])
+        for fw in ("numpy", "sklearn"):
+            train = [(r["repeat"], r["warmup"]) for r in rows
+                     if r["framework"] == fw and r["phase"] == "train" and r["metric"] == "time"]
+            assert train == [(0, 1), (1, 0), (2, 0), (3, 0)]
+            acc = [r["value"] for r in rows if r["framework"] == fw and r["metric"] == "accuracy"]
+            assert len(acc) == 4 and min(acc) > 0.85
+            lat = [r for r in rows if r["framework"] == fw and r["phase"] == "latency_b32"]
+            assert len(lat) == 4 * 3 and sorted({r["seq"] for r in lat}) == [0, 1, 2]
+            assert [r for r in rows if r["framework"] == fw and r["phase"] == "latency_b1"]
+        losses = [r for r in rows if r["framework"] == "numpy" and r["metric"] == "loss" and r["repeat"] == 1]
+        assert len(losses) == 2 and losses[1]["value"] < losses[0]["value"]
+        process = {r["metric"] for r in rows if r["phase"] == "process"}
+        assert {"import_time", "setup_time", "data_load_time", "peak_rss"} <= process
+
+
+def test_report_export_runs_plan_list_env(finished_run, tmp_path):
+    db, _ = finished_run
+    result = runner.invoke(app, ["report", "--db", str(db)])
+    assert result.exit_code == 0 and "infer time (ms)" in result.output
+    out = tmp_path / "m.csv"
+    result = runner.invoke(app, ["export", str(out), "--db", str(db)])
+    assert result.exit_code == 0
+    rows = list(csv.DictReader(open(out)))
+    assert {r["framework"] for r in rows} == {"numpy", "sklearn"}
+    assert runner.invoke(app, ["runs", "--db", str(db)]).exit_code == 0
+    result = runner.invoke(app, ["plan", "--framework", "torch,sklearn", "--model", "lenet5,knn"])
+    assert result.exit_code == 0
+    assert "lenet5 needs input of at least 12x12" in result.output
+    result = runner.invoke(app, ["list"])
+    assert result.exit_code == 0 and "61,706" in result.output and "1,199,882" in result.output
+    assert runner.invoke(app, ["env"]).exit_code == 0
+
+
+def test_bad_input_is_a_clear_error_and_loses_nothing(finished_run, tmp_path):
+    db, _ = finished_run
+    before = len(Store(db).measurements(1))
+    result = runner.invoke(app, ["run", "--framework", "pytorch", "--db", str(db)])
+    assert result.exit_code == 2
+    assert "framework = 'pytorch': unknown framework" in result.output
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[protocol]\nrepeat = 3\n")
+    result = runner.invoke(app, ["run", str(bad), "--db", str(db)])
+    assert result.exit_code == 2 and "bad.toml [protocol]: unknown key 'repeat'" in result.output
+    result = runner.invoke(app, ["report", "--run", "99", "--db", str(db)])
+    assert result.exit_code == 2 and "no run 99" in result.output
+    assert len(Store(db).measurements(1)) == before
