@@ -1,0 +1,359 @@
+"""TensorFlow / Keras 3 adapter: the Framework and Trainer protocols, written the
+way the Keras documentation writes a training script.
+
+Expert idiom: a functional `keras.Model`, `model.compile(optimizer, loss=
+SparseCategoricalCrossentropy(from_logits=True))` and `model.fit` on a
+`tf.data.Dataset` built once per model from in-memory tensors
+(`shuffle(len(train), seed) -> batch(drop_remainder=True) -> prefetch(AUTOTUNE)`),
+no callbacks, `verbose=0`. Variants map onto compile's own switches:
+
+    graph  jit_compile=False  (Keras wraps its train step in tf.function)
+    xla    jit_compile=True   (the same tf.function, compiled by XLA)
+    eager  run_eagerly=True   (no tf.function at all)
+
+This module imports TensorFlow and Keras at top level, so only a worker imports it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import platform
+from dataclasses import dataclass
+from typing import Any, Callable
+
+# Keras 3 picks its backend once, at its first import: force TensorFlow here.
+os.environ["KERAS_BACKEND"] = "tensorflow"
+# Level 2 hides TF's C++ INFO and WARNING lines (CPU-feature notices); errors still
+# print. A user's own setting wins. The value in force goes into the manifest.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+import keras  # noqa: E402
+
+from dlbench.datasets.arrays import Arrays  # noqa: E402
+from dlbench.frameworks.protocol import TrainSettings  # noqa: E402
+
+VARIANTS: dict[str, dict[str, bool]] = {
+    "graph": {"jit_compile": False, "run_eagerly": False},
+    "xla": {"jit_compile": True, "run_eagerly": False},
+    "eager": {"jit_compile": False, "run_eagerly": True},
+}
+
+# Inter-op threads are fixed, not scaled with cores (DESIGN: "inter-op fixed").
+# Two, not one: in Keras' fit the step is a graph whose IteratorGetNext waits on
+# tf.data's prefetch, and TF's executor runs independent ops (input-pipeline work,
+# the optimizer's per-variable updates) concurrently on this pool; one thread
+# would force them into a queue, a setting no TF expert would pick. Two is TF's
+# own default on a 2-core machine. (On this shared 2-core box, 1 vs 2 measured
+# within noise for LeNet-5.) Intra-op (the oneDNN kernels' threads) = `threads`.
+INTER_OP_THREADS = 2
+
+_GLOROT = {"kernel_initializer": "glorot_uniform", "bias_initializer": "zeros"}
+
+
+def _device_name(device: str) -> str:
+    """"cpu" -> "/CPU:0"; "cuda", "cuda:1", "gpu", "gpu:1" -> "/GPU:n"."""
+    kind, _, index = device.lower().partition(":")
+    if kind == "cpu":
+        return "/CPU:0"
+    if kind in ("cuda", "gpu"):
+        return f"/GPU:{int(index or 0)}"
+    raise ValueError(f"unknown device {device!r}; use cpu, cuda or cuda:N")
+
+
+def _set_threads(threads: int) -> dict[str, Any]:
+    """Set intra-/inter-op threads; TF refuses once its runtime is initialized (a
+    second setup() in one process), so record what is actually in force."""
+    note = f"set to {INTER_OP_THREADS}"
+    try:
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+        tf.config.threading.set_inter_op_parallelism_threads(INTER_OP_THREADS)
+    except RuntimeError as exc:
+        note = f"not changed, TF runtime already initialized: {exc}"
+    # 0 means "never set": TF then uses one thread per schedulable core.
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    intra = tf.config.threading.get_intra_op_parallelism_threads() or cores
+    inter = tf.config.threading.get_inter_op_parallelism_threads() or cores
+    return {
+        "threads_requested": threads,
+        "intra_op_threads": intra,
+        "inter_op_threads": inter,
+        "inter_op_threads_note": note,
+    }
+
+
+def _onednn_facts() -> dict[str, Any]:
+    from tensorflow.python.util import _pywrap_util_port as port  # build facts, no public API
+
+    built = bool(port.IsMklEnabled())
+    env = os.environ.get("TF_ENABLE_ONEDNN_OPTS")
+    # Since TF 2.9 oneDNN ops are on by default on x86-64 Linux unless the env says 0.
+    default_on = platform.system() == "Linux" and platform.machine() in ("x86_64", "AMD64")
+    active = built and (env not in ("0", "false", "False") if env is not None else default_on)
+    return {"built_with_onednn": built, "TF_ENABLE_ONEDNN_OPTS": env, "onednn_opts_in_use": active,
+            "built_with_xla": bool(port.IsBuiltWithXLA())}
+
+
+@dataclass
+class TFData:
+    """The dataset as TF tensors, on the host: tf.data pipelines run on the CPU and
+    Keras copies each batch to the model's device, so host is where an expert keeps
+    training data. Test images also go to the device in `prepare_infer`."""
+
+    x_train: tf.Tensor
+    y_train: tf.Tensor
+    x_test: tf.Tensor
+    y_test: np.ndarray
+    input_shape: tuple[int, int, int]
+    num_classes: int
+    device: str
+
+
+class TensorFlowFramework:
+    name = "tensorflow"
+    variants = tuple(VARIANTS)
+    default_variant = "graph"
+
+    def __init__(self) -> None:
+        self.variant = self.default_variant
+        self.device = "/CPU:0"
+
+    def setup(self, *, variant: str, threads: int, seed: int, device: str) -> dict[str, Any]:
+        if variant not in VARIANTS:
+            raise ValueError(f"unknown tensorflow variant {variant!r}; known: {', '.join(VARIANTS)}")
+        if keras.backend.backend() != "tensorflow":
+            raise RuntimeError(f"keras was imported with backend {keras.backend.backend()!r} "
+                               "before this adapter; the tensorflow adapter needs a fresh process")
+        self.variant = variant
+        self.device = _device_name(device)
+        # All of the following must happen before TF's runtime initializes (the
+        # first op or device listing); a repeated setup() only records them.
+        hidden_gpus = None
+        if self.device.startswith("/CPU"):
+            try:
+                tf.config.set_visible_devices([], "GPU")  # no silent GPU use on a cpu run
+                hidden_gpus = True
+            except RuntimeError:
+                hidden_gpus = False
+        threads_info = _set_threads(threads)
+        tf.config.experimental.enable_tensor_float_32_execution(False)
+        keras.config.set_floatx("float32")
+        keras.utils.set_random_seed(seed)
+        logical = [d.name for d in tf.config.list_logical_devices()]
+        gpus = [d.name for d in tf.config.list_logical_devices("GPU")]
+        if self.device.startswith("/GPU") and not gpus:
+            raise RuntimeError(f"device {device!r} requested but TensorFlow sees no GPU "
+                               f"(cuda build: {tf.test.is_built_with_cuda()})")
+        build = dict(tf.sysconfig.get_build_info())
+        return {
+            "framework": self.name,
+            "variant": variant,
+            "versions": {"tensorflow": tf.__version__, "keras": keras.__version__},
+            "keras_backend": keras.backend.backend(),
+            **threads_info,
+            "default_dtype": keras.config.floatx(),
+            "tf32_enabled": tf.config.experimental.tensor_float_32_execution_enabled(),
+            "device": self.device,
+            "devices": logical,
+            "gpu": bool(gpus),
+            "gpus_hidden_for_cpu_run": hidden_gpus,
+            **VARIANTS[variant],
+            "inference_function": ("model(x, training=False) called eagerly" if variant == "eager" else
+                                   f"tf.function(model(x, training=False), jit_compile={VARIANTS[variant]['jit_compile']})"),
+            "first_step": "model.fit on a one-batch dataset (traces the train function fit reuses)",
+            "data_pipeline": "tf.data from in-memory tensors: shuffle(len(train), seed, reshuffle each "
+                             "epoch) -> batch(drop_remainder=True) [-> repeat() for steps] -> prefetch(AUTOTUNE)",
+            "last_batch": "drop (train, infer); included in evaluate",
+            "build_info": {k: build[k] for k in sorted(build) if k.startswith(("is_", "cuda", "cudnn"))},
+            "onednn": _onednn_facts(),
+            "env": {k: os.environ.get(k) for k in
+                    ("TF_CPP_MIN_LOG_LEVEL", "XLA_FLAGS", "TF_XLA_FLAGS", "TF_ENABLE_ONEDNN_OPTS",
+                     "KERAS_BACKEND", "OMP_NUM_THREADS")},
+            # Not enabled (it can slow kernels); same-seed CPU runs already agree to 1e-5.
+            "op_determinism": False,
+        }
+
+    def prepare(self, arrays: Arrays) -> TFData:
+        with tf.device("/CPU:0"):
+            return TFData(
+                x_train=tf.constant(arrays.train.x), y_train=tf.constant(arrays.train.y),
+                x_test=tf.constant(arrays.test.x), y_test=np.asarray(arrays.test.y),
+                input_shape=arrays.input_shape, num_classes=arrays.num_classes, device=self.device,
+            )
+
+    def build(self, native: TFData, settings: TrainSettings) -> "KerasTrainer":
+        return KerasTrainer(native, settings, self.variant)
+
+
+def _optimizer(settings: TrainSettings) -> keras.optimizers.Optimizer:
+    if settings.optimizer == "sgd":
+        return keras.optimizers.SGD(learning_rate=settings.lr, momentum=settings.momentum)
+    # Keras' own epsilon default is 1e-7; the matched setting overrides it. Keras adds
+    # epsilon to the bias-*uncorrected* sqrt(v) (the paper's "epsilon hat"), torch and
+    # optax to the corrected one: at step t Keras' effective epsilon is
+    # eps / sqrt(1 - 0.999**t) (31.6x at t=1, 1.26x at t=1000). Only the value is
+    # matched; the formula is each framework's own.
+    return keras.optimizers.Adam(learning_rate=settings.lr, beta_1=0.9, beta_2=0.999,
+                                 epsilon=settings.adam_epsilon)
+
+
+class KerasTrainer:
+    """One compiled Keras model, its optimizer and its training dataset."""
+
+    def __init__(self, data: TFData, settings: TrainSettings, variant: str) -> None:
+        self.data = data
+        self.settings = settings
+        self.variant = variant
+        self.options = VARIANTS[variant]
+        module = importlib.import_module(f"dlbench.models.{settings.model}.tensorflow")
+        # Framework-default passes no initializer at all, so Keras' layer defaults apply
+        # (glorot_uniform kernels and zero biases, as it happens).
+        init = _GLOROT if settings.init == "glorot-uniform" else {}
+        # The seed fixes the initializers, dropout's SeedGenerators (Keras draws them
+        # from its global RNG at layer creation) and TF's global seed for tf.data.
+        keras.utils.set_random_seed(settings.seed)
+        with tf.device(data.device):
+            self.model: keras.Model = module.build(data.input_shape, data.num_classes, **init)
+            self.model.compile(
+                optimizer=_optimizer(settings),
+                loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                jit_compile=self.options["jit_compile"],
+                run_eagerly=self.options["run_eagerly"],
+            )
+            # Create the optimizer's slots now, so that first_step's snapshot covers
+            # every optimizer variable (momenta, Adam moments, the iteration count).
+            self.model.optimizer.build(self.model.trainable_variables)
+        self.train_ds = self._train_dataset()
+        self._batches: list[tf.Tensor] = []
+        self._batch_size = 0
+        self._forward = self._make_forward()
+
+    # -- data ---------------------------------------------------------------------
+
+    def _train_dataset(self) -> tf.data.Dataset:
+        s, n = self.settings, int(self.data.x_train.shape[0])
+        ds = tf.data.Dataset.from_tensor_slices((self.data.x_train, self.data.y_train))
+        if s.shuffle:
+            ds = ds.shuffle(n, seed=s.seed, reshuffle_each_iteration=True)
+        ds = ds.batch(s.batch_size, drop_remainder=True)
+        if s.steps is not None:
+            ds = ds.repeat()  # cycle through reshuffled epochs until `steps` are done
+        return ds.prefetch(tf.data.AUTOTUNE)
+
+    def _first_batch(self) -> tuple[tf.Tensor, tf.Tensor]:
+        b = self.settings.batch_size
+        return self.data.x_train[:b], self.data.y_train[:b]
+
+    # -- training -----------------------------------------------------------------
+
+    def parameter_count(self) -> int:
+        return int(sum(np.prod(v.shape) for v in self.model.trainable_weights))
+
+    def first_step(self) -> None:
+        model, opt = self.model, self.model.optimizer
+        # model.variables, not get_weights(): it includes dropout's SeedGenerator state.
+        weights = [v.numpy() for v in model.variables]
+        slots = [v.numpy() for v in opt.variables]
+        # Why fit and not train_on_batch: both go through model.train_function, but
+        # train_on_batch feeds one_step_on_data an (x, y, None) tuple from a Python
+        # generator, while fit feeds it (x, y) from a tf.data iterator inside a second
+        # tf.function (multi_step_on_iterator). Different input structure -> fit
+        # retraces anyway (keras 3.15 backend/tensorflow/trainer.py; measured on
+        # LeNet-5: the first fit after train_on_batch took +0.2 s in graph mode and
+        # +2.6 s with XLA). A one-batch fit on a dataset with the same element_spec
+        # traces both functions exactly as train() will call them.
+        x, y = self._first_batch()
+        one = tf.data.Dataset.from_tensor_slices((x, y)).batch(self.settings.batch_size, drop_remainder=True)
+        with tf.device(self.data.device):
+            history = model.fit(one, epochs=1, shuffle=False, verbose=0)
+        float(history.history["loss"][0])  # host read: the step has finished
+        for v, value in zip(model.variables, weights):
+            v.assign(value)
+        for v, value in zip(opt.variables, slots):
+            v.assign(value)  # includes `iterations`, so Adam's bias correction restarts
+
+    def train(self) -> list[float]:
+        s = self.settings
+        # shuffle=False: the dataset shuffles itself (fit's flag is ignored for a
+        # tf.data.Dataset and would only print a warning).
+        with tf.device(self.data.device):
+            if s.steps is not None:
+                history = self.model.fit(self.train_ds, epochs=1, steps_per_epoch=s.steps,
+                                         shuffle=False, verbose=0)
+            else:
+                history = self.model.fit(self.train_ds, epochs=s.epochs, shuffle=False, verbose=0)
+        # Per-epoch mean of the batch losses (Keras' loss tracker, equal batch sizes).
+        return [float(v) for v in history.history["loss"]]
+
+    def train_fixed_batch(self, steps: int) -> list[float]:
+        x, y = self._first_batch()
+        losses = []
+        with tf.device(self.data.device):
+            for _ in range(steps):
+                # train_on_batch reports the loss of this step's forward pass, computed
+                # before apply_gradients: the loss *before* the step, as wanted.
+                logs = self.model.train_on_batch(x, y, return_dict=True)
+                losses.append(float(logs["loss"]))
+        return losses
+
+    # -- evaluation and inference -------------------------------------------------
+
+    def evaluate(self) -> float:
+        # The model.evaluate idiom without compiling an accuracy metric into the
+        # training step (which would add work to every timed step): predict over
+        # every test sample, partial last batch included, then compare on the host.
+        test = tf.data.Dataset.from_tensor_slices(self.data.x_test).batch(self.settings.batch_size)
+        with tf.device(self.data.device):
+            logits = self.model.predict(test, verbose=0)
+        return float(np.mean(np.argmax(logits, axis=1) == self.data.y_test))
+
+    def _make_forward(self) -> Callable[[tf.Tensor], tf.Tensor]:
+        """The forward pass used by infer and predict_batch. Not model.predict: it
+        builds a data adapter, an epoch iterator and callbacks on every call and
+        concatenates through numpy, a fixed per-call cost that would dominate the
+        batch-1 latency (LeNet-5, batch 1, this machine: predict 75 ms per call,
+        predict_on_batch 0.92 ms, this function 0.68 ms). A tf.function around model(x, training=False) is the
+        documented fast path for small batches ("use __call__ for small inputs");
+        it follows the variant: graph, XLA (jit_compile=True), or plain eager."""
+        model = self.model
+
+        def forward(x: tf.Tensor) -> tf.Tensor:
+            return model(x, training=False)
+
+        if self.options["run_eagerly"]:
+            return forward
+        return tf.function(forward, jit_compile=self.options["jit_compile"], reduce_retracing=True)
+
+    def prepare_infer(self, batch_size: int) -> int:
+        n = int(self.data.x_test.shape[0]) // batch_size
+        with tf.device(self.data.device):
+            # tf.identity under the device scope copies each batch onto the device.
+            self._batches = [tf.identity(self.data.x_test[i * batch_size:(i + 1) * batch_size])
+                             for i in range(n)]
+            if self._batches:
+                # Trace/compile the forward for this shape here, untimed, so that
+                # infer() and predict_batch() measure the steady state (a fresh model
+                # per repeat means a fresh tf.function per repeat).
+                self._forward(self._batches[0]).numpy()
+        self._batch_size = batch_size
+        return n
+
+    def _check_prepared(self, batch_size: int) -> None:
+        if batch_size != self._batch_size:
+            raise RuntimeError(f"prepare_infer({batch_size}) was not called "
+                               f"(prepared batch size: {self._batch_size})")
+
+    def infer(self, batch_size: int) -> int:
+        self._check_prepared(batch_size)
+        with tf.device(self.data.device):
+            outputs = [self._forward(x) for x in self._batches]
+        for out in outputs:
+            out.numpy()  # host read of every result: the predictions exist, work is done
+        return len(outputs) * batch_size
+
+    def predict_batch(self, batch_size: int, index: int) -> None:
+        self._check_prepared(batch_size)
+        with tf.device(self.data.device):
+            self._forward(self._batches[index]).numpy()

@@ -1,0 +1,343 @@
+"""PyTorch adapter: the Framework and Trainer protocols written the way PyTorch experts write them.
+
+Variants: "eager" (plain nn.Module) and "compile" (torch.compile, default mode,
+inductor backend). Idiom and fairness choices, all recorded in the manifest:
+
+- Data is converted once in `prepare()` to NCHW float32 tensors on the device;
+  training slices those preloaded tensors with a per-epoch `torch.randperm`
+  drawn from a `torch.Generator` seeded with `settings.seed`.
+- float32 everywhere: TF32 is switched off for cuBLAS and cuDNN so that float32
+  means float32 on Ampere and newer GPUs, like the other frameworks.
+- Intra-op threads as requested, one inter-op thread (recorded as in force).
+- Every timed method synchronizes the GPU before it returns when the device is
+  cuda; on the CPU torch is synchronous already.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import os
+import tempfile
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from dlbench.datasets.arrays import Arrays
+from dlbench.frameworks.protocol import TrainSettings
+
+COMPILE_MODE = "default"
+COMPILE_BACKEND = "inductor"
+
+
+@dataclass(frozen=True)
+class TorchData:
+    """The dataset as device tensors: images NCHW float32, labels int64."""
+
+    x_train: torch.Tensor
+    y_train: torch.Tensor
+    x_test: torch.Tensor
+    y_test: torch.Tensor
+    input_shape: tuple[int, int, int]  # (H, W, C), what the model builders take
+    num_classes: int
+    device: torch.device
+
+
+def _to_nchw(x_nhwc: Any, device: torch.device) -> torch.Tensor:
+    # One conversion, before any timing: NHWC (every loader's layout) -> NCHW,
+    # PyTorch's native layout for Conv2d, stored contiguous so batches are views.
+    return torch.from_numpy(x_nhwc).permute(0, 3, 1, 2).contiguous().to(device)
+
+
+def _inductor_cache_dir() -> str:
+    """Where inductor keeps compiled kernels (its warm cache between repeats)."""
+    if os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
+        return os.environ["TORCHINDUCTOR_CACHE_DIR"]
+    try:
+        from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+        return cache_dir()
+    except ImportError:  # private helper moved: fall back to torch's documented default
+        import getpass
+
+        return os.path.join(tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}")
+
+
+def glorot_uniform_(model: nn.Module) -> None:
+    """Glorot/Xavier-uniform kernels and zero biases for every Conv2d and Linear.
+
+    torch's fan computation for a conv weight (out, in, kh, kw) is
+    fan_in = in*kh*kw, fan_out = out*kh*kw: the same as Keras' and Flax's.
+    Draws come from torch's global RNG, which `build` has just seeded.
+    """
+    for module in model.modules():
+        if isinstance(module, (nn.Conv2d, nn.Linear)):
+            nn.init.xavier_uniform_(module.weight)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+
+
+class TorchTrainer:
+    """One freshly built model, its optimizer and its (possibly compiled) forward."""
+
+    def __init__(self, data: TorchData, settings: TrainSettings, model: nn.Module,
+                 forward: Callable[[torch.Tensor], torch.Tensor]) -> None:
+        self.data = data
+        self.settings = settings
+        self.model = model
+        # `forward` is the compiled module in the "compile" variant; it shares its
+        # parameters with `model`, so state_dict save/restore on `model` covers both.
+        self.forward = forward
+        self.optimizer = self._make_optimizer()
+        # The shuffle order has its own generator (CPU, as torch.randperm wants),
+        # so dropout draws cannot change which samples form a batch.
+        self.generator = torch.Generator().manual_seed(settings.seed)
+        self._infer_batches: dict[int, list[torch.Tensor]] = {}
+
+    def _make_optimizer(self) -> torch.optim.Optimizer:
+        s = self.settings
+        params = self.model.parameters()
+        if s.optimizer == "sgd":
+            return torch.optim.SGD(params, lr=s.lr, momentum=s.momentum)
+        if s.optimizer == "adam":
+            return torch.optim.Adam(params, lr=s.lr, betas=(0.9, 0.999), eps=s.adam_epsilon)
+        raise ValueError(f"unknown optimizer {s.optimizer!r}")
+
+    def _sync(self) -> None:
+        if self.data.device.type == "cuda":
+            torch.cuda.synchronize(self.data.device)
+
+    def _step(self, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+        """One optimizer step; returns the (pre-update) loss, still on the device."""
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(self.forward(xb), yb)
+        loss.backward()
+        self.optimizer.step()
+        return loss.detach()
+
+    def parameter_count(self) -> int:
+        return sum(p.numel() for p in self.model.parameters() if p.requires_grad)
+
+    def first_step(self) -> None:
+        model_state = copy.deepcopy(self.model.state_dict())
+        optim_state = copy.deepcopy(self.optimizer.state_dict())
+        # Dropout draws from the global RNG: restore it too, so that train()
+        # sees the same dropout masks as it would without this call.
+        cpu_rng = torch.get_rng_state()
+        cuda_rng = torch.cuda.get_rng_state(self.data.device) if self.data.device.type == "cuda" else None
+        b = self.settings.batch_size
+        self.model.train()
+        self._step(self.data.x_train[:b], self.data.y_train[:b])
+        self._sync()
+        self.model.load_state_dict(model_state)  # in-place copy: parameters keep their identity
+        self.optimizer.load_state_dict(optim_state)
+        torch.set_rng_state(cpu_rng)
+        if cuda_rng is not None:
+            torch.cuda.set_rng_state(cuda_rng, self.data.device)
+
+    def train(self) -> list[float]:
+        # No DataLoader: the whole split already sits on the device as one tensor,
+        # so a batch is an index gather; DataLoader would add per-sample Python
+        # collation (and worker processes) that the other frameworks do not pay.
+        s = self.settings
+        x, y = self.data.x_train, self.data.y_train
+        n = x.shape[0]
+        per_epoch = s.steps_per_epoch(n)
+        if per_epoch < 1:
+            raise ValueError(f"batch size {s.batch_size} exceeds the {n} training samples")
+        remaining = s.total_steps(n)
+        self.model.train()
+        means: list[float] = []
+        total = torch.zeros((), device=self.data.device)
+        run_steps = 0
+        while remaining > 0:
+            if s.shuffle:
+                order = torch.randperm(n, generator=self.generator).to(self.data.device)
+            else:
+                order = torch.arange(n, device=self.data.device)
+            epoch_steps = min(per_epoch, remaining)
+            if s.epochs is not None:
+                total = torch.zeros((), device=self.data.device)
+            for i in range(epoch_steps):
+                idx = order[i * s.batch_size:(i + 1) * s.batch_size]
+                # Accumulated on the device: one host read per epoch, not per step.
+                total += self._step(x[idx], y[idx])
+            remaining -= epoch_steps
+            run_steps += epoch_steps
+            if s.epochs is not None:
+                means.append(total.item() / epoch_steps)
+        if s.steps is not None:
+            means.append(total.item() / run_steps)
+        self._sync()
+        return means
+
+    def evaluate(self) -> float:
+        x, y = self.data.x_test, self.data.y_test
+        b = self.settings.batch_size
+        self.model.eval()
+        correct = torch.zeros((), dtype=torch.int64, device=self.data.device)
+        with torch.inference_mode():
+            for start in range(0, x.shape[0], b):  # partial last batch included
+                logits = self.forward(x[start:start + b])
+                correct += (logits.argmax(dim=1) == y[start:start + b]).sum()
+        return correct.item() / x.shape[0]
+
+    def prepare_infer(self, batch_size: int) -> int:
+        x = self.data.x_test
+        count = x.shape[0] // batch_size
+        # Slices along dim 0 of a contiguous tensor are contiguous views: no copies.
+        self._infer_batches[batch_size] = [x[i * batch_size:(i + 1) * batch_size] for i in range(count)]
+        if count:
+            # One untimed forward, so that compilation for this batch shape (the
+            # compile variant) and oneDNN primitive creation happen here, not in
+            # the timed pass.
+            self.model.eval()
+            with torch.inference_mode():
+                self.forward(self._infer_batches[batch_size][0])
+            self._sync()
+        return count
+
+    def _batches(self, batch_size: int) -> list[torch.Tensor]:
+        if batch_size not in self._infer_batches:
+            raise KeyError(f"call prepare_infer({batch_size}) before inference at batch size {batch_size}")
+        return self._infer_batches[batch_size]
+
+    def infer(self, batch_size: int) -> int:
+        batches = self._batches(batch_size)
+        self.model.eval()
+        with torch.inference_mode():
+            for xb in batches:
+                self.forward(xb)
+        self._sync()
+        return len(batches) * batch_size
+
+    def predict_batch(self, batch_size: int, index: int) -> None:
+        xb = self._batches(batch_size)[index]
+        self.model.eval()
+        with torch.inference_mode():
+            self.forward(xb)
+        self._sync()
+
+    def train_fixed_batch(self, steps: int) -> list[float]:
+        b = self.settings.batch_size
+        xb, yb = self.data.x_train[:b], self.data.y_train[:b]
+        self.model.train()
+        losses = [self._step(xb, yb) for _ in range(steps)]
+        return torch.stack(losses).tolist() if losses else []
+
+
+class TorchFramework:
+    """Framework adapter for PyTorch (see the module docstring for the idiom)."""
+
+    name = "torch"
+    variants = ("eager", "compile")
+    default_variant = "eager"
+
+    def __init__(self) -> None:
+        self.variant = self.default_variant
+        self.device = torch.device("cpu")
+
+    def setup(self, *, variant: str, threads: int, seed: int, device: str) -> dict[str, Any]:
+        if variant not in self.variants:
+            raise ValueError(f"torch variant {variant!r} is not one of {', '.join(self.variants)}")
+        if device not in ("cpu", "cuda"):
+            raise ValueError(f"torch device {device!r} is not one of cpu, cuda")
+        if device == "cuda" and not torch.cuda.is_available():
+            raise RuntimeError("device cuda requested but torch.cuda.is_available() is False "
+                               f"(torch {torch.__version__}, built for CUDA {torch.version.cuda})")
+        self.variant = variant
+        self.device = torch.device(device)
+
+        torch.set_num_threads(threads)
+        interop_note = "set to 1"
+        try:
+            torch.set_num_interop_threads(1)
+        except RuntimeError as exc:
+            # Raised once any inter-op work has started (e.g. a second setup()
+            # in one process); what is in force is recorded below instead.
+            interop_note = f"not changed: {exc}"
+        torch.manual_seed(seed)
+        torch.set_default_dtype(torch.float32)
+        # float32 means float32: no TF32 on Ampere+ (the other frameworks get the same).
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        # Fixed input shapes: let cuDNN pick the fastest algorithm, as TF and XLA
+        # autotune by default. The autotuning lands in first_step (timed apart).
+        torch.backends.cudnn.benchmark = self.device.type == "cuda"
+
+        manifest: dict[str, Any] = {
+            "framework": self.name,
+            "variant": variant,
+            "versions": {"torch": torch.__version__},
+            "cuda_version": torch.version.cuda,
+            "seed": seed,
+            "device": str(self.device),
+            "device_name": (torch.cuda.get_device_name(self.device) if self.device.type == "cuda"
+                            else f"cpu ({torch.backends.cpu.get_cpu_capability()})"),
+            "threads_requested": threads,
+            "intra_op_threads": torch.get_num_threads(),
+            "inter_op_threads": torch.get_num_interop_threads(),
+            "inter_op_threads_note": interop_note,
+            "default_dtype": str(torch.get_default_dtype()),
+            "float32_matmul_precision": torch.get_float32_matmul_precision(),
+            "cuda_matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+            "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
+            "cudnn_benchmark": torch.backends.cudnn.benchmark,
+            "cudnn_deterministic": torch.backends.cudnn.deterministic,
+            "cudnn_version": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
+            "mkldnn_available": torch.backends.mkldnn.is_available(),
+            "mkl_available": torch.backends.mkl.is_available(),
+            "openmp_available": torch.backends.openmp.is_available(),
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "memory_format": "NCHW (contiguous)",
+            "data_pipeline": "preloaded device tensors, randperm index slicing (no DataLoader)",
+            "last_batch": "drop (train, infer); included in evaluate",
+            "first_step": "one step on the first batch; weights, optimizer state and RNG restored",
+            "infer_warmup": "one untimed forward per batch size in prepare_infer",
+        }
+        if variant == "compile":
+            manifest["variant_settings"] = {
+                "torch.compile": True,
+                "mode": COMPILE_MODE,
+                "backend": COMPILE_BACKEND,
+                "inductor_cache_dir": _inductor_cache_dir(),
+                # Each build() resets dynamo, so every repeat traces and compiles
+                # (against inductor's warm on-disk cache) in its first_step.
+                "dynamo_reset_per_build": True,
+            }
+        else:
+            manifest["variant_settings"] = {"torch.compile": False}
+        return manifest
+
+    def prepare(self, arrays: Arrays) -> TorchData:
+        return TorchData(
+            x_train=_to_nchw(arrays.train.x, self.device),
+            y_train=torch.from_numpy(arrays.train.y).to(self.device),
+            x_test=_to_nchw(arrays.test.x, self.device),
+            y_test=torch.from_numpy(arrays.test.y).to(self.device),
+            input_shape=arrays.input_shape,
+            num_classes=arrays.num_classes,
+            device=self.device,
+        )
+
+    def build(self, native: TorchData, settings: TrainSettings) -> TorchTrainer:
+        builder = importlib.import_module(f"dlbench.models.{settings.model}.torch").build
+        # Seeded before construction so torch's own (framework-default) init is
+        # reproducible; built and initialized on the CPU, then moved, so a GPU run
+        # starts from the very same weights.
+        torch.manual_seed(settings.seed)
+        model = builder(native.input_shape, native.num_classes)
+        if settings.init == "glorot-uniform":
+            glorot_uniform_(model)
+        model = model.to(native.device)
+        forward: Callable[[torch.Tensor], torch.Tensor] = model
+        if self.variant == "compile":
+            # A fresh dynamo state per repeat: each repeat pays the same trace +
+            # warm-cache compile in first_step, and per-instance guards cannot pile
+            # up to dynamo's recompile limit (past it, dynamo would silently run eager).
+            torch._dynamo.reset()
+            forward = torch.compile(model, mode=COMPILE_MODE, backend=COMPILE_BACKEND)
+        return TorchTrainer(native, settings, model, forward)
