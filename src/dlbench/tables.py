@@ -96,6 +96,9 @@ def _fixed(stats, scale: float, decimals: int) -> dict[str, str]:
 
 def summary_tables(summaries: list[CaseSummary]) -> list[Table]:
     """One table per headline metric, one row per case: n, mean ± sd, median, Q1, Q3."""
+    # Rows grouped the way the seed tables are: by model and dataset, then framework.
+    order = ("model", "dataset", "batch_size", "init", "optimizer", "lr", "framework", "variant")
+    summaries = sorted(summaries, key=lambda s: tuple(json.dumps(s.case.get(k)) for k in order))
     cases = [s.case for s in summaries]
     columns = varying_fields(cases)
     tables = []
