@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from dlbench.datasets.arrays import Arrays
+from dlbench.frameworks.host_batches import HostBatches
 from dlbench.frameworks.protocol import TrainSettings
 
 DTYPE = np.float32
@@ -165,7 +166,7 @@ class NumpyTrainer:
             raise ValueError(f"batch_size {settings.batch_size} exceeds the {n_train} training samples")
         self.data, self.settings, self.model, self.rng = data, settings, model, rng
         self.optimizer = make_optimizer(settings, model.params)
-        self._infer_batches: dict[int, list[np.ndarray]] = {}
+        self._infer_batches = HostBatches()
 
     def parameter_count(self) -> int:
         return self.model.parameter_count()
@@ -216,17 +217,10 @@ class NumpyTrainer:
         return correct / len(y)
 
     def prepare_infer(self, batch_size: int) -> int:
-        x = self.data.x_test
-        full = len(x) // batch_size
-        self._infer_batches[batch_size] = [
-            np.ascontiguousarray(x[i * batch_size:(i + 1) * batch_size]) for i in range(full)
-        ]
-        return full
+        return self._infer_batches.prepare(self.data.x_test, batch_size)
 
     def _batches(self, batch_size: int) -> list[np.ndarray]:
-        if batch_size not in self._infer_batches:
-            raise RuntimeError(f"call prepare_infer({batch_size}) before inference at that batch size")
-        return self._infer_batches[batch_size]
+        return self._infer_batches.get(batch_size)
 
     def infer(self, batch_size: int) -> int:
         count = 0

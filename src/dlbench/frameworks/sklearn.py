@@ -33,6 +33,7 @@ from sklearn.neighbors import KNeighborsClassifier
 
 from dlbench.datasets.arrays import Arrays
 from dlbench.frameworks.numpy import check_cpu, limit_threads, numpy_build_facts
+from dlbench.frameworks.host_batches import HostBatches
 from dlbench.frameworks.protocol import TrainSettings
 from dlbench.models.knn import N_NEIGHBORS
 
@@ -62,7 +63,7 @@ class SklearnTrainer:
     def __init__(self, data: SklearnData, settings: TrainSettings, estimator: ClassifierMixin) -> None:
         self.data, self.settings, self.estimator = data, settings, estimator
         self._fitted = False
-        self._infer_batches: dict[int, list[np.ndarray]] = {}
+        self._infer_batches = HostBatches()
 
     def parameter_count(self) -> int:
         return 0  # a classical estimator has no trainable parameters
@@ -86,18 +87,11 @@ class SklearnTrainer:
         return float(np.mean(predicted == self.data.y_test))
 
     def prepare_infer(self, batch_size: int) -> int:
-        x = self.data.x_test
-        full = len(x) // batch_size
-        self._infer_batches[batch_size] = [
-            np.ascontiguousarray(x[i * batch_size:(i + 1) * batch_size]) for i in range(full)
-        ]
-        return full
+        return self._infer_batches.prepare(self.data.x_test, batch_size)
 
     def _batches(self, batch_size: int) -> list[np.ndarray]:
         self._check_fitted()
-        if batch_size not in self._infer_batches:
-            raise RuntimeError(f"call prepare_infer({batch_size}) before inference at that batch size")
-        return self._infer_batches[batch_size]
+        return self._infer_batches.get(batch_size)
 
     def infer(self, batch_size: int) -> int:
         count = 0
