@@ -16,6 +16,12 @@ INFO = FrameworkInfo(
     name="faulty", variants=("ok", "raise", "segfault", "hang", "oom", "exit"), default_variant="ok",
     modules=("dlbench_faulty",), distributions=("dlbench-faulty",), install_hint="test plugin",
     adapter="dlbench_faulty.adapter:Faulty", in_default_suite=False, models=("mlp",))
+
+# A framework whose module is not installed: must be listed and skipped with the reason.
+GHOST = FrameworkInfo(
+    name="ghost", variants=("default",), default_variant="default", modules=("dlbench_ghost_runtime",),
+    distributions=("dlbench-ghost-runtime",), install_hint="pip install dlbench-ghost-runtime",
+    adapter="dlbench_ghost_runtime:Ghost", in_default_suite=False, models=("mlp",))
 '''
 
 PLUGIN_ADAPTER = '''
@@ -68,7 +74,7 @@ def faulty_plugin(tmp_path_factory, monkeypatch) -> Path:
     dist = root / "dlbench_faulty-0.1.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: dlbench-faulty\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[dlbench.frameworks]\nfaulty = dlbench_faulty:INFO\n")
+    (dist / "entry_points.txt").write_text("[dlbench.frameworks]\nfaulty = dlbench_faulty:INFO\nghost = dlbench_faulty:GHOST\n")
     monkeypatch.syspath_prepend(str(root))
     src = str(Path(__file__).resolve().parents[1] / "src")
     monkeypatch.setenv("PYTHONPATH", f"{root}:{src}")

@@ -70,3 +70,18 @@ def test_classical_cases_ignore_training_settings():
     assert len(plan.trials) == 1
     case = plan.trials[0].case
     assert (case.optimizer, case.init, case.epochs) == ("none", "none", None)
+
+
+def test_framework_not_installed_is_listed_and_skipped_with_reason(faulty_plugin):
+    from typer.testing import CliRunner
+
+    from dlbench.cli import app
+
+    plan = expand(_exp('[matrix]\nframework = ["ghost", "faulty"]\nmodel = ["mlp"]\ndataset = ["synthetic"]'))
+    assert [t.case.framework for t in plan.trials] == ["faulty"]
+    (skip,) = plan.skipped
+    assert skip.reason == ("ghost is not installed (missing: dlbench_ghost_runtime; "
+                           "pip install dlbench-ghost-runtime)")
+    listed = CliRunner().invoke(app, ["list"])
+    assert listed.exit_code == 0
+    assert "ghost is not installed" in listed.output
