@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from dlbench.plan import Plan, Trial
+from dlbench.plan import Plan
 from dlbench.store import Measurement, Store
 
 STDERR_KEEP = 20_000  # characters of a worker's stderr kept in the store
@@ -216,7 +216,3 @@ def run_plan(store: Store, plan: Plan, *, command_line: str, environment: dict[s
              worker: Sequence[str] | None = None, on_event: Callback | None = None) -> tuple[int, dict[str, int]]:
     run_id = create_run(store, plan, command=command_line, environment=environment)
     return run_id, execute_run(store, run_id, command=worker, on_event=on_event)
-
-
-def trial_spec(trial: Trial, plan: Plan) -> dict[str, Any]:
-    return {"case": trial.case.as_dict(), "protocol": protocol_for_worker(plan)}
