@@ -67,6 +67,7 @@ def finished_run(tmp_path_factory):
 def test_run_stores_every_repeat_and_reports(finished_run):
     db, output = finished_run
     assert "train time (s)" in output and "accuracy (%)" in output
+    assert "inference latency per call (ms)" in output
     assert "trials: 2 ok" in output
     with Store(db) as store:
         run = store.run()

@@ -168,11 +168,12 @@ def _print_skipped(rows) -> None:
 
 
 def _print_report(store, run_id: int) -> None:
-    from dlbench.summary import summarize
-    from dlbench.tables import common_settings, summary_tables, trials_table
+    from dlbench.summary import latency_percentiles, summarize
+    from dlbench.tables import common_settings, latency_table, summary_tables, trials_table
 
     trials = store.trials(run_id)
-    summaries = summarize(trials, store.measurements(run_id))
+    measurements = store.measurements(run_id)
+    summaries = summarize(trials, measurements)
     if summaries:
         console.print(f"settings shared by every case: {common_settings([s.case for s in summaries])}",
                       highlight=False)
@@ -180,6 +181,9 @@ def _print_report(store, run_id: int) -> None:
                       "for independent samples); IQR/median>10% = high variance", highlight=False)
     for table in summary_tables(summaries):
         console.print(table)
+    latency = latency_table(summaries, latency_percentiles(measurements))
+    if latency is not None:
+        console.print(latency)
     failed = [t for t in trials if t["status"] != "ok"]
     if failed:
         console.print(trials_table(failed))

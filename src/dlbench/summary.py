@@ -93,6 +93,22 @@ def summarize(trials: Iterable, measurements: Iterable) -> list[CaseSummary]:
     return list(by_case.values())
 
 
+def latency_percentiles(measurements: Iterable) -> dict[str, dict[str, tuple[int, float, float, float]]]:
+    """Per case and latency phase (latency_b<B>): (n, p50, p90, p99) in seconds over
+    every measured single-batch call of the case's ok trials (warm-ups excluded)."""
+    pooled: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for m in measurements:
+        if m["phase"].startswith("latency_b") and not m["warmup"] and m["status"] == "ok" and m["value"] is not None:
+            pooled[m["case_key"]][m["phase"]].append(m["value"])
+    out: dict[str, dict[str, tuple[int, float, float, float]]] = {}
+    for key, phases in pooled.items():
+        out[key] = {}
+        for phase, values in phases.items():
+            p50, p90, p99 = np.percentile(values, [50, 90, 99])
+            out[key][phase] = (len(values), float(p50), float(p90), float(p99))
+    return out
+
+
 def format_stat(stats: Stats | None, scale: float, digits: int = 3) -> dict[str, str]:
     if stats is None:
         return {"n": "0", "mean ± sd": "—", "median": "—", "Q1": "—", "Q3": "—"}

@@ -136,6 +136,28 @@ def summary_tables(summaries: list[CaseSummary]) -> list[Table]:
     return tables
 
 
+def latency_table(summaries: list[CaseSummary], latencies: dict) -> Table | None:
+    """p50 / p90 / p99 of single-batch inference latency at batch B and at batch 1."""
+    rows = [(s, latencies[s.case_key]) for s in summaries if s.case_key in latencies]
+    if not rows:
+        return None
+    columns = varying_fields([s.case for s, _ in rows])
+    t = Table(title="inference latency per call (ms): p50 / p90 / p99")
+    for col in columns:
+        t.add_column(col.replace("batch_size", "batch"))
+    t.add_column("at batch B", justify="right")
+    t.add_column("at batch 1", justify="right")
+    for s, phases in sorted(rows, key=lambda r: tuple(json.dumps(r[0].case.get(k)) for k in
+                                                       ("model", "dataset", "batch_size", "framework", "variant"))):
+        def fmt(phase: str) -> str:
+            if phase not in phases:
+                return "—"
+            n, p50, p90, p99 = phases[phase]
+            return f"{p50 * 1e3:.3g} / {p90 * 1e3:.3g} / {p99 * 1e3:.3g} (n={n})"
+        t.add_row(*(cell(s.case, c) for c in columns), fmt(f"latency_b{s.case['batch_size']}"), fmt("latency_b1"))
+    return t
+
+
 def trials_table(trials: Iterable) -> Table:
     t = Table(title="trials")
     for col in ("id", "block", "case", "status", "wall s", "error"):
