@@ -81,13 +81,43 @@ def test_run_stores_every_repeat_and_reports(finished_run):
             assert train == [(0, 1), (1, 0), (2, 0), (3, 0)]
             acc = [r["value"] for r in rows if r["framework"] == fw and r["metric"] == "accuracy"]
             assert len(acc) == 4 and min(acc) > 0.85
-            lat = [r for r in rows if r["framework"] == fw and r["phase"] == "latency_b32"]
+            lat = [r for r in rows if r["framework"] == fw and r["phase"] == "latency_b32" and r["metric"] == "time"]
             assert len(lat) == 4 * 3 and sorted({r["seq"] for r in lat}) == [0, 1, 2]
             assert [r for r in rows if r["framework"] == fw and r["phase"] == "latency_b1"]
         losses = [r for r in rows if r["framework"] == "numpy" and r["metric"] == "loss" and r["repeat"] == 1]
         assert len(losses) == 2 and losses[1]["value"] < losses[0]["value"]
         process = {r["metric"] for r in rows if r["phase"] == "process"}
         assert {"import_time", "setup_time", "data_load_time", "peak_rss"} <= process
+
+
+def test_run_stores_telemetry_and_says_what_is_unavailable(finished_run):
+    """On this VM: utilization, steal and peak memory are measured; RAPL, sensors and
+    NVML are stored as unavailable with their reasons (and measured where present)."""
+    db, output = finished_run
+    assert "telemetry samplers" in output and "utilization, temperature and memory per phase" in output
+    with Store(db) as store:
+        run_id = store.run()["id"]
+        table = {r["name"]: r for r in store.samplers(run_id)}
+        assert set(table) == {"cpu", "rapl", "thermal", "nvml", "memory"}
+        assert table["cpu"]["available"] == 1 and table["memory"]["available"] == 1
+        for name in ("rapl", "thermal", "nvml"):
+            row = table[name]
+            assert row["available"] == 1 or (row["reason"] and row["hint"]), name
+        rows = store.measurements(run_id)
+        for fw in ("numpy", "sklearn"):
+            train = {r["metric"]: r for r in rows if r["framework"] == fw and r["phase"] == "train"
+                     and r["repeat"] == 1}
+            for metric in ("cpu.process_util:mean", "cpu.system_util:mean", "cpu.steal:mean", "memory.peak_rss"):
+                assert metric in train, (fw, metric)
+            assert 0 <= train["cpu.steal:mean"]["value"] <= 100
+            assert train["memory.peak_rss"]["value"] > 50 * 2**20  # a Python worker with numpy loaded
+            assert train["memory.peak_rss"]["method"] == "VmHWM reset at phase start"
+            if table["rapl"]["available"] == 0 and table["nvml"]["available"] == 0:
+                assert not [r for r in rows if r["metric"].startswith("energy")]
+        trial = store.trials(run_id)[0]
+        assert store.series(trial["id"]), "raw series are stored"
+        markers = store.db.execute("SELECT phase, edge FROM markers WHERE trial_id=?", (trial["id"],)).fetchall()
+        assert ("train", "start") in [tuple(m) for m in markers]
 
 
 def test_report_export_runs_plan_list_env(finished_run, tmp_path):

@@ -97,6 +97,9 @@ def run(
     train_samples: Annotated[Optional[int], typer.Option(help="Use only the first N training samples (0 = all).")] = None,
     test_samples: Annotated[Optional[int], typer.Option(help="Use only the first N test samples (0 = all).")] = None,
     latency_batches: Annotated[Optional[int], typer.Option(help="Batches timed one at a time per repeat.")] = None,
+    samplers: Annotated[Optional[str], typer.Option(help="Telemetry: all, none, or a comma list of cpu, rapl, thermal, nvml, memory.")] = None,
+    sample_interval: Annotated[Optional[float], typer.Option(help="Seconds between sampler polls (default: each source's own, e.g. 0.1 s NVML, 0.5 s psutil).")] = None,
+    idle_baseline: Annotated[Optional[float], typer.Option(help="Measure idle power for this many seconds before the run; energy is then also reported net of idle.")] = None,
     resume: Annotated[Optional[int], typer.Option(help="Finish the unfinished trials of run ID.")] = None,
     db: DB = Path("dlbench.db"),
 ) -> None:
@@ -117,7 +120,8 @@ def run(
         protocol = dict(epochs=epochs, steps=steps, momentum=momentum, repeats=repeats, warmup=warmup,
                         trials=trials, threads=threads, timeout=timeout, seed=seed, device=device,
                         data_dir=data_dir, train_samples=train_samples, test_samples=test_samples,
-                        latency_batches=latency_batches)
+                        latency_batches=latency_batches, samplers=samplers, sample_interval=sample_interval,
+                        idle_baseline=idle_baseline)
         plan = _plan(file, framework, model, dataset, batch_size, init, optimizer, lr, protocol)
         if not plan.trials:
             _print_skipped([(s.cell, s.reason) for s in plan.skipped])
@@ -131,6 +135,16 @@ def run(
         run_id = runner.create_run(store, plan, command=command_line, environment=env.fingerprint())
         console.print(f"run {run_id}: {len(plan.trials)} trials, {len(plan.skipped)} skipped cells -> {db}")
         _print_skipped([(s.cell, s.reason) for s in plan.skipped])
+        _print_samplers(store.samplers(run_id))
+        p = plan.experiment.protocol
+        if p.idle_baseline > 0:
+            from dlbench.samplers import parse_names
+
+            console.print(f"measuring idle power for {p.idle_baseline:g} s ...")
+            power = runner.measure_idle(store, run_id, p.idle_baseline, parse_names(p.samplers),
+                                        p.sample_interval or None)
+            console.print("idle power: " + (", ".join(f"{k} {v:.2f} W" for k, v in power.items())
+                                            or "no energy counter available, nothing to subtract"))
     from dlbench.progress import RunProgress
 
     try:
@@ -159,6 +173,12 @@ def _command_line(ctx: typer.Context) -> str:
     return shlex.join(words)
 
 
+def _print_samplers(rows) -> None:
+    from dlbench.tables import samplers_table
+
+    console.print(samplers_table(rows))
+
+
 def _print_skipped(rows) -> None:
     from dlbench.tables import skipped_table
 
@@ -169,7 +189,7 @@ def _print_skipped(rows) -> None:
 
 def _print_report(store, run_id: int) -> None:
     from dlbench.summary import latency_percentiles, summarize
-    from dlbench.tables import common_settings, latency_table, summary_tables, trials_table
+    from dlbench.tables import common_settings, latency_table, summary_tables, telemetry_tables, trials_table
 
     trials = store.trials(run_id)
     measurements = store.measurements(run_id)
@@ -184,6 +204,8 @@ def _print_report(store, run_id: int) -> None:
     latency = latency_table(summaries, latency_percentiles(measurements))
     if latency is not None:
         console.print(latency)
+    for table in telemetry_tables(summaries, measurements, store.samplers(run_id)):
+        console.print(table)
     failed = [t for t in trials if t["status"] != "ok"]
     if failed:
         console.print(trials_table(failed))
@@ -296,12 +318,14 @@ def export(
 
 @app.command("env")
 def env_() -> None:
-    """This machine's fingerprint as stored with every run."""
+    """This machine's fingerprint and which telemetry samplers can measure here (and why not)."""
     import json
 
+    from dlbench import samplers
     from dlbench.env import fingerprint
 
     console.print_json(json.dumps(fingerprint(), default=str))
+    _print_samplers(samplers.availability())
 
 
 def main() -> None:

@@ -46,6 +46,9 @@ class Protocol:
     test_samples: int = 0
     latency_batches: int = 20  # batches timed one at a time per repeat
     data_dir: str | None = None
+    samplers: str = "all"      # telemetry: "all", "none" or a comma list (cpu, rapl, thermal, nvml, memory)
+    sample_interval: float = 0.0  # seconds between polls; 0: each source's own default
+    idle_baseline: float = 0.0    # seconds of idle power measured before the run; 0: none
 
 
 @dataclass(frozen=True)
@@ -182,10 +185,18 @@ def validate_protocol(where: str, p: Protocol) -> Protocol:
               ("timeout", p.timeout > 0, "> 0 seconds"), ("momentum", 0 <= p.momentum < 1, "in [0, 1)"),
               ("train_samples", p.train_samples >= 0, ">= 0 (0 = all)"),
               ("test_samples", p.test_samples >= 0, ">= 0 (0 = all)"),
-              ("latency_batches", p.latency_batches >= 0, ">= 0")]
+              ("latency_batches", p.latency_batches >= 0, ">= 0"),
+              ("sample_interval", p.sample_interval == 0 or p.sample_interval >= 0.01, "0 (source defaults) or >= 0.01 s"),
+              ("idle_baseline", p.idle_baseline >= 0, ">= 0 seconds")]
     for name, ok, rule in checks:
         if not ok:
             raise ConfigError(f"{where}: {name} = {getattr(p, name)!r}: must be {rule}")
+    from dlbench.samplers import parse_names
+
+    try:
+        parse_names(p.samplers)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: samplers = {p.samplers!r}: {str(exc).removeprefix('--samplers: ')}") from None
     if p.device not in DEVICES:
         raise ConfigError(f"{where}: device = {p.device!r}: allowed: {_allowed(DEVICES)}")
     return p

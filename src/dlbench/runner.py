@@ -75,10 +75,63 @@ def _read_events(stream, q: queue.Queue) -> None:
     q.put(None)  # end of stream
 
 
+def _memory_rows(event: dict[str, Any], warmup: int) -> list[Measurement]:
+    """Per-phase memory peaks the worker attached to a phase-end marker."""
+    repeat = event["repeat"]
+    warm = repeat is not None and repeat < warmup
+    rows = []
+    if event.get("peak_rss") is not None:
+        rows.append(Measurement(repeat, warm, event["phase"], "memory.peak_rss", float(event["peak_rss"]), "bytes",
+                                None, event.get("peak_rss_method")))
+    if event.get("device_peak") is not None:
+        rows.append(Measurement(repeat, warm, event["phase"], "memory.device_peak", float(event["device_peak"]),
+                                "bytes", None, event.get("device_peak_source")))
+    return rows
+
+
+def _work(rows: list[Measurement], case: dict[str, Any]) -> dict[tuple[str, int], dict[str, float]]:
+    """Samples (and epochs) each phase processed, for energy per sample / epoch."""
+    work: dict[tuple[str, int], dict[str, float]] = {}
+    by = {(m.phase, m.repeat, m.metric): m.value for m in rows}
+    for (phase, repeat, metric), value in by.items():
+        if phase == "train" and metric == "steps" and value:
+            work[(phase, repeat)] = {"samples": value * case["batch_size"], "epochs": case.get("epochs") or 0}
+        if phase == "infer" and metric == "time" and value:
+            throughput = by.get((phase, repeat, "throughput"))
+            if throughput:
+                work[(phase, repeat)] = {"samples": round(throughput * value)}
+    return work
+
+
+def _start_poller(spec: dict[str, Any]):
+    from dlbench import samplers
+    from dlbench.samplers.poller import Poller
+
+    names = tuple(spec["protocol"].get("samplers", ()))
+    active = samplers.active(names, spec["protocol"].get("sample_interval") or None)
+    return Poller(active) if active else None
+
+
+def _store_telemetry(store: Store, trial_id: int, spec: dict[str, Any], poller, markers: list[dict],
+                     rows: list[Measurement]) -> None:
+    from dlbench import telemetry
+
+    series, notes = poller.stop() if poller is not None else ([], {})
+    telemetry_rows, slice_notes = telemetry.phase_measurements(
+        series, telemetry.windows(markers), spec["protocol"]["warmup"], _work(rows, spec["case"]),
+        spec.get("idle_power"))
+    if slice_notes:
+        notes["slicing"] = sorted(set(slice_notes))
+    store.add_telemetry(trial_id, series, markers, telemetry_rows, notes)
+
+
 def execute_trial(store: Store, trial_id: int, spec: dict[str, Any], *, timeout: float,
                   command: Sequence[str] | None = None, on_event: Callback | None = None) -> TrialOutcome:
     """Run one trial in a fresh worker process and store everything it reports."""
     store.start_trial(trial_id)
+    poller = _start_poller(spec)
+    markers: list[dict] = []
+    rows: list[Measurement] = []
     expected = spec["protocol"]["warmup"] + spec["protocol"]["repeats"]
     outcome = TrialOutcome(status="failed")
     error_event: dict[str, Any] | None = None
@@ -88,6 +141,8 @@ def execute_trial(store: Store, trial_id: int, spec: dict[str, Any], *, timeout:
         proc = subprocess.Popen(list(command or worker_command()), stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=err, text=True, encoding="utf-8",
                                 start_new_session=True)
+        if poller is not None:
+            poller.start(proc.pid)
         try:
             proc.stdin.write(json.dumps(spec))
             proc.stdin.close()
@@ -116,8 +171,16 @@ def execute_trial(store: Store, trial_id: int, spec: dict[str, Any], *, timeout:
                 if kind == "manifest":
                     outcome.manifest = event["manifest"]
                     store.set_manifest(trial_id, event["manifest"])
+                elif kind == "marker":
+                    markers.append(event)
+                    if poller is not None:
+                        poller.poll_all()  # a reading at every phase edge
+                    if event["edge"] == "end":
+                        store.add_measurements(trial_id, _memory_rows(event, spec["protocol"]["warmup"]))
                 elif kind == "measurements":
-                    store.add_measurements(trial_id, [Measurement(**row) for row in event["rows"]])
+                    batch = [Measurement(**row) for row in event["rows"]]
+                    rows.extend(batch)
+                    store.add_measurements(trial_id, batch)
                     if event.get("repeat") is not None:
                         outcome.repeats += 1
                 elif kind == "error":
@@ -128,6 +191,8 @@ def execute_trial(store: Store, trial_id: int, spec: dict[str, Any], *, timeout:
                     on_event("worker_event", trial_id=trial_id, event=event)
         except BaseException:
             _kill_group(proc)  # Ctrl-C or a store error: leave no orphan worker behind
+            if poller is not None:
+                poller.stop()
             raise
         if timed_out:
             _kill_group(proc)
@@ -142,6 +207,7 @@ def execute_trial(store: Store, trial_id: int, spec: dict[str, Any], *, timeout:
         err.seek(0)
         stderr = err.read()
     stderr_tail = stderr[-STDERR_KEEP:]
+    _store_telemetry(store, trial_id, spec, poller, markers, rows)
 
     if timed_out:
         outcome.status = "timeout"
@@ -166,8 +232,11 @@ def execute_trial(store: Store, trial_id: int, spec: dict[str, Any], *, timeout:
 
 def protocol_for_worker(plan: Plan) -> dict[str, Any]:
     p = plan.experiment.protocol
+    from dlbench.samplers import parse_names
+
     return {"repeats": p.repeats, "warmup": p.warmup, "latency_batches": p.latency_batches,
-            "timeout": p.timeout, "data_dir": p.data_dir, "trials": p.trials}
+            "timeout": p.timeout, "data_dir": p.data_dir, "trials": p.trials,
+            "samplers": list(parse_names(p.samplers)), "sample_interval": p.sample_interval}
 
 
 def create_run(store: Store, plan: Plan, *, command: str, environment: dict[str, Any]) -> int:
@@ -183,7 +252,33 @@ def create_run(store: Store, plan: Plan, *, command: str, environment: dict[str,
         store.add_trial(run_id, case_key=t.case.key, block=t.block, position=t.position,
                         case=t.case.as_dict(), protocol=protocol)
     store.add_skipped(run_id, [(s.cell, s.reason) for s in plan.skipped])
+    from dlbench import samplers
+
+    store.add_samplers(run_id, samplers.availability(tuple(protocol["samplers"]), protocol["sample_interval"] or None))
     return run_id
+
+
+def measure_idle(store: Store, run_id: int, seconds: float, names: Sequence[str],
+                 interval_s: float | None = None) -> dict[str, float]:
+    """Idle power of every energy source over `seconds` with no worker running,
+    stored with the run and subtracted per phase as "energy_net"."""
+    import os
+
+    from dlbench import samplers, telemetry
+    from dlbench.samplers.poller import Poller
+
+    active = samplers.active(tuple(names), interval_s)
+    if not active:
+        store.set_idle(run_id, {"seconds": seconds, "power_w": {}, "note": "no sampler available"})
+        return {}
+    poller = Poller(active)
+    poller.start(os.getpid())
+    time.sleep(seconds)
+    series, notes = poller.stop()
+    power = telemetry.idle_power(series, seconds)
+    store.set_idle(run_id, {"seconds": seconds, "power_w": power, "notes": notes,
+                            "note": None if power else "no energy counter available: nothing to subtract"})
+    return power
 
 
 def execute_run(store: Store, run_id: int, *, command: Sequence[str] | None = None,
@@ -192,11 +287,13 @@ def execute_run(store: Store, run_id: int, *, command: Sequence[str] | None = No
 
     Returns the count of trials per final status."""
     pending = store.trials(run_id, statuses=("pending", "running", "interrupted"))
+    idle = json.loads(store.run(run_id)["idle_json"] or "{}").get("power_w", {})
     emit = on_event or (lambda *a, **k: None)
     emit("run_start", run_id=run_id, total=len(store.trials(run_id)), pending=len(pending))
     try:
         for row in pending:
-            spec = {"case": json.loads(row["case_json"]), "protocol": json.loads(row["protocol_json"])}
+            spec = {"case": json.loads(row["case_json"]), "protocol": json.loads(row["protocol_json"]),
+                    "idle_power": idle}
             emit("trial_start", trial_id=row["id"], case=spec["case"])
             outcome = execute_trial(store, row["id"], spec, timeout=spec["protocol"]["timeout"],
                                     command=command, on_event=on_event)

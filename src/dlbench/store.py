@@ -87,6 +87,35 @@ MIGRATIONS: list[str] = [
         reason TEXT NOT NULL
     );
     """,
+    # 2: telemetry — how each value was obtained and whether it is reliable,
+    # the worker's phase markers (to slice raw series later), the sampler
+    # availability table of each run, the idle baseline, per-trial notes.
+    """
+    ALTER TABLE measurements ADD COLUMN method TEXT;
+    ALTER TABLE measurements ADD COLUMN flag TEXT;
+    ALTER TABLE series ADD COLUMN kind TEXT;
+    ALTER TABLE series ADD COLUMN method TEXT;
+    CREATE TABLE markers (
+        id INTEGER PRIMARY KEY,
+        trial_id INTEGER NOT NULL REFERENCES trials(id),
+        phase TEXT NOT NULL,
+        repeat INTEGER,
+        edge TEXT NOT NULL,
+        t REAL NOT NULL
+    );
+    CREATE INDEX markers_trial ON markers(trial_id);
+    CREATE TABLE samplers (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        name TEXT NOT NULL,
+        available INTEGER NOT NULL,
+        reason TEXT,
+        hint TEXT,
+        interval_s REAL
+    );
+    ALTER TABLE runs ADD COLUMN idle_json TEXT;
+    ALTER TABLE trials ADD COLUMN telemetry_notes TEXT;
+    """,
 ]
 
 STATUSES = ("pending", "running", "ok", "failed", "oom", "timeout", "interrupted")
@@ -109,6 +138,8 @@ class Measurement:
     value: float | None
     unit: str
     seq: int | None = None
+    method: str | None = None   # how it was obtained: "counter", "integrated-power", "polled", ...
+    flag: str | None = None     # e.g. "unreliable: window shorter than the update period"
 
 
 class Store:
@@ -209,6 +240,7 @@ class Store:
             # the process that never finished; finished trials are never re-run.
             self.db.execute("DELETE FROM measurements WHERE trial_id=?", (trial_id,))
             self.db.execute("DELETE FROM series WHERE trial_id=?", (trial_id,))
+            self.db.execute("DELETE FROM markers WHERE trial_id=?", (trial_id,))
             self.db.execute("UPDATE trials SET status='running', started_at=?, error=NULL WHERE id=?",
                             (now(), trial_id))
 
@@ -241,22 +273,49 @@ class Store:
 
     # -- measurements -----------------------------------------------------
     def add_measurements(self, trial_id: int, rows: Iterable[Measurement]) -> int:
-        values = [(trial_id, m.repeat, int(m.warmup), m.phase, m.metric, m.value, m.unit, m.seq) for m in rows]
+        values = [(trial_id, m.repeat, int(m.warmup), m.phase, m.metric, m.value, m.unit, m.seq, m.method, m.flag)
+                  for m in rows]
         with self.db:
             self.db.executemany(
-                "INSERT INTO measurements (trial_id, repeat, warmup, phase, metric, value, unit, seq)"
-                " VALUES (?,?,?,?,?,?,?,?)", values)
+                "INSERT INTO measurements (trial_id, repeat, warmup, phase, metric, value, unit, seq, method, flag)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?)", values)
         return len(values)
 
-    def add_series(self, trial_id: int, name: str, unit: str, points: Iterable[tuple[float, float]]) -> None:
+    def add_telemetry(self, trial_id: int, series: Iterable, markers: Iterable[dict],
+                      rows: Iterable[Measurement], notes: dict[str, list[str]]) -> None:
+        """Raw series (t in monotonic seconds), phase markers, per-phase rows and
+        sampler notes of one trial, in one transaction."""
         with self.db:
-            self.db.executemany("INSERT INTO series (trial_id, name, t, value, unit) VALUES (?,?,?,?,?)",
-                                [(trial_id, name, t, v, unit) for t, v in points])
+            for s in series:
+                self.db.executemany(
+                    "INSERT INTO series (trial_id, name, t, value, unit, kind, method) VALUES (?,?,?,?,?,?,?)",
+                    [(trial_id, s.name, t / 1e9, v, s.unit, s.kind, s.method) for t, v in s.points])
+            self.db.executemany("INSERT INTO markers (trial_id, phase, repeat, edge, t) VALUES (?,?,?,?,?)",
+                                [(trial_id, m["phase"], m["repeat"], m["edge"], m["t"] / 1e9) for m in markers])
+            self.db.execute("UPDATE trials SET telemetry_notes=? WHERE id=?", (json.dumps(notes), trial_id))
+        self.add_measurements(trial_id, rows)
+
+    def add_samplers(self, run_id: int, table: Iterable) -> None:
+        with self.db:
+            self.db.executemany(
+                "INSERT INTO samplers (run_id, name, available, reason, hint, interval_s) VALUES (?,?,?,?,?,?)",
+                [(run_id, a.name, int(a.available), a.reason, a.hint, a.interval_s) for a in table])
+
+    def samplers(self, run_id: int) -> list[sqlite3.Row]:
+        return self.db.execute("SELECT * FROM samplers WHERE run_id=? ORDER BY id", (run_id,)).fetchall()
+
+    def set_idle(self, run_id: int, idle: dict) -> None:
+        with self.db:
+            self.db.execute("UPDATE runs SET idle_json=? WHERE id=?", (json.dumps(idle), run_id))
+
+    def series(self, trial_id: int) -> list[sqlite3.Row]:
+        return self.db.execute("SELECT * FROM series WHERE trial_id=? ORDER BY id", (trial_id,)).fetchall()
 
     def measurements(self, run_id: int) -> list[sqlite3.Row]:
         return self.db.execute(
             "SELECT t.id AS trial_id, t.case_key, t.block, t.framework, t.variant, t.model, t.dataset,"
-            " t.batch_size, t.status, t.case_json, m.repeat, m.warmup, m.phase, m.metric, m.value, m.unit, m.seq"
+            " t.batch_size, t.status, t.case_json, m.repeat, m.warmup, m.phase, m.metric, m.value, m.unit, m.seq,"
+            " m.method, m.flag"
             " FROM measurements m JOIN trials t ON t.id = m.trial_id WHERE t.run_id=?"
             " ORDER BY t.block, t.position, m.id", (run_id,)).fetchall()
 
@@ -266,7 +325,7 @@ class Store:
         case_cols = ["framework", "variant", "model", "dataset", "batch_size", "init", "optimizer", "lr",
                      "epochs", "steps", "threads", "device", "precision"]
         header = ["run_id", "trial_id", "case_key", "block", "status", *case_cols,
-                  "repeat", "warmup", "phase", "metric", "value", "unit", "seq"]
+                  "repeat", "warmup", "phase", "metric", "value", "unit", "seq", "method", "flag"]
         with open(path, "w", newline="", encoding="utf-8") as fh:
             w = csv.writer(fh)
             w.writerow(header)
@@ -274,5 +333,5 @@ class Store:
                 case = json.loads(r["case_json"])
                 w.writerow([run_id, r["trial_id"], r["case_key"], r["block"], r["status"],
                             *[case.get(c) for c in case_cols],
-                            r["repeat"], r["warmup"], r["phase"], r["metric"], r["value"], r["unit"], r["seq"]])
+                            r["repeat"], r["warmup"], r["phase"], r["metric"], r["value"], r["unit"], r["seq"], r["method"], r["flag"]])
         return len(rows)

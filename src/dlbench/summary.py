@@ -98,7 +98,8 @@ def latency_percentiles(measurements: Iterable) -> dict[str, dict[str, tuple[int
     every measured single-batch call of the case's ok trials (warm-ups excluded)."""
     pooled: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for m in measurements:
-        if m["phase"].startswith("latency_b") and not m["warmup"] and m["status"] == "ok" and m["value"] is not None:
+        if (m["phase"].startswith("latency_b") and m["metric"] == "time" and not m["warmup"]
+                and m["status"] == "ok" and m["value"] is not None):
             pooled[m["case_key"]][m["phase"]].append(m["value"])
     out: dict[str, dict[str, tuple[int, float, float, float]]] = {}
     for key, phases in pooled.items():

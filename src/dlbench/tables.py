@@ -176,3 +176,137 @@ def runs_table(runs: Iterable) -> Table:
     for r in runs:
         t.add_row(str(r["id"]), r["name"], r["status"], r["started_at"], str(r["n_trials"]), str(r["n_ok"]))
     return t
+
+
+def samplers_table(rows) -> Table:
+    """Availability of each telemetry source (from samplers.availability() or the store)."""
+    t = Table(title="telemetry samplers")
+    for col in ("sampler", "status", "interval", "reason / what would enable it"):
+        t.add_column(col, overflow="fold")
+    for r in rows:
+        get = r.__getitem__ if hasattr(r, "keys") else lambda k, r=r: getattr(r, k)
+        ok = bool(get("available"))
+        interval = get("interval_s")
+        detail = "" if ok else f"{get('reason')} — to enable: {get('hint')}"
+        t.add_row(get("name"), "available" if ok else "unavailable", f"{interval:g} s" if interval else "—", detail)
+    return t
+
+
+ENERGY_GROUPS = (("CPU package", lambda n: n.startswith("rapl.") and "package" in n),
+                 ("DRAM", lambda n: n.startswith("rapl.") and n.endswith("dram")),
+                 ("GPU", lambda n: n.startswith("gpu") and n.endswith(".energy")))
+UTILIZATION = (("process CPU %", "cpu.process_util:mean"), ("system CPU %", "cpu.system_util:mean"),
+               ("steal %", "cpu.steal:mean"), ("GPU %", None), ("max temp °C", None),
+               ("peak RSS MiB", "memory.peak_rss"))
+
+
+def _median(values: list[float]) -> float | None:
+    import statistics
+
+    return statistics.median(values) if values else None
+
+
+def _telemetry_values(measurements, flagged: set | None = None) -> dict[tuple[str, str, str], dict[int, list[float]]]:
+    """(case, phase, metric) -> {trial_repeat_key: values}, measured repeats of ok trials only.
+    Keys of values that carry an "unreliable" flag are added to `flagged`."""
+    from collections import defaultdict
+
+    out: dict = defaultdict(lambda: defaultdict(list))
+    for m in measurements:
+        if m["warmup"] or m["status"] != "ok" or m["value"] is None or m["repeat"] is None:
+            continue
+        key = (m["case_key"], m["phase"], m["metric"])
+        out[key][(m["trial_id"], m["repeat"])].append(m["value"])
+        if flagged is not None and (m["flag"] or "").startswith("unreliable"):
+            flagged.add(key)
+    return out
+
+
+def energy_table(summaries: list[CaseSummary], measurements, sampler_rows) -> Table:
+    """Seed 000's Table VI shape: energy per case and source, train and inference."""
+    values = _telemetry_values(measurements)
+    t = Table(title="energy (median over measured repeats): train J, train J/sample, infer J")
+    columns = varying_fields([s.case for s in summaries])
+    for col in columns:
+        t.add_column(col.replace("batch_size", "batch"))
+    for label, _ in ENERGY_GROUPS:
+        t.add_column(label, justify="right")
+    any_value = False
+    for s in summaries:
+        cells = []
+        for _, match in ENERGY_GROUPS:
+            parts = []
+            for phase, prefix in (("train", "energy:"), ("train", "energy_per_sample:"), ("infer", "energy:")):
+                per_repeat: dict = {}
+                for (key, ph, metric), by_repeat in values.items():
+                    if key == s.case_key and ph == phase and metric.startswith(prefix) and match(metric[len(prefix):]):
+                        for r, v in by_repeat.items():
+                            per_repeat[r] = per_repeat.get(r, 0.0) + sum(v)  # sum the domains of one repeat
+                med = _median(list(per_repeat.values()))
+                parts.append("—" if med is None else f"{med:.4g}")
+            if any(p != "—" for p in parts):
+                any_value = True
+            cells.append(" / ".join(parts))
+        t.add_row(*(cell(s.case, c) for c in columns), *cells)
+    if not any_value:
+        reasons = [f"{r['name']}: {r['reason']}" for r in sampler_rows if r["name"] in ("rapl", "nvml") and not r["available"]]
+        t.caption = "no energy source was available: " + ("; ".join(reasons) or "rapl and nvml were not selected")
+    return t
+
+
+def utilization_table(summaries: list[CaseSummary], measurements) -> Table | None:
+    """Seed 002's shape: utilization, temperature and memory per case and phase
+    (median over measured repeats of each repeat's mean; temperature: max)."""
+    flagged: set = set()
+    values = _telemetry_values(measurements, flagged)
+    metrics = {metric for (_, _, metric) in values}
+    gpu_util = sorted(m for m in metrics if m.startswith("gpu") and m.endswith(".util:mean"))
+    temps = sorted(m for m in metrics if m.startswith(("temp.", "gpu")) and m.endswith((":max",))
+                   and (m.startswith("temp.") or ".temperature" in m))
+    columns = varying_fields([s.case for s in summaries])
+    t = Table(title="utilization, temperature and memory per phase (median over measured repeats)")
+    for col in (*columns, "phase"):
+        t.add_column(col.replace("batch_size", "batch"))
+    for label, _ in UTILIZATION:
+        t.add_column(label, justify="right")
+    rows = 0
+    for s in summaries:
+        for phase in ("train", "infer"):
+            cells = []
+            for label, metric in UTILIZATION:
+                if label == "GPU %":
+                    wanted = gpu_util
+                elif label.startswith("max temp"):
+                    wanted = temps
+                else:
+                    wanted = [metric]
+                per_repeat: dict = {}
+                unreliable = any((s.case_key, phase, mname) in flagged for mname in wanted)
+                for mname in wanted:
+                    for r, v in values.get((s.case_key, phase, mname), {}).items():
+                        # Several sensors or GPUs: the hottest / the mean of their means.
+                        per_repeat.setdefault(r, []).extend(v)
+                agg = max if label.startswith(("max temp", "peak")) else (lambda v: sum(v) / len(v))
+                med = _median([agg(v) for v in per_repeat.values()])
+                if med is not None and label.startswith("peak RSS"):
+                    med /= 2**20
+                cells.append("—" if med is None else f"{med:.1f}" + ("*" if unreliable else ""))
+            if any(c != "—" for c in cells):
+                t.add_row(*(cell(s.case, c) for c in columns), phase, *cells)
+                rows += 1
+    if flagged:
+        t.caption = ("* includes windows too short for the source's resolution (e.g. under 10 CPU-time ticks "
+                     "= 100 ms): unreliable, see the flag column of the measurements")
+    return t if rows else None
+
+
+def telemetry_tables(summaries: list[CaseSummary], measurements, sampler_rows) -> list[Table]:
+    if not sampler_rows:
+        return []
+    order = ("model", "dataset", "batch_size", "init", "optimizer", "lr", "framework", "variant")
+    summaries = sorted(summaries, key=lambda s: tuple(json.dumps(s.case.get(k)) for k in order))
+    out = [samplers_table(sampler_rows), energy_table(summaries, measurements, sampler_rows)]
+    util = utilization_table(summaries, measurements)
+    if util is not None:
+        out.append(util)
+    return out

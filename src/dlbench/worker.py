@@ -57,6 +57,56 @@ def pin_threads(threads: int) -> list[int] | None:
     return sorted(os.sched_getaffinity(0))
 
 
+def _vm_hwm_bytes() -> int | None:
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def _reset_vm_hwm() -> bool:
+    """Reset the peak-RSS high-water mark (Linux >= 4.0: write 5 to clear_refs)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
+class PhaseMemory:
+    """Peak host memory (VmHWM, reset at each phase start) and the framework's own
+    device-memory peak where it reports one, attached to the phase-end marker."""
+
+    def __init__(self, fw: Any, enabled: bool) -> None:
+        self.fw, self.enabled = fw, enabled
+        self.resettable = False
+
+    def at_start(self) -> None:
+        if not self.enabled:
+            return
+        self.resettable = _reset_vm_hwm()
+        reset = getattr(self.fw, "reset_memory_peak", None)
+        if callable(reset):
+            reset()
+
+    def at_end(self) -> dict[str, Any]:
+        if not self.enabled:
+            return {}
+        out: dict[str, Any] = {"peak_rss": _vm_hwm_bytes(),
+                               "peak_rss_method": "VmHWM reset at phase start" if self.resettable
+                               else "VmHWM since process start (reset unavailable)"}
+        peak = getattr(self.fw, "memory_peak", None)
+        if callable(peak):
+            value, source = peak()
+            out["device_peak"], out["device_peak_source"] = value, source
+        return out
+
+
 def load_arrays(case: dict[str, Any], protocol: dict[str, Any]):
     from dlbench.datasets import SyntheticOptions, load
     from dlbench.datasets.arrays import Arrays
@@ -100,8 +150,17 @@ def run_trial(spec: dict[str, Any], emit: Emitter) -> None:
                 "last_batch": "drop", "timer": "time.perf_counter_ns after device synchronization"}
     emit("manifest", manifest=manifest)
 
+    memory = PhaseMemory(fw, "memory" in protocol.get("samplers", ("memory",)))
+
     def marker(**fields: Any) -> None:
-        emit("marker", t=time.monotonic_ns(), **fields)
+        # Memory bookkeeping stays outside the timed region: before the start
+        # stamp, after the end stamp.
+        if fields["edge"] == "start":
+            memory.at_start()
+            emit("marker", t=time.monotonic_ns(), **fields)
+        else:
+            t = time.monotonic_ns()
+            emit("marker", t=t, **fields, **memory.at_end())
 
     def facts(**learned: Any) -> None:
         if any(manifest.get(k) != v for k, v in learned.items()):

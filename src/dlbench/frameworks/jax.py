@@ -221,6 +221,13 @@ class JaxFramework:
             "label_dtype": "int32",
         }
 
+    def memory_peak(self) -> tuple[int | None, str]:
+        """XLA's device allocator peak (not resettable: since process start)."""
+        stats = self.device.memory_stats() if self.device is not None else None
+        if not stats or "peak_bytes_in_use" not in stats:
+            return None, f"{self.device} reports no memory statistics (XLA:CPU keeps none)"
+        return int(stats["peak_bytes_in_use"]), "device.memory_stats()['peak_bytes_in_use'] since process start"
+
     def prepare(self, arrays: Arrays) -> JaxData:
         put = partial(jax.device_put, device=self.device)
         data = JaxData(

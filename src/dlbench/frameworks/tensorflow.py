@@ -175,6 +175,24 @@ class TensorFlowFramework:
             "op_determinism": False,
         }
 
+    def _memory_device(self) -> str:
+        return self.device.strip("/").replace("device:", "")
+
+    def reset_memory_peak(self) -> None:
+        try:
+            tf.config.experimental.reset_memory_stats(self._memory_device())
+        except (ValueError, RuntimeError):
+            pass  # the device keeps no allocator statistics; memory_peak() says so
+
+    def memory_peak(self) -> tuple[int | None, str]:
+        """Peak of TF's allocator on the trial's device since the last reset."""
+        device = self._memory_device()
+        try:
+            return int(tf.config.experimental.get_memory_info(device)["peak"]), \
+                f"tf.config.experimental.get_memory_info({device!r})['peak']"
+        except (ValueError, RuntimeError) as exc:
+            return None, f"TensorFlow keeps no allocator statistics for {device}: {exc}"
+
     def prepare(self, arrays: Arrays) -> TFData:
         with tf.device("/CPU:0"):
             return TFData(

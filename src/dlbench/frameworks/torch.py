@@ -312,6 +312,16 @@ class TorchFramework:
             manifest["variant_settings"] = {"torch.compile": False}
         return manifest
 
+    def reset_memory_peak(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(self.device)
+
+    def memory_peak(self) -> tuple[int | None, str]:
+        """Peak device memory since the last reset: (bytes, source) or (None, reason)."""
+        if self.device.type == "cuda":
+            return int(torch.cuda.max_memory_allocated(self.device)), "torch.cuda.max_memory_allocated"
+        return None, "torch keeps no CPU allocator peak (see peak RSS)"
+
     def prepare(self, arrays: Arrays) -> TorchData:
         return TorchData(
             x_train=_to_nchw(arrays.train.x, self.device),
