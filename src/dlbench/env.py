@@ -94,6 +94,15 @@ def gpus() -> list[str] | str:
     return [line.strip() for line in out.stdout.splitlines() if line.strip()]
 
 
+def _nvml_devices() -> list[dict] | str:
+    from dlbench.samplers.nvml import describe_devices
+
+    try:
+        return describe_devices()
+    except Exception as exc:  # noqa: BLE001 - the fingerprint must never fail on a GPU query
+        return f"unavailable: {type(exc).__name__}: {exc}"
+
+
 def fingerprint() -> dict[str, Any]:
     import psutil
 
@@ -112,6 +121,7 @@ def fingerprint() -> dict[str, Any]:
         "memory_total_bytes": mem.total,
         "cpu_governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
         "gpus": gpus(),
+        "nvml_devices": _nvml_devices(),
         "packages": package_versions(),
         "dlbench_version": dlbench.__version__,
         "dlbench_git": git_revision(),
