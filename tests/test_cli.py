@@ -151,3 +151,34 @@ def test_bad_input_is_a_clear_error_and_loses_nothing(finished_run, tmp_path):
     result = runner.invoke(app, ["report", "--run", "99", "--db", str(db)])
     assert result.exit_code == 2 and "no run 99" in result.output
     assert len(Store(db).measurements(1)) == before
+
+
+def test_env_lists_every_sampler_with_reason_or_available():
+    result = runner.invoke(app, ["env"])
+    assert result.exit_code == 0
+    assert "telemetry samplers" in result.output
+    for name in ("cpu", "rapl", "thermal", "nvml", "memory"):
+        assert f"│ {name}" in result.output
+
+
+def test_idle_baseline_and_sampler_selection_are_recorded(tmp_path):
+    db = tmp_path / "idle.db"
+    result = runner.invoke(app, ["run", "--framework", "numpy", "--model", "mlp", "--dataset", "synthetic",
+                                 "--epochs", "1", "--repeats", "1", "--warmup", "0", "--latency-batches", "0",
+                                 "--train-samples", "256", "--test-samples", "64", "--samplers", "cpu,rapl",
+                                 "--idle-baseline", "0.5", "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    assert "measuring idle power for 0.5 s" in result.output
+    with Store(db) as store:
+        run = store.run()
+        idle = json.loads(run["idle_json"])
+        assert idle["seconds"] == 0.5
+        rapl_available = {r["name"]: r["available"] for r in store.samplers(run["id"])}["rapl"]
+        assert [r["name"] for r in store.samplers(run["id"])] == ["cpu", "rapl"]
+        if not rapl_available:  # this VM: nothing to subtract, and it says so
+            assert idle["power_w"] == {} and "nothing to subtract" in idle["note"]
+        metrics = {m["metric"] for m in store.measurements(run["id"])}
+        assert "cpu.process_util:mean" in metrics
+        assert "memory.peak_rss" not in metrics  # the memory sampler was not selected
+    bad = runner.invoke(app, ["run", "--samplers", "cpu,gpu", "--db", str(db)])
+    assert bad.exit_code == 2 and "unknown sampler(s) gpu; allowed: cpu, rapl, thermal, nvml, memory" in bad.output

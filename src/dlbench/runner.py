@@ -113,10 +113,12 @@ def _start_poller(spec: dict[str, Any]):
 
 
 def _store_telemetry(store: Store, trial_id: int, spec: dict[str, Any], poller, markers: list[dict],
-                     rows: list[Measurement]) -> None:
+                     rows: list[Measurement], memory_notes: list[str]) -> None:
     from dlbench import telemetry
 
     series, notes = poller.stop() if poller is not None else ([], {})
+    if memory_notes:
+        notes["memory"] = memory_notes
     telemetry_rows, slice_notes = telemetry.phase_measurements(
         series, telemetry.windows(markers), spec["protocol"]["warmup"], _work(rows, spec["case"]),
         spec.get("idle_power"))
@@ -132,6 +134,7 @@ def execute_trial(store: Store, trial_id: int, spec: dict[str, Any], *, timeout:
     poller = _start_poller(spec)
     markers: list[dict] = []
     rows: list[Measurement] = []
+    memory_notes: set[str] = set()
     expected = spec["protocol"]["warmup"] + spec["protocol"]["repeats"]
     outcome = TrialOutcome(status="failed")
     error_event: dict[str, Any] | None = None
@@ -177,6 +180,8 @@ def execute_trial(store: Store, trial_id: int, spec: dict[str, Any], *, timeout:
                         poller.poll_all()  # a reading at every phase edge
                     if event["edge"] == "end":
                         store.add_measurements(trial_id, _memory_rows(event, spec["protocol"]["warmup"]))
+                        if event.get("device_peak") is None and event.get("device_peak_source"):
+                            memory_notes.add(f"device memory peak: {event['device_peak_source']}")
                 elif kind == "measurements":
                     batch = [Measurement(**row) for row in event["rows"]]
                     rows.extend(batch)
@@ -207,7 +212,7 @@ def execute_trial(store: Store, trial_id: int, spec: dict[str, Any], *, timeout:
         err.seek(0)
         stderr = err.read()
     stderr_tail = stderr[-STDERR_KEEP:]
-    _store_telemetry(store, trial_id, spec, poller, markers, rows)
+    _store_telemetry(store, trial_id, spec, poller, markers, rows, sorted(memory_notes))
 
     if timed_out:
         outcome.status = "timeout"
