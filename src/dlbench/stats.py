@@ -1,0 +1,473 @@
+"""Statistics for comparing frameworks: summaries, normality diagnostics, paired and
+unpaired rank tests, effect sizes, Holm correction, bootstrap ratio intervals, and the
+stopping rule for adaptive repetition (DESIGN.md "Statistics").
+
+Pure functions over numpy arrays; scipy.stats does every test it has. Decisions:
+- Tests are rank tests whatever the normality diagnostics say (Wilcoxon signed-rank for
+  paired blocks, Mann-Whitney U otherwise). Shapiro-Wilk / Lilliefors are reported, not
+  used to switch to a t-test: with 5-20 samples failing to reject normality is no
+  evidence of it, and a normality pre-test distorts the error rate of the test that
+  follows. Seed 002 ran KS, found non-normal data and used the paired Wilcoxon test:
+  the test we always use.
+- Wilcoxon zeros: zero_method="pratt". A zero difference keeps the smallest rank, so a
+  difference that the timer's resolution rounds to zero is ranked as a tiny one would
+  be, instead of silently shrinking n (Wilcox's rule). Exact p-values: scipy's exact
+  table without ties or zeros, an exhaustive sign-flip permutation (exact, conditional
+  on the zeros and ties) up to 13 pairs, the normal approximation beyond.
+- Ratio of medians a/b: percentile bootstrap (pairs resampled jointly when paired).
+  Not BCa: its jackknife acceleration is inconsistent for the median, its bias
+  correction is ill-defined for the discrete bootstrap distribution of a median of a
+  few values, and it fails on degenerate (identical) samples; percentile intervals
+  also carry over unchanged between the ratio and its logarithm.
+- Minimum sample sizes come from the exact null distributions: the smallest p a test
+  can give is its p-value on the most extreme possible sample (all differences of one
+  sign; the two samples completely separated), computed by scipy's exact method.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from itertools import combinations
+
+import numpy as np
+from scipy import stats as st
+
+VARIANCE_WARNING = 0.10  # IQR / median above this is noisy (torch.utils.benchmark's rule)
+N_BOOT = 9999
+MAX_EXACT = 50  # beyond this many observations exact nulls are slow and the normal approximation is good
+MAX_PERMUTATION = 13  # 2**13 sign flips < 9999: scipy's permutation test is then exhaustive
+# Cliff's delta magnitude thresholds (Romano et al. 2006).
+MAGNITUDES = ((0.147, "negligible"), (0.33, "small"), (0.474, "medium"), (math.inf, "large"))
+
+
+@dataclass(frozen=True)
+class Summary:
+    n: int
+    mean: float
+    sd: float
+    median: float
+    q1: float
+    q3: float
+    iqr: float
+    cv: float
+    min: float
+    max: float
+    noisy: bool
+
+
+@dataclass(frozen=True)
+class Normality:
+    n: int
+    testable: bool
+    reason: str  # why not testable; "" when tested
+    shapiro_w: float
+    shapiro_p: float
+    ks_d: float  # KS distance to the normal with the sample mean and sd (ddof=1), as Lilliefors
+    ks_p: float  # Lilliefors p-value by Monte Carlo
+    ks_method: str
+    alpha: float
+
+    @property
+    def normal(self) -> bool:
+        """Neither test rejects normality at alpha (not evidence that the data are normal)."""
+        return self.testable and self.shapiro_p >= self.alpha and self.ks_p >= self.alpha
+
+
+@dataclass(frozen=True)
+class Comparison:
+    paired: bool
+    n_a: int
+    n_b: int
+    n_nonzero: int | None  # paired: differences that are not exactly zero
+    median_a: float
+    median_b: float
+    ratio: float  # median(a) / median(b)
+    ratio_ci: tuple[float, float]
+    ci_method: str
+    test: str
+    test_method: str  # exact / exact permutation / normal approximation
+    statistic_name: str
+    statistic: float
+    p_value: float
+    p_adjusted: float | None  # Holm-adjusted when part of a family
+    family_size: int
+    min_p: float  # smallest p the exact test can reach at these sample sizes
+    cliffs_delta: float
+    a12: float
+    magnitude: str
+    band: float
+    alpha: float
+    verdict: str  # faster / slower / no meaningful difference / undecided (a relative to b)
+    reason: str
+
+    @property
+    def p(self) -> float:
+        """The p-value decisions use: Holm-adjusted when adjusted."""
+        return self.p_value if self.p_adjusted is None else self.p_adjusted
+
+
+@dataclass(frozen=True)
+class Omnibus:
+    test: str  # Friedman / Kruskal-Wallis, or "none" for two groups
+    statistic: float
+    df: int
+    p_value: float
+    method: str
+    groups: tuple[str, ...]
+    n: tuple[int, ...]
+    pairwise: tuple[tuple[str, str, Comparison], ...]  # p_adjusted is Holm over all pairs
+
+    def pair(self, a: str, b: str) -> Comparison:
+        for x, y, c in self.pairwise:
+            if (x, y) == (a, b):
+                return c
+        raise KeyError(f"no comparison {a} vs {b}; pairs are {[(x, y) for x, y, _ in self.pairwise]}")
+
+
+def _finite(x) -> np.ndarray:
+    x = np.asarray(x, dtype=float).ravel()
+    return x[np.isfinite(x)]
+
+
+def _finite_pairs(a, b) -> tuple[np.ndarray, np.ndarray]:
+    a, b = np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
+    if a.shape != b.shape:
+        raise ValueError(f"paired samples need equal lengths, got {a.size} and {b.size}")
+    keep = np.isfinite(a) & np.isfinite(b)  # a pair with a missing side is no pair
+    return a[keep], b[keep]
+
+
+def summary(x) -> Summary:
+    x = _finite(x)
+    if x.size == 0:
+        raise ValueError("summary of an empty sample")
+    q1, med, q3 = np.percentile(x, [25, 50, 75])  # linear interpolation (Hyndman & Fan type 7)
+    mean = float(x.mean())
+    sd = float(x.std(ddof=1)) if x.size > 1 else math.nan
+    iqr = float(q3 - q1)
+    return Summary(int(x.size), mean, sd, float(med), float(q1), float(q3), iqr,
+                   sd / mean if mean != 0 else math.nan, float(x.min()), float(x.max()),
+                   bool(med != 0 and iqr / abs(med) > VARIANCE_WARNING))
+
+
+def normality(x, alpha: float = 0.05, n_mc: int = N_BOOT, seed: int = 0) -> Normality:
+    """Shapiro-Wilk and Lilliefors KS: KS distance to the normal with x's mean and sample
+    sd (ddof=1, scipy's fit for norm), its p-value by Monte Carlo (goodness_of_fit refits
+    every simulated normal sample the same way: Lilliefors' test without his table)."""
+    x = _finite(x)
+    reason = (f"needs at least 3 values, got {x.size}" if x.size < 3
+              else "all values identical (sd = 0)" if np.ptp(x) == 0 else "")
+    if reason:
+        return Normality(int(x.size), False, reason, *(math.nan,) * 4, "", alpha)
+    w, p_w = st.shapiro(x)
+    ks = st.goodness_of_fit(st.norm, x, statistic="ks", n_mc_samples=n_mc, rng=np.random.default_rng(seed))
+    method = f"Lilliefors (KS, mean and sd estimated), Monte Carlo p from {n_mc} samples, seed {seed}"
+    return Normality(int(x.size), True, "", float(w), float(p_w), float(ks.statistic), float(ks.pvalue),
+                     method, alpha)
+
+
+def _dominance(a: np.ndarray, b: np.ndarray) -> tuple[int, int]:
+    """(#pairs with a > b, #pairs with a < b) over all len(a)*len(b) pairs, by sorting:
+    O(n log n), so long latency samples do not build an n*m matrix."""
+    b = np.sort(b)
+    greater = np.searchsorted(b, a, side="left").sum()
+    less = (b.size - np.searchsorted(b, a, side="right")).sum()
+    return int(greater), int(less)
+
+
+def cliffs_delta(a, b) -> float:
+    """P(a > b) - P(a < b) over all pairs of one value from each sample."""
+    a, b = _finite(a), _finite(b)
+    greater, less = _dominance(a, b)
+    return (greater - less) / (a.size * b.size)
+
+
+def a12(a, b) -> float:
+    """Vargha-Delaney A12 = P(a > b) + 0.5 P(a = b)."""
+    a, b = _finite(a), _finite(b)
+    greater, less = _dominance(a, b)
+    ties = a.size * b.size - greater - less
+    return (greater + 0.5 * ties) / (a.size * b.size)
+
+
+def magnitude(delta: float) -> str:
+    return next(label for bound, label in MAGNITUDES if abs(delta) < bound)
+
+
+def holm(pvalues) -> list[float]:
+    """Holm step-down adjusted p-values: the i-th smallest p times (m - i + 1), made
+    monotone by a running maximum, capped at 1; returned in the input order."""
+    p = np.asarray(pvalues, dtype=float).ravel()
+    if not np.all((p >= 0) & (p <= 1)):
+        raise ValueError(f"p-values must lie in [0, 1], got {p.tolist()}")
+    order = np.argsort(p, kind="stable")
+    m = p.size
+    adjusted = np.empty(m)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p[i]))
+        adjusted[i] = running
+    return adjusted.tolist()
+
+
+@lru_cache(maxsize=None)
+def min_p_wilcoxon(n: int) -> float:
+    """Smallest two-sided p of the exact signed-rank test with n non-zero differences:
+    its p-value when every difference has the same sign."""
+    return 1.0 if n == 0 else float(st.wilcoxon(np.arange(1.0, n + 1), method="exact").pvalue)
+
+
+@lru_cache(maxsize=None)
+def min_p_mannwhitney(n1: int, n2: int) -> float:
+    """Smallest two-sided p of the exact Mann-Whitney test: the samples completely separated."""
+    if n1 == 0 or n2 == 0:
+        return 1.0
+    return float(st.mannwhitneyu(np.arange(n1), np.arange(n1, n1 + n2), method="exact").pvalue)
+
+
+def min_pairs(alpha: float = 0.05) -> int:
+    """Smallest number of pairs with which the exact Wilcoxon test can give p < alpha."""
+    return next(n for n in range(1, 64) if min_p_wilcoxon(n) < alpha)
+
+
+def min_group_size(alpha: float = 0.05) -> int:
+    """Smallest n such that Mann-Whitney with n + n samples can give p < alpha."""
+    return next(n for n in range(1, 40) if min_p_mannwhitney(n, n) < alpha)
+
+
+def _ratio(a, b, axis=-1):
+    return np.median(a, axis=axis) / np.median(b, axis=axis)
+
+
+def _ratio_ci(a: np.ndarray, b: np.ndarray, paired: bool, n_boot: int, seed: int) -> tuple[float, float]:
+    if min(a.size, b.size) < 2 or np.median(b) <= 0:
+        return math.nan, math.nan
+    res = st.bootstrap((a, b), _ratio, paired=paired, vectorized=True, n_resamples=n_boot,
+                       method="percentile", rng=np.random.default_rng(seed))
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def _wilcoxon(d: np.ndarray, seed: int) -> tuple[float, float, str]:
+    abs_nonzero = np.abs(d[d != 0])
+    irregular = abs_nonzero.size < d.size or np.unique(abs_nonzero).size < abs_nonzero.size
+    if d.size > MAX_EXACT or (irregular and d.size > MAX_PERMUTATION):
+        method, label = "asymptotic", "normal approximation"
+    elif irregular:
+        # The exact table assumes no ties and no zeros; enumerating the sign flips does not.
+        method, label = st.PermutationMethod(rng=np.random.default_rng(seed)), "exact permutation (zeros/ties)"
+    else:
+        method, label = "exact", "exact"
+    res = st.wilcoxon(d, zero_method="pratt", method=method)
+    return float(res.statistic), float(res.pvalue), label
+
+
+def _mannwhitney(a: np.ndarray, b: np.ndarray, seed: int) -> tuple[float, float, str]:
+    both = np.concatenate([a, b])
+    ties = np.unique(both).size < both.size
+    if max(a.size, b.size) > MAX_EXACT or (ties and math.comb(both.size, a.size) > N_BOOT):
+        method, label = "asymptotic", "normal approximation, tie-corrected"
+    elif ties:
+        method, label = st.PermutationMethod(rng=np.random.default_rng(seed)), "exact permutation (ties)"
+    else:
+        method, label = "exact", "exact"
+    res = st.mannwhitneyu(a, b, alternative="two-sided", method=method)
+    return float(res.statistic), float(res.pvalue), label
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.4g}"
+
+
+def _decide(c: Comparison) -> tuple[str, str]:
+    lo_band, hi_band = 1 - c.band, 1 + c.band
+    m = c.family_size
+    short = _too_few(c)
+    if short:
+        return "undecided", short
+    lo, hi = c.ratio_ci
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return "undecided", "ratio of medians undefined (median of b is not positive)"
+    ci = f"ratio {_fmt(c.ratio)} [95% CI {_fmt(lo)}, {_fmt(hi)}]"
+    p = f"p = {_fmt(c.p)}" + (" (Holm)" if c.p_adjusted is not None else "")
+    if c.p < c.alpha and hi < lo_band:
+        return "faster", f"{p} < {c.alpha:g} and {ci} below {_fmt(lo_band)}"
+    if c.p < c.alpha and lo > hi_band:
+        return "slower", f"{p} < {c.alpha:g} and {ci} above {_fmt(hi_band)}"
+    if lo_band <= lo and hi <= hi_band:
+        return "no meaningful difference", f"{ci} inside ±{c.band:.0%} ({p}{', significant' if c.p < c.alpha else ''})"
+    if c.p < c.alpha:
+        return "undecided", f"{p} < {c.alpha:g} but {ci} overlaps the ±{c.band:.0%} band"
+    if c.paired and c.min_p * m >= c.alpha:
+        return "undecided", (f"{ci} not inside ±{c.band:.0%}, and only {c.n_nonzero} of {c.n_a} differences are "
+                             f"non-zero: the Wilcoxon test needs {min_pairs(c.alpha / m)}{_family(m)} to reach "
+                             f"p < {c.alpha:g}")
+    return "undecided", f"{p} ≥ {c.alpha:g} and {ci} not inside ±{c.band:.0%}: more samples needed"
+
+
+def _family(m: int) -> str:
+    return f" for {m} Holm-adjusted comparisons" if m > 1 else ""
+
+
+def _too_few(c: Comparison) -> str:
+    """Why the sample is too small for any verdict ("" when it is not): the exact test
+    could not reach alpha even on the most extreme data. Every Holm-adjusted p is at
+    least m times the smallest raw p, so a family of m needs the sizes for alpha / m."""
+    m, alpha, family = c.family_size, c.alpha, _family(c.family_size)
+    if c.paired:
+        smallest = min(1.0, min_p_wilcoxon(c.n_a) * m)
+        if smallest >= alpha:
+            return (f"needs at least {min_pairs(alpha / m)} pairs{family}: the exact two-sided Wilcoxon "
+                    f"signed-rank test cannot reach p < {alpha:g} with {c.n_a} (smallest p = {_fmt(smallest)})")
+        return ""
+    smallest = min(1.0, min_p_mannwhitney(c.n_a, c.n_b) * m)
+    if smallest >= alpha:
+        need = min_group_size(alpha / m)
+        return (f"needs at least {need} + {need} samples{family}: the exact two-sided Mann-Whitney test "
+                f"cannot reach p < {alpha:g} with {c.n_a} + {c.n_b} (smallest p = {_fmt(smallest)})")
+    return ""
+
+
+def adjust(c: Comparison, p_adjusted: float, family_size: int) -> Comparison:
+    """The comparison with a multiplicity-adjusted p-value and the verdict redone with it."""
+    c = replace(c, p_adjusted=float(p_adjusted), family_size=int(family_size))
+    verdict, reason = _decide(c)
+    return replace(c, verdict=verdict, reason=reason)
+
+
+def compare_two(a, b, paired: bool, band: float = 0.02, alpha: float = 0.05, n_boot: int = N_BOOT,
+                seed: int = 0) -> Comparison:
+    """a against b (lower is better: times). Verdict "faster"/"slower" needs p < alpha
+    and the ratio CI entirely outside [1 - band, 1 + band]; "no meaningful difference"
+    needs the ratio CI entirely inside it; anything else, or too few samples, is
+    "undecided" with the reason."""
+    a, b = _finite_pairs(a, b) if paired else (_finite(a), _finite(b))
+    if a.size == 0 or b.size == 0:
+        raise ValueError("compare_two needs at least one finite value in each sample")
+    if paired:
+        d = a - b
+        n_nonzero = int(np.count_nonzero(d))
+        statistic, p, method = _wilcoxon(d, seed)
+        test, stat_name, min_p = "Wilcoxon signed-rank (Pratt zeros)", "W", min_p_wilcoxon(n_nonzero)
+        ci_method = f"percentile bootstrap, pairs resampled jointly, {n_boot} resamples, seed {seed}"
+    else:
+        n_nonzero = None
+        statistic, p, method = _mannwhitney(a, b, seed)
+        test, stat_name, min_p = "Mann-Whitney U (two-sided)", "U", min_p_mannwhitney(a.size, b.size)
+        ci_method = f"percentile bootstrap, samples resampled independently, {n_boot} resamples, seed {seed}"
+    med_a, med_b = float(np.median(a)), float(np.median(b))
+    delta = cliffs_delta(a, b)
+    c = Comparison(paired, int(a.size), int(b.size), n_nonzero, med_a, med_b,
+                   med_a / med_b if med_b > 0 else math.nan, _ratio_ci(a, b, paired, n_boot, seed), ci_method,
+                   test, method, stat_name, statistic, p, None, 1, min_p, delta, a12(a, b), magnitude(delta),
+                   band, alpha, "", "")
+    verdict, reason = _decide(c)
+    return replace(c, verdict=verdict, reason=reason)
+
+
+def compare_many(groups: dict[str, object], paired: bool, alpha: float = 0.05, band: float = 0.02,
+                 n_boot: int = N_BOOT, seed: int = 0) -> Omnibus:
+    """Friedman (paired blocks) or Kruskal-Wallis, then every pair with Holm-adjusted
+    p-values. Holm alone controls the family-wise error over the pairs, so pairwise
+    verdicts are not gated on the omnibus test, which is reported beside them."""
+    names = tuple(groups)
+    if len(names) < 2:
+        raise ValueError(f"compare_many needs at least two groups, got {names}")
+    if paired:
+        sizes = {k: int(np.size(groups[k])) for k in names}
+        if len(set(sizes.values())) != 1:
+            raise ValueError(f"paired groups need equal-length blocks, got {sizes}")
+        matrix = np.column_stack([np.asarray(groups[k], dtype=float).ravel() for k in names])
+        samples = list(matrix[np.all(np.isfinite(matrix), axis=1)].T)  # a block missing a group is dropped whole
+    else:
+        samples = [_finite(groups[k]) for k in names]
+    if len(names) == 2:
+        test, stat, df, p_omni, method = "none", math.nan, 0, math.nan, "two groups: the pairwise test is the test"
+    else:
+        test, fn = ("Friedman", st.friedmanchisquare) if paired else ("Kruskal-Wallis", st.kruskal)
+        res = fn(*samples)
+        stat, df, p_omni = float(res.statistic), len(names) - 1, float(res.pvalue)
+        method = "chi-square approximation, tie-corrected"
+    pairs = list(combinations(range(len(names)), 2))
+    raw = [compare_two(samples[i], samples[j], paired, band, alpha, n_boot, seed) for i, j in pairs]
+    adjusted = holm([c.p_value for c in raw])
+    pairwise = tuple((names[i], names[j], adjust(c, q, len(pairs))) for (i, j), c, q in zip(pairs, raw, adjusted))
+    return Omnibus(test, stat, df, p_omni, method, names, tuple(s.size for s in samples), pairwise)
+
+
+def median_ci_halfwidth(x, n_boot: int = N_BOOT, seed: int = 0) -> float:
+    """Half-width of the 95% percentile-bootstrap CI of the median, relative to the
+    median: the larger of its two sides, so that "within ±pct" holds on both sides of
+    an asymmetric interval."""
+    x = _finite(x)
+    med = float(np.median(x)) if x.size else math.nan
+    if x.size < 2 or med == 0 or not math.isfinite(med):
+        return math.inf
+    res = st.bootstrap((x,), np.median, vectorized=True, n_resamples=n_boot, method="percentile",
+                       rng=np.random.default_rng(seed))
+    lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    return max(med - lo, hi - med) / abs(med)
+
+
+def ci_converged(x, pct: float, seed: int = 0, min_n: int | None = None, n_boot: int = N_BOOT) -> bool:
+    """Stopping rule for adaptive repetition: the 95% CI of the median lies within
+    ±pct (a fraction: 0.02 = ±2%) of it. Never before min_n values (default: the pairs
+    the Wilcoxon test needs), because a percentile interval from a handful of values is
+    bounded by their range and far too narrow."""
+    if not 0 < pct < 1:
+        raise ValueError(f"pct is a fraction (0.02 means ±2%), got {pct}")
+    n = _finite(x).size
+    if n < (min_pairs() if min_n is None else min_n):
+        return False
+    return median_ci_halfwidth(x, n_boot, seed) <= pct
+
+
+def _normality_words(label: str, nm: Normality) -> str:
+    if not nm.testable:
+        return f"{label}: not testable ({nm.reason})"
+    verdict = "consistent with normal" if nm.normal else "not normal"
+    return (f"{label}: {verdict} (Shapiro-Wilk W={nm.shapiro_w:.3f}, p={_fmt(nm.shapiro_p)}; "
+            f"Lilliefors KS D={nm.ks_d:.3f}, p={_fmt(nm.ks_p)})")
+
+
+def hypothesis_row(metric: str, phase: str, a_name: str, b_name: str, a, b, paired: bool, alpha: float = 0.05,
+                   adjusted_p: float | None = None, family_size: int = 1, band: float = 0.02,
+                   n_boot: int = N_BOOT, seed: int = 0) -> dict:
+    """One hypothesis as seed 002 reports it (H0/H1, normality check, test, statistic,
+    p-value, decision), with the effect size and the ratio of medians beside it."""
+    c = compare_two(a, b, paired, band, alpha, n_boot, seed)
+    if adjusted_p is not None:
+        c = adjust(c, adjusted_p, family_size)
+    what = f"{phase} {metric}"
+    if paired:
+        a_, b_ = _finite_pairs(a, b)
+        checks = [_normality_words(f"differences {a_name} − {b_name}", normality(a_ - b_, alpha, seed=seed))]
+        h0 = (f"the {what} of {a_name} and {b_name} do not differ: the paired differences "
+              f"{a_name} − {b_name} are symmetric about zero")
+        h1 = f"the paired differences {a_name} − {b_name} in {what} are not symmetric about zero (two-sided)"
+        why = "paired blocks (one run of each in every interleaved block)"
+    else:
+        checks = [_normality_words(name, normality(x, alpha, seed=seed)) for name, x in ((a_name, a), (b_name, b))]
+        h0 = f"the {what} of {a_name} and {b_name} do not differ: P({a_name} > {b_name}) = P({a_name} < {b_name})"
+        h1 = f"P({a_name} > {b_name}) ≠ P({a_name} < {b_name}) for {what} (two-sided)"
+        why = "independent samples"
+    chosen = f"{'paired ' if paired else ''}{c.test}, {c.test_method}"
+    test_reason = (f"{chosen}: {why}; a rank test whatever the normality check says "
+                   f"(reported as a diagnostic: {'; '.join(checks)})")
+    short = _too_few(c)
+    if short:
+        decision = "not decidable: " + short
+    else:
+        decision = f"reject H0 at alpha={alpha:g}" if c.p < alpha else f"do not reject H0 at alpha={alpha:g}"
+    return {
+        "metric": metric, "phase": phase, "a": a_name, "b": b_name, "paired": paired,
+        "n_a": c.n_a, "n_b": c.n_b, "n_nonzero": c.n_nonzero, "H0": h0, "H1": h1,
+        "normality": "; ".join(checks), "test": chosen, "test_reason": test_reason,
+        "statistic_name": c.statistic_name, "statistic": c.statistic, "p_value": c.p_value,
+        "p_adjusted": c.p_adjusted, "p_used": c.p, "alpha": alpha, "decision": decision,
+        "median_a": c.median_a, "median_b": c.median_b, "ratio": c.ratio,
+        "ratio_ci_low": c.ratio_ci[0], "ratio_ci_high": c.ratio_ci[1], "ci_method": c.ci_method,
+        "cliffs_delta": c.cliffs_delta, "a12": c.a12, "magnitude": c.magnitude,
+        "verdict": c.verdict, "reason": c.reason,
+    }

@@ -1,0 +1,294 @@
+"""dlbench.stats against hand-computed values, published worked examples and exact null
+distributions enumerated here (not scipy's word for them)."""
+
+from __future__ import annotations
+
+import math
+from itertools import combinations, product
+
+import numpy as np
+import pytest
+from scipy import stats as st
+
+from dlbench import stats
+
+# Two-sided p as scipy and the textbooks define it for a discrete null:
+# 2 * min(P(T <= t), P(T >= t)), capped at 1.
+
+
+def _two_sided(null: list[float], t: float) -> float:
+    null = np.asarray(null)
+    return min(1.0, 2 * min(np.mean(null <= t + 1e-9), np.mean(null >= t - 1e-9)))
+
+
+def _signed_rank_null(ranks: list[float]) -> list[float]:
+    """Sum of positive ranks over every assignment of signs."""
+    return [sum(r for r, s in zip(ranks, signs) if s) for signs in product((0, 1), repeat=len(ranks))]
+
+
+def _mw_null(pooled: list[float], n1: int) -> list[float]:
+    """U of the first sample over every split of the pooled values."""
+    ranks = st.rankdata(pooled)
+    return [sum(ranks[list(idx)]) - n1 * (n1 + 1) / 2 for idx in combinations(range(len(pooled)), n1)]
+
+
+# --- summary and normality -------------------------------------------------------
+
+def test_summary_hand_computed():
+    s = stats.summary([4.0, 1.0, 3.0, 2.0, float("nan")])  # the NaN is dropped
+    assert (s.n, s.mean, s.median, s.q1, s.q3, s.iqr, s.min, s.max) == (4, 2.5, 2.5, 1.75, 3.25, 1.5, 1.0, 4.0)
+    assert s.sd == pytest.approx(math.sqrt(5 / 3))
+    assert s.cv == pytest.approx(math.sqrt(5 / 3) / 2.5)
+    assert s.noisy  # 1.5 / 2.5 = 0.6 > 0.10
+    assert not stats.summary([10.0, 10.1, 10.2]).noisy  # 0.1 / 10.1 < 0.10
+    assert math.isnan(stats.summary([3.0]).sd)
+    with pytest.raises(ValueError):
+        stats.summary([])
+
+
+def test_normality_not_testable_with_reason():
+    assert stats.normality([1.0, 2.0]).reason == "needs at least 3 values, got 2"
+    nm = stats.normality([5.0] * 8)
+    assert not nm.testable and "identical" in nm.reason and not nm.normal
+
+
+def test_lilliefors_statistic_by_hand_and_reproducible():
+    x = np.array([2.1, 2.4, 2.2, 3.9, 2.3, 2.5, 2.2, 2.6, 2.4, 5.0])
+    nm = stats.normality(x, seed=3)
+    # KS distance to N(mean, sd) with the sample sd (ddof=1, Lilliefors' choice), by hand.
+    xs = np.sort(x)
+    f = st.norm.cdf((xs - x.mean()) / x.std(ddof=1))
+    i = np.arange(1, x.size + 1)
+    assert nm.ks_d == pytest.approx(max((i / x.size - f).max(), (f - (i - 1) / x.size).max()))
+    assert nm.shapiro_w == pytest.approx(st.shapiro(x).statistic)
+    assert nm.ks_p < 0.05 and nm.shapiro_p < 0.05 and not nm.normal  # two outliers
+    assert stats.normality(x, seed=3).ks_p == nm.ks_p
+    assert "Monte Carlo" in nm.ks_method and "seed 3" in nm.ks_method
+
+
+def test_normal_sample_passes_both_tests():
+    x = np.random.default_rng(7).normal(10.0, 0.5, size=40)
+    nm = stats.normality(x)
+    assert nm.testable and nm.normal and nm.shapiro_p > 0.05 and nm.ks_p > 0.05
+
+
+# --- effect sizes and Holm -------------------------------------------------------
+
+def test_cliffs_delta_and_a12_hand_counted():
+    a, b = [1.0, 2.0, 3.0], [2.0, 2.0, 4.0]
+    # a > b: (3,2), (3,2) = 2; a < b: (1,2), (1,2), (1,4), (2,4), (3,4) = 5; ties: (2,2), (2,2) = 2.
+    assert stats.cliffs_delta(a, b) == pytest.approx((2 - 5) / 9)
+    assert stats.a12(a, b) == pytest.approx((2 + 0.5 * 2) / 9)
+    assert stats.cliffs_delta(b, a) == pytest.approx(3 / 9)
+    assert stats.magnitude(-1 / 3) == "medium" and stats.magnitude(0.1) == "negligible"
+
+
+def test_effect_sizes_match_brute_force_with_ties():
+    rng = np.random.default_rng(0)
+    a, b = rng.integers(0, 5, 23).astype(float), rng.integers(1, 6, 17).astype(float)
+    sign = np.sign(np.subtract.outer(a, b))
+    assert stats.cliffs_delta(a, b) == pytest.approx(sign.mean())
+    assert stats.a12(a, b) == pytest.approx(((sign > 0) + 0.5 * (sign == 0)).mean())
+
+
+def test_holm_hand_computed():
+    # sorted 0.005, 0.01, 0.03, 0.04 times 4, 3, 2, 1 = 0.02, 0.03, 0.06, 0.04 -> running max 0.06 for the last.
+    assert stats.holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert stats.holm([0.5, 0.6]) == [1.0, 1.0]  # 0.5 * 2 capped; 0.6 raised to the running maximum
+    assert stats.holm([0.02]) == [0.02]
+    with pytest.raises(ValueError):
+        stats.holm([0.1, float("nan")])
+
+
+# --- minimum sample sizes --------------------------------------------------------
+
+def test_minimum_sample_sizes_from_exact_nulls():
+    assert stats.min_p_wilcoxon(5) == pytest.approx(2 / 32)
+    assert stats.min_p_wilcoxon(6) == pytest.approx(2 / 64)
+    assert stats.min_p_mannwhitney(4, 4) == pytest.approx(2 / 70)
+    assert stats.min_p_mannwhitney(3, 3) == pytest.approx(2 / 20)
+    assert stats.min_pairs(0.05) == 6 and stats.min_group_size(0.05) == 4
+    assert stats.min_pairs(0.01) == 8  # 2 / 2**7 = 0.0156, 2 / 2**8 = 0.0078
+
+
+def test_too_few_pairs_is_undecided_with_what_is_needed():
+    b = np.array([1.00, 1.01, 0.99, 1.02, 1.00])
+    c = stats.compare_two(b * 1.5, b, paired=True)  # all five differences positive: p = 0.0625
+    assert c.p_value == pytest.approx(0.0625)
+    assert c.verdict == "undecided" and "needs at least 6 pairs" in c.reason
+    u = stats.compare_two([3.0, 3.1, 3.2], [1.0, 1.1, 1.2], paired=False)
+    assert u.verdict == "undecided" and "needs at least 4 + 4 samples" in u.reason
+
+
+# --- the tests on worked examples ------------------------------------------------
+
+def test_wilcoxon_hollander_wolfe_depression_example():
+    # Hollander & Wolfe (1973) p. 29, the example of R's wilcox.test: V = 40, p = 0.03906.
+    x = [1.83, 0.50, 1.62, 2.48, 1.68, 1.88, 1.55, 3.06, 1.30]
+    y = [0.878, 0.647, 0.598, 2.05, 1.06, 1.29, 1.06, 3.14, 1.29]
+    c = stats.compare_two(x, y, paired=True)
+    # |d| ranks 1..9; the negative differences -0.08 and -0.147 have ranks 2 and 3: W- = 5, W+ = 40.
+    assert c.statistic == 5 and c.test_method == "exact" and c.n_nonzero == 9
+    null = _signed_rank_null(list(range(1, 10)))
+    assert _two_sided(null, 40) == pytest.approx(20 / 512)  # 10 of 512 sign patterns give W- <= 5
+    assert c.p_value == pytest.approx(20 / 512)
+
+
+def test_wilcoxon_zero_and_tied_differences_use_pratt():
+    # Wikipedia's signed-rank example: one zero difference and a tie (5, 5).
+    a = [125, 115, 130, 140, 140, 115, 140, 125, 140, 135]
+    b = [110, 122, 125, 120, 140, 124, 123, 137, 135, 145]
+    c = stats.compare_two(a, b, paired=True)
+    # Pratt: the zero takes rank 1, |d| = 5, 5, 7, 9, 10, 12, 15, 17, 20 take 2.5, 2.5, 4, ..., 10.
+    # Positive: 5, 5, 15, 17, 20 -> W+ = 2.5 + 2.5 + 8 + 9 + 10 = 32; W- = 4 + 5 + 6 + 7 = 22.
+    # (Dropping the zero, Wilcox's rule, would give W- = 18.)
+    assert c.statistic == 22 and c.n_nonzero == 9 and c.test_method.startswith("exact permutation")
+    ranks = [2.5, 2.5, 4, 5, 6, 7, 8, 9, 10]
+    assert c.p_value == pytest.approx(_two_sided(_signed_rank_null(ranks), 32))
+    assert c.verdict == "undecided"
+
+
+def test_all_zero_differences_give_p_one_and_no_meaningful_difference():
+    x = np.array([1.0, 1.1, 0.9, 1.05, 1.02, 0.98, 1.01, 0.99])
+    c = stats.compare_two(x, x.copy(), paired=True)
+    assert c.n_nonzero == 0 and c.p_value == 1.0 and c.ratio_ci == (1.0, 1.0)
+    assert c.verdict == "no meaningful difference"
+
+
+def test_mann_whitney_tiny_sample_hand_enumerated():
+    a, b = [0.9, 1.0, 1.2, 1.3], [1.1, 1.4, 1.5, 1.6]
+    c = stats.compare_two(a, b, paired=False)
+    assert c.statistic == 2  # a > b only for (1.2, 1.1) and (1.3, 1.1)
+    null = _mw_null(a + b, 4)
+    assert sum(u <= 2 for u in null) == 4  # U = 0, 1, 2, 2 among the 70 splits
+    assert c.p_value == pytest.approx(8 / 70) and c.test_method == "exact"
+    assert c.verdict == "undecided" and "≥ 0.05" in c.reason
+
+
+def test_mann_whitney_with_ties_hand_enumerated():
+    a, b = [1.0, 2.0, 2.0, 3.0], [2.0, 3.0, 4.0, 4.0]
+    c = stats.compare_two(a, b, paired=False)
+    # a = 1 beats nothing; each 2 ties one b (0.5 each); 3 beats 2 and ties 3 (1.5): U = 2.5.
+    assert c.statistic == 2.5 and c.test_method == "exact permutation (ties)"
+    assert c.p_value == pytest.approx(_two_sided(_mw_null(a + b, 4), 2.5))
+
+
+# --- verdicts --------------------------------------------------------------------
+
+def _times(n: int, seed: int, sd: float = 0.02) -> np.ndarray:
+    return np.random.default_rng(seed).lognormal(np.log(2.0), sd, n)
+
+
+def test_identical_samples_no_meaningful_difference():
+    x = _times(12, 1, sd=0.003)
+    assert stats.compare_two(x, x, paired=True).verdict == "no meaningful difference"
+    c = stats.compare_two(x, x, paired=False)
+    assert c.ratio == 1.0 and c.p_value == 1.0 and c.cliffs_delta == 0 and c.a12 == 0.5
+    assert c.verdict == "no meaningful difference", c.reason
+
+
+def test_clear_slowdown_with_ten_pairs():
+    b = _times(10, 2)
+    a = b * 1.2 * _times(10, 3, sd=0.01) / 2.0
+    c = stats.compare_two(a, b, paired=True)
+    assert c.verdict == "slower" and c.p_value == pytest.approx(2 / 1024)
+    assert 1.15 < c.ratio_ci[0] <= c.ratio <= c.ratio_ci[1] < 1.25
+    assert c.cliffs_delta > 0.474 and c.a12 > 0.5 and c.magnitude == "large"
+    assert stats.compare_two(b, a, paired=True).verdict == "faster"
+    assert stats.compare_two(a, b, paired=False).verdict == "slower"
+
+
+def test_significant_but_tiny_difference_is_not_meaningful():
+    b = _times(12, 4)
+    c = stats.compare_two(b * 1.005, b, paired=True)  # every block 0.5% slower
+    assert c.p_value < 0.001 and c.verdict == "no meaningful difference"
+
+
+def test_significant_but_ci_overlapping_band_is_undecided():
+    b = _times(8, 5, sd=0.05)
+    a = b * np.array([1.01, 1.02, 1.015, 1.03, 1.005, 1.04, 1.025, 1.012])
+    c = stats.compare_two(a, b, paired=True)
+    assert c.p_value < 0.05 and c.ratio_ci[0] < 1.02 < c.ratio_ci[1]
+    assert c.verdict == "undecided" and "overlaps" in c.reason
+
+
+def test_paired_needs_equal_lengths():
+    with pytest.raises(ValueError, match="equal lengths"):
+        stats.compare_two([1.0, 2.0], [1.0], paired=True)
+
+
+def test_ratio_ci_coverage():
+    # True ratio of medians 1.1; percentile intervals should cover it about 95% of the time.
+    rng = np.random.default_rng(11)
+    hits = 0
+    for i in range(150):
+        a, b = rng.lognormal(np.log(1.1), 0.1, 30), rng.lognormal(0.0, 0.1, 30)
+        lo, hi = stats.compare_two(a, b, paired=False, n_boot=999, seed=i).ratio_ci
+        hits += lo <= 1.1 <= hi
+    assert 0.86 <= hits / 150 <= 0.99
+
+
+# --- more than two groups --------------------------------------------------------
+
+def test_friedman_hand_computed():
+    # Within-block ranks: A = 1,1,1,2 (R=5), B = 2,3,2,1 (8), C = 3,2,3,3 (11); n=4, k=3:
+    # 12 / (4*3*4) * (25 + 64 + 121) - 3*4*4 = 52.5 - 48 = 4.5; chi2(2) survival = exp(-4.5 / 2).
+    groups = {"A": [1.0, 1.0, 1.0, 2.0], "B": [2.0, 3.0, 2.0, 1.0], "C": [3.0, 2.0, 3.0, 3.0]}
+    o = stats.compare_many(groups, paired=True)
+    assert o.test == "Friedman" and o.df == 2 and o.n == (4, 4, 4)
+    assert o.statistic == pytest.approx(4.5) and o.p_value == pytest.approx(math.exp(-2.25))
+    # 4 pairs, 3 Holm-adjusted comparisons: alpha / 3 needs 7 pairs.
+    assert all("needs at least 7 pairs for 3 Holm-adjusted comparisons" in c.reason for _, _, c in o.pairwise)
+
+
+def test_kruskal_hand_computed_and_holm_pairwise():
+    # Ranks 1-3, 4-6, 7-9: H = 12 / (9*10) * (6**2 + 15**2 + 24**2) / 3 - 3*10 = 7.2; p = exp(-3.6).
+    o = stats.compare_many({"x": [1.0, 2.0, 3.0], "y": [4.0, 5.0, 6.0], "z": [7.0, 8.0, 9.0]}, paired=False)
+    assert o.test == "Kruskal-Wallis" and o.statistic == pytest.approx(7.2)
+    assert o.p_value == pytest.approx(math.exp(-3.6))
+    assert [(a, b) for a, b, _ in o.pairwise] == [("x", "y"), ("x", "z"), ("y", "z")]
+
+
+def test_compare_many_adjusts_pairwise_with_holm():
+    base = _times(12, 6)
+    groups = {"torch": base * 1.2, "tf": base, "jax": base * 1.005 * _times(12, 7, sd=0.001) / 2.0}
+    o = stats.compare_many(groups, paired=True)
+    raw = [stats.compare_two(groups[a], groups[b], paired=True).p_value for a, b, _ in o.pairwise]
+    assert [c.p_adjusted for _, _, c in o.pairwise] == pytest.approx(stats.holm(raw))
+    assert all(c.family_size == 3 for _, _, c in o.pairwise)
+    assert o.pair("torch", "tf").verdict == "slower" and o.pair("torch", "jax").verdict == "slower"
+    assert o.pair("tf", "jax").verdict == "no meaningful difference"
+    assert "(Holm)" in o.pair("torch", "tf").reason
+    with pytest.raises(ValueError, match="equal-length"):
+        stats.compare_many({"a": [1.0, 2.0], "b": [1.0]}, paired=True)
+
+
+# --- stopping rule and the hypothesis row ---------------------------------------
+
+def test_ci_stopping_rule():
+    tight, loose = _times(20, 8, sd=0.005), _times(20, 9, sd=0.2)
+    assert stats.median_ci_halfwidth(tight) < 0.02 < stats.median_ci_halfwidth(loose)
+    assert stats.ci_converged(tight, 0.02) and not stats.ci_converged(loose, 0.02)
+    assert not stats.ci_converged(tight[:5], 0.02)  # fewer than 6 values never converge
+    assert stats.median_ci_halfwidth([3.0] * 8) == 0.0
+    with pytest.raises(ValueError, match="fraction"):
+        stats.ci_converged(tight, 2)
+
+
+def test_hypothesis_row_paired():
+    b = _times(10, 10)
+    a = b * 1.2 * _times(10, 12, sd=0.01) / 2.0
+    row = stats.hypothesis_row("time", "train", "torch", "tf", a, b, paired=True, alpha=0.05)
+    assert row["test"].startswith("paired Wilcoxon signed-rank") and "Shapiro-Wilk" in row["test_reason"]
+    assert "differences torch − tf" in row["normality"] and "symmetric about zero" in row["H0"]
+    assert row["decision"] == "reject H0 at alpha=0.05" and row["verdict"] == "slower"
+    assert row["p_used"] == row["p_value"] and row["a12"] == 1.0
+    held = stats.hypothesis_row("time", "train", "torch", "tf", a, b, True, 0.05, adjusted_p=0.2, family_size=3)
+    assert held["p_used"] == 0.2 and held["decision"] == "do not reject H0 at alpha=0.05"
+    assert held["verdict"] == "undecided"
+
+
+def test_hypothesis_row_unpaired_and_too_small():
+    row = stats.hypothesis_row("time", "infer", "jax", "tf", [1.0, 1.1, 1.2], [2.0, 2.1, 2.2], paired=False)
+    assert row["test"].startswith("Mann-Whitney U") and row["normality"].count("Shapiro-Wilk") == 2
+    assert row["decision"].startswith("not decidable: needs at least 4 + 4 samples")
