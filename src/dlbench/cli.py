@@ -173,6 +173,19 @@ def _command_line(ctx: typer.Context) -> str:
     return shlex.join(words)
 
 
+def _print_verdicts(trials, measurements, band: float = 0.02, alpha: float = 0.05) -> None:
+    from dlbench.comparisons import within_run
+    from dlbench.verdict_tables import omnibus_table, verdict_table
+
+    verdicts, omnibus = within_run([t for t in trials], measurements, band=band, alpha=alpha)
+    if omnibus:
+        console.print(omnibus_table(omnibus))
+    if verdicts:
+        console.print(verdict_table(verdicts))
+        console.print(f"verdicts: faster/slower need p < {alpha} and the ratio CI outside ±{band:.0%}; "
+                      f"'no meaningful difference' = ratio CI inside ±{band:.0%}", highlight=False)
+
+
 def _print_samplers(rows) -> None:
     from dlbench.tables import samplers_table
 
@@ -206,6 +219,7 @@ def _print_report(store, run_id: int) -> None:
         console.print(latency)
     for table in telemetry_tables(summaries, measurements, store.samplers(run_id)):
         console.print(table)
+    _print_verdicts(trials, measurements)
     failed = [t for t in trials if t["status"] != "ok"]
     if failed:
         console.print(trials_table(failed))
@@ -314,6 +328,53 @@ def export(
         _fail(str(exc))
     n = store.export_csv(row["id"], out)
     console.print(f"wrote {n} measurements of run {row['id']} to {out}")
+
+
+def _resolve_run(ref: str, db: Path):
+    """'3' -> run 3 in --db; 'other.db' -> its latest run; 'other.db:3' -> run 3 there."""
+    from dlbench.store import StoreError
+
+    path, run_id = db, None
+    if ref.isdigit():
+        run_id = int(ref)
+    else:
+        name, _, rid = ref.rpartition(":") if ref.rpartition(":")[2].isdigit() else (ref, "", "")
+        path, run_id = Path(name), (int(rid) if rid else None)
+        if not path.exists():
+            _fail(f"{ref}: no such database file {path} (give a run id, FILE.db or FILE.db:RUN)")
+    store = _open_store(path)
+    try:
+        row = store.run(run_id)
+    except StoreError as exc:
+        _fail(str(exc))
+    return store, row
+
+
+@app.command()
+def compare(
+    a: Annotated[str, typer.Argument(help="Baseline: a run id in --db, FILE.db (its latest run) or FILE.db:RUN.")],
+    b: Annotated[str, typer.Argument(help="Candidate, in the same forms.")],
+    threshold: Annotated[float, typer.Option(help="Slowdown (fraction) that counts as a regression when significant.")] = 0.05,
+    alpha: Annotated[float, typer.Option(help="Significance level.")] = 0.05,
+    db: DB = Path("dlbench.db"),
+) -> None:
+    """Run vs run: per case ratio B/A with CI and verdict; exit status 1 on a significant regression."""
+    from dlbench.comparisons import run_vs_run
+    from dlbench.verdict_tables import compare_table
+
+    if not 0 < threshold < 1 or not 0 < alpha < 1:
+        _fail(f"--threshold {threshold} and --alpha {alpha} must lie strictly between 0 and 1")
+    sa, ra = _resolve_run(a, db)
+    sb, rb = _resolve_run(b, db)
+    diffs = run_vs_run(sa.trials(ra["id"]), sa.measurements(ra["id"]), sb.trials(rb["id"]),
+                       sb.measurements(rb["id"]), threshold=threshold, alpha=alpha)
+    if not diffs:
+        _fail(f"runs {a} and {b} share no case (same framework, model, data and settings)")
+    console.print(compare_table(diffs, f"A ({a})", f"B ({b})", threshold))
+    regressions = [d for d in diffs if d.regression]
+    console.print(f"{len(diffs)} comparisons, {len(regressions)} regressions", highlight=False)
+    if regressions:
+        raise typer.Exit(1)
 
 
 @app.command("env")

@@ -23,7 +23,11 @@ class RunProgress:
         self.run_id = run_id
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TextColumn("repeats"), TimeElapsedColumn(), TextColumn("ETA"),
-                                 TimeRemainingColumn(), console=console, transient=False)
+                                 TimeRemainingColumn(), console=console, transient=False,
+                                 # No 10 Hz refresh thread: a parent that wakes up while the
+                                 # worker runs steals cycles from OpenMP thread pools (torch
+                                 # spin-waits), so the bar is redrawn only on events.
+                                 auto_refresh=False)
         self.task = None
         self.trial_units = 0
         self.done_in_trial = 0
@@ -41,6 +45,7 @@ class RunProgress:
             units = sum(json.loads(t["protocol_json"])["warmup"] + json.loads(t["protocol_json"])["repeats"]
                         for t in pending)
             self.task = self.progress.add_task(f"run {self.run_id}", total=units)
+            self.progress.refresh()
         elif kind == "trial_start":
             case = info["case"]
             self.done_in_trial = 0
@@ -48,15 +53,18 @@ class RunProgress:
             proto = json.loads(row["protocol_json"])
             self.trial_units = proto["warmup"] + proto["repeats"]
             self.progress.update(self.task, description=case_label(case))
+            self.progress.refresh()
         elif kind == "worker_event":
             event = info["event"]
             if event.get("event") == "measurements" and event.get("repeat") is not None:
                 self.done_in_trial += 1
                 self.progress.advance(self.task)
+                self.progress.refresh()
         elif kind == "trial_end":
             outcome = info["outcome"]
             # A trial that stopped early still uses up its share of the bar.
             self.progress.advance(self.task, max(0, self.trial_units - self.done_in_trial))
+            self.progress.refresh()
             style = "green" if outcome.status == "ok" else "red"
             first_line = (outcome.error or "").splitlines()[0][:150] if outcome.error else ""
             self.progress.console.print(Text.assemble(

@@ -1,0 +1,133 @@
+"""Which stored values are compared with which, and the verdicts.
+
+Two uses:
+
+- Within a run: cases that differ only in framework/variant form a comparison
+  set (same model, data, batch size, settings). With several trials per case
+  the sample is one median per trial, paired by interleaving block (paired
+  Wilcoxon / Friedman); with one trial it is the repeats of that trial,
+  unpaired (Mann-Whitney / Kruskal-Wallis) and flagged as within-process
+  (DESIGN.md "Independence").
+- Run vs run (`dlbench compare A B`): the same case key in both runs, B
+  relative to A, unpaired; a significant slowdown beyond the threshold is a
+  regression.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+
+from dlbench import stats
+
+# Lower is better for these; they are what verdicts speak of.
+TIMED = (("train", "time", "train time"), ("infer", "time", "inference time"))
+
+
+@dataclass(frozen=True)
+class Sample:
+    values: dict[int, float]   # block (or repeat) -> value
+    independent: bool          # one value per trial (True) or repeats inside one process
+
+
+def samples(trials, measurements, phase: str, metric: str) -> dict[str, Sample]:
+    """case_key -> the sample of (phase, metric) used for statistics."""
+    block_of = {t["id"]: t["block"] for t in trials if t["status"] == "ok"}
+    per_trial: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for m in measurements:
+        if (m["phase"] == phase and m["metric"] == metric and not m["warmup"] and m["repeat"] is not None
+                and m["trial_id"] in block_of and m["value"] is not None):
+            per_trial[m["case_key"]][m["trial_id"]].append(m["value"])
+    out = {}
+    for key, trials_values in per_trial.items():
+        if len(trials_values) >= 2:
+            out[key] = Sample({block_of[t]: float(np.median(v)) for t, v in trials_values.items()}, True)
+        else:
+            (values,) = trials_values.values()
+            out[key] = Sample(dict(enumerate(values)), False)
+    return out
+
+
+def comparison_sets(cases: dict[str, dict]) -> list[list[str]]:
+    """Groups of case keys that differ only in framework and variant."""
+    groups: dict[str, list[str]] = defaultdict(list)
+    for key, case in cases.items():
+        rest = {k: v for k, v in case.items() if k not in ("framework", "variant")}
+        groups[json.dumps(rest, sort_keys=True)].append(key)
+    return [keys for keys in groups.values() if len(keys) >= 2]
+
+
+def label(case: dict) -> str:
+    return f"{case['framework']}:{case['variant']}"
+
+
+@dataclass(frozen=True)
+class PairVerdict:
+    set_label: str
+    metric: str
+    a: str
+    b: str
+    comparison: stats.Comparison
+    independent: bool
+
+
+def within_run(trials, measurements, band: float = 0.02, alpha: float = 0.05) -> tuple[list[PairVerdict], list]:
+    """Pairwise verdicts between frameworks for every comparison set and timed metric,
+    and the omnibus tests (Friedman / Kruskal-Wallis) for sets of three or more."""
+    cases = {t["case_key"]: json.loads(t["case_json"]) for t in trials}
+    verdicts: list[PairVerdict] = []
+    omnibus = []
+    for keys in comparison_sets(cases):
+        first = cases[keys[0]]
+        set_label = " ".join(str(x) for x in (
+            first["model"], first["dataset"], f"b{first['batch_size']}", first["init"], first["optimizer"],
+            f"lr={first['lr']:g}" if first["lr"] else "") if x and x != "none")
+        for phase, metric, name in TIMED:
+            smp = samples(trials, measurements, phase, metric)
+            present = [k for k in keys if k in smp and len(smp[k].values) >= 1]
+            if len(present) < 2:
+                continue
+            independent = all(smp[k].independent for k in present)
+            if independent:
+                blocks = sorted(set.intersection(*(set(smp[k].values) for k in present)))
+                groups = {label(cases[k]): [smp[k].values[b] for b in blocks] for k in present}
+            else:
+                groups = {label(cases[k]): list(smp[k].values.values()) for k in present}
+            result = stats.compare_many(groups, paired=independent, alpha=alpha, band=band)
+            if result.test != "none":
+                omnibus.append((set_label, name, result))
+            for a, b, comp in result.pairwise:
+                verdicts.append(PairVerdict(set_label, name, a, b, comp, independent))
+    return verdicts, omnibus
+
+
+@dataclass(frozen=True)
+class RunDiff:
+    case: dict
+    metric: str
+    comparison: stats.Comparison | None   # B relative to A; None if one side has no values
+    regression: bool
+
+
+def run_vs_run(a_trials, a_measurements, b_trials, b_measurements, threshold: float = 0.05,
+               alpha: float = 0.05) -> list[RunDiff]:
+    """Every case present in both runs, B relative to A (ratio > 1: B slower)."""
+    a_cases = {t["case_key"]: json.loads(t["case_json"]) for t in a_trials}
+    b_keys = {t["case_key"] for t in b_trials}
+    out = []
+    for phase, metric, name in TIMED:
+        sa = samples(a_trials, a_measurements, phase, metric)
+        sb = samples(b_trials, b_measurements, phase, metric)
+        for key, case in a_cases.items():
+            if key not in b_keys:
+                continue
+            if key not in sa or key not in sb:
+                out.append(RunDiff(case, name, None, False))
+                continue
+            comp = stats.compare_two(list(sb[key].values.values()), list(sa[key].values.values()),
+                                     paired=False, band=threshold, alpha=alpha)
+            out.append(RunDiff(case, name, comp, comp.verdict == "slower"))
+    return out

@@ -1,0 +1,54 @@
+"""Console tables for statistical verdicts: framework vs framework, and run vs run."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from dlbench.comparisons import PairVerdict, RunDiff
+from dlbench.tables import case_label
+
+
+def _p(c) -> str:
+    p = c.p_adjusted if c.p_adjusted is not None else c.p_value
+    return "—" if p != p else f"{p:.3g}" + (" (Holm)" if c.p_adjusted is not None else "")
+
+
+def verdict_table(verdicts: list[PairVerdict]) -> Table:
+    t = Table(title="framework vs framework (A relative to B; ratio of medians with bootstrap 95% CI)")
+    for col in ("set", "metric", "A", "B", "ratio A/B [95% CI]", "test", "p", "Cliff's δ", "verdict", "sample"):
+        t.add_column(col, overflow="fold")
+    for v in verdicts:
+        c = v.comparison
+        t.add_row(v.set_label, v.metric, v.a, v.b, f"{c.ratio:.3f} [{c.ratio_ci[0]:.3f}, {c.ratio_ci[1]:.3f}]",
+                  c.test, _p(c), f"{c.cliffs_delta:+.2f} ({c.magnitude})",
+                  c.verdict,
+                  f"{c.n_a}+{c.n_b} " + ("trial medians, paired by block" if v.independent
+                                         else "repeats in one process each (correlated)"))
+    return t
+
+
+def omnibus_table(rows) -> Table:
+    t = Table(title="more than two frameworks: omnibus tests")
+    for col in ("set", "metric", "test", "statistic", "df", "p", "groups"):
+        t.add_column(col)
+    for set_label, metric, o in rows:
+        t.add_row(set_label, metric, o.test, f"{o.statistic:.4g}", str(o.df), f"{o.p_value:.3g}", ", ".join(o.groups))
+    return t
+
+
+def compare_table(diffs: list[RunDiff], a_name: str, b_name: str, threshold: float) -> Table:
+    t = Table(title=f"{b_name} relative to {a_name} (ratio > 1: slower; regression = significant and beyond "
+                    f"+{threshold:.0%})")
+    for col in ("case", "metric", "median A", "median B", "ratio B/A [95% CI]", "p", "verdict"):
+        t.add_column(col, overflow="fold")
+    for d in diffs:
+        c = d.comparison
+        if c is None:
+            t.add_row(case_label(d.case), d.metric, "—", "—", "—", "—", "no values on one side")
+            continue
+        verdict = "REGRESSION" if d.regression else c.verdict
+        if c.verdict == "undecided":
+            verdict += f": {c.reason}"
+        t.add_row(case_label(d.case), d.metric, f"{c.median_b:.4g}", f"{c.median_a:.4g}",
+                  f"{c.ratio:.3f} [{c.ratio_ci[0]:.3f}, {c.ratio_ci[1]:.3f}]", _p(c), verdict)
+    return t
