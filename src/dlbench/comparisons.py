@@ -112,22 +112,33 @@ class RunDiff:
     regression: bool
 
 
+# Settings of the machine rather than of the experiment: two runs that differ
+# only here (another core count, another box) are still the same case.
+MACHINE_FIELDS = ("threads",)
+
+
+def match_key(case: dict) -> str:
+    return json.dumps({k: v for k, v in case.items() if k not in MACHINE_FIELDS}, sort_keys=True)
+
+
 def run_vs_run(a_trials, a_measurements, b_trials, b_measurements, threshold: float = 0.05,
                alpha: float = 0.05) -> list[RunDiff]:
-    """Every case present in both runs, B relative to A (ratio > 1: B slower)."""
+    """Every case present in both runs (matched on everything but machine settings
+    such as threads), B relative to A (ratio > 1: B slower)."""
     a_cases = {t["case_key"]: json.loads(t["case_json"]) for t in a_trials}
-    b_keys = {t["case_key"] for t in b_trials}
+    b_by_match = {match_key(json.loads(t["case_json"])): t["case_key"] for t in b_trials}
     out = []
     for phase, metric, name in TIMED:
         sa = samples(a_trials, a_measurements, phase, metric)
         sb = samples(b_trials, b_measurements, phase, metric)
         for key, case in a_cases.items():
-            if key not in b_keys:
+            b_key = b_by_match.get(match_key(case))
+            if b_key is None:
                 continue
-            if key not in sa or key not in sb:
+            if key not in sa or b_key not in sb:
                 out.append(RunDiff(case, name, None, False))
                 continue
-            comp = stats.compare_two(list(sb[key].values.values()), list(sa[key].values.values()),
+            comp = stats.compare_two(list(sb[b_key].values.values()), list(sa[key].values.values()),
                                      paired=False, band=threshold, alpha=alpha)
             out.append(RunDiff(case, name, comp, comp.verdict == "slower"))
     return out
