@@ -18,13 +18,19 @@ req=requirements.txt
 .venv/bin/pip install --quiet --disable-pip-version-check -r "$req"
 .venv/bin/pip install --quiet --disable-pip-version-check --no-deps -e .
 
-if [ $dev = 1 ] && [ ! -d /usr/share/datasets/fashion-mnist ]; then
-    # The full Fashion-MNIST set, offline, for the IDX reader tests.
-    if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
-        (apt-get update -qq && apt-get install -y -qq dataset-fashion-mnist >/dev/null) \
-            || echo "warning: could not install dataset-fashion-mnist; its tests will be skipped" >&2
-    else
-        echo "note: install Debian's dataset-fashion-mnist (as root) to run the Fashion-MNIST tests" >&2
+if [ $dev = 1 ]; then
+    # Test data and tools from Debian: the full Fashion-MNIST set (offline) for the
+    # IDX reader tests, and headless Chromium to check that HTML reports render.
+    missing=""
+    [ -d /usr/share/datasets/fashion-mnist ] || missing="$missing dataset-fashion-mnist"
+    command -v chromium >/dev/null || missing="$missing chromium"
+    if [ -n "$missing" ]; then
+        if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+            (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null) \
+                || echo "warning: could not install$missing; the tests that need them will be skipped" >&2
+        else
+            echo "note: install Debian's$missing (as root) to run the tests that need them" >&2
+        fi
     fi
 fi
 echo "dlbench installed in .venv"

@@ -28,7 +28,7 @@ def test_identical_runs_show_no_difference_and_a_slowdown_is_a_regression(tmp_pa
     assert "no meaningful difference" in same.output and "REGRESSION" not in same.output
     slow = runner.invoke(app, ["compare", "1", "3", "--db", str(db)])
     assert slow.exit_code == 1, slow.output
-    assert "REGRESSION" in slow.output and "1 regressions" in slow.output
+    assert "REGRESSION" in slow.output and "2 comparisons, 2 regressions" in slow.output  # train and inference
     faster = runner.invoke(app, ["compare", "3", f"{db}:1", "--db", str(db)])
     assert faster.exit_code == 0 and "faster" in faster.output
 

@@ -100,6 +100,9 @@ def run(
     samplers: Annotated[Optional[str], typer.Option(help="Telemetry: all, none, or a comma list of cpu, rapl, thermal, nvml, memory.")] = None,
     sample_interval: Annotated[Optional[float], typer.Option(help="Seconds between sampler polls (default: each source's own, e.g. 0.1 s NVML, 0.5 s psutil).")] = None,
     idle_baseline: Annotated[Optional[float], typer.Option(help="Measure idle power for this many seconds before the run; energy is then also reported net of idle.")] = None,
+    until_ci: Annotated[Optional[float], typer.Option(help="Adaptive: add interleaved blocks until every median's 95% CI is within ±PCT percent.")] = None,
+    max_repeats: Annotated[Optional[int], typer.Option(help="Adaptive: at most this many blocks (trials per case).")] = None,
+    budget: Annotated[Optional[float], typer.Option(help="Adaptive: stop adding blocks after this many minutes.")] = None,
     resume: Annotated[Optional[int], typer.Option(help="Finish the unfinished trials of run ID.")] = None,
     db: DB = Path("dlbench.db"),
 ) -> None:
@@ -121,7 +124,7 @@ def run(
                         trials=trials, threads=threads, timeout=timeout, seed=seed, device=device,
                         data_dir=data_dir, train_samples=train_samples, test_samples=test_samples,
                         latency_batches=latency_batches, samplers=samplers, sample_interval=sample_interval,
-                        idle_baseline=idle_baseline)
+                        idle_baseline=idle_baseline, until_ci=until_ci, max_repeats=max_repeats, budget=budget)
         plan = _plan(file, framework, model, dataset, batch_size, init, optimizer, lr, protocol)
         if not plan.trials:
             _print_skipped([(s.cell, s.reason) for s in plan.skipped])
@@ -173,19 +176,6 @@ def _command_line(ctx: typer.Context) -> str:
     return shlex.join(words)
 
 
-def _print_verdicts(trials, measurements, band: float = 0.02, alpha: float = 0.05) -> None:
-    from dlbench.comparisons import within_run
-    from dlbench.verdict_tables import omnibus_table, verdict_table
-
-    verdicts, omnibus = within_run([t for t in trials], measurements, band=band, alpha=alpha)
-    if omnibus:
-        console.print(omnibus_table(omnibus))
-    if verdicts:
-        console.print(verdict_table(verdicts))
-        console.print(f"verdicts: faster/slower need p < {alpha} and the ratio CI outside ±{band:.0%}; "
-                      f"'no meaningful difference' = ratio CI inside ±{band:.0%}", highlight=False)
-
-
 def _print_samplers(rows) -> None:
     from dlbench.tables import samplers_table
 
@@ -201,28 +191,11 @@ def _print_skipped(rows) -> None:
 
 
 def _print_report(store, run_id: int) -> None:
-    from dlbench.summary import latency_percentiles, summarize
-    from dlbench.tables import common_settings, latency_table, summary_tables, telemetry_tables, trials_table
+    """The run's tables on the console: summaries, latency, telemetry, verdicts, failed trials."""
+    from dlbench.report.console import print_report
+    from dlbench.report.model import build_report
 
-    trials = store.trials(run_id)
-    measurements = store.measurements(run_id)
-    summaries = summarize(trials, measurements)
-    if summaries:
-        console.print(f"settings shared by every case: {common_settings([s.case for s in summaries])}",
-                      highlight=False)
-        console.print("notes: '1 process' = repeats inside one worker process (correlated; use --trials >= 2 "
-                      "for independent samples); IQR/median>10% = high variance", highlight=False)
-    for table in summary_tables(summaries):
-        console.print(table)
-    latency = latency_table(summaries, latency_percentiles(measurements))
-    if latency is not None:
-        console.print(latency)
-    for table in telemetry_tables(summaries, measurements, store.samplers(run_id)):
-        console.print(table)
-    _print_verdicts(trials, measurements)
-    failed = [t for t in trials if t["status"] != "ok"]
-    if failed:
-        console.print(trials_table(failed))
+    print_report(console, build_report(store, run_id, hypotheses=False))
 
 
 @app.command()
@@ -286,22 +259,62 @@ def list_() -> None:
     console.print(t)
 
 
+FORMAT = Annotated[str, typer.Option("--format", "-f", help="console (default), markdown, latex, html (one "
+                                     "self-contained file with figures) or csv (the summary rows; "
+                                     "`dlbench export` writes every raw value).")]
+
+
 @app.command()
 def report(
     run_id: Annotated[Optional[int], typer.Option("--run", help="Run id (default: the latest).")] = None,
+    fmt: FORMAT = "console",
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the report to this file "
+                                                "(default: standard output).")] = None,
+    figures: Annotated[Optional[Path], typer.Option("--figures", help="Also write every figure (PNG and SVG) "
+                                                    "into this directory.")] = None,
     db: DB = Path("dlbench.db"),
 ) -> None:
-    """Summary tables of a stored run: n, mean ± sd, median, Q1, Q3 per case."""
+    """Report of a stored run: summary tables (n, mean ± sd, median, Q1, Q3), latency, telemetry,
+    verdicts; as console tables, Markdown, LaTeX, HTML or CSV."""
+    from dlbench.report.formats import FORMATS
     from dlbench.store import StoreError
 
+    if fmt not in FORMATS:
+        _fail(f"--format {fmt!r}: allowed: {', '.join(FORMATS)}")
+    if fmt == "console" and out is not None:
+        _fail("--out needs a written format (markdown, latex, html or csv); console output goes to the terminal")
     store = _open_store(db)
     try:
         row = store.run(run_id)
     except StoreError as exc:
         _fail(str(exc))
-    console.print(f"run {row['id']} '{row['name']}' ({row['status']}), started {row['started_at']}: {row['command']}")
-    _print_report(store, row["id"])
-    _print_skipped([(__import__("json").loads(s["cell_json"]), s["reason"]) for s in store.skipped(row["id"])])
+    if figures is not None:
+        from dlbench.report.plots import make_figures
+
+        try:
+            figures.mkdir(parents=True, exist_ok=True)
+            made = make_figures(store, row["id"], figures)
+        except OSError as exc:
+            _fail(f"cannot write figures to {figures}: {exc}")
+        console.print(f"wrote {len(made)} figures (PNG and SVG) to {figures}: "
+                      + ", ".join(f.name for f in made), highlight=False)
+    if fmt == "console":
+        console.print(f"run {row['id']} '{row['name']}' ({row['status']}), started {row['started_at']}: "
+                      f"{row['command']}")
+        _print_report(store, row["id"])
+        _print_skipped([(__import__("json").loads(s["cell_json"]), s["reason"]) for s in store.skipped(row["id"])])
+        return
+    from dlbench.report.formats import render
+
+    text = render(store, row["id"], fmt)
+    if out is None:
+        sys.stdout.write(text)  # not rich: its markup and wrapping would alter the document
+        return
+    try:
+        out.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        _fail(f"cannot write {out}: {exc}")
+    console.print(f"wrote the {fmt} report of run {row['id']} to {out}", highlight=False)
 
 
 @app.command()

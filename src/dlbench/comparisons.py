@@ -74,33 +74,53 @@ class PairVerdict:
     independent: bool
 
 
+def set_label(case: dict) -> str:
+    """What the cases of one comparison set share, in words."""
+    return " ".join(str(x) for x in (
+        case["model"], case["dataset"], f"b{case['batch_size']}", case["init"], case["optimizer"],
+        f"lr={case['lr']:g}" if case["lr"] else "") if x and x != "none")
+
+
+@dataclass(frozen=True)
+class Groups:
+    set_label: str
+    phase: str
+    metric: str                         # words, e.g. "train time"
+    values: dict[str, list[float]]      # framework:variant -> sample
+    paired: bool                        # trial medians paired by block
+
+
+def comparison_groups(trials, measurements) -> list[Groups]:
+    """For every comparison set and timed metric, the samples of each framework."""
+    cases = {t["case_key"]: json.loads(t["case_json"]) for t in trials}
+    out = []
+    for keys in comparison_sets(cases):
+        for phase, metric, name in TIMED:
+            smp = samples(trials, measurements, phase, metric)
+            present = [k for k in keys if k in smp and smp[k].values]
+            if len(present) < 2:
+                continue
+            paired = all(smp[k].independent for k in present)
+            if paired:
+                blocks = sorted(set.intersection(*(set(smp[k].values) for k in present)))
+                values = {label(cases[k]): [smp[k].values[b] for b in blocks] for k in present}
+            else:
+                values = {label(cases[k]): list(smp[k].values.values()) for k in present}
+            out.append(Groups(set_label(cases[keys[0]]), phase, name, values, paired))
+    return out
+
+
 def within_run(trials, measurements, band: float = 0.02, alpha: float = 0.05) -> tuple[list[PairVerdict], list]:
     """Pairwise verdicts between frameworks for every comparison set and timed metric,
     and the omnibus tests (Friedman / Kruskal-Wallis) for sets of three or more."""
-    cases = {t["case_key"]: json.loads(t["case_json"]) for t in trials}
     verdicts: list[PairVerdict] = []
     omnibus = []
-    for keys in comparison_sets(cases):
-        first = cases[keys[0]]
-        set_label = " ".join(str(x) for x in (
-            first["model"], first["dataset"], f"b{first['batch_size']}", first["init"], first["optimizer"],
-            f"lr={first['lr']:g}" if first["lr"] else "") if x and x != "none")
-        for phase, metric, name in TIMED:
-            smp = samples(trials, measurements, phase, metric)
-            present = [k for k in keys if k in smp and len(smp[k].values) >= 1]
-            if len(present) < 2:
-                continue
-            independent = all(smp[k].independent for k in present)
-            if independent:
-                blocks = sorted(set.intersection(*(set(smp[k].values) for k in present)))
-                groups = {label(cases[k]): [smp[k].values[b] for b in blocks] for k in present}
-            else:
-                groups = {label(cases[k]): list(smp[k].values.values()) for k in present}
-            result = stats.compare_many(groups, paired=independent, alpha=alpha, band=band)
-            if result.test != "none":
-                omnibus.append((set_label, name, result))
-            for a, b, comp in result.pairwise:
-                verdicts.append(PairVerdict(set_label, name, a, b, comp, independent))
+    for g in comparison_groups(trials, measurements):
+        result = stats.compare_many(g.values, paired=g.paired, alpha=alpha, band=band)
+        if result.test != "none":
+            omnibus.append((g.set_label, g.metric, result))
+        for a, b, comp in result.pairwise:
+            verdicts.append(PairVerdict(g.set_label, g.metric, a, b, comp, g.paired))
     return verdicts, omnibus
 
 

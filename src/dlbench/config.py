@@ -49,6 +49,9 @@ class Protocol:
     samplers: str = "all"      # telemetry: "all", "none" or a comma list (cpu, rapl, thermal, nvml, memory)
     sample_interval: float = 0.0  # seconds between polls; 0: each source's own default
     idle_baseline: float = 0.0    # seconds of idle power measured before the run; 0: none
+    until_ci: float = 0.0      # adaptive: add blocks until every median's 95% CI is within ±this % (0: off)
+    max_repeats: int = 20      # adaptive: at most this many blocks (trials per case)
+    budget: float = 0.0        # adaptive: stop adding blocks after this many minutes (0: no limit)
 
 
 @dataclass(frozen=True)
@@ -187,7 +190,10 @@ def validate_protocol(where: str, p: Protocol) -> Protocol:
               ("test_samples", p.test_samples >= 0, ">= 0 (0 = all)"),
               ("latency_batches", p.latency_batches >= 0, ">= 0"),
               ("sample_interval", p.sample_interval == 0 or p.sample_interval >= 0.01, "0 (source defaults) or >= 0.01 s"),
-              ("idle_baseline", p.idle_baseline >= 0, ">= 0 seconds")]
+              ("idle_baseline", p.idle_baseline >= 0, ">= 0 seconds"),
+              ("until_ci", 0 <= p.until_ci < 100, "a percentage in (0, 100), or 0 for a fixed design"),
+              ("max_repeats", p.max_repeats >= 1, ">= 1"),
+              ("budget", p.budget >= 0, ">= 0 minutes (0 = no limit)")]
     for name, ok, rule in checks:
         if not ok:
             raise ConfigError(f"{where}: {name} = {getattr(p, name)!r}: must be {rule}")

@@ -44,7 +44,11 @@ class RunProgress:
             pending = [t for t in self.store.trials(self.run_id) if t["status"] in ("pending", "running", "interrupted")]
             units = sum(json.loads(t["protocol_json"])["warmup"] + json.loads(t["protocol_json"])["repeats"]
                         for t in pending)
-            self.task = self.progress.add_task(f"run {self.run_id}", total=units)
+            if self.task is None:
+                self.task = self.progress.add_task(f"run {self.run_id}", total=units)
+            else:  # adaptive mode: a new block of trials extends the bar
+                done = self.progress.tasks[0].completed
+                self.progress.update(self.task, total=done + units)
             self.progress.refresh()
         elif kind == "trial_start":
             case = info["case"]
@@ -60,6 +64,11 @@ class RunProgress:
                 self.done_in_trial += 1
                 self.progress.advance(self.task)
                 self.progress.refresh()
+        elif kind == "block_added":
+            self.progress.console.print(f"adaptive: confidence intervals still too wide, adding block {info['block']}",
+                                        highlight=False)
+        elif kind == "adaptive_stop":
+            self.progress.console.print(f"adaptive: {info['reason']}", highlight=False)
         elif kind == "trial_end":
             outcome = info["outcome"]
             # A trial that stopped early still uses up its share of the bar.

@@ -241,7 +241,8 @@ def protocol_for_worker(plan: Plan) -> dict[str, Any]:
 
     return {"repeats": p.repeats, "warmup": p.warmup, "latency_batches": p.latency_batches,
             "timeout": p.timeout, "data_dir": p.data_dir, "trials": p.trials,
-            "samplers": list(parse_names(p.samplers)), "sample_interval": p.sample_interval}
+            "samplers": list(parse_names(p.samplers)), "sample_interval": p.sample_interval,
+            "until_ci": p.until_ci, "max_repeats": p.max_repeats, "budget": p.budget}
 
 
 def create_run(store: Store, plan: Plan, *, command: str, environment: dict[str, Any]) -> int:
@@ -286,11 +287,78 @@ def measure_idle(store: Store, run_id: int, seconds: float, names: Sequence[str]
     return power
 
 
+ADAPTIVE_METRICS = (("train", "time"), ("infer", "time"))
+
+
+def adaptive_decision(store: Store, run_id: int, started: float) -> str | None:
+    """None: add another block. Otherwise why adding blocks stops (DESIGN.md:
+    "adaptive mode adds interleaved blocks until the 95% CI of each median is
+    within ±PCT or a budget runs out"). Samples are per-trial medians."""
+    from dlbench import stats
+    from dlbench.comparisons import samples
+
+    trials = store.trials(run_id)
+    proto = json.loads(trials[0]["protocol_json"])
+    blocks = 1 + max(t["block"] for t in trials)
+    measurements = store.measurements(run_id)
+    wide = []
+    for phase, metric in ADAPTIVE_METRICS:
+        for key, sample in samples(trials, measurements, phase, metric).items():
+            values = list(sample.values.values())
+            if not stats.ci_converged(values, proto["until_ci"] / 100):
+                wide.append(key)
+    if not wide:
+        return f"converged: every median's 95% CI within ±{proto['until_ci']:g}% after {blocks} blocks"
+    if blocks >= proto["max_repeats"]:
+        return f"max-repeats reached: {blocks} blocks; {len(set(wide))} case(s) not within ±{proto['until_ci']:g}%"
+    if proto["budget"] and time.monotonic() - started >= proto["budget"] * 60:
+        return f"budget of {proto['budget']:g} min spent after {blocks} blocks; {len(set(wide))} case(s) not converged"
+    return None
+
+
+def add_block(store: Store, run_id: int, seed: int) -> int:
+    """One more interleaved block: every case once, in a random order."""
+    import random
+
+    trials = store.trials(run_id)
+    block = 1 + max(t["block"] for t in trials)
+    cases = {t["case_key"]: t for t in trials}
+    order = list(cases)
+    random.Random(seed * 1_000_003 + block).shuffle(order)
+    for position, key in enumerate(order):
+        t = cases[key]
+        store.add_trial(run_id, case_key=key, block=block, position=position, case=json.loads(t["case_json"]),
+                        protocol=json.loads(t["protocol_json"]))
+    return block
+
+
 def execute_run(store: Store, run_id: int, *, command: Sequence[str] | None = None,
                 on_event: Callback | None = None) -> dict[str, int]:
-    """Run every trial of a run that has not finished yet (so this also resumes).
+    """Run every trial of a run that has not finished yet (so this also resumes);
+    in adaptive mode, keep adding blocks until the stopping rule says stop.
 
     Returns the count of trials per final status."""
+    started = time.monotonic()
+    stop_reason = None
+    while True:
+        counts = _execute_pending(store, run_id, command, on_event)
+        proto = json.loads(store.trials(run_id)[0]["protocol_json"])
+        if not proto.get("until_ci"):
+            break
+        stop_reason = adaptive_decision(store, run_id, started)
+        if stop_reason is not None:
+            break
+        block = add_block(store, run_id, json.loads(store.trials(run_id)[0]["case_json"])["seed"])
+        if on_event is not None:
+            on_event("block_added", run_id=run_id, block=block)
+    store.finish_run(run_id, "finished", stop_reason)
+    if on_event is not None and stop_reason:
+        on_event("adaptive_stop", run_id=run_id, reason=stop_reason)
+    return counts
+
+
+def _execute_pending(store: Store, run_id: int, command: Sequence[str] | None,
+                     on_event: Callback | None) -> dict[str, int]:
     pending = store.trials(run_id, statuses=("pending", "running", "interrupted"))
     idle = json.loads(store.run(run_id)["idle_json"] or "{}").get("power_w", {})
     emit = on_event or (lambda *a, **k: None)
@@ -310,7 +378,6 @@ def execute_run(store: Store, run_id: int, *, command: Sequence[str] | None = No
     counts: dict[str, int] = {}
     for row in store.trials(run_id):
         counts[row["status"]] = counts.get(row["status"], 0) + 1
-    store.finish_run(run_id, "finished")
     return counts
 
 

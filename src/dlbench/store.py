@@ -116,6 +116,10 @@ MIGRATIONS: list[str] = [
     ALTER TABLE runs ADD COLUMN idle_json TEXT;
     ALTER TABLE trials ADD COLUMN telemetry_notes TEXT;
     """,
+    # 3: why an adaptive run stopped adding blocks.
+    """
+    ALTER TABLE runs ADD COLUMN stop_reason TEXT;
+    """,
 ]
 
 STATUSES = ("pending", "running", "ok", "failed", "oom", "timeout", "interrupted")
@@ -192,9 +196,10 @@ class Store:
                  json.dumps(experiment, default=str), json.dumps(environment, default=str), version))
         return int(cur.lastrowid)
 
-    def finish_run(self, run_id: int, status: str) -> None:
+    def finish_run(self, run_id: int, status: str, stop_reason: str | None = None) -> None:
         with self.db:
-            self.db.execute("UPDATE runs SET status=?, finished_at=? WHERE id=?", (status, now(), run_id))
+            self.db.execute("UPDATE runs SET status=?, finished_at=?, stop_reason=coalesce(?, stop_reason)"
+                            " WHERE id=?", (status, now(), stop_reason, run_id))
 
     def run(self, run_id: int | None = None) -> sqlite3.Row:
         if run_id is None:

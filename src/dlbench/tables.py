@@ -1,6 +1,8 @@
-"""Console tables (rich) for plans, runs, summaries and the environment.
+"""Tables for plans, runs, summaries, latency and telemetry, built format-neutral.
 
-Renderers take plain data and return rich renderables; the CLI prints them.
+Builders take plain data and return TableData (dlbench.report.render): rows of
+strings that the console (rich), Markdown, LaTeX, HTML and CSV renderers share.
+TableData renders itself with rich, so `console.print(plan_table(p))` works.
 """
 
 from __future__ import annotations
@@ -8,9 +10,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from rich.table import Table
-
 from dlbench.plan import Plan
+from dlbench.report.render import TableData
 from dlbench.summary import HEADLINE, CaseSummary, format_stat
 
 
@@ -22,26 +23,20 @@ def case_label(case: dict) -> str:
     return " ".join(parts)
 
 
-def plan_table(plan: Plan) -> Table:
+def plan_table(plan: Plan) -> TableData:
     p = plan.experiment.protocol
-    t = Table(title=f"{len(plan.trials)} trials ({len(plan.cases)} cases x {p.trials} trial(s)), "
-                    f"{p.warmup} warm-up + {p.repeats} measured repeats each")
-    for col in ("#", "block", "case", "key"):
-        t.add_column(col)
+    t = TableData(f"{len(plan.trials)} trials ({len(plan.cases)} cases x {p.trials} trial(s)), "
+                  f"{p.warmup} warm-up + {p.repeats} measured repeats each", ["#", "block", "case", "key"])
     for i, trial in enumerate(plan.trials, 1):
         t.add_row(str(i), str(trial.block), case_label(trial.case.as_dict()), trial.case.key)
     return t
 
 
-def skipped_table(skipped: Iterable[tuple[dict, str]]) -> Table | None:
+def skipped_table(skipped: Iterable[tuple[dict, str]]) -> TableData | None:
     rows = list(skipped)
     if not rows:
         return None
-    t = Table(title=f"{len(rows)} skipped cells")
-    t.add_column("framework")
-    t.add_column("model")
-    t.add_column("dataset")
-    t.add_column("reason", overflow="fold")
+    t = TableData(f"{len(rows)} skipped cells", ["framework", "model", "dataset", "reason"])
     for cell, reason in rows:
         t.add_row(str(cell["framework"]), str(cell["model"]), str(cell["dataset"]), reason)
     return t
@@ -94,7 +89,11 @@ def _fixed(stats, scale: float, decimals: int) -> dict[str, str]:
             "Q1": f(stats.q1), "Q3": f(stats.q3)}
 
 
-def summary_tables(summaries: list[CaseSummary]) -> list[Table]:
+def _case_columns(columns: list[str]) -> list[str]:
+    return [c.replace("batch_size", "batch") for c in columns]
+
+
+def summary_tables(summaries: list[CaseSummary]) -> list[TableData]:
     """One table per headline metric, one row per case: n, mean ± sd, median, Q1, Q3."""
     # Rows grouped the way the seed tables are: by model and dataset, then framework.
     order = ("model", "dataset", "batch_size", "init", "optimizer", "lr", "framework", "variant")
@@ -103,12 +102,10 @@ def summary_tables(summaries: list[CaseSummary]) -> list[Table]:
     columns = varying_fields(cases)
     tables = []
     for phase, metric, label, scale, unit in HEADLINE:
-        t = Table(title=f"{label} ({unit})")
-        for col in columns:
-            t.add_column(col.replace("batch_size", "batch"))
-        for col in ("n", "mean ± sd", "median", "Q1", "Q3"):
-            t.add_column(col, justify="right", no_wrap=True)
-        t.add_column("note")
+        stat_cols = ["n", "mean ± sd", "median", "Q1", "Q3"]
+        t = TableData(f"{label} ({unit})", [*_case_columns(columns), *stat_cols, "note"],
+                      align=["left"] * len(columns) + ["right"] * len(stat_cols) + ["left"],
+                      nowrap=frozenset(stat_cols))
         any_row = False
         for s in summaries:
             stats = s.stats.get((phase, metric))
@@ -136,17 +133,15 @@ def summary_tables(summaries: list[CaseSummary]) -> list[Table]:
     return tables
 
 
-def latency_table(summaries: list[CaseSummary], latencies: dict) -> Table | None:
+def latency_table(summaries: list[CaseSummary], latencies: dict) -> TableData | None:
     """p50 / p90 / p99 of single-batch inference latency at batch B and at batch 1."""
     rows = [(s, latencies[s.case_key]) for s in summaries if s.case_key in latencies]
     if not rows:
         return None
     columns = varying_fields([s.case for s, _ in rows])
-    t = Table(title="inference latency per call (ms): p50 / p90 / p99")
-    for col in columns:
-        t.add_column(col.replace("batch_size", "batch"))
-    t.add_column("at batch B", justify="right")
-    t.add_column("at batch 1", justify="right")
+    t = TableData("inference latency per call (ms): p50 / p90 / p99",
+                  [*_case_columns(columns), "at batch B", "at batch 1"],
+                  align=["left"] * len(columns) + ["right", "right"])
     for s, phases in sorted(rows, key=lambda r: tuple(json.dumps(r[0].case.get(k)) for k in
                                                        ("model", "dataset", "batch_size", "framework", "variant"))):
         def fmt(phase: str) -> str:
@@ -158,10 +153,8 @@ def latency_table(summaries: list[CaseSummary], latencies: dict) -> Table | None
     return t
 
 
-def trials_table(trials: Iterable) -> Table:
-    t = Table(title="trials")
-    for col in ("id", "block", "case", "status", "wall s", "error"):
-        t.add_column(col, overflow="fold")
+def trials_table(trials: Iterable) -> TableData:
+    t = TableData("trials", ["id", "block", "case", "status", "wall s", "error"])
     for r in trials:
         err = (r["error"] or "").splitlines()[0][:120] if r["error"] else ""
         wall = f"{r['wall_s']:.1f}" if r["wall_s"] is not None else ""
@@ -169,20 +162,16 @@ def trials_table(trials: Iterable) -> Table:
     return t
 
 
-def runs_table(runs: Iterable) -> Table:
-    t = Table(title="runs")
-    for col in ("id", "name", "status", "started", "trials", "ok"):
-        t.add_column(col)
+def runs_table(runs: Iterable) -> TableData:
+    t = TableData("runs", ["id", "name", "status", "started", "trials", "ok"])
     for r in runs:
         t.add_row(str(r["id"]), r["name"], r["status"], r["started_at"], str(r["n_trials"]), str(r["n_ok"]))
     return t
 
 
-def samplers_table(rows) -> Table:
+def samplers_table(rows) -> TableData:
     """Availability of each telemetry source (from samplers.availability() or the store)."""
-    t = Table(title="telemetry samplers")
-    for col in ("sampler", "status", "interval", "reason / what would enable it"):
-        t.add_column(col, overflow="fold")
+    t = TableData("telemetry samplers", ["sampler", "status", "interval", "reason / what would enable it"])
     for r in rows:
         get = r.__getitem__ if hasattr(r, "keys") else lambda k, r=r: getattr(r, k)
         ok = bool(get("available"))
@@ -222,15 +211,13 @@ def _telemetry_values(measurements, flagged: set | None = None) -> dict[tuple[st
     return out
 
 
-def energy_table(summaries: list[CaseSummary], measurements, sampler_rows) -> Table:
+def energy_table(summaries: list[CaseSummary], measurements, sampler_rows) -> TableData:
     """Seed 000's Table VI shape: energy per case and source, train and inference."""
     values = _telemetry_values(measurements)
-    t = Table(title="energy (median over measured repeats): train J, train J/sample, infer J")
     columns = varying_fields([s.case for s in summaries])
-    for col in columns:
-        t.add_column(col.replace("batch_size", "batch"))
-    for label, _ in ENERGY_GROUPS:
-        t.add_column(label, justify="right")
+    t = TableData("energy (median over measured repeats): train J, train J/sample, infer J",
+                  [*_case_columns(columns), *(label for label, _ in ENERGY_GROUPS)],
+                  align=["left"] * len(columns) + ["right"] * len(ENERGY_GROUPS))
     any_value = False
     for s in summaries:
         cells = []
@@ -254,7 +241,7 @@ def energy_table(summaries: list[CaseSummary], measurements, sampler_rows) -> Ta
     return t
 
 
-def utilization_table(summaries: list[CaseSummary], measurements) -> Table | None:
+def utilization_table(summaries: list[CaseSummary], measurements) -> TableData | None:
     """Seed 002's shape: utilization, temperature and memory per case and phase
     (median over measured repeats of each repeat's mean; temperature: max)."""
     flagged: set = set()
@@ -264,11 +251,9 @@ def utilization_table(summaries: list[CaseSummary], measurements) -> Table | Non
     temps = sorted(m for m in metrics if m.startswith(("temp.", "gpu")) and m.endswith((":max",))
                    and (m.startswith("temp.") or ".temperature" in m))
     columns = varying_fields([s.case for s in summaries])
-    t = Table(title="utilization, temperature and memory per phase (median over measured repeats)")
-    for col in (*columns, "phase"):
-        t.add_column(col.replace("batch_size", "batch"))
-    for label, _ in UTILIZATION:
-        t.add_column(label, justify="right")
+    t = TableData("utilization, temperature and memory per phase (median over measured repeats)",
+                  [*_case_columns([*columns, "phase"]), *(label for label, _ in UTILIZATION)],
+                  align=["left"] * (len(columns) + 1) + ["right"] * len(UTILIZATION))
     rows = 0
     for s in summaries:
         for phase in ("train", "infer"):
@@ -300,7 +285,7 @@ def utilization_table(summaries: list[CaseSummary], measurements) -> Table | Non
     return t if rows else None
 
 
-def telemetry_tables(summaries: list[CaseSummary], measurements, sampler_rows) -> list[Table]:
+def telemetry_tables(summaries: list[CaseSummary], measurements, sampler_rows) -> list[TableData]:
     if not sampler_rows:
         return []
     order = ("model", "dataset", "batch_size", "init", "optimizer", "lr", "framework", "variant")

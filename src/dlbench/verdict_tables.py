@@ -1,8 +1,8 @@
-"""Console tables for statistical verdicts: framework vs framework, and run vs run."""
+"""Tables of statistical verdicts, format-neutral: framework vs framework, and run vs run."""
 
 from __future__ import annotations
 
-from rich.table import Table
+from dlbench.report.render import TableData
 
 from dlbench.comparisons import PairVerdict, RunDiff
 from dlbench.tables import case_label
@@ -13,10 +13,11 @@ def _p(c) -> str:
     return "—" if p != p else f"{p:.3g}" + (" (Holm)" if c.p_adjusted is not None else "")
 
 
-def verdict_table(verdicts: list[PairVerdict]) -> Table:
-    t = Table(title="framework vs framework (A relative to B; ratio of medians with bootstrap 95% CI)")
-    for col in ("set", "metric", "A", "B", "ratio A/B [95% CI]", "test", "p", "Cliff's δ", "verdict", "sample"):
-        t.add_column(col, overflow="fold")
+def verdict_table(verdicts: list[PairVerdict], band: float = 0.02, alpha: float = 0.05) -> TableData:
+    t = TableData("framework vs framework (A relative to B; ratio of medians with bootstrap 95% CI)",
+                  ["set", "metric", "A", "B", "ratio A/B [95% CI]", "test", "p", "Cliff's δ", "verdict", "sample"],
+                  notes=[f"verdicts: faster/slower need p < {alpha} and the ratio CI outside ±{band:.0%}; "
+                         f"'no meaningful difference' = ratio CI inside ±{band:.0%}"])
     for v in verdicts:
         c = v.comparison
         t.add_row(v.set_label, v.metric, v.a, v.b, f"{c.ratio:.3f} [{c.ratio_ci[0]:.3f}, {c.ratio_ci[1]:.3f}]",
@@ -27,20 +28,17 @@ def verdict_table(verdicts: list[PairVerdict]) -> Table:
     return t
 
 
-def omnibus_table(rows) -> Table:
-    t = Table(title="more than two frameworks: omnibus tests")
-    for col in ("set", "metric", "test", "statistic", "df", "p", "groups"):
-        t.add_column(col)
+def omnibus_table(rows) -> TableData:
+    t = TableData("more than two frameworks: omnibus tests", ["set", "metric", "test", "statistic", "df", "p", "groups"])
     for set_label, metric, o in rows:
         t.add_row(set_label, metric, o.test, f"{o.statistic:.4g}", str(o.df), f"{o.p_value:.3g}", ", ".join(o.groups))
     return t
 
 
-def compare_table(diffs: list[RunDiff], a_name: str, b_name: str, threshold: float) -> Table:
-    t = Table(title=f"{b_name} relative to {a_name} (ratio > 1: slower; regression = significant and beyond "
-                    f"+{threshold:.0%})")
-    for col in ("case", "metric", "median A", "median B", "ratio B/A [95% CI]", "p", "verdict"):
-        t.add_column(col, overflow="fold")
+def compare_table(diffs: list[RunDiff], a_name: str, b_name: str, threshold: float) -> TableData:
+    t = TableData(f"{b_name} relative to {a_name} (ratio > 1: slower; regression = significant and beyond "
+                  f"+{threshold:.0%})",
+                  ["case", "metric", "median A", "median B", "ratio B/A [95% CI]", "p", "verdict"])
     for d in diffs:
         c = d.comparison
         if c is None:

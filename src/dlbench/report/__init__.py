@@ -1,0 +1,1 @@
+"""Reports of a stored run: tables (console, Markdown, LaTeX, HTML) and figures (plots.py)."""

@@ -1,0 +1,66 @@
+"""HTML rendering of a report: one self-contained file.
+
+Figures are inlined as base64 PNG data URIs and the CSS sits in a <style>
+element, so the file can be mailed or archived and opens offline; it loads
+nothing from the network and needs no script (fairness manifests collapse with
+<details>). jinja2 autoescaping escapes every user string: experiment names,
+config text, error texts and case values.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from dlbench.report.hypotheses import effect_text, p_text
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+@dataclass(frozen=True)
+class InlineFigure:
+    name: str
+    title: str
+    caption: str
+    data_uri: str
+
+
+def _png_bytes(png: object) -> bytes:
+    """A figure's PNG: bytes, or the path of the file make_figures wrote."""
+    if isinstance(png, (bytes, bytearray)):
+        return bytes(png)
+    return Path(png).read_bytes()
+
+
+def inline_figures(figures) -> list[InlineFigure]:
+    out = []
+    for f in figures:
+        if isinstance(f, InlineFigure):
+            out.append(f)
+            continue
+        data = _png_bytes(f.png)
+        if not data.startswith(b"\x89PNG\r\n\x1a\n"):
+            raise ValueError(f"figure {f.name!r}: not a PNG file")
+        out.append(InlineFigure(f.name, f.title, f.caption or "",
+                                "data:image/png;base64," + base64.b64encode(data).decode("ascii")))
+    return out
+
+
+def render(report, figures=(), figures_note: str = "") -> str:
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+                             autoescape=True, undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True)
+    sections = [("summary", "Summary", report.summary),
+                ("latency", "Inference latency", [report.latency] if report.latency else []),
+                ("telemetry", "Telemetry", report.telemetry),
+                ("verdicts", "Verdicts", [t for t in (report.omnibus, report.verdicts) if t])]
+    hypotheses = [dict(r, p_text=p_text(r), effect_text=effect_text(r)) for r in report.hypotheses]
+    return env.get_template("report.html.j2").render(
+        report=report, run=report.run, environment=report.environment_table(),
+        manifests=[(m, json.dumps(m.manifest, indent=2, sort_keys=True, default=str)) for m in report.manifests],
+        sections=sections, hypotheses=hypotheses, figures=inline_figures(figures),
+        figures_note=figures_note)

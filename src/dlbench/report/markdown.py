@@ -1,0 +1,66 @@
+"""Markdown rendering (GitHub-flavoured pipe tables) of a report.
+
+Cell text is escaped so that a `|` or a newline in an error text cannot break
+the table, and `<`, `&`, `*`, `_` in user strings (experiment names, case
+values) render as themselves instead of as HTML or emphasis.
+"""
+
+from __future__ import annotations
+
+import json
+
+from dlbench.report.render import TableData
+
+_ESCAPES = {"\\": "\\\\", "|": "\\|", "`": "\\`", "*": "\\*", "_": "\\_", "[": "\\[", "]": "\\]",
+            "&": "&amp;", "<": "&lt;", ">": "&gt;", "#": "\\#"}
+
+
+def escape(text: str) -> str:
+    out = "".join(_ESCAPES.get(ch, ch) for ch in str(text))
+    return " ".join(out.splitlines())  # a table row is one line
+
+
+def _fence(text: str, lang: str = "") -> str:
+    # A fence longer than any backtick run inside, so config text cannot close it early.
+    longest, run = 0, 0
+    for ch in text:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{lang}\n{text.rstrip()}\n{fence}"
+
+
+def table(t: TableData) -> str:
+    lines = [f"**{escape(t.title)}**", ""]
+    lines.append("| " + " | ".join(escape(c) for c in t.columns) + " |")
+    lines.append("|" + "|".join("---:" if t.alignment(i) == "right" else "---" for i in range(len(t.columns))) + "|")
+    for row in t.rows:
+        lines.append("| " + " | ".join(escape(c) for c in row) + " |")
+    for extra in ([t.caption] if t.caption else []) + t.notes:
+        lines += ["", f"*{escape(extra)}*"]
+    return "\n".join(lines)
+
+
+def render(report) -> str:
+    r = report.run
+    parts = [f"# {escape(report.title)}", "",
+             f"Status **{escape(r['status'])}**, started {escape(r['started_at'])}"
+             + (f", finished {escape(r['finished_at'])}" if r.get("finished_at") else "")
+             + f", dlbench {escape(r.get('dlbench_version') or '?')}.", "",
+             "Command:", "", _fence(r.get("command") or "", "sh")]
+    if r.get("config_text"):
+        parts += ["", f"Configuration ({escape(r.get('config_source') or 'embedded')}):", "",
+                  _fence(r["config_text"], "toml")]
+    if report.settings:
+        parts += ["", f"Settings shared by every case: {escape(report.settings)}", "",
+                  f"Notes: {escape(report.legend)}"]
+    for heading, tables in report.document_tables():
+        parts += ["", f"## {heading}"]
+        for t in tables:
+            parts += ["", table(t)]
+    if report.manifests:
+        parts += ["", "## Fairness manifests"]
+        for m in report.manifests:
+            parts += ["", f"Trial {m.trial_id} (block {m.block}, {escape(m.status)}): {escape(m.case)}", "",
+                      _fence(json.dumps(m.manifest, indent=2, sort_keys=True, default=str), "json")]
+    return "\n".join(parts) + "\n"

@@ -1,0 +1,120 @@
+"""Everything a report of one run shows, built once as plain data.
+
+build_report() reads the store and returns a Report: the run's header, its
+environment fingerprint, each trial's fairness manifest, and every table as
+TableData. The renderers (console, markdown, latex, html, csv_out) only lay it out.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from dlbench.report.render import TableData
+
+LEGEND = ("'1 process' = repeats inside one worker process (correlated; use --trials >= 2 "
+          "for independent samples); IQR/median>10% = high variance")
+BAND, ALPHA = 0.02, 0.05
+
+
+@dataclass
+class Manifest:
+    trial_id: int
+    block: int
+    case: str
+    status: str
+    manifest: dict
+    error: str
+
+
+@dataclass
+class Report:
+    run: dict  # the runs row: id, name, status, started_at, finished_at, command, config_text, ...
+    environment: dict
+    manifests: list[Manifest]
+    settings: str  # settings every case shares
+    legend: str
+    summary: list[TableData]
+    latency: TableData | None
+    telemetry: list[TableData]
+    omnibus: TableData | None
+    verdicts: TableData | None
+    failed: TableData | None
+    skipped: TableData | None
+    hypotheses: list[dict] = field(default_factory=list)
+    hypothesis_table: TableData | None = None
+
+    @property
+    def title(self) -> str:
+        return f"dlbench run {self.run['id']}: {self.run['name']}"
+
+    def header_line(self) -> str:
+        r = self.run
+        return f"run {r['id']} '{r['name']}' ({r['status']}), started {r['started_at']}: {r['command']}"
+
+    def environment_table(self) -> TableData:
+        t = TableData("environment fingerprint", ["key", "value"])
+        for key, value in self.environment.items():
+            if isinstance(value, dict):
+                text = ", ".join(f"{k} {v}" for k, v in value.items())
+            elif isinstance(value, list):
+                text = ", ".join(str(v) for v in value)
+            else:
+                text = "—" if value is None else str(value)
+            t.add_row(key, text)
+        return t
+
+    def console_tables(self) -> list[TableData]:
+        """What `dlbench report` and the end of `dlbench run` print, in that order."""
+        return [*self.summary, *(t for t in (self.latency,) if t), *self.telemetry,
+                *(t for t in (self.omnibus, self.verdicts, self.failed) if t)]
+
+    def document_tables(self) -> list[tuple[str, list[TableData]]]:
+        """Sections of the written formats (Markdown, LaTeX), each a heading and its tables."""
+        sections = [("Environment", [self.environment_table()]),
+                    ("Summary", self.summary),
+                    ("Latency", [self.latency] if self.latency else []),
+                    ("Telemetry", self.telemetry),
+                    ("Verdicts", [t for t in (self.omnibus, self.verdicts) if t]),
+                    ("Hypotheses", [self.hypothesis_table] if self.hypothesis_table else []),
+                    ("Failed trials", [self.failed] if self.failed else []),
+                    ("Skipped cells", [self.skipped] if self.skipped else [])]
+        return [(name, tables) for name, tables in sections if tables]
+
+
+def build_report(store, run_id: int, hypotheses: bool = True) -> Report:
+    """hypotheses=False skips the hypothesis report (normality Monte Carlo and a bootstrap
+    per pair), which the console output does not show."""
+    from dlbench.comparisons import within_run
+    from dlbench.report.hypotheses import hypothesis_rows, hypothesis_table
+    from dlbench.summary import latency_percentiles, summarize
+    from dlbench.tables import (case_label, common_settings, latency_table, skipped_table, summary_tables,
+                                telemetry_tables, trials_table)
+    from dlbench.verdict_tables import omnibus_table, verdict_table
+
+    row = store.run(run_id)
+    trials = store.trials(run_id)
+    measurements = store.measurements(run_id)
+    summaries = summarize(trials, measurements)
+    verdicts, omnibus = within_run(list(trials), measurements, band=BAND, alpha=ALPHA)
+    failed = [t for t in trials if t["status"] != "ok"]
+    manifests = [Manifest(t["id"], t["block"], case_label(json.loads(t["case_json"])), t["status"],
+                          json.loads(t["manifest_json"]) if t["manifest_json"] else {}, t["error"] or "")
+                 for t in trials]
+    rows = hypothesis_rows(trials, measurements, alpha=ALPHA, band=BAND) if hypotheses else []
+    return Report(
+        run={k: row[k] for k in row.keys()},
+        environment=json.loads(row["environment_json"]) if row["environment_json"] else {},
+        manifests=manifests,
+        settings=common_settings([s.case for s in summaries]) if summaries else "",
+        legend=LEGEND,
+        summary=summary_tables(summaries),
+        latency=latency_table(summaries, latency_percentiles(measurements)),
+        telemetry=telemetry_tables(summaries, measurements, store.samplers(run_id)),
+        omnibus=omnibus_table(omnibus) if omnibus else None,
+        verdicts=verdict_table(verdicts, band=BAND, alpha=ALPHA) if verdicts else None,
+        failed=trials_table(failed) if failed else None,
+        skipped=skipped_table([(json.loads(s["cell_json"]), s["reason"]) for s in store.skipped(run_id)]),
+        hypotheses=rows,
+        hypothesis_table=hypothesis_table(rows),
+    )

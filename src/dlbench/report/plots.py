@@ -1,0 +1,516 @@
+"""Figures of one stored run (matplotlib, Agg canvas), saved as PNG and SVG.
+
+Each figure is made only when the run holds its data, under a fixed file name.
+Statistics follow comparisons.samples (one median per trial when a case has
+several trials, else the measured repeats); warm-ups never enter a statistic
+(the per-run figures show them hatched grey). A case whose trials failed, ran
+out of memory or timed out is drawn as a gap marked with its status, never as
+a zero. Every Figure also carries the plotted numbers (`data`) so that tests
+and other reports can check what was drawn.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import textwrap
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# tab10, written out so that colours are fixed without importing matplotlib early.
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+           "#bcbd22", "#17becf")
+WARM, GAP = "#bbbbbb", "#c00000"
+GAP_ORDER = ("oom", "timeout", "failed", "interrupted", "running", "pending")
+FACTOR_FORMAT = {"batch_size": "b{}", "lr": "lr={:g}", "momentum": "momentum={:g}", "epochs": "{} ep",
+                 "steps": "{} steps", "threads": "{} thr"}
+PLAIN_FACTORS = ("model", "dataset", "optimizer", "init", "device", "precision")
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str
+    title: str
+    png: Path
+    svg: Path
+    caption: str
+    # What was plotted, per panel and series (None = a gap): for tests and other renderers.
+    data: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+
+def _fmt(name: str, value: Any) -> str:
+    if name in PLAIN_FACTORS:
+        return str(value)
+    try:
+        return FACTOR_FORMAT.get(name, name + "={}").format(value)
+    except (TypeError, ValueError):  # e.g. lr=None where a number format is expected
+        return f"{name}={value}"
+
+
+def _wrap(text: str, width: int = 22) -> str:
+    return "\n".join(textwrap.wrap(text, width, break_on_hyphens=False)) or text
+
+
+def _varying(cases: list[dict], skip: set[str]) -> list[str]:
+    names = sorted({k for c in cases for k in c} - skip)
+    return [k for k in names if len({json.dumps(c.get(k), sort_keys=True) for c in cases}) > 1]
+
+
+class _Run:
+    """The rows of one run, indexed the ways the figures need them."""
+
+    def __init__(self, store: Any, run_id: int) -> None:
+        from dlbench import comparisons
+
+        self._samples = comparisons.samples
+        self.trials = store.trials(run_id)
+        self.rows = store.measurements(run_id)
+        self.cases = {t["case_key"]: json.loads(t["case_json"]) for t in self.trials}
+        self.trials_of: dict[str, list] = defaultdict(list)
+        for t in self.trials:  # already in execution order (block, position)
+            self.trials_of[t["case_key"]].append(t)
+        self.points: dict[tuple[int, str, str], list] = defaultdict(list)
+        for m in self.rows:
+            self.points[(m["trial_id"], m["phase"], m["metric"])].append(m)
+        several_devices = len({c.get("device") for c in self.cases.values()}) > 1
+        by_model: dict[str, list[dict]] = defaultdict(list)
+        for c in self.cases.values():
+            by_model[c["model"]].append(c)
+        self.ident, self.group, self.sub, self.row, self.fwv = {}, {}, {}, {}, {}
+        for key, c in self.cases.items():
+            peers = by_model[c["model"]]
+            self.fwv[key] = f"{c['framework']}:{c['variant']}"
+            self.ident[key] = self.fwv[key] + (f"@{c.get('device')}" if several_devices else "")
+            inner = _varying(peers, {"framework", "variant", "device", "batch_size", "model"})
+            self.group[key] = " ".join([c["model"], *(_fmt(k, c.get(k)) for k in inner)])
+            self.sub[key] = _fmt("batch_size", c["batch_size"]) if "batch_size" in _varying(peers, set()) else ""
+            # Heat-map rows: the dataset goes to the columns, the device stays in the row.
+            inner = _varying(peers, {"framework", "variant", "batch_size", "model", "dataset"})
+            self.row[key] = " ".join([c["model"], *(_fmt(k, c.get(k)) for k in inner)])
+        self.order = sorted(self.cases, key=lambda k: (self.group[k], self.cases[k]["batch_size"], self.ident[k]))
+        idents = sorted(set(self.ident.values()))
+        self.color = {i: PALETTE[n % len(PALETTE)] for n, i in enumerate(idents)}
+
+    def label(self, key: str) -> str:
+        return " ".join(x for x in (self.ident[key], self.group[key], self.sub[key]) if x)
+
+    def short(self, key: str) -> str:
+        """The label inside a panel already titled with the case's group."""
+        return " ".join(x for x in (self.ident[key], self.sub[key]) if x)
+
+    def gap(self, key: str) -> str:
+        """Why a case has no value: the worst status among its trials."""
+        statuses = {t["status"] for t in self.trials_of[key]}
+        for s in GAP_ORDER:
+            if s in statuses:
+                return "OOM" if s == "oom" else s
+        return "no value"
+
+    def sample(self, phase: str, metric: str, rows: list | None = None) -> dict[str, Any]:
+        return self._samples(self.trials, self.rows if rows is None else rows, phase, metric)
+
+    def medians(self, phase: str, metric: str, rows: list | None = None) -> dict[str, float]:
+        return {k: statistics.median(s.values.values()) for k, s in self.sample(phase, metric, rows).items()
+                if s.values}
+
+    def grouped(self, keys: list[str]) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = defaultdict(list)
+        for k in self.order:
+            if k in keys:
+                out[self.group[k]].append(k)
+        return dict(out)
+
+
+def _canvas(width: float, height: float) -> Any:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure as MplFigure
+
+    fig = MplFigure(figsize=(min(width, 30.0), min(height, 40.0)), layout="constrained")
+    FigureCanvasAgg(fig)  # Agg for this figure only; global matplotlib state is left alone
+    return fig
+
+
+def _grid(fig: Any, n: int, ncols: int) -> list:
+    ncols = max(1, min(ncols, n))
+    axes = fig.subplots(math.ceil(n / ncols), ncols, squeeze=False).ravel()
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    return list(axes[:n])
+
+
+def _mark_gap(ax: Any, x: float, text: str, level: int = 0, color: str = GAP) -> None:
+    """A red cross on the axis at x with the status above it: a value that does not exist."""
+    tr = ax.get_xaxis_transform()  # x in data, y in axes fraction
+    ax.plot([x], [0.02], marker="x", color=color, markersize=9, markeredgewidth=2, transform=tr, clip_on=False)
+    ax.text(x, 0.06 + 0.1 * level, text, transform=tr, rotation=90, ha="center", va="bottom", fontsize=7,
+            color=color)
+
+
+def _decorate(ax: Any, title: str, ylabel: str, grid: str = "y") -> None:
+    ax.set_title(title, fontsize=9)
+    ax.set_ylabel(ylabel, fontsize=8)
+    ax.grid(axis=grid, alpha=0.3)
+
+
+def _box(ax: Any, x: float, values: list[float], color: str, *, dots: bool) -> None:
+    box = ax.boxplot([values], positions=[x], widths=0.6, patch_artist=True, showfliers=not dots)
+    box["boxes"][0].set(facecolor=color, alpha=0.55)
+    box["medians"][0].set(color="black")
+    if dots:  # the sample itself, spread evenly across the box
+        spread = [0.0] if len(values) == 1 else [-0.18 + 0.36 * j / (len(values) - 1) for j in range(len(values))]
+        ax.scatter([x + o for o in spread], values, s=10, color="black", zorder=3)
+
+
+def _ticks(ax: Any, positions: list[float], labels: list[str]) -> None:
+    ax.set_xticks(positions)
+    rotate = len(labels) > 3 or max((len(s) for s in labels), default=0) > 14
+    ax.set_xticklabels([_wrap(s) for s in labels], rotation=35 if rotate else 0, ha="right" if rotate else "center",
+                       fontsize=7)
+
+
+def _box_figure(run: _Run, phase: str, metric: str, scale: float, unit: str, what: str, name: str,
+                out: Path) -> Figure | None:
+    sample = run.sample(phase, metric)
+    if not sample:
+        return None
+    groups = run.grouped(run.order)
+    ncols = min(3, len(groups))
+    panel_width = max(3.0, 0.8 * max(len(g) for g in groups.values()) + 1.2)
+    fig = _canvas(min(panel_width * ncols, 18.0), 3.8 * math.ceil(len(groups) / ncols) + 0.6)
+    data: dict[str, Any] = {}
+    for ax, (title, gkeys) in zip(_grid(fig, len(groups), ncols), groups.items()):
+        panel = data[title] = {}
+        for i, k in enumerate(gkeys, start=1):
+            values = [v * scale for v in sample[k].values.values()] if k in sample else []
+            panel[run.label(k)] = values
+            if not values:
+                _mark_gap(ax, i, run.gap(k))
+                continue
+            _box(ax, i, values, run.color[run.ident[k]], dots=True)
+        _ticks(ax, list(range(1, len(gkeys) + 1)), [run.short(k) for k in gkeys])
+        ax.set_xlim(0.4, len(gkeys) + 0.6)
+        _decorate(ax, title, f"{what} ({unit})")
+    independent = {s.independent for s in sample.values()}
+    how = " or ".join(sorted(("one median per trial (independent processes)" if i else
+                              "the measured repeats of one trial (within-process, correlated)") for i in independent))
+    title = f"{what.capitalize()} per case ({unit})"
+    fig.suptitle(title)
+    caption = (f"{what.capitalize()} in {unit}; each box and its dots are the sample used for statistics: {how}. "
+               "Warm-up repeats are excluded. A red × marks a case without values (its status: OOM, failed, ...).")
+    return _save(fig, out, name, title, caption, data)
+
+
+def _draw_case_runs(ax: Any, run: _Run, key: str, phase: str, metric: str, x: float, scale: float,
+                    style: str, warm_at: list[tuple[float, float]]) -> tuple[float, dict[str, list]]:
+    """Every row of one case from x on, trial after trial; returns the next free x and what was drawn."""
+    color = run.color[run.ident[key]]
+    drawn: dict[str, list] = {"measured": [], "warmup": [], "partial": [], "gaps": []}
+    for n, t in enumerate(run.trials_of[key]):
+        if n:
+            ax.axvline(x - 0.8, color="#999999", linestyle=":", linewidth=0.6)  # a new trial (process)
+        rows = sorted(run.points.get((t["id"], phase, metric), []),
+                      key=lambda m: (m["repeat"] if m["repeat"] is not None else -1, m["seq"] or 0))
+        for m in rows:
+            if m["value"] is None:
+                _mark_gap(ax, x, "no value")
+                drawn["gaps"].append("no value")
+            else:
+                kind = "warmup" if m["warmup"] else "measured" if t["status"] == "ok" else "partial"
+                v = m["value"] * scale
+                drawn[kind].append(v)
+                if kind == "warmup":
+                    warm_at.append((x, v))
+                face = {"measured": color, "warmup": WARM, "partial": "none"}[kind]
+                if style == "bar":
+                    ax.bar(x, v, width=0.8, color=face, edgecolor=color if kind == "partial" else "#666666",
+                           hatch={"measured": None, "warmup": "///", "partial": "xx"}[kind], linewidth=0.5)
+                else:
+                    ax.scatter([x], [v], s=18, facecolors=face, zorder=3,
+                               edgecolors="#666666" if kind == "warmup" else color)
+            x += 1
+        if t["status"] != "ok":
+            status = "OOM" if t["status"] == "oom" else t["status"]
+            _mark_gap(ax, x, f"block {t['block']}: {status}")
+            drawn["gaps"].append(status)
+            x += 1
+        x += 0.6
+    return x, drawn
+
+
+def _clip_warmups(ax: Any, panel: dict[str, dict[str, list]], warm_at: list[tuple[float, float]],
+                  unit: str) -> None:
+    """Warm-ups (first-call compilation) can dwarf the steady state: cut them at the top
+    of the axis and write their value, so that the measured repeats stay readable."""
+    kept = [v for series in panel.values() for v in series["measured"] + series["partial"]]
+    if not kept or not warm_at or max(v for _, v in warm_at) <= 3 * max(kept):
+        return
+    top = 1.25 * max(kept) if max(kept) > 0 else 1.0
+    ax.set_ylim(top=top)
+    for x, v in warm_at:
+        if v > top:
+            ax.text(x, top, f"{v:.3g} {unit}", rotation=90, ha="center", va="top", fontsize=6, color="#333333",
+                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5})
+
+
+def _per_run_figure(run: _Run, panels: list[tuple[str, str, str, list[str]]], scale: float, unit: str,
+                    what: str, style: str, name: str, title: str, out: Path) -> Figure | None:
+    """Every repeat in execution order (block, then repeat) per case: bars or dots."""
+    from matplotlib.patches import Patch
+
+    if not panels:
+        return None
+    slots = max(sum(len(run.trials_of[k]) * 6 for k in keys) for *_, keys in panels)
+    panel_width = min(max(6.0, 0.12 * slots + 2.0), 18.0)
+    ncols = 2 if len(panels) > 1 and panel_width <= 8.0 else 1
+    fig = _canvas(panel_width * ncols, 3.4 * math.ceil(len(panels) / ncols) + 1.0)
+    data: dict[str, Any] = {}
+    for ax, (ptitle, phase, metric, keys) in zip(_grid(fig, len(panels), ncols), panels):
+        panel = data[ptitle] = {}
+        x, centers, warm_at = 0.0, [], []
+        for n, k in enumerate(keys):
+            if n:
+                ax.axvline(x - 0.8, color="#555555", linewidth=0.8)  # a new case
+            start = x
+            x, panel[run.label(k)] = _draw_case_runs(ax, run, k, phase, metric, x, scale, style, warm_at)
+            centers.append((start + x - 1.6) / 2)
+            x += 1.0
+        _ticks(ax, centers, [run.short(k) for k in keys])
+        ax.set_xlim(-1, max(x - 1.6, 1))
+        _clip_warmups(ax, panel, warm_at, unit)
+        _decorate(ax, ptitle, f"{what} ({unit})")
+    handles = [Patch(facecolor=c, label=i) for i, c in run.color.items()]
+    handles += [Patch(facecolor=WARM, hatch="///", edgecolor="#666666", label="warm-up (not in statistics)"),
+                Patch(facecolor="none", hatch="xx", edgecolor="#666666", label="trial that did not finish")]
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 5), fontsize=7)
+    fig.suptitle(title)
+    caption = (f"{what.capitalize()} ({unit}) of every repeat in execution order (block, then repeat), one group "
+               "per case; dotted lines separate trials (fresh processes). Grey hatched: warm-up (not in statistics); "
+               "hollow cross-hatched: values of a trial that did not finish; red ×: a trial without values, "
+               "with its status.")
+    return _save(fig, out, name, title, caption, data)
+
+
+def _relative_figure(run: _Run, baseline: str | None, out: Path) -> Figure | None:
+    import numpy as np
+
+    labels = sorted(set(run.fwv.values()))
+    if not labels:
+        return None
+    if baseline is None:
+        base = labels[0]
+    else:
+        base = baseline if baseline in labels else next(
+            (lab for lab in labels if lab.split(":")[0] == baseline), None)
+        if base is None:
+            raise ValueError(f"baseline {baseline!r} is not in this run; frameworks here: {', '.join(labels)}")
+    several_datasets = len({c["dataset"] for c in run.cases.values()}) > 1
+    col = {k: (c["dataset"] if several_datasets else "", c["batch_size"]) for k, c in run.cases.items()}
+    cell = {(run.row[k], col[k], run.fwv[k]): k for k in run.cases}
+    panels = [(phase, what, other, medians)
+              for phase, what in (("train", "train time"), ("infer", "inference time"))
+              if (medians := run.medians(phase, "time"))
+              for other in labels
+              if other != base and any(f == other and (r, c, base) in cell for r, c, f in cell)]
+    if not panels:
+        return None
+    rows = sorted({run.row[k] for k in run.cases})
+    cols = sorted(set(col.values()))
+    col_names = [" ".join(filter(None, (d, f"b{b}"))) for d, b in cols]
+    ncols = 2 if len(panels) > 1 else 1
+    fig = _canvas(max(4.5, 1.0 * len(cols) + 2.5) * ncols, (0.5 * len(rows) + 2.0) * math.ceil(len(panels) / ncols))
+    ratios = {}
+    for phase, what, other, medians in panels:
+        for r in rows:
+            for c in cols:
+                a, b = cell.get((r, c, other)), cell.get((r, c, base))
+                if a in medians and b in medians and medians[b] > 0:
+                    ratios[(phase, other, r, c)] = medians[a] / medians[b]
+    span = max([abs(math.log2(v)) for v in ratios.values() if v > 0] + [math.log2(1.25)])
+    data: dict[str, Any] = {}
+    image = None
+    for ax, (phase, what, other, medians) in zip(_grid(fig, len(panels), ncols), panels):
+        ptitle = f"{what}: {other} / {base}"
+        panel = data[ptitle] = {}
+        grid = [[math.nan] * len(cols) for _ in rows]
+        for i, r in enumerate(rows):
+            for j, c in enumerate(cols):
+                ratio = ratios.get((phase, other, r, c))
+                a, b = cell.get((r, c, other)), cell.get((r, c, base))
+                if ratio is not None:
+                    grid[i][j] = math.log2(ratio) if ratio > 0 else math.nan
+                    text = f"{ratio:.2f}×"
+                elif a is None or b is None:
+                    text = "x"  # not part of this run
+                else:
+                    text = run.gap(a) if a not in medians else f"base {run.gap(b)}"
+                panel[(r, col_names[j])] = ratio if ratio is not None else text
+                dark = ratio is not None and ratio > 0 and abs(math.log2(ratio)) > 0.6 * span
+                ax.text(j, i, text, ha="center", va="center", fontsize=8,
+                        color=GAP if ratio is None else "white" if dark else "black")
+        masked = np.ma.masked_invalid(np.array(grid, dtype=float))
+        image = ax.imshow(masked, cmap=_diverging(), vmin=-span, vmax=span, aspect="auto")
+        ax.set_facecolor("#f2f2f2")
+        ax.set_xticks(range(len(cols)))
+        ax.set_xticklabels(col_names, rotation=30 if len(cols) > 4 else 0, fontsize=8)
+        ax.set_yticks(range(len(rows)))
+        ax.set_yticklabels([_wrap(r, 28) for r in rows], fontsize=8)
+        ax.set_title(ptitle, fontsize=9)
+    if image is not None:
+        bar = fig.colorbar(image, ax=fig.axes, shrink=0.8)
+        bar.set_label("time ratio (× baseline, log scale)")
+        bar.ax.yaxis.set_major_formatter(_ratio_formatter())
+    title = f"Median time relative to {base} (ratio, >1 = slower)"
+    fig.suptitle(title)
+    caption = (f"Ratio of median times (s/s) of each framework to the baseline {base}, per model (rows) and "
+               "input / batch size (columns); red is slower than the baseline, blue faster. Blank cells have no "
+               "ratio: 'x' = not in this run, otherwise the status of the side without values (OOM, failed, ...).")
+    return _save(fig, out, "04_relative_time", title, caption, data)
+
+
+def _diverging() -> Any:
+    import matplotlib
+
+    return matplotlib.colormaps["RdBu_r"].with_extremes(bad="#f2f2f2")
+
+
+def _ratio_formatter() -> Any:
+    from matplotlib.ticker import FuncFormatter
+
+    return FuncFormatter(lambda v, _pos: f"{2 ** v:.2g}×")
+
+
+def _batch_figure(run: _Run, out: Path) -> Figure | None:
+    groups = {g: ks for g, ks in run.grouped(list(run.cases)).items()
+              if len({run.cases[k]["batch_size"] for k in ks}) >= 2}
+    if not groups:
+        return None
+    per_sample = [{**dict(m), "metric": "time_per_sample", "value": 1.0 / m["value"]} for m in run.rows
+                  if m["phase"] == "train" and m["metric"] == "throughput" and m["value"]]
+    metrics = (("train time per sample", "ms/sample", run.medians("train", "time_per_sample", per_sample), 1e3),
+               ("inference throughput", "samples/s", run.medians("infer", "throughput"), 1.0))
+    fig = _canvas(11, 3.4 * len(groups) + 0.8)
+    axes = iter(_grid(fig, 2 * len(groups), 2))
+    data: dict[str, Any] = {}
+    for gname, keys in groups.items():
+        batches = sorted({run.cases[k]["batch_size"] for k in keys})
+        for what, unit, medians, scale in metrics:
+            ax = next(axes)
+            panel = data[f"{gname} | {what}"] = {}
+            for n, ident in enumerate(sorted({run.ident[k] for k in keys})):
+                at = {run.cases[k]["batch_size"]: k for k in keys if run.ident[k] == ident}
+                ys = [medians[at[b]] * scale if at.get(b) in medians else math.nan for b in batches]
+                ax.plot(batches, ys, marker="o", color=run.color[ident], label=ident)
+                gaps = {b: run.gap(at[b]) for b in batches if b in at and at[b] not in medians}
+                for b, status in gaps.items():
+                    _mark_gap(ax, b, status, level=n, color=run.color[ident])
+                panel[ident] = {"x": batches, "y": [None if math.isnan(y) else y for y in ys], "gaps": gaps}
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(batches)
+            ax.set_xticklabels([str(b) for b in batches])
+            ax.minorticks_off()
+            ax.set_xlabel("batch size (samples)")
+            _decorate(ax, f"{gname}: {what}", f"{what} ({unit})", grid="both")
+            ax.legend(fontsize=7)
+    title = "Train time per sample (ms/sample) and inference throughput (samples/s) vs batch size"
+    fig.suptitle(title)
+    caption = ("Median over the statistical sample (one median per trial, or the measured repeats) at each batch "
+               "size, one line per framework:variant. A break in a line with a cross at the axis is a batch size "
+               "whose trials gave no value (status written next to it, e.g. OOM).")
+    return _save(fig, out, "05_batch_size", title, caption, data)
+
+
+TELEMETRY_UNITS = {"%": "%", "C": "°C", "°C": "°C"}
+
+
+def _is_telemetry(metric: str) -> bool:
+    return (metric in ("cpu.process_util:mean", "cpu.system_util:mean")
+            or (metric.startswith("gpu") and metric.endswith(".util:mean"))
+            or (metric.startswith("temp") and metric.endswith(":max"))
+            or (metric.startswith("gpu") and metric.endswith(".temperature:max")))
+
+
+def _telemetry_figure(run: _Run, out: Path) -> Figure | None:
+    values: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    units: dict[str, str] = {}
+    for m in run.rows:
+        if (m["phase"] in ("train", "infer") and _is_telemetry(m["metric"]) and not m["warmup"]
+                and m["status"] == "ok" and m["value"] is not None):
+            values[(m["metric"], m["phase"])][m["case_key"]].append(m["value"])
+            units[m["metric"]] = TELEMETRY_UNITS.get(m["unit"], m["unit"])
+    if not values:
+        return None
+    metrics = sorted({m for m, _ in values}, key=lambda m: (not m.startswith("cpu"), m))
+    phases = [p for p in ("train", "infer") if any(p == q for _, q in values)]
+    keys = run.order
+    fig = _canvas(max(5.0, 0.45 * len(keys) + 1.5) * len(phases), 3.3 * len(metrics) + 1.2)
+    axes = iter(_grid(fig, len(metrics) * len(phases), len(phases)))
+    data: dict[str, Any] = {}
+    for metric in metrics:
+        for phase in phases:
+            ax, per_case = next(axes), values.get((metric, phase), {})
+            panel = data[f"{metric} | {phase}"] = {}
+            for i, k in enumerate(keys, start=1):
+                vs = panel[run.label(k)] = per_case.get(k, [])
+                if not vs:
+                    _mark_gap(ax, i, run.gap(k) if run.gap(k) != "no value" else "not measured")
+                    continue
+                _box(ax, i, vs, run.color[run.ident[k]], dots=False)
+            _ticks(ax, list(range(1, len(keys) + 1)), [run.label(k) for k in keys])
+            ax.set_xlim(0.4, len(keys) + 0.6)
+            _decorate(ax, f"{metric} during {phase}", f"{metric} ({units[metric]})")
+    has_temp = any("temp" in m for m in metrics)
+    title = "Utilization (%) and temperature (°C) per phase" if has_temp else "Utilization (%) per phase"
+    fig.suptitle(title)
+    caption = ("Distribution over every measured repeat of the ok trials (warm-ups excluded) of the per-repeat "
+               "mean utilization and maximum temperature, for the train and inference phases. A cross marks a case "
+               "with no reading.")
+    return _save(fig, out, "08_telemetry", title, caption, data)
+
+
+def _cases_with(run: _Run, phase: str, metric: str) -> list[str]:
+    """Cases with any row of (phase, metric), plus those with a trial that did not finish
+    (drawn as gaps), provided the run measured that metric at all."""
+    if not any(m["phase"] == phase and m["metric"] == metric for m in run.rows):
+        return []
+    return [k for k in run.cases if any(run.points.get((t["id"], phase, metric)) or t["status"] != "ok"
+                                        for t in run.trials_of[k])]
+
+
+def _save(fig: Any, out: Path, name: str, title: str, caption: str, data: dict) -> Figure:
+    png, svg = out / f"{name}.png", out / f"{name}.svg"
+    fig.savefig(png, dpi=120)
+    fig.savefig(svg, metadata={"Date": None})  # no timestamp: the same run gives the same file
+    return Figure(name, title, png, svg, caption, data)
+
+
+def make_figures(store: Any, run_id: int, out_dir: Path, *, baseline: str | None = None) -> list[Figure]:
+    """Draw every figure the run has data for into out_dir; return those made, in name order."""
+    import matplotlib
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    run = _Run(store, run_id)
+    made: list[Figure | None] = []
+    style = {"font.size": 9, "svg.hashsalt": "dlbench", "svg.fonttype": "none", "hatch.linewidth": 0.6}
+    with matplotlib.rc_context(style):
+        made.append(_box_figure(run, "train", "time", 1.0, "s", "train time", "01_box_train_time", out_dir))
+        made.append(_box_figure(run, "infer", "time", 1e3, "ms", "inference time", "02_box_infer_time", out_dir))
+        panels = [(g, "train", "time", ks) for g, ks in run.grouped(_cases_with(run, "train", "time")).items()]
+        made.append(_per_run_figure(run, panels, 1.0, "s", "train time", "bar",
+                                    "03_runs_train_time", "Train time of every repeat (s)", out_dir))
+        made.append(_relative_figure(run, baseline, out_dir))
+        made.append(_batch_figure(run, out_dir))
+        panels = [(g, "accuracy", "accuracy", ks)
+                  for g, ks in run.grouped(_cases_with(run, "accuracy", "accuracy")).items()]
+        made.append(_per_run_figure(run, panels, 100.0, "%", "accuracy", "dot",
+                                    "06_accuracy_runs", "Test accuracy of every repeat (%)", out_dir))
+        sources = sorted({m["metric"] for m in run.rows if m["metric"].startswith("energy:") and m["phase"] == "train"})
+        panels = [(f"{g} — {src.split(':', 1)[1]}", "train", src, ks)
+                  for src in sources for g, ks in run.grouped(_cases_with(run, "train", src)).items()]
+        made.append(_per_run_figure(run, panels, 1.0, "J", "train energy", "bar", "07_energy_runs",
+                                    "Energy of every training repeat (J)", out_dir))
+        made.append(_telemetry_figure(run, out_dir))
+    return [f for f in made if f is not None]

@@ -1,0 +1,37 @@
+"""The format-neutral table every report renderer consumes.
+
+A table is built once, as plain strings, by dlbench.tables / dlbench.verdict_tables
+/ dlbench.report.hypotheses; console (rich), Markdown, LaTeX, HTML and CSV are
+renderings of the same TableData, so the formats cannot disagree on a number.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class TableData:
+    title: str
+    columns: list[str]
+    rows: list[list[str]] = field(default_factory=list)
+    caption: str = ""  # printed under the table (what a symbol or an empty table means)
+    notes: list[str] = field(default_factory=list)  # further lines after the caption
+    # Per column "left" or "right"; numbers are right-aligned. Missing entries: left.
+    align: list[str] = field(default_factory=list)
+    # Columns whose cells must not wrap on the console ("1.23 ± 0.04" is one value).
+    nowrap: frozenset[str] = frozenset()
+
+    def add_row(self, *cells: object) -> None:
+        if len(cells) != len(self.columns):
+            raise ValueError(f"table {self.title!r}: row has {len(cells)} cells for {len(self.columns)} columns")
+        self.rows.append([str(c) for c in cells])
+
+    def alignment(self, i: int) -> str:
+        return self.align[i] if i < len(self.align) else "left"
+
+    def __rich__(self):
+        # Lets `console.print(table)` keep working wherever a rich Table used to be returned.
+        from dlbench.report.console import rich_table
+
+        return rich_table(self)

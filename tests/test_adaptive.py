@@ -1,0 +1,50 @@
+"""Adaptive repetition: blocks are added until every median's CI is narrow enough,
+or max-repeats / the budget stops it; the reason is stored."""
+
+from __future__ import annotations
+
+from typer.testing import CliRunner
+
+from dlbench.cli import app
+from dlbench.store import Store
+
+runner = CliRunner()
+
+
+def _adaptive(db, plugin, seconds: float, *extra: str):
+    (plugin / "dlbench_faulty" / "train_seconds").write_text(str(seconds))
+    result = runner.invoke(app, ["run", "--framework", "faulty", "--model", "mlp", "--dataset", "synthetic",
+                                 "--repeats", "2", "--warmup", "0", "--latency-batches", "0", "--samplers", "none",
+                                 *extra, "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_stops_when_converged_after_the_minimum_blocks(tmp_path, faulty_plugin):
+    db = tmp_path / "a.db"
+    out = _adaptive(db, faulty_plugin, 0.03, "--until-ci", "5", "--max-repeats", "12")
+    with Store(db) as store:
+        run = store.run()
+        blocks = {t["block"] for t in store.trials(run["id"])}
+        # A steady 30 ms sleep converges as soon as the rule may look (6 trial medians).
+        assert blocks == set(range(6))
+        assert run["stop_reason"].startswith("converged: every median's 95% CI within ±5%")
+        assert all(t["status"] == "ok" for t in store.trials(run["id"]))
+    assert "adding block 5" in out and "adaptive: converged" in out
+
+
+def test_max_repeats_caps_the_blocks(tmp_path, faulty_plugin):
+    db = tmp_path / "b.db"
+    _adaptive(db, faulty_plugin, 0.0, "--until-ci", "0.001", "--max-repeats", "3")
+    with Store(db) as store:
+        run = store.run()
+        assert {t["block"] for t in store.trials(run["id"])} == {0, 1, 2}
+        assert run["stop_reason"].startswith("max-repeats reached: 3 blocks")
+
+
+def test_fixed_design_has_no_stop_reason(tmp_path, faulty_plugin):
+    db = tmp_path / "c.db"
+    _adaptive(db, faulty_plugin, 0.0, "--trials", "2")
+    with Store(db) as store:
+        run = store.run()
+        assert {t["block"] for t in store.trials(run["id"])} == {0, 1} and run["stop_reason"] is None

@@ -1,0 +1,358 @@
+"""`dlbench report --format console|markdown|latex|html|csv` on a real run and on a
+stored three-framework comparison, including escaping of hostile user strings and
+a headless-Chromium check that the HTML report renders offline."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import shutil
+import struct
+import subprocess
+import zlib
+from html.parser import HTMLParser
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from typer.testing import CliRunner
+
+from dlbench.cli import app
+from dlbench.report import html as html_report
+from dlbench.report.model import build_report
+from dlbench.store import Measurement, Store
+
+runner = CliRunner()
+HOSTILE = "<script>alert('x')</script> R&D_1%$#{~^}\\"
+EVIL_VARIANT = "<b>v&_%$#</b>"
+
+
+# -- fixtures --------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def real_run(tmp_path_factory):
+    """numpy mlp and sklearn knn on digits, 2 trials each, under a hostile experiment name."""
+    tmp = tmp_path_factory.mktemp("report")
+    toml = tmp / "hostile.toml"
+    name = HOSTILE.replace("\\", "\\\\")
+    toml.write_text(f'[experiment]\nname = "{name}"\ndescription = "escaping test"\n\n'
+                    '[matrix]\nframework = ["numpy", "sklearn"]\nmodel = ["mlp", "knn"]\ndataset = ["digits"]\n'
+                    'batch_size = [32]\noptimizer = ["adam"]\nlr = [0.002]\n\n'
+                    '[protocol]\nepochs = 1\nrepeats = 2\nwarmup = 0\ntrials = 2\nlatency_batches = 2\n')
+    db = tmp / "real.db"
+    result = runner.invoke(app, ["run", str(toml), "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    return db
+
+
+def _case(framework: str, variant: str) -> dict:
+    return {"framework": framework, "variant": variant, "model": "mlp", "dataset": "digits", "batch_size": 32,
+            "init": "glorot-uniform", "optimizer": "adam", "lr": 0.001, "epochs": 1, "steps": None,
+            "threads": 2, "device": "cpu"}
+
+
+@pytest.fixture(scope="module")
+def compared_run(tmp_path_factory):
+    """A stored run of three frameworks on one model (8 blocks: enough for the exact
+    Wilcoxon test to reach p < 0.05 after Holm over three pairs; clearly different train
+    times), one hostile variant name and one failed trial with a hostile error text."""
+    db = tmp_path_factory.mktemp("compared") / "c.db"
+    store = Store(db)
+    run_id = store.create_run(name="three-way", command="dlbench run three.toml", config_source="three.toml",
+                              config_text="[experiment]\nname = \"three-way\"\n", experiment={},
+                              environment={"hostname": "test", "packages": {"numpy": "2"}}, version="0.1.0")
+    cases = {"fast": _case("torch", "eager"), "mid": _case("jax", "jit"), "slow": _case("numpy", EVIL_VARIANT)}
+    base = {"fast": 1.0, "mid": 1.5, "slow": 3.0}
+    for block in range(8):
+        for pos, (key, case) in enumerate(cases.items()):
+            tid = store.add_trial(run_id, case_key=key, block=block, position=pos, case=case, protocol={})
+            store.set_manifest(tid, {"threads": {"intra_op": 2}, "variant": case["variant"]})
+            rows = [Measurement(r, False, "train", "time", base[key] * (1 + 0.01 * block + 0.003 * r), "s")
+                    for r in range(3)]
+            rows += [Measurement(r, False, "infer", "time", base[key] / 100 * (1 + 0.02 * block), "s")
+                     for r in range(3)]
+            rows += [Measurement(r, False, "accuracy", "accuracy", 0.9, "fraction") for r in range(3)]
+            store.add_measurements(tid, rows)
+            store.finish_trial(tid, status="ok", error=None, returncode=0, wall_s=1.0, stderr="")
+    tid = store.add_trial(run_id, case_key="broken", block=0, position=3, case=_case("tensorflow", "graph"),
+                          protocol={})
+    store.finish_trial(tid, status="failed", error=f"RuntimeError: {HOSTILE}", returncode=1, wall_s=0.5, stderr="")
+    store.finish_run(run_id, "finished")
+    store.close()
+    return db
+
+
+def _render(db: Path, fmt: str, tmp_path: Path) -> str:
+    out = tmp_path / f"report.{fmt}"
+    result = runner.invoke(app, ["report", "--format", fmt, "--out", str(out), "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    return out.read_text(encoding="utf-8")
+
+
+def tiny_png(width: int = 3, height: int = 2) -> bytes:
+    """A valid RGB PNG written by hand: signature, IHDR, IDAT (zlib), IEND."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    raw = b"".join(b"\x00" + bytes([200, 40, 40]) * width for _ in range(height))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+class _Collector(HTMLParser):
+    """Tags, attributes and text of a document, with unbalanced tags recorded."""
+
+    VOID = {"meta", "img", "br", "hr", "link", "input"}
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict]] = []
+        self.text: list[str] = []
+        self.stack: list[str] = []
+        self.errors: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag):
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"</{tag}> closes {self.stack[-1:] or 'nothing'}")
+        else:
+            self.stack.pop()
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def _parse(html: str) -> _Collector:
+    p = _Collector()
+    p.feed(html)
+    p.close()
+    assert not p.errors and not p.stack, (p.errors, p.stack)
+    return p
+
+
+# -- console, markdown, csv -----------------------------------------------------------------
+def test_console_keeps_its_tables(real_run):
+    result = runner.invoke(app, ["report", "--db", str(real_run)])
+    assert result.exit_code == 0, result.output
+    for title in ("train time (s)", "infer time (ms)", "accuracy (%)", "inference latency per call (ms)",
+                  "telemetry samplers", "utilization, temperature and memory per phase"):
+        assert title in result.output
+    assert "│ numpy" in result.output and HOSTILE in result.output  # the console prints text verbatim
+
+
+def test_markdown_tables(real_run, tmp_path):
+    md = _render(real_run, "markdown", tmp_path)
+    assert "**train time (s)**" in md and "**accuracy (%)**" in md
+    header = "| framework | variant | model | n | mean ± sd | median | Q1 | Q3 | note |"
+    assert header in md
+    rule = md.splitlines()[md.splitlines().index(header) + 1]
+    assert rule == "|---|---|---|---:|---:|---:|---:|---:|---|"
+    rows = [line for line in md.splitlines() if line.startswith("| numpy | reference | mlp |")]
+    assert len(rows) >= 4  # three summaries and the latency table
+    assert all(line.count(" | ") + 2 == line.count("|") for line in rows)  # no stray pipes
+    assert "&lt;script&gt;" in md and "<script>" not in md.split("```toml")[0]
+    assert "R&amp;D\\_1%$\\#" in md
+
+
+def test_csv_summary_rows(real_run, tmp_path):
+    text = _render(real_run, "csv", tmp_path)
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert {r["metric"] for r in rows} == {"train time (s)", "infer time (ms)", "accuracy (%)"}
+    assert {(r["framework"], r["model"]) for r in rows} == {("numpy", "mlp"), ("sklearn", "knn")}
+    for r in rows:
+        assert int(r["n"]) == 2  # one median per trial
+        assert float(r["Q1"]) <= float(r["median"]) <= float(r["Q3"])
+        assert float(r["mean"]) > 0
+    acc = next(r for r in rows if r["metric"] == "accuracy (%)" and r["framework"] == "sklearn")
+    assert 85 < float(acc["median"]) <= 100
+
+
+def test_unknown_format_and_console_out_are_errors(real_run, tmp_path):
+    result = runner.invoke(app, ["report", "--format", "pdf", "--db", str(real_run)])
+    assert result.exit_code == 2 and "allowed: console, markdown, latex, html, csv" in result.output
+    result = runner.invoke(app, ["report", "--out", str(tmp_path / "x.txt"), "--db", str(real_run)])
+    assert result.exit_code == 2 and "--out needs a written format" in result.output
+
+
+# -- latex ---------------------------------------------------------------------------
+_LATEX_ESCAPED = r"\textless{}script\textgreater{}alert('x')\textless{}/script\textgreater{} R\&D\_1\%\$\#\{\textasciitilde{}\textasciicircum{}\}\textbackslash{}"
+
+
+def _check_latex(tex: str) -> None:
+    """What a LaTeX run would reject first: unbalanced environments or braces, and
+    special characters that escaped nobody (counted outside table rows)."""
+    envs = re.findall(r"\\(begin|end)\{([a-z*]+)\}", tex)
+    stack: list[str] = []
+    for kind, name in envs:
+        if kind == "begin":
+            stack.append(name)
+        else:
+            assert stack and stack.pop() == name, f"\\end{{{name}}} without its \\begin"
+    assert not stack, stack
+    unescaped = re.sub(r"\\[{}]", "", tex)
+    depth = 0
+    for ch in unescaped:
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        assert depth >= 0
+    assert depth == 0
+    # Inside a tabular every row has exactly columns-1 unescaped & and ends with \\.
+    for body in re.findall(r"\\begin\{tabular\}\{([lr]+)\}(.*?)\\end\{tabular\}", tex, re.S):
+        spec, rows = body
+        for line in rows.strip().splitlines():
+            if line in ("\\toprule", "\\midrule", "\\bottomrule"):
+                continue
+            assert len(re.findall(r"(?<!\\)&", line)) == len(spec) - 1, line
+            assert line.endswith("\\\\"), line
+    outside = re.sub(r"\\begin\{tabular\}.*?\\end\{tabular\}", "", tex, flags=re.S)
+    assert not re.search(r"(?<!\\)[&%#_]", outside.replace("\\_", "")), "unescaped special character"
+
+
+def test_latex_booktabs_and_escaping(real_run, tmp_path):
+    tex = _render(real_run, "latex", tmp_path)
+    assert tex.startswith("\\documentclass") and "\\usepackage{booktabs}" in tex
+    assert tex.count("\\begin{tabular}") >= 5
+    assert tex.count("\\toprule") == tex.count("\\midrule") == tex.count("\\bottomrule") == tex.count("\\begin{tabular}")
+    assert "\\caption{train time (s)}" in tex and "\\caption{accuracy (\\%)}" in tex
+    assert _LATEX_ESCAPED in tex
+    assert "<script>" not in tex and "±" not in tex and "—" not in tex
+    _check_latex(tex)
+
+
+def test_latex_of_a_comparison_has_hypotheses_and_escapes_case_values(compared_run, tmp_path):
+    tex = _render(compared_run, "latex", tmp_path)
+    _check_latex(tex)
+    assert r"\textless{}b\textgreater{}v\&\_\%\$\#\textless{}/b\textgreater{}" in tex
+    assert tex.count("\\item[Hypothesis") == 6  # 3 pairs x (train, inference)
+    assert "framework vs framework" in tex and "omnibus" in tex
+    assert "RuntimeError: " + _LATEX_ESCAPED in tex  # the failed trial's error text
+
+
+# -- html ----------------------------------------------------------------------------
+def test_html_is_self_contained_and_escaped(real_run, tmp_path):
+    html = _render(real_run, "html", tmp_path)
+    doc = _parse(html)
+    tags = [t for t, _ in doc.tags]
+    assert "script" not in tags and "link" not in tags  # no script, no external stylesheet
+    assert not re.search(r"https?://", html)
+    assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; R&amp;D_1%$#" in html
+    captions = "".join(doc.text)
+    for title in ("train time (s)", "accuracy (%)", "inference latency per call (ms): p50 / p90 / p99",
+                  "telemetry samplers", "environment fingerprint"):
+        assert title in captions
+    assert tags.count("table") >= 7 and tags.count("details") >= 4  # config + one manifest per trial
+    assert '"intra_op"' in html or "intra_op" in captions  # the fairness manifest is shown
+
+
+def test_html_inlines_figures_as_png_data_uris(real_run, tmp_path):
+    png = tmp_path / "fig.png"
+    png.write_bytes(tiny_png())
+    fig = SimpleNamespace(name="train_time", title="train time <by> framework", png=png, svg=None,
+                          caption="boxes & whiskers")
+    with Store(real_run) as store:
+        html = html_report.render(build_report(store, store.run()["id"], hypotheses=False), [fig])
+    doc = _parse(html)
+    imgs = [a for t, a in doc.tags if t == "img"]
+    assert len(imgs) == 1 and imgs[0]["src"].startswith("data:image/png;base64,")
+    import base64
+
+    assert base64.b64decode(imgs[0]["src"].split(",", 1)[1]) == tiny_png()
+    assert imgs[0]["alt"] == "train time <by> framework" and "train time &lt;by&gt; framework" in html
+    with pytest.raises(ValueError, match="not a PNG"):
+        html_report.inline_figures([SimpleNamespace(name="x", title="x", png=b"GIF89a", svg=None, caption="")])
+
+
+def test_html_figures_from_plots(real_run, tmp_path):
+    """The report's own figures (dlbench.report.plots, matplotlib), when plotting is installed."""
+    try:
+        from dlbench.report.plots import make_figures
+    except ImportError as exc:
+        pytest.skip(f"dlbench.report.plots cannot be imported: {exc}")
+    with Store(real_run) as store:
+        n = len(make_figures(store, store.run()["id"], tmp_path))
+    html = _render(real_run, "html", tmp_path)
+    imgs = [a for t, a in _parse(html).tags if t == "img"]
+    assert n > 0 and len(imgs) == n
+    assert all(a["src"].startswith("data:image/png;base64,") for a in imgs)
+
+
+def test_html_hypotheses_in_seed_002_form(compared_run, tmp_path):
+    html = _render(compared_run, "html", tmp_path)
+    doc = _parse(html)
+    text = "".join(doc.text)
+    assert text.count("Hypothesis ") >= 6
+    assert "H0" in text and "H1" in text and "Decision" in text
+    assert "Decision" in text and "(Holm; raw" in text
+    assert "&lt;b&gt;v&amp;_%$#&lt;/b&gt;" in html and "<b>v&" not in html
+    assert "RuntimeError: &lt;script&gt;" in html
+    with Store(compared_run) as store:
+        rows = build_report(store, 1).hypotheses
+    assert len(rows) == 6 and {r["name"] for r in rows} == {"train time", "inference time"}
+    assert all(r["paired"] and r["n_a"] == 8 and r["p_adjusted"] is not None for r in rows)
+    # Every block has torch < jax < numpy: with 8 pairs the smallest exact p is 2/256,
+    # times 3 (Holm) still below 0.05, so every H0 is rejected and the verdicts agree.
+    for r in rows:
+        assert r["decision"] == "reject H0 at alpha=0.05", r["decision"]
+        assert r["p_adjusted"] >= r["p_value"]
+    train = {(r["a"], r["b"]): r for r in rows if r["name"] == "train time"}
+    assert train[("torch:eager", f"numpy:{EVIL_VARIANT}")]["verdict"] == "faster"
+    assert train[("torch:eager", "jax:jit")]["verdict"] == "faster"
+    assert train[("jax:jit", f"numpy:{EVIL_VARIANT}")]["verdict"] == "faster"
+
+
+# -- the browser -----------------------------------------------------------------------
+PROBE = """<script>
+addEventListener("load", () => {
+  const imgs = [...document.images];
+  const p = document.createElement("div");
+  p.id = "probe";
+  p.dataset.images = imgs.length;
+  p.dataset.broken = imgs.filter(i => !i.complete || i.naturalWidth === 0).length;
+  p.dataset.tables = document.querySelectorAll("table").length;
+  p.dataset.rows = document.querySelectorAll("tbody tr").length;
+  document.body.appendChild(p);
+});
+</script>"""
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+def _browse(browser: str, page: Path, profile: Path, *extra: str) -> subprocess.CompletedProcess:
+    cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+           "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
+           "--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000", *extra, page.as_uri()]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+def test_html_renders_in_headless_chromium(real_run, tmp_path):
+    browser = _chromium()
+    if browser is None:
+        print("SKIP reason: chromium is not installed (apt-get install chromium)")
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    png = tmp_path / "fig.png"
+    png.write_bytes(tiny_png(40, 20))
+    fig = SimpleNamespace(name="probe", title="probe figure", png=png, svg=None, caption="a red box")
+    with Store(real_run) as store:
+        html = html_report.render(build_report(store, store.run()["id"]), [fig])
+    page = tmp_path / "report.html"
+    page.write_text(html, encoding="utf-8")
+    shot = tmp_path / "report.png"
+    result = _browse(browser, page, tmp_path / "profile1", f"--screenshot={shot}", "--window-size=1280,4000")
+    assert shot.exists() and shot.stat().st_size > 10_000, result.stderr[-2000:]
+    assert "Uncaught" not in result.stderr
+    # The same page plus a test-only probe that counts images the browser could not decode.
+    probed = tmp_path / "probed.html"
+    probed.write_text(html.replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    result = _browse(browser, probed, tmp_path / "profile2", "--dump-dom")
+    assert "Uncaught" not in result.stderr, result.stderr[-2000:]
+    m = re.search(r'<div id="probe" data-images="(\d+)" data-broken="(\d+)" data-tables="(\d+)" data-rows="(\d+)"',
+                  result.stdout)
+    assert m, result.stdout[-2000:] + result.stderr[-2000:]
+    images, broken, tables, rows = map(int, m.groups())
+    assert images == 1 and broken == 0
+    assert tables >= 7 and rows >= 20
