@@ -93,10 +93,12 @@ class Groups:
 def comparison_groups(trials, measurements) -> list[Groups]:
     """For every comparison set and timed metric, the samples of each framework."""
     cases = {t["case_key"]: json.loads(t["case_json"]) for t in trials}
+    # One pass over the measurements per metric, not one per comparison set.
+    by_metric = {(phase, metric): samples(trials, measurements, phase, metric) for phase, metric, _ in TIMED}
     out = []
     for keys in comparison_sets(cases):
         for phase, metric, name in TIMED:
-            smp = samples(trials, measurements, phase, metric)
+            smp = by_metric[(phase, metric)]
             present = [k for k in keys if k in smp and smp[k].values]
             if len(present) < 2:
                 continue

@@ -208,6 +208,9 @@ def _draw_case_runs(ax: Any, run: _Run, key: str, phase: str, metric: str, x: fl
     """Every row of one case from x on, trial after trial; returns the next free x and what was drawn."""
     color = run.color[run.ident[key]]
     drawn: dict[str, list] = {"measured": [], "warmup": [], "partial": [], "gaps": []}
+    # Coordinates are collected and drawn with one call per kind: one artist per
+    # point made a report of 100,000 values take 20 s to draw.
+    points: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in ("measured", "warmup", "partial")}
     for n, t in enumerate(run.trials_of[key]):
         if n:
             ax.axvline(x - 0.8, color="#999999", linestyle=":", linewidth=0.6)  # a new trial (process)
@@ -223,13 +226,8 @@ def _draw_case_runs(ax: Any, run: _Run, key: str, phase: str, metric: str, x: fl
                 drawn[kind].append(v)
                 if kind == "warmup":
                     warm_at.append((x, v))
-                face = {"measured": color, "warmup": WARM, "partial": "none"}[kind]
-                if style == "bar":
-                    ax.bar(x, v, width=0.8, color=face, edgecolor=color if kind == "partial" else "#666666",
-                           hatch={"measured": None, "warmup": "///", "partial": "xx"}[kind], linewidth=0.5)
-                else:
-                    ax.scatter([x], [v], s=18, facecolors=face, zorder=3,
-                               edgecolors="#666666" if kind == "warmup" else color)
+                points[kind][0].append(x)
+                points[kind][1].append(v)
             x += 1
         if t["status"] != "ok":
             status = "OOM" if t["status"] == "oom" else t["status"]
@@ -237,6 +235,16 @@ def _draw_case_runs(ax: Any, run: _Run, key: str, phase: str, metric: str, x: fl
             drawn["gaps"].append(status)
             x += 1
         x += 0.6
+    for kind, (xs, vs) in points.items():
+        if not xs:
+            continue
+        face = {"measured": color, "warmup": WARM, "partial": "none"}[kind]
+        if style == "bar":
+            ax.bar(xs, vs, width=0.8, color=face, edgecolor=color if kind == "partial" else "#666666",
+                   hatch={"measured": None, "warmup": "///", "partial": "xx"}[kind], linewidth=0.5)
+        else:
+            ax.scatter(xs, vs, s=18, facecolors=face, zorder=3,
+                       edgecolors="#666666" if kind == "warmup" else color)
     return x, drawn
 
 
@@ -255,6 +263,9 @@ def _clip_warmups(ax: Any, panel: dict[str, dict[str, list]], warm_at: list[tupl
                     bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5})
 
 
+MAX_BARS = 600  # beyond this many repeats per panel, per-run bars become dots
+
+
 def _per_run_figure(run: _Run, panels: list[tuple[str, str, str, list[str]]], scale: float, unit: str,
                     what: str, style: str, name: str, title: str, out: Path) -> Figure | None:
     """Every repeat in execution order (block, then repeat) per case: bars or dots."""
@@ -263,6 +274,8 @@ def _per_run_figure(run: _Run, panels: list[tuple[str, str, str, list[str]]], sc
     if not panels:
         return None
     slots = max(sum(len(run.trials_of[k]) * 6 for k in keys) for *_, keys in panels)
+    if style == "bar" and slots > MAX_BARS:
+        style = "dot"  # thousands of hatched bars are unreadable and slow to draw
     panel_width = min(max(6.0, 0.12 * slots + 2.0), 18.0)
     ncols = 2 if len(panels) > 1 and panel_width <= 8.0 else 1
     fig = _canvas(panel_width * ncols, 3.4 * math.ceil(len(panels) / ncols) + 1.0)
