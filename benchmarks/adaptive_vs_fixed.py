@@ -1,0 +1,83 @@
+"""Adaptive repetition against a fixed 20-block design on the same cases.
+
+Runs the same comparison twice into fresh databases: once with a fixed design of
+20 interleaved blocks (trials per case), once adaptively (`--until-ci PCT`,
+at most 20 blocks), and prints each design's wall time, blocks, the
+framework-vs-framework verdicts of both, and the wall-time ratio.
+Target: adaptive / fixed <= 0.5 with the same verdicts.
+
+    .venv/bin/python benchmarks/adaptive_vs_fixed.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from dlbench.comparisons import within_run  # noqa: E402
+from dlbench.store import Store  # noqa: E402
+
+
+def run(args, db: Path, extra: list[str]) -> tuple[float, int, dict]:
+    cmd = [args.python, "-m", "dlbench", "run", "--framework", args.frameworks, "--model", args.model,
+           "--dataset", args.dataset, "--epochs", str(args.epochs), "--repeats", str(args.repeats),
+           "--warmup", "1", "--latency-batches", "0", "--samplers", "none", "--db", str(db), *extra]
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    wall = time.perf_counter() - t0
+    if out.returncode != 0:
+        raise SystemExit(f"dlbench run failed:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
+    with Store(db) as store:
+        rid = store.run()["id"]
+        trials = store.trials(rid)
+        verdicts, _ = within_run(trials, store.measurements(rid), band=args.band)
+        blocks = 1 + max(t["block"] for t in trials)
+        stop = store.run()["stop_reason"]
+    found = {(v.set_label, v.metric, v.a, v.b): (v.comparison.verdict, v.comparison.ratio) for v in verdicts}
+    if stop:
+        print(f"  stop reason: {stop}")
+    return wall, blocks, found
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--frameworks", default="torch,jax")
+    ap.add_argument("--model", default="mlp")
+    ap.add_argument("--dataset", default="digits")
+    ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--fixed", type=int, default=20, help="blocks of the fixed design")
+    ap.add_argument("--until-ci", type=float, default=5.0, help="adaptive target: ±PCT")
+    ap.add_argument("--band", type=float, default=0.02)
+    ap.add_argument("--python", default=str(ROOT / ".venv" / "bin" / "python"))
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        print(f"adaptive (--until-ci {args.until_ci:g} --max-repeats {args.fixed}) ...", flush=True)
+        wa, ba, va = run(args, Path(tmp) / "adaptive.db",
+                         ["--until-ci", str(args.until_ci), "--max-repeats", str(args.fixed)])
+        print(f"fixed ({args.fixed} blocks) ...", flush=True)
+        wf, bf, vf = run(args, Path(tmp) / "fixed.db", ["--trials", str(args.fixed)])
+    print(f"\nadaptive: {ba} blocks in {wa:.1f} s; fixed: {bf} blocks in {wf:.1f} s")
+    same = 0
+    for key in sorted(vf):
+        a = va.get(key, ("missing", float("nan")))
+        f = vf[key]
+        same += a[0] == f[0]
+        print(f"  {key[0]} {key[1]} {key[2]} vs {key[3]}: fixed {f[0]} (ratio {f[1]:.3f}), "
+              f"adaptive {a[0]} (ratio {a[1]:.3f})")
+    ratio = wa / wf
+    ok = ratio <= 0.5 and same == len(vf)
+    print(f"same verdicts: {same}/{len(vf)}; wall time adaptive/fixed = {ratio:.3f} (target <= 0.5): "
+          f"{'PASS' if ok else 'FAIL'}")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
