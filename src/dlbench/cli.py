@@ -7,6 +7,7 @@ and nothing here ever imports a deep-learning framework.
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 from pathlib import Path
@@ -302,7 +303,7 @@ def report(
         console.print(f"run {row['id']} '{row['name']}' ({row['status']}), started {row['started_at']}: "
                       f"{row['command']}")
         _print_report(store, row["id"])
-        _print_skipped([(__import__("json").loads(s["cell_json"]), s["reason"]) for s in store.skipped(row["id"])])
+        _print_skipped([(json.loads(s["cell_json"]), s["reason"]) for s in store.skipped(row["id"])])
         return
     from dlbench.report.formats import render
 
@@ -393,8 +394,6 @@ def compare(
 @app.command("env")
 def env_() -> None:
     """This machine's fingerprint and which telemetry samplers can measure here (and why not)."""
-    import json
-
     from dlbench import samplers
     from dlbench.env import fingerprint
 

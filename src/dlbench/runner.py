@@ -340,15 +340,17 @@ def execute_run(store: Store, run_id: int, *, command: Sequence[str] | None = No
     Returns the count of trials per final status."""
     started = time.monotonic()
     stop_reason = None
+    first = store.trials(run_id)[0]  # protocol and seed are the same for every trial of a run
+    adaptive = bool(json.loads(first["protocol_json"]).get("until_ci"))
+    seed = json.loads(first["case_json"])["seed"]
     while True:
         counts = _execute_pending(store, run_id, command, on_event)
-        proto = json.loads(store.trials(run_id)[0]["protocol_json"])
-        if not proto.get("until_ci"):
+        if not adaptive:
             break
         stop_reason = adaptive_decision(store, run_id, started)
         if stop_reason is not None:
             break
-        block = add_block(store, run_id, json.loads(store.trials(run_id)[0]["case_json"])["seed"])
+        block = add_block(store, run_id, seed)
         if on_event is not None:
             on_event("block_added", run_id=run_id, block=block)
     store.finish_run(run_id, "finished", stop_reason)

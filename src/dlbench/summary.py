@@ -110,12 +110,14 @@ def latency_percentiles(measurements: Iterable) -> dict[str, dict[str, tuple[int
     return out
 
 
-def format_stat(stats: Stats | None, scale: float, digits: int = 3) -> dict[str, str]:
+def format_stat(stats: Stats | None, scale: float, digits: int = 3, fixed: bool = False) -> dict[str, str]:
+    """Table cells of a Stats: `digits` significant digits, or `digits` decimals when fixed."""
     if stats is None:
         return {"n": "0", "mean ± sd": "—", "median": "—", "Q1": "—", "Q3": "—"}
+    spec = f".{digits}{'f' if fixed else 'g'}"
 
     def f(v: float) -> str:
-        return "—" if not math.isfinite(v) else f"{v * scale:.{digits}g}"
+        return "—" if not math.isfinite(v) else format(v * scale, spec)
 
     return {"n": str(stats.n), "mean ± sd": f"{f(stats.mean)} ± {f(stats.sd)}", "median": f(stats.median),
             "Q1": f(stats.q1), "Q3": f(stats.q3)}

@@ -79,16 +79,6 @@ def common_settings(cases: list[dict]) -> str:
     return ", ".join(out)
 
 
-def _fixed(stats, scale: float, decimals: int) -> dict[str, str]:
-    import math
-
-    def f(v: float) -> str:
-        return "—" if not math.isfinite(v) else f"{v * scale:.{decimals}f}"
-
-    return {"n": str(stats.n), "mean ± sd": f"{f(stats.mean)} ± {f(stats.sd)}", "median": f(stats.median),
-            "Q1": f(stats.q1), "Q3": f(stats.q3)}
-
-
 def _case_columns(columns: list[str]) -> list[str]:
     return [c.replace("batch_size", "batch") for c in columns]
 
@@ -114,7 +104,7 @@ def summary_tables(summaries: list[CaseSummary]) -> list[TableData]:
             if stats is None:
                 cells = format_stat(None, scale)
             elif unit == "%":
-                cells = _fixed(stats, scale, 2)
+                cells = format_stat(stats, scale, digits=2, fixed=True)
             else:
                 cells = format_stat(stats, scale, digits=4)
             notes = []
