@@ -48,3 +48,22 @@ def test_fixed_design_has_no_stop_reason(tmp_path, faulty_plugin):
     with Store(db) as store:
         run = store.run()
         assert {t["block"] for t in store.trials(run["id"])} == {0, 1} and run["stop_reason"] is None
+
+
+def test_watched_metrics_are_stored_and_named_in_the_stop_reason(tmp_path, faulty_plugin):
+    db = tmp_path / "d.db"
+    _adaptive(db, faulty_plugin, 0.03, "--until-ci", "5", "--max-repeats", "8",
+              "--until-ci-metrics", "train.time,train.throughput")
+    with Store(db) as store:
+        run = store.run()
+        assert run["stop_reason"].endswith("(train.time, train.throughput)")
+
+
+def test_unknown_watched_metric_is_refused_with_the_allowed_ones(tmp_path, faulty_plugin):
+    result = runner.invoke(app, ["run", "--framework", "faulty", "--model", "mlp", "--dataset", "synthetic",
+                                 "--until-ci", "5", "--until-ci-metrics", "train.loss", "--db",
+                                 str(tmp_path / "e.db")])
+    assert result.exit_code != 0
+    assert "'train.loss' is not a timed phase.metric" in result.output
+    assert "train.time" in result.output and "latency_b<B>.time" in result.output
+    assert not (tmp_path / "e.db").exists() or Store(tmp_path / "e.db").runs() == []

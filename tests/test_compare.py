@@ -20,9 +20,9 @@ def _run(db, plugin, seconds: float) -> None:
 
 def test_identical_runs_show_no_difference_and_a_slowdown_is_a_regression(tmp_path, faulty_plugin):
     db = tmp_path / "c.db"
-    _run(db, faulty_plugin, 0.05)   # run 1
-    _run(db, faulty_plugin, 0.05)   # run 2: the same code
-    _run(db, faulty_plugin, 0.075)  # run 3: 50% slower training
+    _run(db, faulty_plugin, 0.1)    # run 1
+    _run(db, faulty_plugin, 0.1)    # run 2: the same code
+    _run(db, faulty_plugin, 0.15)   # run 3: 50% slower training
     same = runner.invoke(app, ["compare", "1", "2", "--db", str(db)])
     assert same.exit_code == 0, same.output
     assert "no meaningful difference" in same.output and "REGRESSION" not in same.output

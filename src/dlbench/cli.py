@@ -104,6 +104,7 @@ def run(
     until_ci: Annotated[Optional[float], typer.Option(help="Adaptive: add interleaved blocks until every median's 95% CI is within ±PCT percent.")] = None,
     max_repeats: Annotated[Optional[int], typer.Option(help="Adaptive: at most this many blocks (trials per case).")] = None,
     budget: Annotated[Optional[float], typer.Option(help="Adaptive: stop adding blocks after this many minutes.")] = None,
+    until_ci_metrics: Annotated[Optional[str], typer.Option(help="Adaptive: the phase.metric medians that must converge, comma list (default train.time).")] = None,
     resume: Annotated[Optional[int], typer.Option(help="Finish the unfinished trials of run ID.")] = None,
     db: DB = Path("dlbench.db"),
 ) -> None:
@@ -125,7 +126,8 @@ def run(
                         trials=trials, threads=threads, timeout=timeout, seed=seed, device=device,
                         data_dir=data_dir, train_samples=train_samples, test_samples=test_samples,
                         latency_batches=latency_batches, samplers=samplers, sample_interval=sample_interval,
-                        idle_baseline=idle_baseline, until_ci=until_ci, max_repeats=max_repeats, budget=budget)
+                        idle_baseline=idle_baseline, until_ci=until_ci, max_repeats=max_repeats, budget=budget,
+                        until_ci_metrics=until_ci_metrics)
         plan = _plan(file, framework, model, dataset, batch_size, init, optimizer, lr, protocol)
         if not plan.trials:
             _print_skipped([(s.cell, s.reason) for s in plan.skipped])
@@ -241,7 +243,7 @@ def list_() -> None:
     for col in ("name", "frameworks", "28x28x1, 10 classes", "published", "description"):
         t.add_column(col, overflow="fold")
     for spec in all_specs():
-        count = spec.param_count((28, 28, 1), 10) if spec.param_count else None
+        count = spec.count((28, 28, 1), 10) if spec.param_count else None
         published = spec.reference_counts.get(((28, 28, 1), 10))
         t.add_row(spec.name, ", ".join(spec.frameworks), f"{count:,}" if count is not None else "—",
                   f"{published:,}" if published else "—", spec.description)

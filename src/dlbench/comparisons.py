@@ -112,13 +112,20 @@ def comparison_groups(trials, measurements) -> list[Groups]:
     return out
 
 
-def within_run(trials, measurements, band: float = 0.02, alpha: float = 0.05) -> tuple[list[PairVerdict], list]:
+def analyse(trials, measurements, band: float = 0.02, alpha: float = 0.05) -> list[tuple[Groups, stats.Omnibus]]:
+    """Every comparison set x timed metric with its tests (omnibus + Holm-adjusted pairs),
+    computed once: the verdict tables and the hypothesis report both read from it."""
+    return [(g, stats.compare_many(g.values, paired=g.paired, alpha=alpha, band=band))
+            for g in comparison_groups(trials, measurements)]
+
+
+def within_run(trials, measurements, band: float = 0.02, alpha: float = 0.05,
+               analysed: list[tuple[Groups, stats.Omnibus]] | None = None) -> tuple[list[PairVerdict], list]:
     """Pairwise verdicts between frameworks for every comparison set and timed metric,
     and the omnibus tests (Friedman / Kruskal-Wallis) for sets of three or more."""
     verdicts: list[PairVerdict] = []
     omnibus = []
-    for g in comparison_groups(trials, measurements):
-        result = stats.compare_many(g.values, paired=g.paired, alpha=alpha, band=band)
+    for g, result in (analysed if analysed is not None else analyse(trials, measurements, band, alpha)):
         if result.test != "none":
             omnibus.append((g.set_label, g.metric, result))
         for a, b, comp in result.pairwise:

@@ -52,6 +52,10 @@ class Protocol:
     until_ci: float = 0.0      # adaptive: add blocks until every median's 95% CI is within ±this % (0: off)
     max_repeats: int = 20      # adaptive: at most this many blocks (trials per case)
     budget: float = 0.0        # adaptive: stop adding blocks after this many minutes (0: no limit)
+    # adaptive: the phase.metric medians whose CI must narrow (comma list). The
+    # headline metric by default: a sub-millisecond inference median on a shared
+    # CPU can need 20+ blocks for ±5% while the train-time verdict is long settled.
+    until_ci_metrics: str = "train.time"
 
 
 @dataclass(frozen=True)
@@ -205,7 +209,31 @@ def validate_protocol(where: str, p: Protocol) -> Protocol:
         raise ConfigError(f"{where}: samplers = {p.samplers!r}: {str(exc).removeprefix('--samplers: ')}") from None
     if p.device not in DEVICES:
         raise ConfigError(f"{where}: device = {p.device!r}: allowed: {_allowed(DEVICES)}")
+    try:
+        parse_ci_metrics(p.until_ci_metrics)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: until_ci_metrics = {p.until_ci_metrics!r}: {exc}") from None
     return p
+
+
+CI_METRICS = ("build.time", "compile.time", "train.time", "train.throughput", "infer.time",
+              "infer.throughput", "latency_b1.time", "latency_b<B>.time")
+
+
+def parse_ci_metrics(text: str) -> tuple[tuple[str, str], ...]:
+    """'train.time,infer.time' -> (("train", "time"), ("infer", "time")), validated."""
+    import re
+
+    out = []
+    for item in (part.strip() for part in text.split(",")):
+        if item in CI_METRICS or re.fullmatch(r"latency_b\d+\.time", item):
+            phase, metric = item.split(".")
+            out.append((phase, metric))
+        else:
+            raise ValueError(f"{item!r} is not a timed phase.metric (allowed: {', '.join(CI_METRICS)})")
+    if not out:
+        raise ValueError(f"empty (allowed: {', '.join(CI_METRICS)})")
+    return tuple(out)
 
 
 def _synthetic(where: str, table: dict[str, Any]) -> Synthetic:

@@ -242,7 +242,8 @@ def protocol_for_worker(plan: Plan) -> dict[str, Any]:
     return {"repeats": p.repeats, "warmup": p.warmup, "latency_batches": p.latency_batches,
             "timeout": p.timeout, "data_dir": p.data_dir, "trials": p.trials,
             "samplers": list(parse_names(p.samplers)), "sample_interval": p.sample_interval,
-            "until_ci": p.until_ci, "max_repeats": p.max_repeats, "budget": p.budget}
+            "until_ci": p.until_ci, "max_repeats": p.max_repeats, "budget": p.budget,
+            "until_ci_metrics": p.until_ci_metrics}
 
 
 def create_run(store: Store, plan: Plan, *, command: str, environment: dict[str, Any]) -> int:
@@ -287,28 +288,28 @@ def measure_idle(store: Store, run_id: int, seconds: float, names: Sequence[str]
     return power
 
 
-ADAPTIVE_METRICS = (("train", "time"), ("infer", "time"))
-
-
 def adaptive_decision(store: Store, run_id: int, started: float) -> str | None:
     """None: add another block. Otherwise why adding blocks stops (DESIGN.md:
     "adaptive mode adds interleaved blocks until the 95% CI of each median is
     within ±PCT or a budget runs out"). Samples are per-trial medians."""
     from dlbench import stats
     from dlbench.comparisons import samples
+    from dlbench.config import parse_ci_metrics
 
     trials = store.trials(run_id)
     proto = json.loads(trials[0]["protocol_json"])
     blocks = 1 + max(t["block"] for t in trials)
     measurements = store.measurements(run_id)
     wide = []
-    for phase, metric in ADAPTIVE_METRICS:
+    watched = parse_ci_metrics(proto.get("until_ci_metrics", "train.time"))
+    names = ", ".join(f"{p}.{m}" for p, m in watched)
+    for phase, metric in watched:
         for key, sample in samples(trials, measurements, phase, metric).items():
             values = list(sample.values.values())
             if not stats.ci_converged(values, proto["until_ci"] / 100):
                 wide.append(key)
     if not wide:
-        return f"converged: every median's 95% CI within ±{proto['until_ci']:g}% after {blocks} blocks"
+        return f"converged: every median's 95% CI within ±{proto['until_ci']:g}% after {blocks} blocks ({names})"
     if blocks >= proto["max_repeats"]:
         return f"max-repeats reached: {blocks} blocks; {len(set(wide))} case(s) not within ±{proto['until_ci']:g}%"
     if proto["budget"] and time.monotonic() - started >= proto["budget"] * 60:

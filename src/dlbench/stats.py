@@ -433,12 +433,27 @@ def _normality_words(label: str, nm: Normality) -> str:
 
 def hypothesis_row(metric: str, phase: str, a_name: str, b_name: str, a, b, paired: bool, alpha: float = 0.05,
                    adjusted_p: float | None = None, family_size: int = 1, band: float = 0.02,
-                   n_boot: int = N_BOOT, seed: int = 0) -> dict:
+                   n_boot: int = N_BOOT, seed: int = 0, comparison: Comparison | None = None,
+                   normality_cache: dict | None = None) -> dict:
     """One hypothesis as seed 002 reports it (H0/H1, normality check, test, statistic,
-    p-value, decision), with the effect size and the ratio of medians beside it."""
-    c = compare_two(a, b, paired, band, alpha, n_boot, seed)
-    if adjusted_p is not None:
-        c = adjust(c, adjusted_p, family_size)
+    p-value, decision), with the effect size and the ratio of medians beside it.
+
+    `comparison`: the compare_two result for (a, b), already Holm-adjusted, when the
+    caller has it (then adjusted_p is ignored). `normality_cache`: name -> Normality,
+    so a sample in several pairs is tested once."""
+    if comparison is not None:
+        c = comparison
+    else:
+        c = compare_two(a, b, paired, band, alpha, n_boot, seed)
+        if adjusted_p is not None:
+            c = adjust(c, adjusted_p, family_size)
+    cache = normality_cache if normality_cache is not None else {}
+
+    def normal_of(name: str, x) -> Normality:
+        if name not in cache:
+            cache[name] = normality(x, alpha, seed=seed)
+        return cache[name]
+
     what = f"{phase} {metric}"
     if paired:
         a_, b_ = _finite_pairs(a, b)
@@ -448,7 +463,7 @@ def hypothesis_row(metric: str, phase: str, a_name: str, b_name: str, a, b, pair
         h1 = f"the paired differences {a_name} − {b_name} in {what} are not symmetric about zero (two-sided)"
         why = "paired blocks (one run of each in every interleaved block)"
     else:
-        checks = [_normality_words(name, normality(x, alpha, seed=seed)) for name, x in ((a_name, a), (b_name, b))]
+        checks = [_normality_words(name, normal_of(name, x)) for name, x in ((a_name, a), (b_name, b))]
         h0 = f"the {what} of {a_name} and {b_name} do not differ: P({a_name} > {b_name}) = P({a_name} < {b_name})"
         h1 = f"P({a_name} > {b_name}) ≠ P({a_name} < {b_name}) for {what} (two-sided)"
         why = "independent samples"

@@ -23,7 +23,7 @@ result): the caller reads its clock right after the call returns.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from dlbench.datasets.arrays import Arrays
@@ -59,6 +59,9 @@ class TrainSettings:
     seed: int = 0
     shuffle: bool = True
     last_batch: str = "drop"
+    # The model's options (depth, width, preset...), resolved against its spec's
+    # defaults; passed to every framework's builder as keyword arguments.
+    model_options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if (self.epochs is None) == (self.steps is None):

@@ -14,25 +14,24 @@ import math
 from itertools import combinations
 
 from dlbench import stats
-from dlbench.comparisons import comparison_groups
+from dlbench.comparisons import analyse
 from dlbench.report.render import TableData
 
 
-def hypothesis_rows(trials, measurements, alpha: float = 0.05, band: float = 0.02) -> list[dict]:
-    """stats.hypothesis_row dicts with "set" added, Holm-adjusted within set x metric."""
+def hypothesis_rows(trials, measurements, alpha: float = 0.05, band: float = 0.02,
+                    analysed: list | None = None) -> list[dict]:
+    """stats.hypothesis_row dicts with "set" added, Holm-adjusted within set x metric.
+
+    `analysed` (from comparisons.analyse) supplies the tests already run for the
+    verdict tables; each pair's comparison is then reused, not recomputed."""
     out: list[dict] = []
-    for g in comparison_groups(trials, measurements):
-        groups = g.values
-        pairs = [(a, b) for a, b in combinations(groups, 2) if groups[a] and groups[b]]
+    for g, result in (analysed if analysed is not None else analyse(trials, measurements, band, alpha)):
         phase_word = "inference" if g.phase == "infer" else g.phase
-        raw = [stats.hypothesis_row("time", phase_word, a, b, groups[a], groups[b], g.paired, alpha=alpha,
-                                    band=band) for a, b in pairs]
-        if len(raw) > 1:
-            adjusted = stats.holm([r["p_value"] for r in raw])
-            raw = [stats.hypothesis_row("time", phase_word, a, b, groups[a], groups[b], g.paired, alpha=alpha,
-                                        adjusted_p=q, family_size=len(raw), band=band)
-                   for (a, b), q in zip(pairs, adjusted)]
-        out += [{"set": g.set_label, "name": g.metric, **r} for r in raw]
+        normal_cache: dict = {}  # a framework's sample is tested once, whatever pairs it is in
+        for a, b, comp in result.pairwise:
+            row = stats.hypothesis_row("time", phase_word, a, b, g.values[a], g.values[b], g.paired,
+                                       alpha=alpha, band=band, comparison=comp, normality_cache=normal_cache)
+            out.append({"set": g.set_label, "name": g.metric, **row})
     return out
 
 

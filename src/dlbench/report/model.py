@@ -82,10 +82,12 @@ class Report:
         return [(name, tables) for name, tables in sections if tables]
 
 
-def build_report(store, run_id: int, hypotheses: bool = True) -> Report:
+def build_report(store, run_id: int, hypotheses: bool = True, trials: list | None = None,
+                 measurements: list | None = None) -> Report:
     """hypotheses=False skips the hypothesis report (normality Monte Carlo and a bootstrap
-    per pair), which the console output does not show."""
-    from dlbench.comparisons import within_run
+    per pair), which the console output does not show. `trials`/`measurements`: the
+    run's rows when the caller has loaded them already."""
+    from dlbench.comparisons import analyse, within_run
     from dlbench.report.hypotheses import hypothesis_rows, hypothesis_table
     from dlbench.summary import latency_percentiles, summarize
     from dlbench.tables import (case_label, common_settings, latency_table, skipped_table, summary_tables,
@@ -93,15 +95,16 @@ def build_report(store, run_id: int, hypotheses: bool = True) -> Report:
     from dlbench.verdict_tables import omnibus_table, verdict_table
 
     row = store.run(run_id)
-    trials = store.trials(run_id)
-    measurements = store.measurements(run_id)
+    trials = store.trials(run_id) if trials is None else trials
+    measurements = store.measurements(run_id) if measurements is None else measurements
     summaries = summarize(trials, measurements)
-    verdicts, omnibus = within_run(list(trials), measurements, band=BAND, alpha=ALPHA)
+    analysed = analyse(list(trials), measurements, band=BAND, alpha=ALPHA)
+    verdicts, omnibus = within_run(list(trials), measurements, analysed=analysed)
     failed = [t for t in trials if t["status"] != "ok"]
     manifests = [Manifest(t["id"], t["block"], case_label(json.loads(t["case_json"])), t["status"],
                           json.loads(t["manifest_json"]) if t["manifest_json"] else {}, t["error"] or "")
                  for t in trials]
-    rows = hypothesis_rows(trials, measurements, alpha=ALPHA, band=BAND) if hypotheses else []
+    rows = hypothesis_rows(trials, measurements, alpha=ALPHA, band=BAND, analysed=analysed) if hypotheses else []
     return Report(
         run={k: row[k] for k in row.keys()},
         environment=json.loads(row["environment_json"]) if row["environment_json"] else {},

@@ -62,12 +62,12 @@ def _varying(cases: list[dict], skip: set[str]) -> list[str]:
 class _Run:
     """The rows of one run, indexed the ways the figures need them."""
 
-    def __init__(self, store: Any, run_id: int) -> None:
+    def __init__(self, trials: list, rows: list) -> None:
         from dlbench import comparisons
 
         self._samples = comparisons.samples
-        self.trials = store.trials(run_id)
-        self.rows = store.measurements(run_id)
+        self.trials = trials
+        self.rows = rows
         self.cases = {t["case_key"]: json.loads(t["case_json"]) for t in self.trials}
         self.trials_of: dict[str, list] = defaultdict(list)
         for t in self.trials:  # already in execution order (block, position)
@@ -172,7 +172,7 @@ def _ticks(ax: Any, positions: list[float], labels: list[str]) -> None:
 
 
 def _box_figure(run: _Run, phase: str, metric: str, scale: float, unit: str, what: str, name: str,
-                out: Path) -> Figure | None:
+                out: Target) -> Figure | None:
     sample = run.sample(phase, metric)
     if not sample:
         return None
@@ -267,7 +267,7 @@ MAX_BARS = 600  # beyond this many repeats per panel, per-run bars become dots
 
 
 def _per_run_figure(run: _Run, panels: list[tuple[str, str, str, list[str]]], scale: float, unit: str,
-                    what: str, style: str, name: str, title: str, out: Path) -> Figure | None:
+                    what: str, style: str, name: str, title: str, out: Target) -> Figure | None:
     """Every repeat in execution order (block, then repeat) per case: bars or dots."""
     from matplotlib.patches import Patch
 
@@ -306,7 +306,7 @@ def _per_run_figure(run: _Run, panels: list[tuple[str, str, str, list[str]]], sc
     return _save(fig, out, name, title, caption, data)
 
 
-def _relative_figure(run: _Run, baseline: str | None, out: Path) -> Figure | None:
+def _relative_figure(run: _Run, baseline: str | None, out: Target) -> Figure | None:
     import numpy as np
 
     labels = sorted(set(run.fwv.values()))
@@ -395,7 +395,7 @@ def _ratio_formatter() -> Any:
     return FuncFormatter(lambda v, _pos: f"{2 ** v:.2g}×")
 
 
-def _batch_figure(run: _Run, out: Path) -> Figure | None:
+def _batch_figure(run: _Run, out: Target) -> Figure | None:
     groups = {g: ks for g, ks in run.grouped(list(run.cases)).items()
               if len({run.cases[k]["batch_size"] for k in ks}) >= 2}
     if not groups:
@@ -445,7 +445,7 @@ def _is_telemetry(metric: str) -> bool:
             or (metric.startswith("gpu") and metric.endswith(".temperature:max")))
 
 
-def _telemetry_figure(run: _Run, out: Path) -> Figure | None:
+def _telemetry_figure(run: _Run, out: Target) -> Figure | None:
     values: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     units: dict[str, str] = {}
     for m in run.rows:
@@ -492,38 +492,81 @@ def _cases_with(run: _Run, phase: str, metric: str) -> list[str]:
                                         for t in run.trials_of[k])]
 
 
-def _save(fig: Any, out: Path, name: str, title: str, caption: str, data: dict) -> Figure:
-    png, svg = out / f"{name}.png", out / f"{name}.svg"
-    fig.savefig(png, dpi=120)
-    fig.savefig(svg, metadata={"Date": None})  # no timestamp: the same run gives the same file
+@dataclass(frozen=True)
+class Target:
+    """Where figures go and in which file formats."""
+
+    dir: Path
+    formats: tuple[str, ...] = ("png", "svg")
+
+
+def _save(fig: Any, out: Target, name: str, title: str, caption: str, data: dict) -> Figure:
+    png, svg = out.dir / f"{name}.png", out.dir / f"{name}.svg"
+    formats = out.formats
+    if "png" in formats:
+        # zlib level 1: a quarter of the encoding time for ~20% larger files.
+        fig.savefig(png, dpi=120, pil_kwargs={"compress_level": 1})
+    if "svg" in formats:
+        fig.savefig(svg, metadata={"Date": None})  # no timestamp: the same run gives the same file
     return Figure(name, title, png, svg, caption, data)
 
 
-def make_figures(store: Any, run_id: int, out_dir: Path, *, baseline: str | None = None) -> list[Figure]:
-    """Draw every figure the run has data for into out_dir; return those made, in name order."""
-    import matplotlib
+# Every figure, by the name its file gets; a function draws it or returns None
+# when the run has nothing to plot for it.
+FIGURE_NAMES = ("01_box_train_time", "02_box_infer_time", "03_runs_train_time", "04_relative_time",
+                "05_batch_size", "06_accuracy_runs", "07_energy_runs", "08_telemetry")
 
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    run = _Run(store, run_id)
-    made: list[Figure | None] = []
-    style = {"font.size": 9, "svg.hashsalt": "dlbench", "svg.fonttype": "none", "hatch.linewidth": 0.6}
-    with matplotlib.rc_context(style):
-        made.append(_box_figure(run, "train", "time", 1.0, "s", "train time", "01_box_train_time", out_dir))
-        made.append(_box_figure(run, "infer", "time", 1e3, "ms", "inference time", "02_box_infer_time", out_dir))
-        panels = [(g, "train", "time", ks) for g, ks in run.grouped(_cases_with(run, "train", "time")).items()]
-        made.append(_per_run_figure(run, panels, 1.0, "s", "train time", "bar",
-                                    "03_runs_train_time", "Train time of every repeat (s)", out_dir))
-        made.append(_relative_figure(run, baseline, out_dir))
-        made.append(_batch_figure(run, out_dir))
-        panels = [(g, "accuracy", "accuracy", ks)
-                  for g, ks in run.grouped(_cases_with(run, "accuracy", "accuracy")).items()]
-        made.append(_per_run_figure(run, panels, 100.0, "%", "accuracy", "dot",
-                                    "06_accuracy_runs", "Test accuracy of every repeat (%)", out_dir))
+
+def _drawers(run: _Run, out: Target, baseline: str | None) -> dict[str, Any]:
+    def runs_panels(phase: str, metric: str) -> list:
+        return [(g, phase, metric, ks) for g, ks in run.grouped(_cases_with(run, phase, metric)).items()]
+
+    def energy() -> Figure | None:
         sources = sorted({m["metric"] for m in run.rows if m["metric"].startswith("energy:") and m["phase"] == "train"})
         panels = [(f"{g} — {src.split(':', 1)[1]}", "train", src, ks)
                   for src in sources for g, ks in run.grouped(_cases_with(run, "train", src)).items()]
-        made.append(_per_run_figure(run, panels, 1.0, "J", "train energy", "bar", "07_energy_runs",
-                                    "Energy of every training repeat (J)", out_dir))
-        made.append(_telemetry_figure(run, out_dir))
+        return _per_run_figure(run, panels, 1.0, "J", "train energy", "bar", "07_energy_runs",
+                               "Energy of every training repeat (J)", out)
+
+    return {
+        "01_box_train_time": lambda: _box_figure(run, "train", "time", 1.0, "s", "train time", "01_box_train_time", out),
+        "02_box_infer_time": lambda: _box_figure(run, "infer", "time", 1e3, "ms", "inference time",
+                                                 "02_box_infer_time", out),
+        "03_runs_train_time": lambda: _per_run_figure(run, runs_panels("train", "time"), 1.0, "s", "train time",
+                                                      "bar", "03_runs_train_time", "Train time of every repeat (s)",
+                                                      out),
+        "04_relative_time": lambda: _relative_figure(run, baseline, out),
+        "05_batch_size": lambda: _batch_figure(run, out),
+        "06_accuracy_runs": lambda: _per_run_figure(run, runs_panels("accuracy", "accuracy"), 100.0, "%", "accuracy",
+                                                    "dot", "06_accuracy_runs", "Test accuracy of every repeat (%)",
+                                                    out),
+        "07_energy_runs": energy,
+        "08_telemetry": lambda: _telemetry_figure(run, out),
+    }
+
+
+def make_figures(store: Any, run_id: int, out_dir: Path, *, baseline: str | None = None,
+                 formats: tuple[str, ...] = ("png", "svg"), only: tuple[str, ...] | None = None,
+                 trials: list | None = None, rows: list | None = None) -> list[Figure]:
+    """Draw every figure the run has data for into out_dir; return those made, in name order.
+
+    `only` restricts the figures drawn (names from FIGURE_NAMES); `formats` the files
+    written; `trials`/`rows` are the run's trials and measurements when the caller has
+    them loaded already (then `store` is not read)."""
+    import matplotlib
+
+    unknown = set(only or ()) - set(FIGURE_NAMES)
+    if unknown:
+        raise ValueError(f"unknown figures {sorted(unknown)}; known: {', '.join(FIGURE_NAMES)}")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    run = _Run(store.trials(run_id) if trials is None else trials,
+               store.measurements(run_id) if rows is None else rows)
+    drawers = _drawers(run, Target(out_dir, tuple(formats)), baseline)
+    made: list[Figure | None] = []
+    style = {"font.size": 9, "svg.hashsalt": "dlbench", "svg.fonttype": "none", "hatch.linewidth": 0.6}
+    with matplotlib.rc_context(style):
+        for name in FIGURE_NAMES:
+            if only is None or name in only:
+                made.append(drawers[name]())
     return [f for f in made if f is not None]
