@@ -25,7 +25,7 @@ def test_defaults_and_embedded_suite():
     ("[matrix]\nframework = ['pytorch']", "framework = 'pytorch': unknown framework; allowed: torch, tensorflow, jax"),
     ("[matrix]\nframework = ['torch:jit']", "unknown variant of torch; allowed: eager, compile"),
     ("[matrix]\nmodel = ['resnet']", "model = 'resnet': unknown model; allowed: mlp, lenet5, cnn, knn"),
-    ("[matrix]\ndataset = ['cifar']", "unknown dataset; allowed: digits, mnist, fashion-mnist, synthetic"),
+    ("[matrix]\ndataset = ['cifar']", "unknown dataset; allowed: digits, mnist, fashion-mnist"),
     ("[matrix]\ninit = ['he']", "unknown init; allowed: framework-default, glorot-uniform"),
     ("[matrix]\noptimizer = ['rmsprop']", "unknown optimizer; allowed: sgd, adam"),
     ("[matrix]\nbatch_size = [0]", "batch_size must be a positive integer"),

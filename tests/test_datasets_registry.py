@@ -32,7 +32,8 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_names_and_shapes() -> None:
-    assert datasets.DATASET_NAMES == ("digits", "mnist", "fashion-mnist", "synthetic")
+    assert datasets.DATASET_NAMES == ("digits", "mnist", "fashion-mnist", "cifar10", "synthetic")
+    assert datasets.dataset_shape("cifar10") == ((32, 32, 3), 10)
     assert datasets.dataset_shape("digits") == ((8, 8, 1), 10)
     assert datasets.dataset_shape("mnist") == ((28, 28, 1), 10)
     assert datasets.dataset_shape("fashion-mnist") == ((28, 28, 1), 10)
@@ -42,16 +43,16 @@ def test_names_and_shapes() -> None:
 
 
 @pytest.mark.parametrize("call", [
-    lambda: datasets.dataset_shape("cifar10"),
-    lambda: datasets.locate("cifar10"),
-    lambda: datasets.ensure("cifar10"),
-    lambda: datasets.load("cifar10"),
+    lambda: datasets.dataset_shape("imagenet"),
+    lambda: datasets.locate("imagenet"),
+    lambda: datasets.ensure("imagenet"),
+    lambda: datasets.load("imagenet"),
 ])
 def test_unknown_name_is_keyerror_naming_choices(call) -> None:
     with pytest.raises(KeyError) as err:
         call()
     message = str(err.value)
-    assert "'cifar10'" in message
+    assert "'imagenet'" in message
     assert all(name in message for name in datasets.DATASET_NAMES)
 
 

@@ -170,7 +170,7 @@ def test_evaluate_covers_the_partial_batch(fw):
     data = _arrays(n_train=32, n_test=1003)  # 1003 = one full eval batch + 3
     native = fw.prepare(data)
     trainer = fw.build(native, _settings("mlp"))
-    logits = np.concatenate([np.asarray(trainer.fns.predict(trainer.params, native.test_x[i:i + 500]))
+    logits = np.concatenate([np.asarray(trainer.fns.predict(trainer.params, trainer.state, native.test_x[i:i + 500]))
                              for i in range(0, 1003, 500)])
     expected = float(np.mean(logits.argmax(-1) == data.test.y))
     assert trainer.evaluate() == pytest.approx(expected, abs=1e-12)

@@ -11,7 +11,7 @@ from dlbench.runner import run_plan
 from dlbench.store import Store
 
 
-def _experiment(frameworks, timeout=60.0, repeats=2, warmup=1):
+def _experiment(frameworks, timeout=60.0, repeats=2, warmup=1, extra=""):
     text = f"""
 [matrix]
 framework = {json.dumps(frameworks)}
@@ -24,6 +24,7 @@ repeats = {repeats}
 warmup = {warmup}
 timeout = {timeout}
 latency_batches = 2
+{extra}
 [synthetic]
 shape = [4, 4, 1]
 train_size = 32
@@ -74,3 +75,17 @@ def test_stdout_noise_does_not_corrupt_events(tmp_path, faulty_plugin):
         trial = store.trials(run_id)[0]
         assert "noise on stdout" in trial["stderr"]
         assert json.loads(trial["manifest_json"])["variant"] == "ok"
+
+
+def test_a_crash_under_a_memory_limit_is_stored_as_inferred_oom(tmp_path, faulty_plugin):
+    # A generous cap (never reached by this tiny worker): only the crash matters here.
+    plan = expand(_experiment(["faulty:segfault", "faulty:oom"], repeats=1, extra='memory_limit = "8GiB"'))
+    with Store(tmp_path / "r.db") as store:
+        run_id, counts = run_plan(store, plan, command_line="test", environment={})
+        assert counts == {"oom": 2}
+        rows = {json.loads(r["case_json"])["variant"]: r for r in store.trials(run_id)}
+        assert rows["segfault"]["error"].startswith("out of memory (inferred): the worker died by SIGSEGV "
+                                                    "while capped at 8192 MiB")
+        assert "MemoryError" in rows["oom"]["error"]
+        manifest = json.loads(rows["oom"]["manifest_json"])
+        assert manifest["memory_limit"] == 8 * 2**30

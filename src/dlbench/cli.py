@@ -26,6 +26,14 @@ err_console = Console(stderr=True, markup=False) if sys.stderr.isatty() else Con
 
 DB = Annotated[Path, typer.Option("--db", help="SQLite results database.")]
 ListOpt = Annotated[Optional[str], typer.Option(help="Comma-separated values; each value is a matrix factor level.")]
+ShapeOpt = Annotated[Optional[str], typer.Option(help="Input sizes to sweep, comma-separated: the side of square "
+                                                "synthetic images or a sequence length (0 = the dataset's own).")]
+PrecisionOpt = Annotated[Optional[str], typer.Option(help="float32 and/or bf16-mixed, comma-separated.")]
+PipelineOpt = Annotated[Optional[str], typer.Option(help="Training data pipeline(s), comma-separated: preloaded, "
+                                                   "native (augmentation in the framework's ops) or numpy.")]
+LayoutOpt = Annotated[Optional[str], typer.Option(help="native, channels-last and/or channels-first, comma-separated.")]
+OptionOpt = Annotated[Optional[list[str]], typer.Option(help="A model option, MODEL.OPTION=VALUE (repeatable), "
+                                                       "e.g. lstm.hidden=650.")]
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -46,23 +54,28 @@ def _split(value: str | None, cast=str) -> list[Any] | None:
     return None
 
 
-def _experiment(file: Path | None, matrix: dict[str, list[Any] | None], protocol: dict[str, Any]):
+def _experiment(file: Path | None, matrix: dict[str, list[Any] | None], protocol: dict[str, Any],
+                options: list[str] | None = None):
     from dlbench import config
 
     try:
         exp = config.load(file) if file is not None else config.default()
-        return config.override(exp, {k: v for k, v in matrix.items() if v is not None}, protocol)
+        return config.override(exp, {k: v for k, v in matrix.items() if v is not None}, protocol,
+                               model_options=config.parse_option_flags(options or []))
     except config.ConfigError as exc:
         _fail(str(exc))
 
 
-def _plan(file, framework, model, dataset, batch_size, init, optimizer, lr, protocol):
+def _plan(file, framework, model, dataset, batch_size, init, optimizer, lr, protocol,
+          input_shape=None, precision=None, layout=None, options=None, pipeline=None):
     from dlbench.plan import expand
 
     exp = _experiment(file, {"framework": _split(framework), "model": _split(model),
                              "dataset": _split(dataset), "batch_size": _split(batch_size, int),
-                             "init": _split(init), "optimizer": _split(optimizer), "lr": _split(lr, float)},
-                      protocol)
+                             "init": _split(init), "optimizer": _split(optimizer), "lr": _split(lr, float),
+                             "input_shape": _split(input_shape, int), "precision": _split(precision),
+                             "layout": _split(layout), "pipeline": _split(pipeline)},
+                      protocol, options)
     return expand(exp)
 
 
@@ -84,6 +97,8 @@ def run(
     file: FILE = None,
     framework: ListOpt = None, model: ListOpt = None, dataset: ListOpt = None,
     batch_size: ListOpt = None, init: ListOpt = None, optimizer: ListOpt = None, lr: ListOpt = None,
+    input_shape: ShapeOpt = None, precision: PrecisionOpt = None, layout: LayoutOpt = None,
+    pipeline: PipelineOpt = None, option: OptionOpt = None,
     epochs: Annotated[Optional[int], typer.Option(help="Epochs per training repeat.")] = None,
     steps: Annotated[Optional[int], typer.Option(help="Optimizer steps per training repeat (instead of epochs).")] = None,
     momentum: Annotated[Optional[float], typer.Option(help="SGD momentum.")] = None,
@@ -105,6 +120,9 @@ def run(
     max_repeats: Annotated[Optional[int], typer.Option(help="Adaptive: at most this many blocks (trials per case).")] = None,
     budget: Annotated[Optional[float], typer.Option(help="Adaptive: stop adding blocks after this many minutes.")] = None,
     until_ci_metrics: Annotated[Optional[str], typer.Option(help="Adaptive: the phase.metric medians that must converge, comma list (default train.time).")] = None,
+    target_accuracy: Annotated[Optional[float], typer.Option(help="Time to accuracy: train epoch by epoch until this test accuracy (fraction), at most --epochs epochs.")] = None,
+    tta_budget: Annotated[Optional[float], typer.Option(help="Time to accuracy: stop after this many seconds of training.")] = None,
+    memory_limit: Annotated[Optional[str], typer.Option(help="Cap each worker's memory (e.g. 2GiB; RLIMIT_DATA): cells that exceed it are stored as oom.")] = None,
     resume: Annotated[Optional[int], typer.Option(help="Finish the unfinished trials of run ID.")] = None,
     db: DB = Path("dlbench.db"),
 ) -> None:
@@ -127,8 +145,10 @@ def run(
                         data_dir=data_dir, train_samples=train_samples, test_samples=test_samples,
                         latency_batches=latency_batches, samplers=samplers, sample_interval=sample_interval,
                         idle_baseline=idle_baseline, until_ci=until_ci, max_repeats=max_repeats, budget=budget,
-                        until_ci_metrics=until_ci_metrics)
-        plan = _plan(file, framework, model, dataset, batch_size, init, optimizer, lr, protocol)
+                        until_ci_metrics=until_ci_metrics, memory_limit=memory_limit,
+                        target_accuracy=target_accuracy, tta_budget=tta_budget)
+        plan = _plan(file, framework, model, dataset, batch_size, init, optimizer, lr, protocol,
+                     input_shape, precision, layout, option, pipeline)
         if not plan.trials:
             _print_skipped([(s.cell, s.reason) for s in plan.skipped])
             _fail("nothing to run: every cell was skipped (reasons above)")
@@ -206,6 +226,8 @@ def plan(
     file: FILE = None,
     framework: ListOpt = None, model: ListOpt = None, dataset: ListOpt = None,
     batch_size: ListOpt = None, init: ListOpt = None, optimizer: ListOpt = None, lr: ListOpt = None,
+    input_shape: ShapeOpt = None, precision: PrecisionOpt = None, layout: LayoutOpt = None,
+    pipeline: PipelineOpt = None, option: OptionOpt = None,
     epochs: Annotated[Optional[int], typer.Option(help="Epochs per training repeat.")] = None,
     steps: Annotated[Optional[int], typer.Option(help="Optimizer steps per training repeat.")] = None,
     repeats: Annotated[Optional[int], typer.Option(help="Measured repeats per trial.")] = None,
@@ -217,36 +239,65 @@ def plan(
     from dlbench.tables import plan_table
 
     protocol = dict(epochs=epochs, steps=steps, repeats=repeats, warmup=warmup, trials=trials, threads=threads)
-    p = _plan(file, framework, model, dataset, batch_size, init, optimizer, lr, protocol)
+    p = _plan(file, framework, model, dataset, batch_size, init, optimizer, lr, protocol,
+              input_shape, precision, layout, option, pipeline)
     console.print(plan_table(p))
     _print_skipped([(s.cell, s.reason) for s in p.skipped])
 
 
 @app.command("list")
-def list_() -> None:
-    """Frameworks (installed versions or why not), models (parameter counts), datasets."""
+def list_(
+    params: Annotated[bool, typer.Option("--params/--no-params", help="Build every model in every installed "
+                                         "framework to show its trainable-parameter count (cached after the "
+                                         "first time).")] = True,
+) -> None:
+    """Frameworks (installed versions or why not), models (parameter counts per framework), datasets."""
     from rich.table import Table
 
     from dlbench.datasets import DATASET_NAMES, dataset_shape, locate
     from dlbench.frameworks import registry
     from dlbench.models import all_specs
+    from dlbench.param_counts import NN_FRAMEWORKS, framework_counts, reference_point
 
     t = Table(title="frameworks")
     for col in ("name", "variants", "status", "versions"):
         t.add_column(col, overflow="fold")
+    installed = {}
     for info in registry().values():
         reason = info.unavailable_reason()
         versions = ", ".join(f"{k} {v}" for k, v in info.versions().items() if v != "not installed")
         t.add_row(info.name, ", ".join(info.variants), reason or "installed", versions)
+        if reason is None and info.name in NN_FRAMEWORKS:
+            installed[info.name] = versions
     console.print(t)
-    t = Table(title="models (trainable parameters, computed from the spec)")
-    for col in ("name", "frameworks", "28x28x1, 10 classes", "published", "description"):
+    counts = {}
+    if params and installed:
+        err_console.print(f"counting parameters in {', '.join(installed)} (built once, then cached) ...")
+        counts = framework_counts(installed)
+    t = Table(title="models: trainable parameters at the input shown, as each framework builds them, "
+                    "beside the spec's formula and the published count")
+    for col in ("name", "input, classes", "formula", *counts, "published", "description"):
         t.add_column(col, overflow="fold")
     for spec in all_specs():
-        count = spec.count((28, 28, 1), 10) if spec.param_count else None
-        published = spec.reference_counts.get(((28, 28, 1), 10))
-        t.add_row(spec.name, ", ".join(spec.frameworks), f"{count:,}" if count is not None else "—",
-                  f"{published:,}" if published else "—", spec.description)
+        if spec.param_count is None:
+            t.add_row(spec.name, "—", "—", *("—" for _ in counts), "—", spec.description)
+            continue
+        shape, classes, published = reference_point(spec)
+        formula = spec.count(shape, classes)
+
+        def shown(fw: str) -> str:
+            got = counts[fw]
+            if isinstance(got.get("error"), str):  # the whole framework failed to count
+                return f"error: {got['error']}"
+            value = got.get(spec.name)
+            if value is None:
+                return "—"
+            if isinstance(value, dict):
+                return f"error: {value['error']}"
+            return f"{value:,}" + ("" if value == formula else " (≠ formula)")
+
+        t.add_row(spec.name, f"{'x'.join(map(str, shape))}, {classes}", f"{formula:,}",
+                  *(shown(fw) for fw in counts), f"{published:,}" if published else "—", spec.description)
     console.print(t)
     t = Table(title="datasets")
     for col in ("name", "shape", "classes", "location"):

@@ -24,7 +24,8 @@ import numpy as np
 from dlbench import stats
 
 # Lower is better for these; they are what verdicts speak of.
-TIMED = (("train", "time", "train time"), ("infer", "time", "inference time"))
+TIMED = (("train", "time", "train time"), ("infer", "time", "inference time"),
+         ("tta", "time", "time to accuracy"))
 
 
 @dataclass(frozen=True)
@@ -160,6 +161,8 @@ def run_vs_run(a_trials, a_measurements, b_trials, b_measurements, threshold: fl
     for phase, metric, name in TIMED:
         sa = samples(a_trials, a_measurements, phase, metric)
         sb = samples(b_trials, b_measurements, phase, metric)
+        if not sa and not sb:
+            continue  # a metric neither run measures (e.g. time to accuracy)
         for key, case in a_cases.items():
             b_key = b_by_match.get(match_key(case))
             if b_key is None:

@@ -22,7 +22,18 @@ from typing import Any
 
 from dlbench.frameworks.protocol import INITS, OPTIMIZERS
 
-FACTORS = ("framework", "model", "dataset", "batch_size", "init", "optimizer", "lr")
+FACTORS = ("framework", "model", "dataset", "batch_size", "init", "optimizer", "lr",
+           "input_shape", "precision", "layout", "pipeline")
+# float32 everywhere, or bfloat16 compute with float32 weights and loss
+# (torch.autocast, Keras' "mixed_bfloat16" policy, JAX casting params and inputs).
+PRECISIONS = ("float32", "bf16-mixed")
+# native: each framework's own (torch NCHW, Keras and Flax NHWC);
+# channels-last / channels-first: that memory layout where the framework offers it.
+LAYOUTS = ("native", "channels-last", "channels-first")
+# Training data: preloaded device tensors (shuffle only), or CIFAR-style augmentation
+# (pad-4 random crop, horizontal flip, per-channel normalization) in the framework's
+# own ops (native: torch tensor ops, tf.data, jax.numpy) or the shared numpy pipeline.
+PIPELINES = ("preloaded", "native", "numpy")
 DEVICES = ("cpu", "cuda")
 
 
@@ -56,6 +67,13 @@ class Protocol:
     # headline metric by default: a sub-millisecond inference median on a shared
     # CPU can need 20+ blocks for ±5% while the train-time verdict is long settled.
     until_ci_metrics: str = "train.time"
+    # Cap on each worker's memory ("2GiB", "1500MB", "0" or "": none), so that
+    # out-of-memory cells are exercised on a CPU machine too (see parse_memory).
+    memory_limit: str = ""
+    # Time to accuracy (DAWNBench): train epoch by epoch until this test accuracy
+    # (a fraction; 0: off), at most `epochs` epochs and `tta_budget` seconds of training.
+    target_accuracy: float = 0.0
+    tta_budget: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -75,6 +93,8 @@ class Experiment:
     synthetic: Synthetic = Synthetic()
     include: tuple[dict[str, tuple[Any, ...]], ...] = ()
     exclude: tuple[dict[str, tuple[Any, ...]], ...] = ()
+    # [models.<name>] tables: options of a model (validated against its spec).
+    model_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     source: str = "<defaults>"   # file the experiment came from
     text: str = ""               # the file's text, verbatim (stored with the run)
 
@@ -87,9 +107,14 @@ MATRIX_DEFAULTS: dict[str, tuple[Any, ...]] = {
     "init": ("glorot-uniform",),
     "optimizer": ("sgd",),
     "lr": (0.01,),
+    # 0: the dataset's own input size; N: synthetic N x N images (or sequences of N steps).
+    "input_shape": (0,),
+    "precision": ("float32",),
+    "layout": ("native",),
+    "pipeline": ("preloaded",),
 }
 
-_TOP_KEYS = ("experiment", "matrix", "protocol", "synthetic", "include", "exclude")
+_TOP_KEYS = ("experiment", "matrix", "protocol", "synthetic", "include", "exclude", "models")
 
 
 def _allowed(names) -> str:
@@ -141,6 +166,15 @@ def _check_factor(where: str, factor: str, values: tuple[Any, ...]) -> tuple[Any
             if not isinstance(v, int | float) or isinstance(v, bool) or v <= 0:
                 raise ConfigError(f"{key}: lr must be a positive number")
             v = float(v)
+        elif factor == "input_shape" and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+            raise ConfigError(f"{key}: input_shape must be a positive integer (the side of a square "
+                              f"image or a sequence length; 0 = the dataset's own)")
+        elif factor == "precision" and v not in PRECISIONS:
+            raise ConfigError(f"{key}: unknown precision; allowed: {_allowed(PRECISIONS)}")
+        elif factor == "layout" and v not in LAYOUTS:
+            raise ConfigError(f"{key}: unknown layout; allowed: {_allowed(LAYOUTS)}")
+        elif factor == "pipeline" and v not in PIPELINES:
+            raise ConfigError(f"{key}: unknown pipeline; allowed: {_allowed(PIPELINES)}")
         out.append(v)
     return tuple(dict.fromkeys(out))  # drop duplicates, keep order
 
@@ -197,10 +231,15 @@ def validate_protocol(where: str, p: Protocol) -> Protocol:
               ("idle_baseline", p.idle_baseline >= 0, ">= 0 seconds"),
               ("until_ci", 0 <= p.until_ci < 100, "a percentage in (0, 100), or 0 for a fixed design"),
               ("max_repeats", p.max_repeats >= 1, ">= 1"),
-              ("budget", p.budget >= 0, ">= 0 minutes (0 = no limit)")]
+              ("budget", p.budget >= 0, ">= 0 minutes (0 = no limit)"),
+              ("target_accuracy", 0 <= p.target_accuracy <= 1, "a fraction in (0, 1], or 0 for no target"),
+              ("tta_budget", p.tta_budget >= 0, ">= 0 seconds (0 = only the epochs limit)")]
     for name, ok, rule in checks:
         if not ok:
             raise ConfigError(f"{where}: {name} = {getattr(p, name)!r}: must be {rule}")
+    if p.target_accuracy and p.steps is not None:
+        raise ConfigError(f"{where}: target_accuracy trains epoch by epoch: set epochs (the most epochs "
+                          f"to try), not steps")
     from dlbench.samplers import parse_names
 
     try:
@@ -210,10 +249,33 @@ def validate_protocol(where: str, p: Protocol) -> Protocol:
     if p.device not in DEVICES:
         raise ConfigError(f"{where}: device = {p.device!r}: allowed: {_allowed(DEVICES)}")
     try:
+        parse_memory(p.memory_limit)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: memory_limit = {p.memory_limit!r}: {exc}") from None
+    try:
         parse_ci_metrics(p.until_ci_metrics)
     except ValueError as exc:
         raise ConfigError(f"{where}: until_ci_metrics = {p.until_ci_metrics!r}: {exc}") from None
     return p
+
+
+MEMORY_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "kib": 2**10, "m": 10**6, "mb": 10**6, "mib": 2**20,
+                "g": 10**9, "gb": 10**9, "gib": 2**30, "t": 10**12, "tb": 10**12, "tib": 2**40}
+
+
+def parse_memory(text: str) -> int:
+    """'2GiB' -> 2147483648; '' or '0' -> 0 (no limit). Decimal (MB, GB) and binary (MiB, GiB) units."""
+    import re
+
+    if text.strip() in ("", "0"):
+        return 0
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    if not m or m.group(2).lower() not in MEMORY_UNITS:
+        raise ValueError("expected a size such as 512MiB, 2GiB, 1.5GB or a byte count (0 or empty: no limit)")
+    value = int(float(m.group(1)) * MEMORY_UNITS[m.group(2).lower()])
+    if value < 64 * 2**20:
+        raise ValueError(f"{value} bytes is below 64 MiB, too little for a Python process to start")
+    return value
 
 
 CI_METRICS = ("build.time", "compile.time", "train.time", "train.throughput", "infer.time",
@@ -272,7 +334,7 @@ def parse(text: str, source: str = "<string>") -> Experiment:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{source}: not valid TOML: {exc}") from None
     _check_keys(source, data, _TOP_KEYS)
-    for key in ("experiment", "matrix", "protocol", "synthetic"):
+    for key in ("experiment", "matrix", "protocol", "synthetic", "models"):
         if key in data and not isinstance(data[key], dict):
             raise ConfigError(f"{source}: [{key}] must be a table")
     exp = data.get("experiment", {})
@@ -290,9 +352,46 @@ def parse(text: str, source: str = "<string>") -> Experiment:
         synthetic=_synthetic(f"{source} [synthetic]", data.get("synthetic", {})),
         include=_cells(source, data.get("include", []), "include"),
         exclude=_cells(source, data.get("exclude", []), "exclude"),
+        model_options=_model_options(f"{source} [models]", data.get("models", {})),
         source=source,
         text=text,
     )
+
+
+def _model_options(where: str, table: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """[models.<name>] tables -> {name: options}, each checked against the model's spec."""
+    from dlbench.models import MODEL_NAMES, get_spec
+
+    out = {}
+    for name, options in table.items():
+        at = f"{where[:-1]}.{name}]"
+        if name not in MODEL_NAMES:
+            raise ConfigError(f"{at}: unknown model {name!r}; allowed: {_allowed(MODEL_NAMES)}")
+        if not isinstance(options, dict):
+            raise ConfigError(f"{at}: expected a table of options")
+        try:
+            get_spec(name).resolve_options(options)
+        except ValueError as exc:
+            raise ConfigError(f"{at}: {exc}") from None
+        out[name] = dict(options)
+    return out
+
+
+def parse_option_flags(flags: list[str], where: str = "--option") -> dict[str, dict[str, Any]]:
+    """['lstm.hidden=650', 'transformer.preset=bert_base'] -> {model: {option: value}};
+    values are read as TOML values (numbers, true/false), else kept as strings."""
+    table: dict[str, dict[str, Any]] = {}
+    for flag in flags:
+        name, dot, rest = flag.partition(".")
+        option, eq, raw = rest.partition("=")
+        if not dot or not eq or not name or not option:
+            raise ConfigError(f"{where} {flag!r}: expected MODEL.OPTION=VALUE, e.g. lstm.hidden=650")
+        try:
+            value = tomllib.loads(f"v = {raw}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = raw
+        table.setdefault(name, {})[option] = value
+    return _model_options(f"{where} [models]", table)
 
 
 def load(path: str | Path) -> Experiment:
@@ -313,7 +412,7 @@ def default() -> Experiment:
 
 
 def override(exp: Experiment, matrix: dict[str, list[Any]], protocol: dict[str, Any],
-             where: str = "command line") -> Experiment:
+             where: str = "command line", model_options: dict[str, dict[str, Any]] | None = None) -> Experiment:
     """Apply command-line flags: matrix factors replace the file's lists; protocol
     settings replace single values. Validated like the file."""
     new_matrix = dict(exp.matrix)
@@ -332,4 +431,7 @@ def override(exp: Experiment, matrix: dict[str, list[Any]], protocol: dict[str, 
         if "epochs" in proto_table and "steps" in proto_table:
             raise ConfigError(f"{where}: give --epochs or --steps, not both")
         proto = _protocol(where, proto_table, exp.protocol)
-    return replace(exp, matrix=new_matrix, protocol=proto, include=tuple(include))
+    options = {k: dict(v) for k, v in exp.model_options.items()}
+    for name, given in (model_options or {}).items():
+        options.setdefault(name, {}).update(given)
+    return replace(exp, matrix=new_matrix, protocol=proto, include=tuple(include), model_options=options)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from dlbench.frameworks.protocol import Framework, TrainSettings
@@ -40,6 +41,9 @@ def settings_for(case: dict[str, Any], repeat: int) -> TrainSettings:
         optimizer="sgd" if classical else case["optimizer"], lr=case["lr"] or 0.01,
         momentum=case["momentum"], init="glorot-uniform" if classical else case["init"],
         seed=case["seed"] + repeat,
+        model_options=dict(case.get("model_options") or {}),
+        precision=case.get("precision", "float32"), layout=case.get("layout", "native"),
+        pipeline="preloaded" if classical else case.get("pipeline", "preloaded"),
     )
 
 
@@ -49,6 +53,11 @@ def run_repeat(fw: Framework, native: Any, case: dict[str, Any], protocol: dict[
     (e.g. the neighbour-search algorithm scikit-learn picked), for the manifest."""
     warm = repeat < protocol["warmup"]
     settings = settings_for(case, repeat)
+    classical = case["optimizer"] == "none"
+    tta = bool(protocol.get("target_accuracy")) and not classical
+    max_epochs = settings.epochs or 1
+    if tta:  # one epoch per train() call; the configured epochs are the budget
+        settings = replace(settings, epochs=1)
     out: list[Measurement] = []
 
     def add(phase: str, metric: str, value: float | None, unit: str, seq: int | None = None) -> None:
@@ -69,9 +78,12 @@ def run_repeat(fw: Framework, native: Any, case: dict[str, Any], protocol: dict[
     _, seconds = timed("compile", trainer.first_step)
     add("compile", "time", seconds, "s")
 
+    if tta:
+        _time_to_accuracy(trainer, settings, protocol, max_epochs, n_train, add, marker, repeat)
+        return _inference(trainer, case, protocol, repeat, add, marker, timed, out)
+
     losses, seconds = timed("train", trainer.train)
     add("train", "time", seconds, "s")
-    classical = case["optimizer"] == "none"
     if not classical:
         steps = settings.total_steps(n_train)
         add("train", "steps", float(steps), "count")
@@ -85,7 +97,52 @@ def run_repeat(fw: Framework, native: Any, case: dict[str, Any], protocol: dict[
     learned = getattr(trainer, "manifest", None)
     if facts is not None and callable(learned):
         facts(**learned())
+    return _inference(trainer, case, protocol, repeat, add, marker, timed, out)
 
+
+def _time_to_accuracy(trainer: Any, settings: TrainSettings, protocol: dict[str, Any], max_epochs: int,
+                      n_train: int, add: Callable[..., None], marker: Emit, repeat: int) -> None:
+    """DAWNBench-style: one epoch at a time, then the test accuracy, until the target
+    or the budget (the configured epochs, and `tta_budget` seconds of training).
+
+    Only training is summed into the time to target; each evaluation is timed and
+    reported apart. One marker window "tta" spans the loop (evaluations included),
+    so telemetry of this phase covers both."""
+    target = protocol["target_accuracy"]
+    budget = protocol.get("tta_budget") or float("inf")
+    train_s = eval_s = 0.0
+    reached_at = None
+    marker(phase="tta", repeat=repeat, edge="start")
+    for epoch in range(1, max_epochs + 1):
+        t0 = time.perf_counter_ns()
+        losses = trainer.train()  # built with epochs=1: one more epoch each call
+        train_s += _seconds(t0)
+        t0 = time.perf_counter_ns()
+        accuracy = float(trainer.evaluate())
+        eval_s += _seconds(t0)
+        add("train", "loss", float(losses[-1]), "nats", seq=epoch - 1)
+        add("tta", "accuracy", accuracy, "fraction", seq=epoch)
+        if accuracy >= target:
+            reached_at = epoch
+            break
+        if train_s >= budget:
+            break
+    marker(phase="tta", repeat=repeat, edge="end")
+    add("train", "time", train_s, "s")
+    add("train", "epochs", float(epoch), "count")
+    add("train", "throughput", epoch * settings.steps_per_epoch(n_train) * settings.batch_size / train_s
+        if train_s > 0 else None, "samples/s")
+    add("evaluate", "time", eval_s, "s")
+    add("accuracy", "accuracy", accuracy, "fraction")
+    add("tta", "reached", 1.0 if reached_at else 0.0, "bool")
+    # Not reached: no time to target (None), never the budget passed off as one.
+    add("tta", "time", train_s if reached_at else None, "s")
+    add("tta", "epochs", float(reached_at) if reached_at else None, "count")
+
+
+def _inference(trainer: Any, case: dict[str, Any], protocol: dict[str, Any], repeat: int,
+               add: Callable[..., None], marker: Emit, timed: Callable[..., Any],
+               out: list[Measurement]) -> list[Measurement]:
     batch = case["batch_size"]
     batches = trainer.prepare_infer(batch)
     if batches == 0:

@@ -40,11 +40,19 @@ class Case:
     seed: int = 0
     train_samples: int = 0
     test_samples: int = 0
-    # Only for dataset "synthetic": [H, W, C, classes, train_size, test_size].
+    # Only for dataset "synthetic": [*sample shape, classes, train_size, test_size].
     synthetic: tuple[int, ...] | None = None
+    # The sweep's input size (square image side or sequence length); 0: the dataset's own.
+    input_shape: int = 0
+    layout: str = "native"
+    pipeline: str = "preloaded"
+    # The model's options as (name, value) pairs, sorted (hashable); a dict in as_dict().
+    model_options: tuple[tuple[str, object], ...] = ()
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        d["model_options"] = dict(self.model_options)
+        return d
 
     @property
     def key(self) -> str:
@@ -102,9 +110,50 @@ def _cells(exp: Experiment) -> list[dict]:
     return list(unique.values())
 
 
+def synthetic_sample(exp: Experiment, spec, options: dict, size: int) -> tuple[tuple[int, ...], int]:
+    """(sample shape, classes) of the synthetic data for one cell: [synthetic] for
+    image models, with H = W = size when the cell sets an input size; the model's
+    own synthetic_data for sequence models, with the sequence length = size."""
+    s = exp.synthetic
+    if spec.input_kind == "image" or spec.synthetic_data is None:
+        shape = (size, size, s.shape[2]) if size else tuple(s.shape)
+        return shape, s.classes
+    shape, classes = spec.synthetic_data(options)
+    return ((size, *shape[1:]) if size else tuple(shape)), classes
+
+
+# Memory layouts a framework cannot be asked for (None: allowed).
+def layout_reason(framework: str, layout: str, input_kind: str) -> str | None:
+    if layout == "native":
+        return None
+    if input_kind != "image":
+        return f"layout {layout} concerns image tensors; this model takes {input_kind}"
+    if layout == "channels-first" and framework == "tensorflow":
+        return ("tensorflow: Keras convolutions here take channels-last (NHWC) input (TensorFlow's CPU kernels "
+                "have no NCHW convolution); use layout native or channels-last")
+    if layout == "channels-first" and framework == "jax":
+        return ("jax: Flax's Conv takes NHWC input and XLA chooses the physical layout itself; "
+                "use layout native or channels-last")
+    if framework not in ("torch", "tensorflow", "jax"):
+        return f"{framework} has no layout setting"
+    return None
+
+
+def pipeline_reason(framework: str, pipeline: str, input_kind: str, shape: tuple[int, ...]) -> str | None:
+    if pipeline == "preloaded":
+        return None
+    if framework not in ("torch", "tensorflow", "jax"):
+        return f"{framework} has no augmentation pipeline (pipeline {pipeline})"
+    if input_kind != "image":
+        return f"pipeline {pipeline} augments images (crop, flip); this model takes {input_kind}"
+    if min(shape[:2]) <= 8:
+        return f"pipeline {pipeline}: a pad-4 crop of a {shape[0]}x{shape[1]} image would be mostly padding"
+    return None
+
+
 def expand(exp: Experiment) -> Plan:
     """The trials an experiment asks for, in execution order, and the skipped cells."""
-    from dlbench.datasets import SyntheticOptions, dataset_shape
+    from dlbench.datasets import dataset_shape
     from dlbench.models import get_spec
 
     p = exp.protocol
@@ -116,14 +165,26 @@ def expand(exp: Experiment) -> Plan:
         name, _, variant = cell["framework"].partition(":")
         info = frameworks[name]
         spec = get_spec(cell["model"])
-        synthetic_opts = None
+        options = spec.resolve_options(exp.model_options.get(cell["model"]))
+        size = cell["input_shape"]
         synthetic = None
+        reason = None
         if cell["dataset"] == "synthetic":
-            s = exp.synthetic
-            synthetic_opts = SyntheticOptions(s.shape, s.classes, s.train_size, s.test_size)
-            synthetic = (*s.shape, s.classes, s.train_size, s.test_size)
-        shape, _ = dataset_shape(cell["dataset"], synthetic_opts)
-        reason = info.unavailable_reason() or spec.unsupported_reason(name, shape, info.models)
+            shape, classes = synthetic_sample(exp, spec, options, size)
+            synthetic = (*shape, classes, exp.synthetic.train_size, exp.synthetic.test_size)
+        elif size:
+            fixed, _ = dataset_shape(cell["dataset"])
+            reason = (f"input_shape {size} applies to the synthetic dataset; {cell['dataset']} has a fixed "
+                      f"{'x'.join(map(str, fixed))} input")
+            shape = fixed
+        else:
+            shape, _ = dataset_shape(cell["dataset"])
+        reason = (reason or info.unavailable_reason() or spec.unsupported_reason(name, shape, info.models)
+                  or layout_reason(name, cell["layout"], spec.input_kind)
+                  or pipeline_reason(name, cell["pipeline"], spec.input_kind, shape))
+        if reason is not None:
+            plan.skipped.append(Skipped(cell, reason))
+            continue
         if reason is not None:
             plan.skipped.append(Skipped(cell, reason))
             continue
@@ -139,6 +200,8 @@ def expand(exp: Experiment) -> Plan:
             epochs=None if classical else p.epochs, steps=None if classical else p.steps,
             device=p.device, threads=threads, seed=p.seed,
             train_samples=p.train_samples, test_samples=p.test_samples, synthetic=synthetic,
+            precision=cell["precision"], input_shape=size, layout=cell["layout"], pipeline=cell["pipeline"],
+            model_options=tuple(sorted(options.items())) if not classical else (),
         ))
     runnable = list(dict.fromkeys(runnable))
     rng = random.Random(p.seed)

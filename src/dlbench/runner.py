@@ -47,6 +47,10 @@ def worker_command() -> list[str]:
     return [sys.executable, "-m", "dlbench.worker"]
 
 
+# Signals with which a process dies on a failed allocation it did not check.
+CRASH_SIGNALS = (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGKILL)
+
+
 def _signal_name(returncode: int) -> str:
     try:
         return signal.Signals(-returncode).name
@@ -223,6 +227,15 @@ def execute_trial(store: Store, trial_id: int, spec: dict[str, Any], *, timeout:
     elif proc.returncode is not None and proc.returncode < 0:
         outcome.error = (f"worker killed by {_signal_name(proc.returncode)} after {outcome.repeats} of "
                          f"{expected} repeats; stderr tail:\n{stderr_tail[-2000:]}")
+        limit = spec["protocol"].get("memory_limit")
+        if limit and -proc.returncode in CRASH_SIGNALS:
+            # Under a memory cap, native code that does not check malloc dies on
+            # the NULL it gets (measured: TensorFlow's CPU kernels segfault where
+            # torch and JAX raise). Inferred, and said so.
+            outcome.status = "oom"
+            outcome.error = (f"out of memory (inferred): the worker died by {_signal_name(proc.returncode)} "
+                             f"while capped at {limit / 2**20:.0f} MiB (--memory-limit); native code that "
+                             f"does not check a failed allocation crashes this way. " + outcome.error)
     elif proc.returncode != 0 or not done:
         outcome.error = (f"worker exited with code {proc.returncode} without finishing "
                          f"({outcome.repeats} of {expected} repeats); stderr tail:\n{stderr_tail[-2000:]}")
@@ -236,6 +249,8 @@ def execute_trial(store: Store, trial_id: int, spec: dict[str, Any], *, timeout:
 
 
 def protocol_for_worker(plan: Plan) -> dict[str, Any]:
+    from dlbench.config import parse_memory
+
     p = plan.experiment.protocol
     from dlbench.samplers import parse_names
 
@@ -243,7 +258,8 @@ def protocol_for_worker(plan: Plan) -> dict[str, Any]:
             "timeout": p.timeout, "data_dir": p.data_dir, "trials": p.trials,
             "samplers": list(parse_names(p.samplers)), "sample_interval": p.sample_interval,
             "until_ci": p.until_ci, "max_repeats": p.max_repeats, "budget": p.budget,
-            "until_ci_metrics": p.until_ci_metrics}
+            "until_ci_metrics": p.until_ci_metrics, "memory_limit": parse_memory(p.memory_limit),
+            "target_accuracy": p.target_accuracy, "tta_budget": p.tta_budget}
 
 
 def create_run(store: Store, plan: Plan, *, command: str, environment: dict[str, Any]) -> int:

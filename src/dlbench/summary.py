@@ -21,7 +21,11 @@ HEADLINE = (
     ("train", "time", "train time", 1.0, "s"),
     ("infer", "time", "infer time", 1000.0, "ms"),
     ("accuracy", "accuracy", "accuracy", 100.0, "%"),
+    # Time-to-accuracy runs only (tables appear when a case has values).
+    ("tta", "time", "time to target accuracy, training only", 1.0, "s"),
+    ("tta", "epochs", "epochs to target accuracy", 1.0, "epochs"),
 )
+OPTIONAL_HEADLINE = {("tta", "time"), ("tta", "epochs")}
 VARIANCE_WARNING = 0.10  # IQR / median above this is flagged (torch.utils.benchmark's rule)
 
 

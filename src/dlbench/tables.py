@@ -12,11 +12,16 @@ from collections.abc import Iterable
 
 from dlbench.plan import Plan
 from dlbench.report.render import TableData
-from dlbench.summary import HEADLINE, CaseSummary, format_stat
+from dlbench.summary import HEADLINE, OPTIONAL_HEADLINE, CaseSummary, format_stat
 
 
 def case_label(case: dict) -> str:
     parts = [f"{case['framework']}:{case['variant']}", case["model"], case["dataset"], f"b{case['batch_size']}"]
+    if case.get("input_shape"):
+        parts.append(f"in{case['input_shape']}")
+    parts += [case[k] for k in ("precision", "layout") if case.get(k) not in (None, "float32", "native")]
+    if case.get("pipeline") not in (None, "preloaded"):
+        parts.append(f"{case['pipeline']}-augment")
     if case.get("optimizer") not in (None, "none"):
         parts += [case["init"], f"{case['optimizer']} lr={case['lr']:g}"]
         parts.append(f"{case['epochs']} ep" if case.get("epochs") else f"{case['steps']} steps")
@@ -36,14 +41,19 @@ def skipped_table(skipped: Iterable[tuple[dict, str]]) -> TableData | None:
     rows = list(skipped)
     if not rows:
         return None
-    t = TableData(f"{len(rows)} skipped cells", ["framework", "model", "dataset", "reason"])
+    # The three identifying factors always; any other factor only where it varies
+    # among the skipped cells (else identical-looking rows would differ unseen).
+    fixed = ["framework", "model", "dataset"]
+    extra = [k for k in sorted({k for cell, _ in rows for k in cell} - set(fixed))
+             if len({json.dumps(cell.get(k)) for cell, _ in rows}) > 1]
+    t = TableData(f"{len(rows)} skipped cells", [*fixed, *extra, "reason"])
     for cell, reason in rows:
-        t.add_row(str(cell["framework"]), str(cell["model"]), str(cell["dataset"]), reason)
+        t.add_row(*(str(cell.get(k, "")) for k in (*fixed, *extra)), reason)
     return t
 
 
-CASE_COLUMNS = ("framework", "variant", "model", "dataset", "batch_size", "init", "optimizer", "lr",
-                "epochs", "steps", "threads", "device")
+CASE_COLUMNS = ("framework", "variant", "model", "dataset", "batch_size", "input_shape", "init", "optimizer",
+                "lr", "epochs", "steps", "threads", "device", "precision", "layout", "pipeline", "model_options")
 
 
 NOT_APPLICABLE = (None, "none")
@@ -92,6 +102,8 @@ def summary_tables(summaries: list[CaseSummary]) -> list[TableData]:
     columns = varying_fields(cases)
     tables = []
     for phase, metric, label, scale, unit in HEADLINE:
+        if (phase, metric) in OPTIONAL_HEADLINE and not any((phase, metric) in s.stats for s in summaries):
+            continue
         stat_cols = ["n", "mean ± sd", "median", "Q1", "Q3"]
         t = TableData(f"{label} ({unit})", [*_case_columns(columns), *stat_cols, "note"],
                       align=["left"] * len(columns) + ["right"] * len(stat_cols) + ["left"],
@@ -112,6 +124,9 @@ def summary_tables(summaries: list[CaseSummary]) -> list[TableData]:
                 notes.append("IQR/median>10%")
             if s.within_process and stats is not None and stats.n > 1:
                 notes.append("1 process")
+            reached = s.stats.get(("tta", "reached"))
+            if phase == "tta" and reached is not None and reached.mean < 1:
+                notes.append(f"target reached in {reached.mean:.0%} of {reached.n} repeats")
             bad = {k: v for k, v in s.statuses.items() if k != "ok"}
             if bad:
                 notes.append(", ".join(f"{v} {k}" for k, v in bad.items()))

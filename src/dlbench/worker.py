@@ -28,7 +28,8 @@ from dataclasses import asdict
 from typing import Any, TextIO
 
 OOM_MARKERS = ("MemoryError", "OutOfMemoryError", "ResourceExhaustedError", "RESOURCE_EXHAUSTED",
-               "out of memory", "std::bad_alloc")
+               "out of memory", "Out of memory", "std::bad_alloc", "can't allocate memory",
+               "Cannot allocate memory", "OOM when allocating")
 
 
 class Emitter:
@@ -43,6 +44,20 @@ class Emitter:
 def is_oom(exc: BaseException) -> bool:
     text = f"{type(exc).__name__}: {exc}"
     return isinstance(exc, MemoryError) or any(m in text for m in OOM_MARKERS)
+
+
+def limit_memory(limit: int) -> dict[str, Any]:
+    """Cap this process's data segment (RLIMIT_DATA: heap and private writable
+    mappings) at `limit` bytes; 0 leaves it alone. Not RLIMIT_AS: that counts
+    address space merely reserved (thread stacks, allocator arenas, XLA's
+    reservations) and would fail imports long before real memory runs out.
+    Measured here: past the cap torch raises "DefaultCPUAllocator: can't allocate
+    memory", TensorFlow ResourceExhaustedError and JAX RESOURCE_EXHAUSTED, each
+    caught as an ordinary exception and stored as status oom."""
+    if not limit:
+        return {"memory_limit": None}
+    resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+    return {"memory_limit": limit, "memory_limit_mechanism": "setrlimit(RLIMIT_DATA) in the worker before any import"}
 
 
 def pin_threads(threads: int) -> list[int] | None:
@@ -107,14 +122,33 @@ class PhaseMemory:
         return out
 
 
+def _synthetic_kind(model: str, options: dict[str, Any]) -> dict[str, Any]:
+    """Input kind, task and (for token classifiers) vocabulary the model needs from synthetic data."""
+    import importlib
+
+    from dlbench.models import get_spec
+
+    spec = get_spec(model)
+    kind: dict[str, Any] = {"input_kind": spec.input_kind, "task": spec.task}
+    if spec.input_kind == "tokens" and spec.task == "classify":
+        # Token ids must stay inside the model's embedding table.
+        package = importlib.import_module(f"dlbench.models.{model}")
+        kind["vocab"] = package.token_vocab(spec.resolve_options(options))
+    return kind
+
+
 def load_arrays(case: dict[str, Any], protocol: dict[str, Any]):
     from dlbench.datasets import SyntheticOptions, load
     from dlbench.datasets.arrays import Arrays
 
     synthetic = None
     if case.get("synthetic"):
-        h, w, c, classes, n_train, n_test = case["synthetic"]
-        synthetic = SyntheticOptions((h, w, c), classes, n_train, n_test)
+        # [*shape, classes, train_size, test_size]; the shape's length follows the
+        # model's input kind ((H, W, C), (T,) or (T, F)), and the model's task
+        # decides what the labels are (see dlbench.datasets.synthetic).
+        *shape, classes, n_train, n_test = case["synthetic"]
+        synthetic = SyntheticOptions(tuple(shape), classes, n_train, n_test,
+                                     **_synthetic_kind(case["model"], case.get("model_options") or {}))
     arrays = load(case["dataset"], protocol.get("data_dir"), synthetic=synthetic, seed=case["seed"])
     return Arrays(arrays.name, arrays.train.head(case["train_samples"]),
                   arrays.test.head(case["test_samples"]), arrays.num_classes)
@@ -131,6 +165,7 @@ def run_trial(spec: dict[str, Any], emit: Emitter) -> None:
         process.append({"repeat": None, "warmup": False, "phase": "process", "metric": metric,
                         "value": value, "unit": unit, "seq": None})
 
+    limits = limit_memory(protocol.get("memory_limit") or 0)
     affinity = pin_threads(case["threads"])
     info = get_info(case["framework"])
     t0 = time.perf_counter_ns()
@@ -144,7 +179,8 @@ def run_trial(spec: dict[str, Any], emit: Emitter) -> None:
     arrays = load_arrays(case, protocol)
     native = fw.prepare(arrays)
     record("data_load_time", (time.perf_counter_ns() - t0) / 1e9, "s")
-    manifest = {**manifest, "cpu_affinity": affinity, "precision": case["precision"],
+    manifest = {**manifest, **limits, "cpu_affinity": affinity, "precision": case["precision"],
+                "layout": case.get("layout", "native"), "data_pipeline_setting": case.get("pipeline", "preloaded"),
                 "train_samples": len(arrays.train), "test_samples": len(arrays.test),
                 "input_shape": list(arrays.input_shape), "num_classes": arrays.num_classes,
                 "last_batch": "drop", "timer": "time.perf_counter_ns after device synchronization"}

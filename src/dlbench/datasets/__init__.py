@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dlbench.datasets import digits, mnist
+from dlbench.datasets import cifar10, digits, mnist
 from dlbench.datasets.arrays import Arrays, ArraySplit
+from dlbench.datasets.cifar10 import CifarFormatError
 from dlbench.datasets.fetch import ChecksumMismatch, DatasetError, DatasetNotFound, DownloadError
 from dlbench.datasets.fetch import ProgressFn
 from dlbench.datasets.idx import IdxFormatError
@@ -20,12 +21,12 @@ from dlbench.datasets.synthetic import SyntheticOptions
 from dlbench.datasets.synthetic import load as _load_synthetic  # `synthetic` is a parameter name
 
 __all__ = [
-    "DATASET_NAMES", "Arrays", "ArraySplit", "ChecksumMismatch", "DatasetError",
+    "DATASET_NAMES", "Arrays", "ArraySplit", "ChecksumMismatch", "CifarFormatError", "DatasetError",
     "DatasetNotFound", "DownloadError", "IdxFormatError", "SyntheticOptions",
     "dataset_shape", "ensure", "load", "locate",
 ]
 
-DATASET_NAMES = ("digits", "mnist", "fashion-mnist", "synthetic")
+DATASET_NAMES = ("digits", "mnist", "fashion-mnist", "cifar10", "synthetic")
 
 
 def _check_name(name: str) -> None:
@@ -42,6 +43,8 @@ def dataset_shape(name: str, synthetic: SyntheticOptions | None = None
         return opts.shape, opts.classes
     if name == "digits":
         return digits.SHAPE, digits.CLASSES
+    if name in cifar10.SPECS:
+        return cifar10.SHAPE, cifar10.CLASSES
     return mnist.SHAPE, mnist.CLASSES
 
 
@@ -53,6 +56,8 @@ def locate(name: str, data_dir: str | None = None) -> tuple[Path | None, list[Pa
     _check_name(name)
     if name in mnist.SPECS:
         return mnist.locate(mnist.SPECS[name], data_dir)
+    if name in cifar10.SPECS:
+        return cifar10.locate(cifar10.SPECS[name], data_dir)
     return None, []
 
 
@@ -63,11 +68,14 @@ def ensure(name: str, data_dir: str | None = None, *, download: bool = True,
     ``progress(file_name, bytes_done, bytes_total_or_None)`` is called while
     downloading. Returns the directory used, or None for datasets without files. Raises
     ``DatasetNotFound`` (listing every place searched and how to get the data)
-    or ``ChecksumMismatch`` (a local file that is not the published one).
+    or ``ChecksumMismatch`` (a local file that is not the published one); CIFAR-10
+    also ``CifarFormatError`` (a batch file that is not whole records).
     """
     _check_name(name)
     if name in mnist.SPECS:
         return mnist.ensure(mnist.SPECS[name], data_dir, download=download, progress=progress)
+    if name in cifar10.SPECS:
+        return cifar10.ensure(cifar10.SPECS[name], data_dir, download=download, progress=progress)
     if name == "digits":
         digits.ensure()
     return None
@@ -83,6 +91,8 @@ def load(name: str, data_dir: str | None = None, *, synthetic: SyntheticOptions 
     _check_name(name)
     if name in mnist.SPECS:
         return mnist.load(mnist.SPECS[name], data_dir)
+    if name in cifar10.SPECS:
+        return cifar10.load(cifar10.SPECS[name], data_dir)
     if name == "digits":
         return digits.load()
     return _load_synthetic(synthetic, seed)

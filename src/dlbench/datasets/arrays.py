@@ -1,8 +1,16 @@
 """The in-memory form in which every dataset reaches a framework.
 
-Images are float32 NHWC in [0, 1] (channels last, the layout every loader
-produces); each framework converts once, before any timing, to its preferred
-layout. Labels are int64 class indices.
+Three input kinds share one container:
+
+- images: float32 NHWC in [0, 1] (channels last, the layout every loader
+  produces); each framework converts once, before any timing, to its
+  preferred layout;
+- token ids: (N, T) int32 or int64, non-negative;
+- spectrogram features: (N, T, F) float32 (T frames of F features).
+
+Labels are int64: (N,) class ids; (N, T) next-token targets (one per input
+position, non-negative); or (N, L) CTC label sequences padded at the end with
+-1 (label ids 1..alphabet-1; 0 is the CTC blank and never a label).
 """
 
 from __future__ import annotations
@@ -11,24 +19,60 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# ndim of x -> the input kind it holds.
+INPUT_NDIM = {4: "image", 2: "tokens", 3: "spectrogram"}
+
+
+def _check_x(x: np.ndarray) -> None:
+    if x.ndim == 4:
+        if x.dtype != np.float32:
+            raise ValueError(f"images must be float32, got {x.dtype}")
+    elif x.ndim == 2:
+        if x.dtype not in (np.int32, np.int64):
+            raise ValueError(f"token ids (N, T) must be int32 or int64, got {x.dtype}")
+        if x.size and int(x.min()) < 0:
+            raise ValueError("token ids must be non-negative")
+    elif x.ndim == 3:
+        if x.dtype != np.float32:
+            raise ValueError(f"spectrogram features (N, T, F) must be float32, got {x.dtype}")
+    else:
+        raise ValueError(f"images must be NHWC (4-d), token ids (N, T) or spectrograms (N, T, F); "
+                         f"got shape {x.shape}")
+
+
+def _check_y(x: np.ndarray, y: np.ndarray) -> None:
+    n = x.shape[0]
+    if y.ndim not in (1, 2) or y.shape[0] != n or (y.ndim == 2 and x.ndim == 4):
+        raise ValueError(f"labels shape {y.shape} does not match {n} "
+                         f"{'images' if x.ndim == 4 else 'sequences'}")
+    if y.dtype != np.int64:
+        raise ValueError(f"labels must be int64, got {y.dtype}")
+    if y.ndim == 2 and x.ndim == 2 and y.shape[1] != x.shape[1]:
+        raise ValueError(f"next-token targets {y.shape} must have one label per input position {x.shape}")
+    if y.ndim == 2 and x.ndim == 3 and y.size:
+        # CTC targets: ids >= 1, -1 only as trailing padding.
+        if int(y.min()) < -1 or np.any(y == 0):
+            raise ValueError("CTC label sequences hold ids >= 1 (0 is the blank) padded with -1")
+        pad = y < 0
+        if np.any(pad[:, :-1] & ~pad[:, 1:]):
+            raise ValueError("CTC label padding (-1) must come after every label of its sequence")
+
 
 @dataclass(frozen=True)
 class ArraySplit:
-    x: np.ndarray  # (N, H, W, C) float32
-    y: np.ndarray  # (N,) int64
+    x: np.ndarray  # (N, H, W, C) float32 | (N, T) int | (N, T, F) float32
+    y: np.ndarray  # (N,) | (N, T) | (N, L) int64
 
     def __post_init__(self) -> None:
-        if self.x.ndim != 4:
-            raise ValueError(f"images must be NHWC (4-d), got shape {self.x.shape}")
-        if self.x.dtype != np.float32:
-            raise ValueError(f"images must be float32, got {self.x.dtype}")
-        if self.y.shape != (self.x.shape[0],):
-            raise ValueError(f"labels shape {self.y.shape} does not match {self.x.shape[0]} images")
-        if self.y.dtype != np.int64:
-            raise ValueError(f"labels must be int64, got {self.y.dtype}")
+        _check_x(self.x)
+        _check_y(self.x, self.y)
 
     def __len__(self) -> int:
         return int(self.x.shape[0])
+
+    @property
+    def input_kind(self) -> str:
+        return INPUT_NDIM[self.x.ndim]
 
     def head(self, n: int) -> "ArraySplit":
         """The first n samples (all when n <= 0 or n >= len)."""
@@ -42,10 +86,14 @@ class Arrays:
     name: str
     train: ArraySplit
     test: ArraySplit
+    # Classes (classify), vocabulary (next-token) or alphabet size incl. blank (ctc).
     num_classes: int
 
     @property
-    def input_shape(self) -> tuple[int, int, int]:
-        """(H, W, C) of one sample."""
-        h, w, c = self.train.x.shape[1:]
-        return int(h), int(w), int(c)
+    def input_shape(self) -> tuple[int, ...]:
+        """One sample's shape: (H, W, C), (T,) or (T, F)."""
+        return tuple(int(s) for s in self.train.x.shape[1:])
+
+    @property
+    def input_kind(self) -> str:
+        return self.train.input_kind

@@ -54,6 +54,7 @@ import optax
 
 from dlbench.datasets.arrays import Arrays
 from dlbench.frameworks.protocol import TrainSettings
+from dlbench.models.deepspeech2.ctc import ctc_accuracy
 
 # Evaluation batch (untimed accuracy pass): large enough to need few dispatches,
 # small enough that the cnn's activations stay well under a GiB.
@@ -86,7 +87,7 @@ class JaxData:
     train_y: jax.Array
     test_x: jax.Array
     test_y: jax.Array
-    shape: tuple[int, int, int]
+    shape: tuple[int, ...]  # (H, W, C), (T,) or (T, F)
     classes: int
 
     @property
@@ -103,8 +104,10 @@ class _Compiled:
     """The jitted functions one (model, shapes, optimizer) needs."""
 
     step: Callable[..., Any]
+    batch_step: Callable[..., Any]
     predict: Callable[..., Any]
     correct: Callable[..., Any]
+    best: Callable[..., Any]
 
 
 @partial(jax.jit, static_argnames=("n", "steps", "batch", "shuffle"))
@@ -122,36 +125,102 @@ def _epoch_plan(shuffle_key: jax.Array, dropout_key: jax.Array, epoch: jax.Array
     return idx, keys, jnp.zeros((), jnp.float32), jnp.zeros((), jnp.int32)
 
 
-def _make_step(model: nn.Module, tx: optax.GradientTransformation) -> Callable[..., Any]:
-    def loss_fn(params, x, y, key):
-        logits = model.apply({"params": params}, x, deterministic=False, rngs={"dropout": key})
-        return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
+def _task(model: str) -> str:
+    from dlbench.models import get_spec
 
-    def step(params, opt_state, loss_sum, i, x_all, y_all, table, keys):
-        idx = table[i]  # row i of the epoch's index table; the gather below is fused
-        loss, grads = jax.value_and_grad(loss_fn)(params, x_all[idx], y_all[idx], keys[i])
+    try:
+        return get_spec(model).task
+    except KeyError:  # a plugin model outside the registry: a classifier
+        return "classify"
+
+
+def ctc_loss(logits: jax.Array, labels: jax.Array) -> jax.Array:
+    """Per-utterance CTC loss divided by its label length, averaged over the batch
+    (torch's F.ctc_loss "mean"); labels (N, L) padded with -1, blank 0."""
+    label_paddings = (labels < 0).astype(jnp.float32)
+    logit_paddings = jnp.zeros(logits.shape[:2], jnp.float32)  # every utterance is T' frames
+    per_utterance = optax.ctc_loss(logits, logit_paddings, jnp.maximum(labels, 0), label_paddings, blank_id=0)
+    return jnp.mean(per_utterance / jnp.sum(1.0 - label_paddings, axis=1))
+
+
+def _loss(task: str) -> Callable[[jax.Array, jax.Array], jax.Array]:
+    if task == "ctc":
+        return ctc_loss
+    # classify and next-token alike: the mean over every label (N, or N x T positions).
+    return lambda logits, y: optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
+
+
+def _mixed(compute: Any) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
+    """(cast params, cast inputs) into the compute dtype: bf16-mixed keeps float32
+    master weights, optimizer state and loss, and runs the model in bfloat16
+    (what jmp / Flax's dtype=bfloat16 do); float32 leaves everything alone."""
+    if compute is None:
+        return (lambda p: p), (lambda x: x)
+
+    def cast(tree):
+        return jax.tree.map(lambda a: a.astype(compute) if jnp.issubdtype(a.dtype, jnp.floating) else a, tree)
+    return cast, cast
+
+
+def _make_step(model: nn.Module, tx: optax.GradientTransformation, task: str = "classify",
+               compute: Any = None) -> Callable[..., Any]:
+    loss_of = _loss(task)
+    cast_params, cast_x = _mixed(compute)
+
+    # `state` holds the model's non-trainable collections (batch-norm running
+    # statistics: "batch_stats"); an empty dict for models without any.
+    def loss_fn(params, state, x, y, key):
+        params, x = cast_params(params), cast_x(x)
+        if state:
+            logits, new_state = model.apply({"params": params, **state}, x, deterministic=False,
+                                            rngs={"dropout": key}, mutable=list(state))
+            # Running statistics stay float32 whatever the compute dtype.
+            new_state = jax.tree.map(lambda new, old: new.astype(old.dtype), new_state, state)
+        else:
+            logits = model.apply({"params": params}, x, deterministic=False, rngs={"dropout": key})
+            new_state = state
+        return loss_of(logits.astype(jnp.float32), y), new_state
+
+    def batch_step(params, state, opt_state, loss_sum, i, xb, yb, keys):
+        (loss, state), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, state, xb, yb, keys[i])
         updates, opt_state = tx.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, loss_sum + loss, i + 1, loss
+        return optax.apply_updates(params, updates), state, opt_state, loss_sum + loss, i + 1, loss
+
+    def step(params, state, opt_state, loss_sum, i, x_all, y_all, table, keys):
+        idx = table[i]  # row i of the epoch's index table; the gather below is fused
+        return batch_step(params, state, opt_state, loss_sum, i, x_all[idx], y_all[idx], keys)
 
     # The counter is not donated: train_fixed_batch passes the same one every step.
-    return jax.jit(step, donate_argnums=(0, 1, 2))
+    # batch_step serves augmentation pipelines, which hand over ready batches.
+    return jax.jit(step, donate_argnums=(0, 1, 2, 3)), jax.jit(batch_step, donate_argnums=(0, 1, 2, 3))
 
 
-def _make_eval(model: nn.Module) -> tuple[Callable[..., Any], Callable[..., Any]]:
+def _make_eval(model: nn.Module, compute: Any = None) -> tuple[Callable[..., Any], Callable[..., Any],
+                                                               Callable[..., Any]]:
+    cast_params, cast_x = _mixed(compute)
+
+    def logits_of(params, state, x):
+        return model.apply({"params": cast_params(params), **state}, cast_x(x), deterministic=True)
+
     @jax.jit
-    def predict(params, x):
-        return model.apply({"params": params}, x, deterministic=True)
+    def predict(params, state, x):
+        return logits_of(params, state, x)
 
     @partial(jax.jit, static_argnames=("size",))
-    def correct(params, x_all, y_all, start, *, size):
+    def correct(params, state, x_all, y_all, start, *, size):
         # dynamic_slice with a traced start: one compiled executable per batch
         # size, not one per offset.
         x = jax.lax.dynamic_slice_in_dim(x_all, start, size)
         y = jax.lax.dynamic_slice_in_dim(y_all, start, size)
-        logits = model.apply({"params": params}, x, deterministic=True)
-        return jnp.sum(jnp.argmax(logits, axis=-1) == y)
+        return jnp.sum(jnp.argmax(logits_of(params, state, x), axis=-1) == y)  # every position for next-token
 
-    return predict, correct
+    @partial(jax.jit, static_argnames=("size",))
+    def best(params, state, x_all, start, *, size):
+        # Per-frame argmax for CTC decoding on the host.
+        x = jax.lax.dynamic_slice_in_dim(x_all, start, size)
+        return jnp.argmax(logits_of(params, state, x), axis=-1)
+
+    return predict, correct, best
 
 
 def _optimizer(settings: TrainSettings) -> optax.GradientTransformation:
@@ -230,9 +299,13 @@ class JaxFramework:
 
     def prepare(self, arrays: Arrays) -> JaxData:
         put = partial(jax.device_put, device=self.device)
+
+        def inputs(x: np.ndarray) -> np.ndarray:
+            return x.astype(np.int32) if x.ndim == 2 else x  # token ids: JAX's int32
+
         data = JaxData(
-            train_x=put(arrays.train.x), train_y=put(arrays.train.y.astype(np.int32)),
-            test_x=put(arrays.test.x), test_y=put(arrays.test.y.astype(np.int32)),
+            train_x=put(inputs(arrays.train.x)), train_y=put(arrays.train.y.astype(np.int32)),
+            test_x=put(inputs(arrays.test.x)), test_y=put(arrays.test.y.astype(np.int32)),
             shape=arrays.input_shape, classes=arrays.num_classes,
         )
         jax.block_until_ready((data.train_x, data.train_y, data.test_x, data.test_y))
@@ -244,21 +317,62 @@ class JaxFramework:
             # variance_scaling counts a conv kernel's fans as in*kh*kw and out*kh*kw.
             model = module.build(native.shape, native.classes,
                                  kernel_init=nn.initializers.glorot_uniform(),
-                                 bias_init=nn.initializers.zeros_init())
+                                 bias_init=nn.initializers.zeros_init(), **settings.model_options)
         else:
-            model = module.build(native.shape, native.classes)  # Flax's defaults
+            model = module.build(native.shape, native.classes, **settings.model_options)  # Flax's defaults
         tx = _optimizer(settings)
-        return JaxTrainer(native, settings, model, tx, self._compiled(settings, native, model, tx))
+        augment = None
+        if settings.pipeline != "preloaded":
+            native, augment = self._pipeline(native, settings)
+        trainer = JaxTrainer(native, settings, model, tx, self._compiled(settings, native, model, tx))
+        trainer.augment = augment
+        return trainer
+
+    def _pipeline(self, native: JaxData, settings: TrainSettings) -> tuple[JaxData, Callable[[int], Any]]:
+        """Normalized test data and an epoch -> batches function for the chosen pipeline
+        ("native": dlbench.pipelines.jax, jitted on the device; "numpy": the shared host
+        pipeline, each batch put on the device)."""
+        from dataclasses import replace
+
+        from dlbench.pipelines import jax as jax_pipeline
+        from dlbench.pipelines import numpy as np_pipeline
+        from dlbench.pipelines.params import channel_stats, epoch_params
+
+        if len(native.shape) != 3:
+            raise ValueError(f"pipeline {settings.pipeline}: augmentation needs image input")
+        cached = getattr(self, "_aug", None)
+        if cached is None or cached[0] is not native:
+            host = np.asarray(native.train_x)
+            stats = channel_stats(host)
+            on_device = jax_pipeline.Augmenter(stats.mean, stats.std, device=self.device)
+            normalized = replace(native, test_x=jax.block_until_ready(on_device.normalize(native.test_x)))
+            self._aug = (native, stats, host, on_device, normalized)
+        _, stats, host, on_device, normalized = self._aug
+        b, seed, n = settings.batch_size, settings.seed, native.n_train
+        if settings.pipeline == "native":
+            def batches(epoch: int):
+                return on_device.epoch_batches(native.train_x, native.train_y, epoch_params(seed, epoch, n), b)
+        else:
+            on_host = np_pipeline.Augmenter(stats.mean, stats.std)
+            y_host = np.asarray(native.train_y)
+
+            def batches(epoch: int):
+                for xb, yb in on_host.epoch_batches(host, y_host, epoch_params(seed, epoch, n), b):
+                    yield jax.device_put(xb, self.device), jax.device_put(yb.astype(np.int32), self.device)
+        return normalized, batches
 
     def _compiled(self, settings: TrainSettings, native: JaxData, model: nn.Module,
                   tx: optax.GradientTransformation) -> _Compiled:
         # Initializers and seed are absent from the key: `apply` never calls
         # initializers, so the functions built from the first model serve all.
-        key = (settings.model, native.shape, native.classes, settings.optimizer,
-               settings.lr, settings.momentum, settings.adam_epsilon)
+        key = (settings.model, tuple(sorted(settings.model_options.items())), native.shape,
+               native.classes, settings.optimizer, settings.lr, settings.momentum, settings.adam_epsilon,
+               settings.precision)
         if key not in self._cache:
-            predict, correct = _make_eval(model)
-            self._cache[key] = _Compiled(_make_step(model, tx), predict, correct)
+            compute = jnp.bfloat16 if settings.precision == "bf16-mixed" else None
+            predict, correct, best = _make_eval(model, compute)
+            self._cache[key] = _Compiled(*_make_step(model, tx, _task(settings.model), compute),
+                                         predict, correct, best)
         return self._cache[key]
 
 
@@ -277,12 +391,18 @@ class JaxTrainer:
         put = partial(jax.device_put, device=self._device)
         init_key, dropout_key, shuffle_key = jax.random.split(jax.random.key(settings.seed), 3)
         self._dropout_key, self._shuffle_key = put(dropout_key), put(shuffle_key)
-        dummy = jnp.zeros((1, *data.shape), jnp.float32)
-        self.params = put(model.init({"params": init_key}, dummy)["params"])
+        dummy = jnp.zeros((1, *data.shape), data.train_x.dtype)
+        variables = dict(model.init({"params": init_key}, dummy))
+        self.params = put(variables.pop("params"))
+        # Non-trainable collections (batch-norm statistics), threaded through the step.
+        self.state = put(variables)
         self.opt_state = put(tx.init(self.params))
         self._first_idx = put(jnp.arange(settings.batch_size))
+        self._epochs_done = 0
+        # epoch -> that epoch's (xb, yb) batches, when an augmentation pipeline runs.
+        self.augment: Callable[[int], Any] | None = None
         self._infer_batches: tuple[jax.Array, ...] = ()
-        jax.block_until_ready((self.params, self.opt_state))
+        jax.block_until_ready((self.params, self.state, self.opt_state))
 
     def parameter_count(self) -> int:
         return sum(int(leaf.size) for leaf in jax.tree.leaves(self.params))
@@ -295,46 +415,80 @@ class JaxTrainer:
     def first_step(self) -> None:
         # Params and optimizer state are donated to the step: keep copies and put
         # them back, so train() starts from the freshly built model.
-        saved = jax.tree.map(jnp.copy, (self.params, self.opt_state))
+        saved = jax.tree.map(jnp.copy, (self.params, self.state, self.opt_state))
         table, keys, zero, i = self._plan(0)  # compiles the per-epoch plan too
-        out = self.fns.step(self.params, self.opt_state, zero, i, self.data.train_x,
-                            self.data.train_y, table, keys)
+        if self.augment is not None:
+            # Compile the pipeline's batch function and the step that takes its batches.
+            xb, yb = next(iter(self.augment(0)))
+            out = self.fns.batch_step(self.params, self.state, self.opt_state, zero, i, xb, yb, keys)
+        else:
+            out = self.fns.step(self.params, self.state, self.opt_state, zero, i, self.data.train_x,
+                                self.data.train_y, table, keys)
         jax.block_until_ready(out)
-        self.params, self.opt_state = saved
+        self.params, self.state, self.opt_state = saved
         jax.block_until_ready(saved)
 
     def train(self) -> list[float]:
         s = self.settings
         total = s.total_steps(self.data.n_train)
         x, y, step = self.data.train_x, self.data.train_y, self.fns.step
-        params, opt_state = self.params, self.opt_state
+        params, state, opt_state = self.params, self.state, self.opt_state
         sums: list[jax.Array] = []
-        done, epoch = 0, 0
+        done, epoch = 0, self._epochs_done
         loss_sum = None
         while done < total:
             table, keys, zero, i = self._plan(epoch)
             # Per epoch a fresh sum in epochs mode; one sum for the whole run with steps.
             if loss_sum is None or s.steps is None:
                 loss_sum = zero
-            for _ in range(min(self.steps_per_epoch, total - done)):
-                params, opt_state, loss_sum, i, _ = step(params, opt_state, loss_sum, i, x, y, table, keys)
+            if self.augment is not None:
+                # The pipeline shuffles, crops, flips and normalizes (seeded per
+                # epoch); the table above only supplies the dropout keys' count.
+                batches = self.augment(epoch)
+                for _, (xb, yb) in zip(range(min(self.steps_per_epoch, total - done)), batches):
+                    params, state, opt_state, loss_sum, i, _ = self.fns.batch_step(
+                        params, state, opt_state, loss_sum, i, xb, yb, keys)
+            else:
+                for _ in range(min(self.steps_per_epoch, total - done)):
+                    params, state, opt_state, loss_sum, i, _ = step(params, state, opt_state, loss_sum, i,
+                                                                    x, y, table, keys)
             done += min(self.steps_per_epoch, total - done)
             epoch += 1
             if s.steps is None:
                 sums.append(loss_sum)
         if s.steps is not None:
             sums.append(loss_sum)
-        self.params, self.opt_state = params, opt_state
-        jax.block_until_ready((params, opt_state, sums))
+        self.params, self.state, self.opt_state = params, state, opt_state
+        # A later train() call (time to accuracy: one epoch per call) goes on with
+        # the next epoch's permutation, not epoch 0's again.
+        self._epochs_done = epoch
+        jax.block_until_ready((params, state, opt_state, sums))
         counts = [self.steps_per_epoch] * len(sums) if s.steps is None else [total]
         return [float(v) / c for v, c in zip(jax.device_get(sums), counts)]
 
     def evaluate(self) -> float:
+        """Top-1 accuracy (classify), token top-1 accuracy over every position
+        (next-token), or 1 - CER of greedy decoding (ctc, computed on the host)."""
+        task = _task(self.settings.model)
+        if task != "classify":
+            return self._evaluate_sequences(task)
         n, correct = self.data.n_test, []
         for start in range(0, n, EVAL_BATCH):
             size = min(EVAL_BATCH, n - start)  # the partial last batch compiles a second shape: untimed
-            correct.append(self.fns.correct(self.params, self.data.test_x, self.data.test_y, start, size=size))
+            correct.append(self.fns.correct(self.params, self.state, self.data.test_x, self.data.test_y, start, size=size))
         return int(sum(jax.device_get(correct))) / n
+
+    def _evaluate_sequences(self, task: str) -> float:
+        # Per-position logits of EVAL_BATCH sequences can be GiBs (N x T x vocab):
+        # sequence models evaluate at the training batch size.
+        n, b = self.data.n_test, self.settings.batch_size
+        args = (self.params, self.state, self.data.test_x)
+        if task == "ctc":
+            paths = [self.fns.best(*args, start, size=min(b, n - start)) for start in range(0, n, b)]
+            return ctc_accuracy(np.concatenate(jax.device_get(paths)), np.asarray(self.data.test_y))
+        correct = [self.fns.correct(*args, self.data.test_y, start, size=min(b, n - start))
+                   for start in range(0, n, b)]
+        return int(sum(jax.device_get(correct))) / int(self.data.test_y.size)
 
     def prepare_infer(self, batch_size: int) -> int:
         count = self.data.n_test // batch_size
@@ -346,7 +500,7 @@ class JaxTrainer:
             [host[i * batch_size:(i + 1) * batch_size] for i in range(count)], self._device))
         if count:
             # Compile the forward pass for this batch shape here, untimed.
-            jax.block_until_ready(self.fns.predict(self.params, self._infer_batches[0]))
+            jax.block_until_ready(self.fns.predict(self.params, self.state, self._infer_batches[0]))
         return count
 
     def _batches(self, batch_size: int) -> tuple[jax.Array, ...]:
@@ -355,12 +509,12 @@ class JaxTrainer:
         return self._infer_batches
 
     def infer(self, batch_size: int) -> int:
-        batches, predict, params = self._batches(batch_size), self.fns.predict, self.params
-        jax.block_until_ready([predict(params, xb) for xb in batches])
+        batches, predict, params, state = self._batches(batch_size), self.fns.predict, self.params, self.state
+        jax.block_until_ready([predict(params, state, xb) for xb in batches])
         return len(batches) * batch_size
 
     def predict_batch(self, batch_size: int, index: int) -> None:
-        jax.block_until_ready(self.fns.predict(self.params, self._batches(batch_size)[index]))
+        jax.block_until_ready(self.fns.predict(self.params, self.state, self._batches(batch_size)[index]))
 
     def train_fixed_batch(self, steps: int) -> list[float]:
         # The same shapes as train()'s step (no extra compile): every table row is
@@ -372,8 +526,8 @@ class JaxTrainer:
         losses = []
         for n in range(steps):
             keys = jax.random.split(jax.random.fold_in(self._dropout_key, 10**6 + n), rows)
-            self.params, self.opt_state, loss_sum, _, loss = self.fns.step(
-                self.params, self.opt_state, loss_sum, put(jnp.zeros((), jnp.int32)),
+            self.params, self.state, self.opt_state, loss_sum, _, loss = self.fns.step(
+                self.params, self.state, self.opt_state, loss_sum, put(jnp.zeros((), jnp.int32)),
                 self.data.train_x, self.data.train_y, table, keys)
             losses.append(loss)
         jax.block_until_ready((self.params, losses))

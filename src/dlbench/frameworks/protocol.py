@@ -62,6 +62,14 @@ class TrainSettings:
     # The model's options (depth, width, preset...), resolved against its spec's
     # defaults; passed to every framework's builder as keyword arguments.
     model_options: dict[str, Any] = field(default_factory=dict)
+    # "float32" or "bf16-mixed" (bfloat16 compute, float32 weights, optimizer and loss).
+    precision: str = "float32"
+    # "native", "channels-last" or "channels-first" (image models; see dlbench.plan.layout_reason).
+    layout: str = "native"
+    # Training-data pipeline: "preloaded" (device tensors, shuffle only), or CIFAR-style
+    # augmentation (pad-4 random crop, horizontal flip, per-channel normalization)
+    # written in the framework's own ops ("native") or as the shared numpy pipeline ("numpy").
+    pipeline: str = "preloaded"
 
     def __post_init__(self) -> None:
         if (self.epochs is None) == (self.steps is None):

@@ -34,6 +34,7 @@ import keras  # noqa: E402
 
 from dlbench.datasets.arrays import Arrays  # noqa: E402
 from dlbench.frameworks.protocol import TrainSettings  # noqa: E402
+from dlbench.models.deepspeech2.ctc import ctc_accuracy  # noqa: E402
 
 VARIANTS: dict[str, dict[str, bool]] = {
     "graph": {"jit_compile": False, "run_eagerly": False},
@@ -51,6 +52,38 @@ VARIANTS: dict[str, dict[str, bool]] = {
 INTER_OP_THREADS = 2
 
 _GLOROT = {"kernel_initializer": "glorot_uniform", "bias_initializer": "zeros"}
+
+
+def _task(model: str) -> str:
+    from dlbench.models import get_spec
+
+    try:
+        return get_spec(model).task
+    except KeyError:  # a plugin model outside the registry: a classifier
+        return "classify"
+
+
+def ctc_loss(y_true: tf.Tensor, y_pred: tf.Tensor) -> tf.Tensor:
+    """Per-utterance CTC loss divided by its label length; Keras' default reduction
+    (sum over batch size) then averages over the batch: torch's F.ctc_loss "mean".
+
+    Keras hands y_true over cast to the loss dtype; labels are (N, L) padded
+    with -1, blank 0, logits (N, T', C) batch-major, every utterance T' frames.
+    """
+    labels = tf.cast(y_true, tf.int32)
+    label_length = tf.reduce_sum(tf.cast(labels >= 0, tf.int32), axis=1)
+    shape = tf.shape(y_pred)
+    logit_length = tf.fill([shape[0]], shape[1])
+    loss = tf.nn.ctc_loss(labels=tf.maximum(labels, 0), logits=y_pred, label_length=label_length,
+                          logit_length=logit_length, logits_time_major=False, blank_index=0)
+    return loss / tf.cast(label_length, loss.dtype)
+
+
+def _loss(task: str) -> Any:
+    if task == "ctc":
+        return ctc_loss
+    # classify and next-token alike: the mean over every label (N, or N x T positions).
+    return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
 
 def _device_name(device: str) -> str:
@@ -106,7 +139,7 @@ class TFData:
     y_train: tf.Tensor
     x_test: tf.Tensor
     y_test: np.ndarray
-    input_shape: tuple[int, int, int]
+    input_shape: tuple[int, ...]
     num_classes: int
     device: str
 
@@ -202,7 +235,50 @@ class TensorFlowFramework:
             )
 
     def build(self, native: TFData, settings: TrainSettings) -> "KerasTrainer":
-        return KerasTrainer(native, settings, self.variant)
+        augment = None
+        if settings.pipeline != "preloaded":
+            native, augment = self._pipeline(native, settings)
+        trainer = KerasTrainer(native, settings, self.variant)
+        trainer.augment = augment
+        return trainer
+
+    def _pipeline(self, native: TFData, settings: TrainSettings) -> tuple[TFData, Any]:
+        """Normalized test data and an epoch -> tf.data.Dataset function for the chosen
+        pipeline ("native": dlbench.pipelines.tensorflow, a tf.data map/batch/prefetch
+        pipeline; "numpy": the shared host pipeline wrapped with from_generator)."""
+        from dataclasses import replace
+
+        from dlbench.pipelines import numpy as np_pipeline
+        from dlbench.pipelines import tensorflow as tf_pipeline
+        from dlbench.pipelines.params import channel_stats, epoch_params
+
+        if len(native.input_shape) != 3:
+            raise ValueError(f"pipeline {settings.pipeline}: augmentation needs image input")
+        cached = getattr(self, "_aug", None)
+        if cached is None or cached[0] is not native:
+            host = native.x_train.numpy()
+            stats = channel_stats(host)
+            graph = tf_pipeline.Augmenter(stats.mean, stats.std)
+            with tf.device("/CPU:0"):
+                normalized = replace(native, x_test=graph.normalize(native.x_test))
+            self._aug = (native, stats, host, graph, normalized)
+        _, stats, host, graph, normalized = self._aug
+        b, seed, n = settings.batch_size, settings.seed, int(native.x_train.shape[0])
+        if settings.pipeline == "native":
+            def dataset(epoch: int) -> tf.data.Dataset:
+                return graph.epoch_batches(native.x_train, native.y_train, epoch_params(seed, epoch, n), b)
+        else:
+            on_host = np_pipeline.Augmenter(stats.mean, stats.std)
+            y_host = native.y_train.numpy()
+            h, w, c = native.input_shape
+            spec = (tf.TensorSpec((b, h, w, c), tf.float32), tf.TensorSpec((b,), tf.int64))
+
+            def dataset(epoch: int) -> tf.data.Dataset:
+                params = epoch_params(seed, epoch, n)
+                return tf.data.Dataset.from_generator(
+                    lambda: on_host.epoch_batches(host, y_host, params, b), output_signature=spec
+                ).prefetch(tf.data.AUTOTUNE)
+        return normalized, dataset
 
 
 def _optimizer(settings: TrainSettings) -> keras.optimizers.Optimizer:
@@ -226,17 +302,29 @@ class KerasTrainer:
         self.variant = variant
         self.options = VARIANTS[variant]
         module = importlib.import_module(f"dlbench.models.{settings.model}.tensorflow")
+        self.task = _task(settings.model)
         # Framework-default passes no initializer at all, so Keras' layer defaults apply
         # (glorot_uniform kernels and zero biases, as it happens).
         init = _GLOROT if settings.init == "glorot-uniform" else {}
         # The seed fixes the initializers, dropout's SeedGenerators (Keras draws them
         # from its global RNG at layer creation) and TF's global seed for tf.data.
         keras.utils.set_random_seed(settings.seed)
+        # bf16-mixed: Keras' own mixed-precision policy (bfloat16 compute, float32
+        # variables), set while the layers are created (each keeps the policy it was
+        # built with) and restored at once so that no other trial inherits it.
+        policy = "mixed_bfloat16" if settings.precision == "bf16-mixed" else "float32"
+        previous = keras.config.dtype_policy()
+        keras.config.set_dtype_policy(policy)
+        try:
+            with tf.device(data.device):
+                self.model: keras.Model = module.build(data.input_shape, data.num_classes, **init,
+                                                       **settings.model_options)
+        finally:
+            keras.config.set_dtype_policy(previous)
         with tf.device(data.device):
-            self.model: keras.Model = module.build(data.input_shape, data.num_classes, **init)
             self.model.compile(
                 optimizer=_optimizer(settings),
-                loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                loss=_loss(self.task),
                 jit_compile=self.options["jit_compile"],
                 run_eagerly=self.options["run_eagerly"],
             )
@@ -244,6 +332,9 @@ class KerasTrainer:
             # every optimizer variable (momenta, Adam moments, the iteration count).
             self.model.optimizer.build(self.model.trainable_variables)
         self.train_ds = self._train_dataset()
+        # epoch -> that epoch's tf.data.Dataset, when an augmentation pipeline runs.
+        self.augment: Any = None
+        self._epochs_done = 0
         self._batches: list[tf.Tensor] = []
         self._batch_size = 0
         self._forward = self._make_forward()
@@ -284,6 +375,8 @@ class KerasTrainer:
         # traces both functions exactly as train() will call them.
         x, y = self._first_batch()
         one = tf.data.Dataset.from_tensor_slices((x, y)).batch(self.settings.batch_size, drop_remainder=True)
+        if self.augment is not None:  # the pipeline's element_spec, so train() does not retrace
+            one = self.augment(0).take(1)
         with tf.device(self.data.device):
             history = model.fit(one, epochs=1, shuffle=False, verbose=0)
         float(history.history["loss"][0])  # host read: the step has finished
@@ -296,6 +389,8 @@ class KerasTrainer:
         s = self.settings
         # shuffle=False: the dataset shuffles itself (fit's flag is ignored for a
         # tf.data.Dataset and would only print a warning).
+        if self.augment is not None:
+            return self._train_augmented()
         with tf.device(self.data.device):
             if s.steps is not None:
                 history = self.model.fit(self.train_ds, epochs=1, steps_per_epoch=s.steps,
@@ -304,6 +399,25 @@ class KerasTrainer:
                 history = self.model.fit(self.train_ds, epochs=s.epochs, shuffle=False, verbose=0)
         # Per-epoch mean of the batch losses (Keras' loss tracker, equal batch sizes).
         return [float(v) for v in history.history["loss"]]
+
+    def _train_augmented(self) -> list[float]:
+        """One fit per epoch on that epoch's pipeline (its draws are seeded per epoch);
+        fit reuses its compiled train function across datasets of one element_spec."""
+        s = self.settings
+        n = int(self.data.x_train.shape[0])
+        per_epoch = s.steps_per_epoch(n)
+        remaining, losses, weighted = s.total_steps(n), [], 0.0
+        while remaining > 0:
+            steps = min(per_epoch, remaining)
+            with tf.device(self.data.device):
+                history = self.model.fit(self.augment(self._epochs_done), epochs=1, steps_per_epoch=steps,
+                                         shuffle=False, verbose=0)
+            loss = float(history.history["loss"][0])
+            losses.append(loss)
+            weighted += loss * steps
+            remaining -= steps
+            self._epochs_done += 1
+        return losses if s.steps is None else [weighted / s.total_steps(n)]
 
     def train_fixed_batch(self, steps: int) -> list[float]:
         x, y = self._first_batch()
@@ -323,9 +437,32 @@ class KerasTrainer:
         # training step (which would add work to every timed step): predict over
         # every test sample, partial last batch included, then compare on the host.
         test = tf.data.Dataset.from_tensor_slices(self.data.x_test).batch(self.settings.batch_size)
+        if self.task != "classify":
+            return self._evaluate_sequences(test)
         with tf.device(self.data.device):
             logits = self.model.predict(test, verbose=0)
         return float(np.mean(np.argmax(logits, axis=1) == self.data.y_test))
+
+    def _evaluate_sequences(self, test: tf.data.Dataset) -> float:
+        """Token top-1 accuracy (next-token) or 1 - CER of greedy decoding (ctc).
+
+        Per-position logits of a whole test split can be GiBs (N x T x vocab),
+        so only the per-position argmax comes back to the host, batch by batch,
+        from a function of its own (not `_forward`, whose trace the timed
+        inference uses and which a partial batch would retrace).
+        """
+        model = self.model
+
+        def best(x: tf.Tensor) -> tf.Tensor:
+            return tf.argmax(model(x, training=False), axis=-1, output_type=tf.int32)
+
+        if not self.options["run_eagerly"]:
+            best = tf.function(best, jit_compile=self.options["jit_compile"])
+        with tf.device(self.data.device):
+            paths = np.concatenate([best(x).numpy() for x in test])
+        if self.task == "ctc":
+            return ctc_accuracy(paths, self.data.y_test)
+        return float(np.mean(paths == self.data.y_test))
 
     def _make_forward(self) -> Callable[[tf.Tensor], tf.Tensor]:
         """The forward pass used by infer and predict_batch. Not model.predict: it

@@ -3,7 +3,9 @@
 Variants: "eager" (plain nn.Module) and "compile" (torch.compile, default mode,
 inductor backend). Idiom and fairness choices, all recorded in the manifest:
 
-- Data is converted once in `prepare()` to NCHW float32 tensors on the device;
+- Data is converted once in `prepare()` to device tensors: images NCHW float32,
+  token ids int64 (nn.Embedding's and cross_entropy's index type), spectrograms
+  (N, T, F) float32 as they come;
   training slices those preloaded tensors with a per-epoch `torch.randperm`
   drawn from a `torch.Generator` seeded with `settings.seed`.
 - float32 everywhere: TF32 is switched off for cuBLAS and cuDNN so that float32
@@ -19,7 +21,7 @@ import copy
 import importlib
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import torch
@@ -28,6 +30,7 @@ from torch import nn
 
 from dlbench.datasets.arrays import Arrays
 from dlbench.frameworks.protocol import TrainSettings
+from dlbench.models.deepspeech2.ctc import ctc_accuracy
 
 COMPILE_MODE = "default"
 COMPILE_BACKEND = "inductor"
@@ -35,13 +38,14 @@ COMPILE_BACKEND = "inductor"
 
 @dataclass(frozen=True)
 class TorchData:
-    """The dataset as device tensors: images NCHW float32, labels int64."""
+    """The dataset as device tensors: images NCHW float32 (tokens int64, spectrograms
+    (N, T, F) float32), labels int64."""
 
     x_train: torch.Tensor
     y_train: torch.Tensor
     x_test: torch.Tensor
     y_test: torch.Tensor
-    input_shape: tuple[int, int, int]  # (H, W, C), what the model builders take
+    input_shape: tuple[int, ...]  # (H, W, C), (T,) or (T, F): what the model builders take
     num_classes: int
     device: torch.device
 
@@ -50,6 +54,44 @@ def _to_nchw(x_nhwc: Any, device: torch.device) -> torch.Tensor:
     # One conversion, before any timing: NHWC (every loader's layout) -> NCHW,
     # PyTorch's native layout for Conv2d, stored contiguous so batches are views.
     return torch.from_numpy(x_nhwc).permute(0, 3, 1, 2).contiguous().to(device)
+
+
+def _to_device(x: Any, device: torch.device) -> torch.Tensor:
+    if x.ndim == 4:
+        return _to_nchw(x, device)
+    tensor = torch.from_numpy(x)
+    # Token ids as int64, torch's index type; spectrogram frames need no conversion.
+    return (tensor.long() if x.ndim == 2 else tensor).to(device)
+
+
+def _task(model: str) -> str:
+    from dlbench.models import get_spec
+
+    try:
+        return get_spec(model).task
+    except KeyError:  # a plugin model outside the registry: a classifier
+        return "classify"
+
+
+def _ctc_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Per-utterance CTC loss divided by its label length, averaged over the batch
+    (F.ctc_loss's reduction "mean"); targets (N, L) padded with -1, blank 0."""
+    n, t, _ = logits.shape
+    log_probs = logits.log_softmax(-1).transpose(0, 1)  # (T', N, C), torch's CTC layout
+    target_lengths = (targets >= 0).sum(dim=1)
+    input_lengths = torch.full((n,), t, dtype=torch.long, device=logits.device)
+    return F.ctc_loss(log_probs, targets.clamp(min=0), input_lengths, target_lengths, blank=0,
+                      reduction="mean")
+
+
+def _next_token_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    # Mean over every position of every sequence (word_language_model's view(-1, vocab)).
+    return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+
+
+LOSSES: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
+    "classify": F.cross_entropy, "next-token": _next_token_loss, "ctc": _ctc_loss,
+}
 
 
 def _inductor_cache_dir() -> str:
@@ -66,11 +108,19 @@ def _inductor_cache_dir() -> str:
         return os.path.join(tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}")
 
 
+EMBED_INIT_LIMIT = 0.05  # Keras' Embedding default, the glorot-uniform setting's embedding init
+
+
 def glorot_uniform_(model: nn.Module) -> None:
     """Glorot/Xavier-uniform kernels and zero biases for every Conv2d and Linear.
 
     torch's fan computation for a conv weight (out, in, kh, kw) is
     fan_in = in*kh*kw, fan_out = out*kh*kw: the same as Keras' and Flax's.
+    Recurrent layers (LSTM, GRU) get what Keras does by default: Glorot over the
+    fused input kernel weight_ih (gates*H, in), orthogonal weight_hh, zero biases.
+    Attention: each of the Q, K, V blocks of in_proj_weight is Glorot-initialized
+    as the hidden x hidden map it is (fans of the fused (3H, H) matrix would
+    differ from Keras' and Flax's). Embeddings: U(-0.05, 0.05).
     Draws come from torch's global RNG, which `build` has just seeded.
     """
     for module in model.modules():
@@ -78,6 +128,34 @@ def glorot_uniform_(model: nn.Module) -> None:
             nn.init.xavier_uniform_(module.weight)
             if module.bias is not None:
                 nn.init.zeros_(module.bias)
+        elif isinstance(module, (nn.LSTM, nn.GRU)):
+            for name, param in module.named_parameters():
+                if name.startswith("weight_ih"):
+                    nn.init.xavier_uniform_(param)
+                elif name.startswith("weight_hh"):
+                    nn.init.orthogonal_(param)
+                else:
+                    nn.init.zeros_(param)
+        elif isinstance(module, nn.MultiheadAttention) and module.in_proj_weight is not None:
+            with torch.no_grad():
+                for block in module.in_proj_weight.chunk(3, dim=0):
+                    nn.init.xavier_uniform_(block)
+            if module.in_proj_bias is not None:
+                nn.init.zeros_(module.in_proj_bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.uniform_(module.weight, -EMBED_INIT_LIMIT, EMBED_INIT_LIMIT)
+
+
+def _autocast(forward: Callable[[torch.Tensor], torch.Tensor], device_type: str
+              ) -> Callable[[torch.Tensor], torch.Tensor]:
+    """bf16-mixed: the forward under torch.autocast(bfloat16), PyTorch's mixed-precision
+    idiom (float32 weights and optimizer; eligible ops run in bfloat16); logits come
+    back as float32 so the loss is computed in float32 as in the other frameworks."""
+    def run(x: torch.Tensor) -> torch.Tensor:
+        with torch.autocast(device_type=device_type, dtype=torch.bfloat16):
+            out = forward(x)
+        return out.float()
+    return run
 
 
 class TorchTrainer:
@@ -92,10 +170,15 @@ class TorchTrainer:
         # parameters with `model`, so state_dict save/restore on `model` covers both.
         self.forward = forward
         self.optimizer = self._make_optimizer()
+        self.task = _task(settings.model)
+        self._loss = LOSSES[self.task]
         # The shuffle order has its own generator (CPU, as torch.randperm wants),
         # so dropout draws cannot change which samples form a batch.
         self.generator = torch.Generator().manual_seed(settings.seed)
         self._infer_batches: dict[int, list[torch.Tensor]] = {}
+        # epoch -> that epoch's (xb, yb) batches, when an augmentation pipeline runs.
+        self.augment: Callable[[int], Any] | None = None
+        self._epochs_done = 0
 
     def _make_optimizer(self) -> torch.optim.Optimizer:
         s = self.settings
@@ -113,7 +196,7 @@ class TorchTrainer:
     def _step(self, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
         """One optimizer step; returns the (pre-update) loss, still on the device."""
         self.optimizer.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(self.forward(xb), yb)
+        loss = self._loss(self.forward(xb), yb)
         loss.backward()
         self.optimizer.step()
         return loss.detach()
@@ -154,19 +237,26 @@ class TorchTrainer:
         total = torch.zeros((), device=self.data.device)
         run_steps = 0
         while remaining > 0:
-            if s.shuffle:
-                order = torch.randperm(n, generator=self.generator).to(self.data.device)
-            else:
-                order = torch.arange(n, device=self.data.device)
             epoch_steps = min(per_epoch, remaining)
             if s.epochs is not None:
                 total = torch.zeros((), device=self.data.device)
-            for i in range(epoch_steps):
-                idx = order[i * s.batch_size:(i + 1) * s.batch_size]
-                # Accumulated on the device: one host read per epoch, not per step.
-                total += self._step(x[idx], y[idx])
+            if self.augment is not None:
+                # The augmentation pipeline shuffles, crops, flips and normalizes
+                # (seeded per epoch); its time is part of training, as in a real job.
+                for _, (xb, yb) in zip(range(epoch_steps), self.augment(self._epochs_done)):
+                    total += self._step(xb, yb)
+            else:
+                if s.shuffle:
+                    order = torch.randperm(n, generator=self.generator).to(self.data.device)
+                else:
+                    order = torch.arange(n, device=self.data.device)
+                for i in range(epoch_steps):
+                    idx = order[i * s.batch_size:(i + 1) * s.batch_size]
+                    # Accumulated on the device: one host read per epoch, not per step.
+                    total += self._step(x[idx], y[idx])
             remaining -= epoch_steps
             run_steps += epoch_steps
+            self._epochs_done += 1
             if s.epochs is not None:
                 means.append(total.item() / epoch_steps)
         if s.steps is not None:
@@ -175,15 +265,23 @@ class TorchTrainer:
         return means
 
     def evaluate(self) -> float:
+        """Top-1 accuracy (classify), token top-1 accuracy over every position
+        (next-token), or 1 - CER of greedy decoding (ctc, computed on the host)."""
         x, y = self.data.x_test, self.data.y_test
         b = self.settings.batch_size
         self.model.eval()
         correct = torch.zeros((), dtype=torch.int64, device=self.data.device)
+        paths = []
         with torch.inference_mode():
             for start in range(0, x.shape[0], b):  # partial last batch included
                 logits = self.forward(x[start:start + b])
-                correct += (logits.argmax(dim=1) == y[start:start + b]).sum()
-        return correct.item() / x.shape[0]
+                if self.task == "ctc":
+                    paths.append(logits.argmax(dim=-1).cpu())
+                else:
+                    correct += (logits.argmax(dim=-1) == y[start:start + b]).sum()
+        if self.task == "ctc":
+            return ctc_accuracy(torch.cat(paths).numpy(), y.cpu().numpy())
+        return correct.item() / y.numel()
 
     def prepare_infer(self, batch_size: int) -> int:
         x = self.data.x_test
@@ -292,7 +390,9 @@ class TorchFramework:
             "mkl_available": torch.backends.mkl.is_available(),
             "openmp_available": torch.backends.openmp.is_available(),
             "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "memory_format": "NCHW (contiguous)",
+            "memory_format": "NCHW contiguous (layout native); torch.channels_last for layout channels-last",
+            "mixed_precision": "bf16-mixed: forward under torch.autocast(bfloat16), float32 weights, "
+                               "optimizer and loss",
             "data_pipeline": "preloaded device tensors, randperm index slicing (no DataLoader)",
             "last_batch": "drop (train, infer); included in evaluate",
             "first_step": "one step on the first batch; weights, optimizer state and RNG restored",
@@ -324,9 +424,9 @@ class TorchFramework:
 
     def prepare(self, arrays: Arrays) -> TorchData:
         return TorchData(
-            x_train=_to_nchw(arrays.train.x, self.device),
+            x_train=_to_device(arrays.train.x, self.device),
             y_train=torch.from_numpy(arrays.train.y).to(self.device),
-            x_test=_to_nchw(arrays.test.x, self.device),
+            x_test=_to_device(arrays.test.x, self.device),
             y_test=torch.from_numpy(arrays.test.y).to(self.device),
             input_shape=arrays.input_shape,
             num_classes=arrays.num_classes,
@@ -339,10 +439,16 @@ class TorchFramework:
         # reproducible; built and initialized on the CPU, then moved, so a GPU run
         # starts from the very same weights.
         torch.manual_seed(settings.seed)
-        model = builder(native.input_shape, native.num_classes)
+        model = builder(native.input_shape, native.num_classes, **settings.model_options)
         if settings.init == "glorot-uniform":
             glorot_uniform_(model)
         model = model.to(native.device)
+        if settings.layout == "channels-last":
+            # The documented channels-last recipe: weights and inputs in NHWC memory
+            # order (the logical shape stays NCHW); the inputs are converted once per
+            # dataset, cached, so no repeat pays for it in a timed phase twice.
+            model = model.to(memory_format=torch.channels_last)
+            native = self._channels_last(native)
         forward: Callable[[torch.Tensor], torch.Tensor] = model
         if self.variant == "compile":
             # A fresh dynamo state per repeat: each repeat pays the same trace +
@@ -350,4 +456,53 @@ class TorchFramework:
             # up to dynamo's recompile limit (past it, dynamo would silently run eager).
             torch._dynamo.reset()
             forward = torch.compile(model, mode=COMPILE_MODE, backend=COMPILE_BACKEND)
-        return TorchTrainer(native, settings, model, forward)
+        if settings.precision == "bf16-mixed":
+            forward = _autocast(forward, native.device.type)
+        augment = None
+        if settings.pipeline != "preloaded":
+            native, augment = self._pipeline(native, settings)
+        trainer = TorchTrainer(native, settings, model, forward)
+        trainer.augment = augment
+        return trainer
+
+    def _pipeline(self, native: TorchData, settings: TrainSettings) -> tuple[TorchData, Callable[[int], Any]]:
+        """Normalized test data and an epoch -> batches function for the chosen pipeline
+        ("native": dlbench.pipelines.torch on the device; "numpy": the shared host
+        pipeline, each batch copied to the device as a DataLoader would)."""
+        from dlbench.pipelines import numpy as np_pipeline
+        from dlbench.pipelines import torch as torch_pipeline
+        from dlbench.pipelines.params import channel_stats, epoch_params
+
+        if native.x_train.dim() != 4:
+            raise ValueError(f"pipeline {settings.pipeline}: augmentation needs image input")
+        cached = getattr(self, "_aug", None)
+        if cached is None or cached[0] is not native:
+            host = native.x_train.permute(0, 2, 3, 1).cpu().numpy()  # NHWC, as the stats want
+            stats = channel_stats(host)
+            on_device = torch_pipeline.Augmenter(stats.mean, stats.std, device=native.device)
+            normalized = replace(native, x_test=on_device.normalize(native.x_test))
+            self._aug = (native, stats, host, on_device, normalized)
+        _, stats, host, on_device, normalized = self._aug
+        b, seed, n = settings.batch_size, settings.seed, int(native.x_train.shape[0])
+        if settings.pipeline == "native":
+            def batches(epoch: int):
+                return on_device.epoch_batches(native.x_train, native.y_train, epoch_params(seed, epoch, n), b)
+        else:
+            on_host = np_pipeline.Augmenter(stats.mean, stats.std)
+            y_host = native.y_train.cpu().numpy()
+            device = native.device
+
+            def batches(epoch: int):
+                for xb, yb in on_host.epoch_batches(host, y_host, epoch_params(seed, epoch, n), b):
+                    yield (torch.from_numpy(xb).permute(0, 3, 1, 2).contiguous().to(device),
+                           torch.from_numpy(yb).to(device))
+        return normalized, batches
+
+    def _channels_last(self, native: TorchData) -> TorchData:
+        if native.x_train.dim() != 4:
+            raise ValueError("layout channels-last needs image input (N, C, H, W)")
+        cached = getattr(self, "_cl", None)
+        if cached is None or cached[0] is not native:
+            self._cl = (native, replace(native, x_train=native.x_train.contiguous(memory_format=torch.channels_last),
+                                        x_test=native.x_test.contiguous(memory_format=torch.channels_last)))
+        return self._cl[1]

@@ -52,6 +52,9 @@ class ModelSpec:
     tiny_shape: Shape | None = None
     input_kind: str = "image"
     task: str = "classify"
+    # Non-image models: (sample shape, classes) of the synthetic dataset for the
+    # resolved options, e.g. lstm -> ((35,), vocab). Image models use [synthetic].
+    synthetic_data: Callable[[Mapping[str, Any]], tuple[Shape, int]] | None = None
     # keras.applications constructor with the same architecture, when there is one,
     # e.g. "VGG16"; the conformance suite compares trainable counts with it.
     keras_application: str | None = None

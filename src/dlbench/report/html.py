@@ -55,6 +55,7 @@ def render(report, figures=(), figures_note: str = "") -> str:
                              autoescape=True, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True)
     sections = [("summary", "Summary", report.summary),
+                ("sweeps", "Batch-size sweeps", report.sweeps),
                 ("latency", "Inference latency", [report.latency] if report.latency else []),
                 ("telemetry", "Telemetry", report.telemetry),
                 ("verdicts", "Verdicts", [t for t in (report.omnibus, report.verdicts) if t])]

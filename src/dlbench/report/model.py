@@ -43,6 +43,8 @@ class Report:
     skipped: TableData | None
     hypotheses: list[dict] = field(default_factory=list)
     hypothesis_table: TableData | None = None
+    # Batch-size sweeps: per batch size, and the largest batch that fits.
+    sweeps: list[TableData] = field(default_factory=list)
 
     @property
     def title(self) -> str:
@@ -66,13 +68,14 @@ class Report:
 
     def console_tables(self) -> list[TableData]:
         """What `dlbench report` and the end of `dlbench run` print, in that order."""
-        return [*self.summary, *(t for t in (self.latency,) if t), *self.telemetry,
+        return [*self.summary, *self.sweeps, *(t for t in (self.latency,) if t), *self.telemetry,
                 *(t for t in (self.omnibus, self.verdicts, self.failed) if t)]
 
     def document_tables(self) -> list[tuple[str, list[TableData]]]:
         """Sections of the written formats (Markdown, LaTeX), each a heading and its tables."""
         sections = [("Environment", [self.environment_table()]),
                     ("Summary", self.summary),
+                    ("Batch-size sweeps", self.sweeps),
                     ("Latency", [self.latency] if self.latency else []),
                     ("Telemetry", self.telemetry),
                     ("Verdicts", [t for t in (self.omnibus, self.verdicts) if t]),
@@ -90,6 +93,7 @@ def build_report(store, run_id: int, hypotheses: bool = True, trials: list | Non
     from dlbench.comparisons import analyse, within_run
     from dlbench.report.hypotheses import hypothesis_rows, hypothesis_table
     from dlbench.summary import latency_percentiles, summarize
+    from dlbench.sweeps import largest_batch_table, sweep_table, sweeps
     from dlbench.tables import (case_label, common_settings, latency_table, skipped_table, summary_tables,
                                 telemetry_tables, trials_table)
     from dlbench.verdict_tables import omnibus_table, verdict_table
@@ -98,6 +102,7 @@ def build_report(store, run_id: int, hypotheses: bool = True, trials: list | Non
     trials = store.trials(run_id) if trials is None else trials
     measurements = store.measurements(run_id) if measurements is None else measurements
     summaries = summarize(trials, measurements)
+    found = sweeps(summaries)
     analysed = analyse(list(trials), measurements, band=BAND, alpha=ALPHA)
     verdicts, omnibus = within_run(list(trials), measurements, analysed=analysed)
     failed = [t for t in trials if t["status"] != "ok"]
@@ -120,4 +125,5 @@ def build_report(store, run_id: int, hypotheses: bool = True, trials: list | Non
         skipped=skipped_table([(json.loads(s["cell_json"]), s["reason"]) for s in store.skipped(run_id)]),
         hypotheses=rows,
         hypothesis_table=hypothesis_table(rows),
+        sweeps=[t for t in (sweep_table(found), largest_batch_table(found)) if t],
     )

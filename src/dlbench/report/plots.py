@@ -26,8 +26,9 @@ PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e
 WARM, GAP = "#bbbbbb", "#c00000"
 GAP_ORDER = ("oom", "timeout", "failed", "interrupted", "running", "pending")
 FACTOR_FORMAT = {"batch_size": "b{}", "lr": "lr={:g}", "momentum": "momentum={:g}", "epochs": "{} ep",
-                 "steps": "{} steps", "threads": "{} thr"}
-PLAIN_FACTORS = ("model", "dataset", "optimizer", "init", "device", "precision")
+                 "steps": "{} steps", "threads": "{} thr",
+                 "input_shape": "in{}"}
+PLAIN_FACTORS = ("model", "dataset", "optimizer", "init", "device", "precision", "layout")
 
 
 @dataclass(frozen=True)

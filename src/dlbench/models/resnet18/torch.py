@@ -1,0 +1,15 @@
+"""PyTorch `resnet18`: the shared torchvision-style ResNet (`dlbench.models._resnet.torch`)
+with basic blocks."""
+
+from __future__ import annotations
+
+from torch import nn
+
+from dlbench.models._resnet import WIDTH
+from dlbench.models._resnet.torch import build_resnet
+from dlbench.models.resnet18 import BLOCK, BLOCKS
+
+
+def build(input_shape: tuple[int, int, int], num_classes: int,
+          blocks: tuple[int, ...] = BLOCKS, width: int = WIDTH) -> nn.Module:
+    return build_resnet(input_shape, num_classes, BLOCK, blocks, width)
