@@ -109,3 +109,32 @@ def test_sweep_reports_fastest_per_sample_batch_and_largest_that_fits():
     assert "largest that fits (b64 ran out of memory)" in rows["32"][5]
     big = largest_batch_table(found)
     assert big.rows == [[w.label, "32", "64", "b8"]]
+
+
+def test_model_options_survive_the_json_trip_to_the_worker_as_tuples():
+    import json
+
+    from dlbench.phases import settings_for
+
+    plan = expand(_exp("""
+[matrix]
+framework = ["jax"]
+model = ["resnet18"]
+dataset = ["synthetic"]
+[models.resnet18]
+width = 8
+"""))
+    case = json.loads(json.dumps(plan.trials[0].case.as_dict()))  # what the worker receives
+    options = settings_for(case, 0).model_options
+    assert options["blocks"] == (2, 2, 2, 2) and options["width"] == 8
+    hash(tuple(sorted(options.items())))  # the JAX adapter's compile-cache key
+
+
+def test_relative_memory_limit():
+    from dlbench.config import parse_memory_limit
+
+    assert parse_memory_limit("+512MiB") == (512 * 2**20, True)
+    assert parse_memory_limit("2GiB") == (2 * 2**30, False)
+    assert parse_memory_limit("+8MiB") == (8 * 2**20, True)  # small increments are allowed above a footprint
+    with pytest.raises(ValueError, match="expected a size"):
+        parse_memory_limit("+lots")

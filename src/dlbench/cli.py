@@ -181,7 +181,9 @@ def run(
         raise typer.Exit(130)
     _print_report(store, run_id)
     console.print("trials: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
-    if counts.get("ok", 0) != sum(counts.values()):
+    # An out-of-memory cell is a result of a sweep (its gap is data); a failed,
+    # timed-out or interrupted trial is not, and makes the exit status 1.
+    if any(status not in ("ok", "oom") for status in counts):
         raise typer.Exit(1)
 
 

@@ -67,8 +67,9 @@ class Protocol:
     # headline metric by default: a sub-millisecond inference median on a shared
     # CPU can need 20+ blocks for ±5% while the train-time verdict is long settled.
     until_ci_metrics: str = "train.time"
-    # Cap on each worker's memory ("2GiB", "1500MB", "0" or "": none), so that
-    # out-of-memory cells are exercised on a CPU machine too (see parse_memory).
+    # Cap on each worker's memory ("2GiB", "1500MB"; "+512MiB": above the footprint
+    # after import and data load; "0" or "": none), so that out-of-memory cells are
+    # exercised on a CPU machine too (see parse_memory_limit).
     memory_limit: str = ""
     # Time to accuracy (DAWNBench): train epoch by epoch until this test accuracy
     # (a fraction; 0: off), at most `epochs` epochs and `tta_budget` seconds of training.
@@ -249,7 +250,7 @@ def validate_protocol(where: str, p: Protocol) -> Protocol:
     if p.device not in DEVICES:
         raise ConfigError(f"{where}: device = {p.device!r}: allowed: {_allowed(DEVICES)}")
     try:
-        parse_memory(p.memory_limit)
+        parse_memory_limit(p.memory_limit)
     except ValueError as exc:
         raise ConfigError(f"{where}: memory_limit = {p.memory_limit!r}: {exc}") from None
     try:
@@ -263,7 +264,18 @@ MEMORY_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "kib": 2**10, "m": 10**6
                 "g": 10**9, "gb": 10**9, "gib": 2**30, "t": 10**12, "tb": 10**12, "tib": 2**40}
 
 
-def parse_memory(text: str) -> int:
+def parse_memory_limit(text: str) -> tuple[int, bool]:
+    """--memory-limit: (bytes, relative). '2GiB' caps the worker's whole data segment;
+    '+512MiB' caps what it may add after the framework is imported and the data
+    loaded (each framework's own footprint differs by a factor of 3 on this
+    machine, so an absolute cap would measure import size as much as the model)."""
+    text = text.strip()
+    if text.startswith("+"):
+        return parse_memory(text[1:], floor=2**20), True
+    return parse_memory(text), False
+
+
+def parse_memory(text: str, floor: int = 64 * 2**20) -> int:
     """'2GiB' -> 2147483648; '' or '0' -> 0 (no limit). Decimal (MB, GB) and binary (MiB, GiB) units."""
     import re
 
@@ -271,10 +283,11 @@ def parse_memory(text: str) -> int:
         return 0
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
     if not m or m.group(2).lower() not in MEMORY_UNITS:
-        raise ValueError("expected a size such as 512MiB, 2GiB, 1.5GB or a byte count (0 or empty: no limit)")
+        raise ValueError("expected a size such as 512MiB, 2GiB, 1.5GB or a byte count, or +SIZE for a cap "
+                         "above the footprint after import and data load (0 or empty: no limit)")
     value = int(float(m.group(1)) * MEMORY_UNITS[m.group(2).lower()])
-    if value < 64 * 2**20:
-        raise ValueError(f"{value} bytes is below 64 MiB, too little for a Python process to start")
+    if value < floor:
+        raise ValueError(f"{value} bytes is below {floor // 2**20} MiB, too little for a Python process to start")
     return value
 
 

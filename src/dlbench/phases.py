@@ -32,6 +32,11 @@ def _seconds(t0: int) -> float:
     return (time.perf_counter_ns() - t0) / 1e9
 
 
+def _frozen(value: Any) -> Any:
+    """JSON brought tuples back as lists; models and compile caches want them hashable."""
+    return tuple(_frozen(v) for v in value) if isinstance(value, list) else value
+
+
 def settings_for(case: dict[str, Any], repeat: int) -> TrainSettings:
     classical = case["optimizer"] == "none"
     return TrainSettings(
@@ -41,7 +46,7 @@ def settings_for(case: dict[str, Any], repeat: int) -> TrainSettings:
         optimizer="sgd" if classical else case["optimizer"], lr=case["lr"] or 0.01,
         momentum=case["momentum"], init="glorot-uniform" if classical else case["init"],
         seed=case["seed"] + repeat,
-        model_options=dict(case.get("model_options") or {}),
+        model_options={k: _frozen(v) for k, v in (case.get("model_options") or {}).items()},
         precision=case.get("precision", "float32"), layout=case.get("layout", "native"),
         pipeline="preloaded" if classical else case.get("pipeline", "preloaded"),
     )

@@ -234,7 +234,8 @@ def execute_trial(store: Store, trial_id: int, spec: dict[str, Any], *, timeout:
             # torch and JAX raise). Inferred, and said so.
             outcome.status = "oom"
             outcome.error = (f"out of memory (inferred): the worker died by {_signal_name(proc.returncode)} "
-                             f"while capped at {limit / 2**20:.0f} MiB (--memory-limit); native code that "
+                             f"while capped at {'+' if spec['protocol'].get('memory_limit_relative') else ''}"
+                             f"{limit / 2**20:.0f} MiB (--memory-limit); native code that "
                              f"does not check a failed allocation crashes this way. " + outcome.error)
     elif proc.returncode != 0 or not done:
         outcome.error = (f"worker exited with code {proc.returncode} without finishing "
@@ -249,7 +250,7 @@ def execute_trial(store: Store, trial_id: int, spec: dict[str, Any], *, timeout:
 
 
 def protocol_for_worker(plan: Plan) -> dict[str, Any]:
-    from dlbench.config import parse_memory
+    from dlbench.config import parse_memory_limit
 
     p = plan.experiment.protocol
     from dlbench.samplers import parse_names
@@ -258,7 +259,8 @@ def protocol_for_worker(plan: Plan) -> dict[str, Any]:
             "timeout": p.timeout, "data_dir": p.data_dir, "trials": p.trials,
             "samplers": list(parse_names(p.samplers)), "sample_interval": p.sample_interval,
             "until_ci": p.until_ci, "max_repeats": p.max_repeats, "budget": p.budget,
-            "until_ci_metrics": p.until_ci_metrics, "memory_limit": parse_memory(p.memory_limit),
+            "until_ci_metrics": p.until_ci_metrics, "memory_limit": parse_memory_limit(p.memory_limit)[0],
+            "memory_limit_relative": parse_memory_limit(p.memory_limit)[1],
             "target_accuracy": p.target_accuracy, "tta_budget": p.tta_budget}
 
 

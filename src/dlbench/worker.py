@@ -46,6 +46,29 @@ def is_oom(exc: BaseException) -> bool:
     return isinstance(exc, MemoryError) or any(m in text for m in OOM_MARKERS)
 
 
+def _vm_data_bytes() -> int | None:
+    """This process's data segment now (VmData: what RLIMIT_DATA counts)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmData:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def limit_memory_above_now(extra: int) -> dict[str, Any]:
+    """Cap the data segment at its current size + `extra` (the relative --memory-limit,
+    applied after the framework import and the data load)."""
+    now = _vm_data_bytes()
+    if now is None:
+        raise RuntimeError("--memory-limit +SIZE needs /proc/self/status (Linux)")
+    out = limit_memory(now + extra)
+    return {**out, "memory_limit_relative": extra, "memory_baseline_vmdata": now,
+            "memory_limit_mechanism": "setrlimit(RLIMIT_DATA) at VmData after import and data load + the given size"}
+
+
 def limit_memory(limit: int) -> dict[str, Any]:
     """Cap this process's data segment (RLIMIT_DATA: heap and private writable
     mappings) at `limit` bytes; 0 leaves it alone. Not RLIMIT_AS: that counts
@@ -165,7 +188,8 @@ def run_trial(spec: dict[str, Any], emit: Emitter) -> None:
         process.append({"repeat": None, "warmup": False, "phase": "process", "metric": metric,
                         "value": value, "unit": unit, "seq": None})
 
-    limits = limit_memory(protocol.get("memory_limit") or 0)
+    relative = bool(protocol.get("memory_limit_relative"))
+    limits = limit_memory(0 if relative else protocol.get("memory_limit") or 0)
     affinity = pin_threads(case["threads"])
     info = get_info(case["framework"])
     t0 = time.perf_counter_ns()
@@ -179,6 +203,8 @@ def run_trial(spec: dict[str, Any], emit: Emitter) -> None:
     arrays = load_arrays(case, protocol)
     native = fw.prepare(arrays)
     record("data_load_time", (time.perf_counter_ns() - t0) / 1e9, "s")
+    if relative and protocol.get("memory_limit"):
+        limits = limit_memory_above_now(protocol["memory_limit"])
     manifest = {**manifest, **limits, "cpu_affinity": affinity, "precision": case["precision"],
                 "layout": case.get("layout", "native"), "data_pipeline_setting": case.get("pipeline", "preloaded"),
                 "train_samples": len(arrays.train), "test_samples": len(arrays.test),

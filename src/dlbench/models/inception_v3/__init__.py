@@ -34,7 +34,8 @@ each) fewer. Both differences are asserted by the tests.
 
 Options: `width_mult` scales every conv's filters (round, at least 1); `blocks_a`,
 `blocks_c`, `blocks_e` keep the first k of the A, C and E groups. Defaults are the full
-network; the CI configuration keeps one of each at an eighth of the width. `bn_momentum`
+network; the CI configuration keeps one of each at a quarter of the width (an eighth
+learned too slowly: 37-49% on the suite's digits vs 66-86% at a quarter). `bn_momentum`
 (default 0.9, Keras/Flax convention) is 0.5 in the CI configuration, for the reason
 `dlbench.models.mobilenet_v2` gives.
 """
@@ -204,7 +205,7 @@ SPEC = ModelSpec(
     reference_source="torchvision.models.inception_v3 27,161,264 minus its auxiliary classifier "
                      "(3,326,696); keras.applications.InceptionV3 23,817,352 (batch norm without scale)",
     options={"width_mult": 1.0, "blocks_a": 3, "blocks_c": 4, "blocks_e": 2, "bn_momentum": BN_MOMENTUM},
-    tiny_options={"width_mult": 0.125, "blocks_a": 1, "blocks_c": 1, "blocks_e": 1,
+    tiny_options={"width_mult": 0.25, "blocks_a": 1, "blocks_c": 1, "blocks_e": 1,
                   "bn_momentum": TINY_BN_MOMENTUM},
     tiny_shape=(75, 75, 3),
     keras_application="InceptionV3",
