@@ -138,3 +138,17 @@ def test_relative_memory_limit():
     assert parse_memory_limit("+8MiB") == (8 * 2**20, True)  # small increments are allowed above a footprint
     with pytest.raises(ValueError, match="expected a size"):
         parse_memory_limit("+lots")
+
+
+@pytest.mark.parametrize("message,oom", [
+    ("Status: 1, message: could not create a memory object, in file tensorflow/core/kernels/mkl/mkl_conv_ops.cc",
+     True),  # oneDNN's dnnl_out_of_memory through TensorFlow (an AbortedError)
+    ("DefaultCPUAllocator: can't allocate memory: you tried to allocate 4718592 bytes", True),
+    ("RESOURCE_EXHAUSTED: Out of memory allocating 1638400 bytes.", True),
+    ("Status: 2, message: could not create a primitive", False),  # invalid arguments, not memory
+    ("boom: the model diverged", False),
+])
+def test_out_of_memory_is_recognised_in_each_frameworks_words(message, oom):
+    from dlbench.worker import is_oom
+
+    assert is_oom(RuntimeError(message)) is oom

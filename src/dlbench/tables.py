@@ -60,7 +60,15 @@ NOT_APPLICABLE = (None, "none")
 
 
 def _applicable(cases: list[dict], field: str) -> set[str]:
-    """Distinct values of a field, ignoring cases where it does not apply (knn has no lr)."""
+    """Distinct values of a field, ignoring cases where it does not apply (knn has no lr).
+    Model options are compared within one model (resnet18's and lstm's options always
+    differ; only two resnet18 configurations make the column worth showing)."""
+    if field == "model_options":
+        per_model: dict[str, set[str]] = {}
+        for x in cases:
+            per_model.setdefault(x.get("model"), set()).add(json.dumps(x.get(field), sort_keys=True))
+        widest = max(per_model.values(), key=len, default=set())
+        return widest if len(widest) > 1 else (widest if len(per_model) == 1 else set())
     return {json.dumps(x.get(field)) for x in cases
             if x.get(field) not in NOT_APPLICABLE and x.get("optimizer") != "none"
             or field in ("framework", "variant", "model", "dataset", "batch_size", "threads", "device")}
@@ -73,6 +81,8 @@ def varying_fields(cases: list[dict]) -> list[str]:
 
 def cell(case: dict, field: str) -> str:
     value = case.get(field)
+    if field == "model_options" and isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in sorted(value.items()) if v is not None) or "—"
     if case.get("optimizer") == "none" and field in ("init", "optimizer", "lr", "epochs", "steps"):
         return "—"
     return "—" if value is None else str(value)

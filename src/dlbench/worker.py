@@ -29,7 +29,9 @@ from typing import Any, TextIO
 
 OOM_MARKERS = ("MemoryError", "OutOfMemoryError", "ResourceExhaustedError", "RESOURCE_EXHAUSTED",
                "out of memory", "Out of memory", "std::bad_alloc", "can't allocate memory",
-               "Cannot allocate memory", "OOM when allocating")
+               "Cannot allocate memory", "OOM when allocating",
+               # oneDNN's dnnl_out_of_memory (status 1), as TensorFlow's MKL kernels report it.
+               "Status: 1, message: could not create a memory object")
 
 
 class Emitter:

@@ -238,6 +238,7 @@ class JaxFramework:
     def __init__(self) -> None:
         self.device: jax.Device | None = None
         self._cache: dict[tuple[Any, ...], _Compiled] = {}
+        self._inits: dict[tuple[Any, ...], Callable[..., Any]] = {}
 
     def setup(self, *, variant: str, threads: int, seed: int, device: str) -> dict[str, Any]:
         if variant not in self.variants:
@@ -263,6 +264,7 @@ class JaxFramework:
             "variant": variant,
             "variant_settings": {"jax.jit": True, "donate_argnums": "params, opt_state, loss_sum",
                                  "train_loop": "python loop over one jitted step per batch",
+                                 "init": "jax.jit(model.init), compiled once per model structure and init scheme",
                                  "api": "flax.linen"},
             "versions": {d: importlib.metadata.version(d) for d in ("jax", "jaxlib", "flax", "optax")},
             "device": str(self.device),
@@ -324,7 +326,14 @@ class JaxFramework:
         augment = None
         if settings.pipeline != "preloaded":
             native, augment = self._pipeline(native, settings)
-        trainer = JaxTrainer(native, settings, model, tx, self._compiled(settings, native, model, tx))
+        # model.init run eagerly dispatches every initializer op by op (seconds for a
+        # deep net); jitted once per model structure and init scheme, a build is one call.
+        init_key = (settings.model, tuple(sorted(settings.model_options.items())), native.shape,
+                    native.classes, settings.init)
+        if init_key not in self._inits:
+            self._inits[init_key] = jax.jit(model.init)
+        trainer = JaxTrainer(native, settings, model, tx, self._compiled(settings, native, model, tx),
+                             init=self._inits[init_key])
         trainer.augment = augment
         return trainer
 
@@ -378,7 +387,8 @@ class JaxFramework:
 
 class JaxTrainer:
     def __init__(self, data: JaxData, settings: TrainSettings, model: nn.Module,
-                 tx: optax.GradientTransformation, fns: _Compiled) -> None:
+                 tx: optax.GradientTransformation, fns: _Compiled,
+                 init: Callable[..., Any] | None = None) -> None:
         self.data, self.settings, self.model, self.fns = data, settings, model, fns
         self.steps_per_epoch = settings.steps_per_epoch(data.n_train)
         if self.steps_per_epoch < 1:
@@ -392,7 +402,7 @@ class JaxTrainer:
         init_key, dropout_key, shuffle_key = jax.random.split(jax.random.key(settings.seed), 3)
         self._dropout_key, self._shuffle_key = put(dropout_key), put(shuffle_key)
         dummy = jnp.zeros((1, *data.shape), data.train_x.dtype)
-        variables = dict(model.init({"params": init_key}, dummy))
+        variables = dict((init or model.init)({"params": init_key}, dummy))
         self.params = put(variables.pop("params"))
         # Non-trainable collections (batch-norm statistics), threaded through the step.
         self.state = put(variables)
