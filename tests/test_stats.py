@@ -66,6 +66,17 @@ def test_lilliefors_statistic_by_hand_and_reproducible():
     assert "Monte Carlo" in nm.ks_method and "seed 3" in nm.ks_method
 
 
+@pytest.mark.parametrize("n, loc, scale", [(5, 0.0, 1.0), (12, 1e3, 1e-3), (40, 5.0, 7.0)])
+def test_lilliefors_p_equals_scipy_goodness_of_fit(n, loc, scale):
+    # normality() simulates the null once per n; scipy simulates it per sample. With the
+    # same seed the p-values must be the same: the statistic ignores location and scale.
+    x = loc + scale * np.random.default_rng(n).lognormal(0.0, 0.5, n)
+    ref = st.goodness_of_fit(st.norm, x, statistic="ks", n_mc_samples=2000, rng=np.random.default_rng(4))
+    nm = stats.normality(x, n_mc=2000, seed=4)
+    assert nm.ks_d == pytest.approx(ref.statistic, rel=1e-12)
+    assert nm.ks_p == ref.pvalue
+
+
 def test_normal_sample_passes_both_tests():
     x = np.random.default_rng(7).normal(10.0, 0.5, size=40)
     nm = stats.normality(x)

@@ -162,10 +162,28 @@ def normality(x, alpha: float = 0.05, n_mc: int = N_BOOT, seed: int = 0) -> Norm
     if reason:
         return Normality(int(x.size), False, reason, *(math.nan,) * 4, "", alpha)
     w, p_w = st.shapiro(x)
-    ks = st.goodness_of_fit(st.norm, x, statistic="ks", n_mc_samples=n_mc, rng=np.random.default_rng(seed))
+    d = st.ks_1samp(x, st.norm(x.mean(), x.std(ddof=1)).cdf).statistic
+    null = _lilliefors_null(int(x.size), n_mc, seed)
+    # monte_carlo_test's p: (#null >= d, within rounding, + 1) / (n_mc + 1)
+    p_ks = (np.count_nonzero(null >= d - abs(d) * 1e2 * np.finfo(float).eps) + 1) / (n_mc + 1)
     method = f"Lilliefors (KS, mean and sd estimated), Monte Carlo p from {n_mc} samples, seed {seed}"
-    return Normality(int(x.size), True, "", float(w), float(p_w), float(ks.statistic), float(ks.pvalue),
-                     method, alpha)
+    return Normality(int(x.size), True, "", float(w), float(p_w), float(d), float(p_ks), method, alpha)
+
+
+@lru_cache(maxsize=64)
+def _lilliefors_null(n: int, n_mc: int, seed: int) -> np.ndarray:
+    """The Monte Carlo null distribution of Lilliefors' statistic for samples of size n.
+
+    It depends on n alone: refitting mean and sd makes the statistic invariant to the
+    location and scale of the normal sampled. So scipy's goodness_of_fit simulates it
+    once per n (here on standard normal quantiles), not once per sample tested: a report
+    of 72 samples spent 0.7 s simulating the same distribution 72 times."""
+    canonical = st.norm.ppf((np.arange(1, n + 1) - 0.5) / n)
+    fit = st.goodness_of_fit(st.norm, canonical, statistic="ks", n_mc_samples=n_mc,
+                             rng=np.random.default_rng(seed))
+    null = np.asarray(fit.null_distribution, dtype=float)
+    null.setflags(write=False)  # shared through the cache
+    return null
 
 
 def _dominance(a: np.ndarray, b: np.ndarray) -> tuple[int, int]:

@@ -5,12 +5,14 @@ returned as text to print or write to --out. Only HTML carries figures
 (dlbench.report.plots, matplotlib), drawn into a temporary directory and
 inlined, so the written file stands alone.
 
-Drawing is most of an HTML report's time (matplotlib layout and PNG encoding,
-~8 s of CPU over 100,000 measurements), so on Linux the figures are drawn in
-two forked children while this process computes the tables and tests: the
-rows are read from the database once, before the fork, and the children
-inherit them (no second read, no pickling of 100,000 rows). Elsewhere they
-are drawn here, one after another.
+Drawing is most of an HTML report's time (matplotlib layout, text and PNG
+encoding: ~6 s of CPU over 100,000 measurements), so on Linux the figures are
+shared out among two forked children and this process: the rows are read from
+the database once, before the fork, and inherited (no second read, no pickling
+of 100,000 rows); each worker takes the next undrawn figure, largest first,
+from a shared counter, and this process joins in once its tables and tests are
+computed, so that no core idles while figures remain. Elsewhere they are drawn
+here, one after another.
 """
 
 from __future__ import annotations
@@ -21,71 +23,109 @@ import traceback
 from typing import Any
 
 FORMATS = ("console", "markdown", "latex", "html", "csv")
+CHILDREN = 2  # with this process: three workers keep two cores busy to the end
 
-# Two groups of about equal drawing cost (measured at 100,000 measurements).
-FIGURE_GROUPS = (("03_runs_train_time", "01_box_train_time", "07_energy_runs", "08_telemetry"),
-                 ("05_batch_size", "06_accuracy_runs", "02_box_infer_time", "04_relative_time"))
+# Largest first (measured at 100,000 measurements), so the last figures taken are small.
+DRAWING_ORDER = ("03_runs_train_time", "06_accuracy_runs", "05_batch_size", "01_box_train_time",
+                 "08_telemetry", "02_box_infer_time", "04_relative_time", "07_energy_runs")
+
+
+class _Drawing:
+    """Figures being drawn by forked children and, on finish(), by this process too."""
+
+    def __init__(self, trials: list, rows: list, tmp: str) -> None:
+        from dlbench.report.plots import FIGURE_NAMES, index_rows, make_figures
+
+        assert sorted(DRAWING_ORDER) == sorted(FIGURE_NAMES), "DRAWING_ORDER must name every figure"
+        indexed = index_rows(trials, rows)  # once, here: every worker inherits it
+        self._draw = lambda name: make_figures(None, 0, tmp, formats=("png",), only=(name,), trials=trials,
+                                               rows=rows, indexed=indexed)
+        self.figures: list = []
+        self.children: list = []
+        if not sys.platform.startswith("linux"):
+            self._next = iter(range(len(DRAWING_ORDER))).__next__
+            return
+        import multiprocessing
+
+        # Import (matplotlib; scipy through comparisons, which the figures and the tables
+        # both use) and load the font once here: the children inherit them, instead of
+        # spending 0.5 s (matplotlib) and 1 s (scipy.stats) each.
+        from matplotlib import font_manager
+        from matplotlib.backends import backend_agg  # noqa: F401
+
+        from dlbench import comparisons  # noqa: F401
+
+        font_manager.get_font(font_manager.findfont("DejaVu Sans"))
+        ctx = multiprocessing.get_context("fork")
+        self._counter = ctx.Value("i", 0)  # index of the next figure to draw, with its lock
+        self._next = self._take
+        for _ in range(CHILDREN):
+            reader, writer = ctx.Pipe(duplex=False)
+            process = ctx.Process(target=self._child, args=(writer,), daemon=True)
+            process.start()
+            writer.close()
+            self.children.append((process, reader))
+
+    def _take(self) -> int:
+        with self._counter.get_lock():
+            n = self._counter.value
+            self._counter.value = n + 1
+        if n >= len(DRAWING_ORDER):
+            raise StopIteration
+        return n
+
+    def _drain(self) -> list:
+        drawn = []
+        while True:
+            try:
+                n = self._next()
+            except StopIteration:
+                return drawn
+            drawn += self._draw(DRAWING_ORDER[n])
+
+    def _child(self, writer: Any) -> None:
+        try:
+            writer.send(("ok", self._drain()))
+        except BaseException:  # report anything, then let the child end
+            writer.send(("error", traceback.format_exc()))
+        finally:
+            writer.close()
+
+    def finish(self) -> tuple[list, str]:
+        """Draw what is left here, collect the children's figures, inline them all."""
+        from dlbench.report.html import inline_figures
+        from dlbench.report.plots import FIGURE_NAMES
+
+        figures = self._drain()
+        for process, reader in self.children:
+            try:
+                status, payload = reader.recv()
+            except EOFError:
+                process.join()
+                raise RuntimeError(f"drawing the figures failed: the child process ended with code "
+                                   f"{process.exitcode} and no result") from None
+            process.join()
+            if status != "ok":
+                raise RuntimeError(f"drawing the figures failed:\n{payload}")
+            figures += payload
+        figures.sort(key=lambda f: FIGURE_NAMES.index(f.name))
+        # Inline now: the PNG files vanish with the directory.
+        return inline_figures(figures), "" if figures else "the run has no values to plot"
 
 
 def _start_figures(trials: list, rows: list, tmp: str) -> Any:
-    """Start drawing (forked children on Linux); _finish_figures collects the result."""
+    """Start drawing (forked children on Linux); _finish_figures completes it."""
     try:
-        from dlbench.report.plots import make_figures
+        import matplotlib  # noqa: F401
     except ImportError as exc:  # matplotlib is optional: the tables stand without it
         return f"plotting is unavailable ({exc})"
-
-    def draw(names):
-        return make_figures(None, 0, tmp, formats=("png",), only=names, trials=trials, rows=rows)
-
-    if not sys.platform.startswith("linux"):
-        return [draw(None)]
-    import multiprocessing
-
-    ctx = multiprocessing.get_context("fork")
-    children = []
-    for names in FIGURE_GROUPS:
-        reader, writer = ctx.Pipe(duplex=False)
-
-        def child(names=names, writer=writer):
-            try:
-                writer.send(("ok", draw(names)))
-            except BaseException:  # report anything, then let the child end
-                writer.send(("error", traceback.format_exc()))
-            finally:
-                writer.close()
-
-        process = ctx.Process(target=child, daemon=True)
-        process.start()
-        writer.close()
-        children.append((process, reader))
-    return children
+    return _Drawing(trials, rows, tmp)
 
 
 def _finish_figures(drawing: Any) -> tuple[list, str]:
-    from dlbench.report.html import inline_figures
-    from dlbench.report.plots import FIGURE_NAMES
-
     if isinstance(drawing, str):
         return [], drawing
-    figures = []
-    for part in drawing:
-        if isinstance(part, list):
-            figures += part
-            continue
-        process, reader = part
-        try:
-            status, payload = reader.recv()
-        except EOFError:
-            process.join()
-            raise RuntimeError(f"drawing the figures failed: the child process ended with code "
-                               f"{process.exitcode} and no result") from None
-        process.join()
-        if status != "ok":
-            raise RuntimeError(f"drawing the figures failed:\n{payload}")
-        figures += payload
-    figures.sort(key=lambda f: FIGURE_NAMES.index(f.name))
-    # Inline now: the PNG files vanish with the directory.
-    return inline_figures(figures), "" if figures else "the run has no values to plot"
+    return drawing.finish()
 
 
 def render(store, run_id: int, fmt: str) -> str:

@@ -156,13 +156,22 @@ def _decorate(ax: Any, title: str, ylabel: str, grid: str = "y") -> None:
     ax.grid(axis=grid, alpha=0.3)
 
 
-def _box(ax: Any, x: float, values: list[float], color: str, *, dots: bool) -> None:
-    box = ax.boxplot([values], positions=[x], widths=0.6, patch_artist=True, showfliers=not dots)
-    box["boxes"][0].set(facecolor=color, alpha=0.55)
-    box["medians"][0].set(color="black")
-    if dots:  # the sample itself, spread evenly across the box
-        spread = [0.0] if len(values) == 1 else [-0.18 + 0.36 * j / (len(values) - 1) for j in range(len(values))]
-        ax.scatter([x + o for o in spread], values, s=10, color="black", zorder=3)
+def _boxes(ax: Any, positions: list[float], samples: list[list[float]], colors: list[str], *, dots: bool) -> None:
+    """Box plots at positions with one boxplot and one scatter call per axes (a call per
+    box made the two box figures a fifth of an HTML report's drawing time)."""
+    if not positions:
+        return
+    boxes = ax.boxplot(samples, positions=positions, widths=0.6, patch_artist=True, showfliers=not dots)
+    for box, median, color in zip(boxes["boxes"], boxes["medians"], colors):
+        box.set(facecolor=color, alpha=0.55)
+        median.set(color="black")
+    if dots:  # each sample itself, spread evenly across its box
+        xs, ys = [], []
+        for x, values in zip(positions, samples):
+            n = len(values)
+            xs += [x] if n == 1 else [x - 0.18 + 0.36 * j / (n - 1) for j in range(n)]
+            ys += values
+        ax.scatter(xs, ys, s=10, color="black", zorder=3)
 
 
 def _ticks(ax: Any, positions: list[float], labels: list[str]) -> None:
@@ -184,13 +193,16 @@ def _box_figure(run: _Run, phase: str, metric: str, scale: float, unit: str, wha
     data: dict[str, Any] = {}
     for ax, (title, gkeys) in zip(_grid(fig, len(groups), ncols), groups.items()):
         panel = data[title] = {}
+        drawn: tuple[list, list, list] = ([], [], [])  # positions, samples, colours
         for i, k in enumerate(gkeys, start=1):
             values = [v * scale for v in sample[k].values.values()] if k in sample else []
             panel[run.label(k)] = values
             if not values:
                 _mark_gap(ax, i, run.gap(k))
                 continue
-            _box(ax, i, values, run.color[run.ident[k]], dots=True)
+            for part, item in zip(drawn, (i, values, run.color[run.ident[k]])):
+                part.append(item)
+        _boxes(ax, *drawn, dots=True)
         _ticks(ax, list(range(1, len(gkeys) + 1)), [run.short(k) for k in gkeys])
         ax.set_xlim(0.4, len(gkeys) + 0.6)
         _decorate(ax, title, f"{what} ({unit})")
@@ -212,9 +224,10 @@ def _draw_case_runs(ax: Any, run: _Run, key: str, phase: str, metric: str, x: fl
     # Coordinates are collected and drawn with one call per kind: one artist per
     # point made a report of 100,000 values take 20 s to draw.
     points: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in ("measured", "warmup", "partial")}
+    separators: list[float] = []  # where a new trial (process) begins
     for n, t in enumerate(run.trials_of[key]):
         if n:
-            ax.axvline(x - 0.8, color="#999999", linestyle=":", linewidth=0.6)  # a new trial (process)
+            separators.append(x - 0.8)
         rows = sorted(run.points.get((t["id"], phase, metric), []),
                       key=lambda m: (m["repeat"] if m["repeat"] is not None else -1, m["seq"] or 0))
         for m in rows:
@@ -236,17 +249,34 @@ def _draw_case_runs(ax: Any, run: _Run, key: str, phase: str, metric: str, x: fl
             drawn["gaps"].append(status)
             x += 1
         x += 0.6
+    if separators:
+        ax.vlines(separators, 0, 1, transform=ax.get_xaxis_transform(), color="#999999", linestyle=":",
+                  linewidth=0.6)
     for kind, (xs, vs) in points.items():
         if not xs:
             continue
         face = {"measured": color, "warmup": WARM, "partial": "none"}[kind]
         if style == "bar":
-            ax.bar(xs, vs, width=0.8, color=face, edgecolor=color if kind == "partial" else "#666666",
-                   hatch={"measured": None, "warmup": "///", "partial": "xx"}[kind], linewidth=0.5)
+            _bars(ax, xs, vs, face=face, edge=color if kind == "partial" else "#666666",
+                  hatch={"measured": None, "warmup": "///", "partial": "xx"}[kind])
         else:
             ax.scatter(xs, vs, s=18, facecolors=face, zorder=3,
                        edgecolors="#666666" if kind == "warmup" else color)
     return x, drawn
+
+
+def _bars(ax: Any, xs: list[float], heights: list[float], *, face: str, edge: str, hatch: str | None,
+          width: float = 0.8) -> None:
+    """Bars from 0 as one PolyCollection: ax.bar makes an artist per bar, and 2,000 of
+    them took 2 s to lay out and draw in a report of 100,000 values."""
+    from matplotlib.collections import PolyCollection
+
+    half = width / 2
+    verts = [((x - half, 0.0), (x - half, h), (x + half, h), (x + half, 0.0)) for x, h in zip(xs, heights)]
+    bars = PolyCollection(verts, facecolors=face, edgecolors=edge, linewidths=0.5, hatch=hatch)
+    bars.sticky_edges.y.append(0.0)  # like ax.bar: no margin below the baseline
+    ax.add_collection(bars, autolim=True)
+    ax.autoscale_view()
 
 
 def _clip_warmups(ax: Any, panel: dict[str, dict[str, list]], warm_at: list[tuple[float, float]],
@@ -427,7 +457,10 @@ def _batch_figure(run: _Run, out: Target) -> Figure | None:
             ax.minorticks_off()
             ax.set_xlabel("batch size (samples)")
             _decorate(ax, f"{gname}: {what}", f"{what} ({unit})", grid="both")
-            ax.legend(fontsize=7)
+    # One legend for all panels (the same lines in each): a legend per panel placed by
+    # loc="best" was a sixth of this figure's drawing time.
+    lines = {label: handle for ax in fig.axes for handle, label in zip(*ax.get_legend_handles_labels())}
+    fig.legend(list(lines.values()), list(lines), loc="outside lower center", ncols=min(len(lines), 6), fontsize=7)
     title = "Train time per sample (ms/sample) and inference throughput (samples/s) vs batch size"
     fig.suptitle(title)
     caption = ("Median over the statistical sample (one median per trial, or the measured repeats) at each batch "
@@ -466,12 +499,15 @@ def _telemetry_figure(run: _Run, out: Target) -> Figure | None:
         for phase in phases:
             ax, per_case = next(axes), values.get((metric, phase), {})
             panel = data[f"{metric} | {phase}"] = {}
+            drawn: tuple[list, list, list] = ([], [], [])  # positions, samples, colours
             for i, k in enumerate(keys, start=1):
                 vs = panel[run.label(k)] = per_case.get(k, [])
                 if not vs:
                     _mark_gap(ax, i, run.gap(k) if run.gap(k) != "no value" else "not measured")
                     continue
-                _box(ax, i, vs, run.color[run.ident[k]], dots=False)
+                for part, item in zip(drawn, (i, vs, run.color[run.ident[k]])):
+                    part.append(item)
+            _boxes(ax, *drawn, dots=False)
             _ticks(ax, list(range(1, len(keys) + 1)), [run.label(k) for k in keys])
             ax.set_xlim(0.4, len(keys) + 0.6)
             _decorate(ax, f"{metric} during {phase}", f"{metric} ({units[metric]})")
@@ -512,6 +548,11 @@ def _save(fig: Any, out: Target, name: str, title: str, caption: str, data: dict
     return Figure(name, title, png, svg, caption, data)
 
 
+def index_rows(trials: list, rows: list) -> _Run:
+    """A run's trials and measurements indexed for drawing (make_figures(indexed=...))."""
+    return _Run(trials, rows)
+
+
 # Every figure, by the name its file gets; a function draws it or returns None
 # when the run has nothing to plot for it.
 FIGURE_NAMES = ("01_box_train_time", "02_box_infer_time", "03_runs_train_time", "04_relative_time",
@@ -548,12 +589,13 @@ def _drawers(run: _Run, out: Target, baseline: str | None) -> dict[str, Any]:
 
 def make_figures(store: Any, run_id: int, out_dir: Path, *, baseline: str | None = None,
                  formats: tuple[str, ...] = ("png", "svg"), only: tuple[str, ...] | None = None,
-                 trials: list | None = None, rows: list | None = None) -> list[Figure]:
+                 trials: list | None = None, rows: list | None = None, indexed: Any = None) -> list[Figure]:
     """Draw every figure the run has data for into out_dir; return those made, in name order.
 
     `only` restricts the figures drawn (names from FIGURE_NAMES); `formats` the files
     written; `trials`/`rows` are the run's trials and measurements when the caller has
-    them loaded already (then `store` is not read)."""
+    them loaded already (then `store` is not read); `indexed`: index_rows(trials, rows), for
+    a caller that draws figures one at a time and would otherwise index the rows each time."""
     import matplotlib
 
     unknown = set(only or ()) - set(FIGURE_NAMES)
@@ -561,8 +603,8 @@ def make_figures(store: Any, run_id: int, out_dir: Path, *, baseline: str | None
         raise ValueError(f"unknown figures {sorted(unknown)}; known: {', '.join(FIGURE_NAMES)}")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    run = _Run(store.trials(run_id) if trials is None else trials,
-               store.measurements(run_id) if rows is None else rows)
+    run = indexed or _Run(store.trials(run_id) if trials is None else trials,
+                          store.measurements(run_id) if rows is None else rows)
     drawers = _drawers(run, Target(out_dir, tuple(formats)), baseline)
     made: list[Figure | None] = []
     style = {"font.size": 9, "svg.hashsalt": "dlbench", "svg.fonttype": "none", "hatch.linewidth": 0.6}
