@@ -15,6 +15,7 @@ key or value is an error that names the file, the key and what is allowed.
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from importlib import resources
 from pathlib import Path
@@ -132,15 +133,40 @@ def _as_tuple(value: Any) -> tuple[Any, ...]:
     return tuple(value) if isinstance(value, list | tuple) else (value,)
 
 
+def _model_names() -> tuple[str, ...]:
+    from dlbench.models import MODEL_NAMES
+
+    return MODEL_NAMES
+
+
+def _dataset_names() -> tuple[str, ...]:
+    from dlbench.datasets import DATASET_NAMES
+
+    return DATASET_NAMES
+
+
+# Factors whose values must be one of a fixed set: factor -> its allowed values.
+# Functions, so that the model and dataset packages are imported only when a
+# config actually names those factors, not when this module is imported.
+_CHOICES: dict[str, Callable[[], tuple[Any, ...]]] = {
+    "model": _model_names,
+    "dataset": _dataset_names,
+    "init": lambda: INITS,
+    "optimizer": lambda: OPTIMIZERS,
+    "precision": lambda: PRECISIONS,
+    "layout": lambda: LAYOUTS,
+    "pipeline": lambda: PIPELINES,
+}
+
+
 def _check_factor(where: str, factor: str, values: tuple[Any, ...]) -> tuple[Any, ...]:
     """Validate one factor's values; returns them normalized."""
-    from dlbench.datasets import DATASET_NAMES
     from dlbench.frameworks import registry
-    from dlbench.models import MODEL_NAMES
 
     if not values:
         raise ConfigError(f"{where}: {factor} is empty; give at least one value")
     frameworks = registry() if factor == "framework" else {}
+    choices = _CHOICES[factor]() if factor in _CHOICES else None
     out = []
     for v in values:
         key = f"{where}: {factor} = {v!r}"
@@ -153,14 +179,8 @@ def _check_factor(where: str, factor: str, values: tuple[Any, ...]) -> tuple[Any
             if variant and variant not in frameworks[name].variants:
                 raise ConfigError(f"{key}: unknown variant of {name}; allowed: "
                                   f"{_allowed(frameworks[name].variants)}")
-        elif factor == "model" and v not in MODEL_NAMES:
-            raise ConfigError(f"{key}: unknown model; allowed: {_allowed(MODEL_NAMES)}")
-        elif factor == "dataset" and v not in DATASET_NAMES:
-            raise ConfigError(f"{key}: unknown dataset; allowed: {_allowed(DATASET_NAMES)}")
-        elif factor == "init" and v not in INITS:
-            raise ConfigError(f"{key}: unknown init; allowed: {_allowed(INITS)}")
-        elif factor == "optimizer" and v not in OPTIMIZERS:
-            raise ConfigError(f"{key}: unknown optimizer; allowed: {_allowed(OPTIMIZERS)}")
+        elif choices is not None and v not in choices:
+            raise ConfigError(f"{key}: unknown {factor}; allowed: {_allowed(choices)}")
         elif factor == "batch_size" and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
             raise ConfigError(f"{key}: batch_size must be a positive integer")
         elif factor == "lr":
@@ -170,12 +190,6 @@ def _check_factor(where: str, factor: str, values: tuple[Any, ...]) -> tuple[Any
         elif factor == "input_shape" and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
             raise ConfigError(f"{key}: input_shape must be a positive integer (the side of a square "
                               f"image or a sequence length; 0 = the dataset's own)")
-        elif factor == "precision" and v not in PRECISIONS:
-            raise ConfigError(f"{key}: unknown precision; allowed: {_allowed(PRECISIONS)}")
-        elif factor == "layout" and v not in LAYOUTS:
-            raise ConfigError(f"{key}: unknown layout; allowed: {_allowed(LAYOUTS)}")
-        elif factor == "pipeline" and v not in PIPELINES:
-            raise ConfigError(f"{key}: unknown pipeline; allowed: {_allowed(PIPELINES)}")
         out.append(v)
     return tuple(dict.fromkeys(out))  # drop duplicates, keep order
 

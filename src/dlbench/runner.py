@@ -255,12 +255,15 @@ def protocol_for_worker(plan: Plan) -> dict[str, Any]:
     p = plan.experiment.protocol
     from dlbench.samplers import parse_names
 
+    # Samplers first: a bad samplers string is reported before a bad memory_limit.
+    samplers = list(parse_names(p.samplers))
+    memory_limit, memory_limit_relative = parse_memory_limit(p.memory_limit)
     return {"repeats": p.repeats, "warmup": p.warmup, "latency_batches": p.latency_batches,
             "timeout": p.timeout, "data_dir": p.data_dir, "trials": p.trials,
-            "samplers": list(parse_names(p.samplers)), "sample_interval": p.sample_interval,
+            "samplers": samplers, "sample_interval": p.sample_interval,
             "until_ci": p.until_ci, "max_repeats": p.max_repeats, "budget": p.budget,
-            "until_ci_metrics": p.until_ci_metrics, "memory_limit": parse_memory_limit(p.memory_limit)[0],
-            "memory_limit_relative": parse_memory_limit(p.memory_limit)[1],
+            "until_ci_metrics": p.until_ci_metrics, "memory_limit": memory_limit,
+            "memory_limit_relative": memory_limit_relative,
             "target_accuracy": p.target_accuracy, "tta_budget": p.tta_budget}
 
 

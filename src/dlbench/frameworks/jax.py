@@ -345,18 +345,18 @@ class JaxFramework:
 
         from dlbench.pipelines import jax as jax_pipeline
         from dlbench.pipelines import numpy as np_pipeline
-        from dlbench.pipelines.params import channel_stats, epoch_params
+        from dlbench.pipelines.cache import prepared
+        from dlbench.pipelines.params import epoch_params
 
         if len(native.shape) != 3:
             raise ValueError(f"pipeline {settings.pipeline}: augmentation needs image input")
-        cached = getattr(self, "_aug", None)
-        if cached is None or cached[0] is not native:
-            host = np.asarray(native.train_x)
-            stats = channel_stats(host)
+
+        def build(stats):
             on_device = jax_pipeline.Augmenter(stats.mean, stats.std, device=self.device)
-            normalized = replace(native, test_x=jax.block_until_ready(on_device.normalize(native.test_x)))
-            self._aug = (native, stats, host, on_device, normalized)
-        _, stats, host, on_device, normalized = self._aug
+            return on_device, replace(native, test_x=jax.block_until_ready(on_device.normalize(native.test_x)))
+
+        aug = self._aug = prepared(getattr(self, "_aug", None), native, lambda: np.asarray(native.train_x), build)
+        stats, host, on_device, normalized = aug.stats, aug.host, aug.augmenter, aug.normalized
         b, seed, n = settings.batch_size, settings.seed, native.n_train
         if settings.pipeline == "native":
             def batches(epoch: int):

@@ -250,19 +250,19 @@ class TensorFlowFramework:
 
         from dlbench.pipelines import numpy as np_pipeline
         from dlbench.pipelines import tensorflow as tf_pipeline
-        from dlbench.pipelines.params import channel_stats, epoch_params
+        from dlbench.pipelines.cache import prepared
+        from dlbench.pipelines.params import epoch_params
 
         if len(native.input_shape) != 3:
             raise ValueError(f"pipeline {settings.pipeline}: augmentation needs image input")
-        cached = getattr(self, "_aug", None)
-        if cached is None or cached[0] is not native:
-            host = native.x_train.numpy()
-            stats = channel_stats(host)
+
+        def build(stats):
             graph = tf_pipeline.Augmenter(stats.mean, stats.std)
             with tf.device("/CPU:0"):
-                normalized = replace(native, x_test=graph.normalize(native.x_test))
-            self._aug = (native, stats, host, graph, normalized)
-        _, stats, host, graph, normalized = self._aug
+                return graph, replace(native, x_test=graph.normalize(native.x_test))
+
+        aug = self._aug = prepared(getattr(self, "_aug", None), native, lambda: native.x_train.numpy(), build)
+        stats, host, graph, normalized = aug.stats, aug.host, aug.augmenter, aug.normalized
         b, seed, n = settings.batch_size, settings.seed, int(native.x_train.shape[0])
         if settings.pipeline == "native":
             def dataset(epoch: int) -> tf.data.Dataset:

@@ -471,18 +471,21 @@ class TorchFramework:
         pipeline, each batch copied to the device as a DataLoader would)."""
         from dlbench.pipelines import numpy as np_pipeline
         from dlbench.pipelines import torch as torch_pipeline
-        from dlbench.pipelines.params import channel_stats, epoch_params
+        from dlbench.pipelines.cache import prepared
+        from dlbench.pipelines.params import epoch_params
 
         if native.x_train.dim() != 4:
             raise ValueError(f"pipeline {settings.pipeline}: augmentation needs image input")
-        cached = getattr(self, "_aug", None)
-        if cached is None or cached[0] is not native:
-            host = native.x_train.permute(0, 2, 3, 1).cpu().numpy()  # NHWC, as the stats want
-            stats = channel_stats(host)
+
+        def build(stats):
             on_device = torch_pipeline.Augmenter(stats.mean, stats.std, device=native.device)
-            normalized = replace(native, x_test=on_device.normalize(native.x_test))
-            self._aug = (native, stats, host, on_device, normalized)
-        _, stats, host, on_device, normalized = self._aug
+            return on_device, replace(native, x_test=on_device.normalize(native.x_test))
+
+        def to_host():
+            return native.x_train.permute(0, 2, 3, 1).cpu().numpy()  # NHWC, as the stats want
+
+        aug = self._aug = prepared(getattr(self, "_aug", None), native, to_host, build)
+        stats, host, on_device, normalized = aug.stats, aug.host, aug.augmenter, aug.normalized
         b, seed, n = settings.batch_size, settings.seed, int(native.x_train.shape[0])
         if settings.pipeline == "native":
             def batches(epoch: int):
