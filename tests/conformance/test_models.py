@@ -31,11 +31,15 @@ SEQUENCE_PAIRS = [pair for pair in PAIRS if pair not in IMAGE_PAIRS]
 # code paths; repeating the checks on them would double CI time for no new path.
 ADAPTER_MODELS = ("mlp", "lenet5", "cnn", "resnet18", "efficientnet_b0", "lstm", "deepspeech2", "transformer")
 ADAPTER_PAIRS = [pair for pair in PAIRS if pair[1] in ADAPTER_MODELS]
-# The model zoo's tiny-size training checks are marked `zoo`: they take about an hour
-# on 2 cores (mostly Flax initialization and XLA compilation of deep networks), over
-# CI's budget, so the default run deselects them (pyproject addopts) and
-# `pytest -m zoo` runs them. Their full-size parameter counts, output shapes and
-# cross-framework equivalence are in test_zoo_*.py, which CI runs.
+# The model zoo in CI: test_zoo_model_counts_descends_and_infers builds every zoo
+# network once per framework at its tiny size (count, Adam descent on a fixed batch,
+# inference): about 4 minutes on 2 cores, three quarters of it Flax init and XLA
+# compilation. The rest of the checks below on the zoo networks (a second init scheme
+# and input shape, plain SGD, learning real digits, the adapter properties) build each
+# network again several times, about an hour on 2 cores, so they are marked `zoo`:
+# the default run deselects them (pyproject addopts), `pytest -m zoo` runs them. Full-
+# size parameter counts, output shapes and cross-framework equivalence are in
+# test_zoo_*.py, which CI runs.
 SMALL_MODELS = ("mlp", "lenet5", "cnn")
 
 
@@ -111,6 +115,31 @@ def _settings(model: str, **kw) -> TrainSettings:
                 model_options=_spec(model).resolve_options(_spec(model).tiny_options))
     base.update(kw)
     return TrainSettings(**base)
+
+
+ZOO_PAIRS = [pair for pair in PAIRS if pair[1] not in SMALL_MODELS]
+ZOO_STEPS = 40  # Adam steps on one fixed batch (25 left alexnet, vgg16 and the LSTM at 0.74-0.86)
+
+
+@pytest.mark.parametrize("framework,model", ZOO_PAIRS)
+def test_zoo_model_counts_descends_and_infers(framework, model):
+    # CI's check of every zoo network in every framework, with one build each (for
+    # Flax the init and step compilations are most of a check's time): the trainable
+    # count equals the spec's formula at the tiny size, Adam cuts the loss on a fixed
+    # batch, and a full batch goes through inference. The deeper checks of the same
+    # pairs are marked `zoo` below.
+    spec = _spec(model)
+    shape = _shapes(model)[0][0]
+    fw = _framework(framework)
+    native = fw.prepare(_data(model, shape, n_train=64, n_test=32))
+    lr = 1e-2 if spec.task in ("next-token", "ctc") else 1e-3
+    trainer = fw.build(native, _settings(model, optimizer="adam", lr=lr))
+    assert trainer.parameter_count() == spec.count(shape, 10, spec.tiny_options)
+    losses = trainer.train_fixed_batch(ZOO_STEPS)
+    assert all(np.isfinite(losses))
+    assert losses[-1] < 0.7 * losses[0], losses
+    assert trainer.prepare_infer(32) == 1
+    assert trainer.infer(32) == 32
 
 
 @pytest.mark.parametrize("framework,model,which",
