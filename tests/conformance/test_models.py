@@ -34,17 +34,21 @@ ADAPTER_PAIRS = [pair for pair in PAIRS if pair[1] in ADAPTER_MODELS]
 # The model zoo in CI: test_zoo_model_counts_descends_and_infers builds every zoo
 # network once per framework at its tiny size (count, Adam descent on a fixed batch,
 # inference): about 4 minutes on 2 cores, three quarters of it Flax init and XLA
-# compilation. The rest of the checks below on the zoo networks (a second init scheme
-# and input shape, plain SGD, learning real digits, the adapter properties) build each
-# network again several times, about an hour on 2 cores, so they are marked `zoo`:
+# compilation; the adapter properties most likely to differ between families (same
+# seed same result, first_step restoring the model, the exact step count) run on one
+# model per family. The rest of the checks below on the zoo networks (a second init
+# scheme and input shape, plain SGD, learning real digits, the adapter properties on
+# the other networks) build each network again several times, about an hour on 2
+# cores, so they are marked `zoo`:
 # the default run deselects them (pyproject addopts), `pytest -m zoo` runs them. Full-
 # size parameter counts, output shapes and cross-framework equivalence are in
 # test_zoo_*.py, which CI runs.
 SMALL_MODELS = ("mlp", "lenet5", "cnn")
 
 
-def _marked(rows: list[tuple]) -> list:
-    return [row if row[1] in SMALL_MODELS else pytest.param(*row, marks=pytest.mark.zoo) for row in rows]
+def _marked(rows: list[tuple], in_ci: tuple[str, ...] = SMALL_MODELS) -> list:
+    """rows with the `zoo` mark on those whose model is not in `in_ci`."""
+    return [row if row[1] in in_ci else pytest.param(*row, marks=pytest.mark.zoo) for row in rows]
 IMAGE_SHAPES = [((28, 28, 1), 10), ((16, 16, 3), 7)]
 
 
@@ -180,7 +184,7 @@ def test_loss_decreases_on_fixed_batch(framework, model, optimizer, lr, ratio):
     assert np.mean(losses[-5:]) < np.mean(losses[:5])
 
 
-@pytest.mark.parametrize("framework,model", _marked(ADAPTER_PAIRS))
+@pytest.mark.parametrize("framework,model", _marked(ADAPTER_PAIRS, in_ci=ADAPTER_MODELS))
 def test_same_seed_same_result_and_first_step_restores(framework, model):
     fw = _framework(framework)
     native = fw.prepare(_data(model, _shapes(model)[0][0]))
@@ -223,7 +227,7 @@ def test_learns_real_digits_and_infers_full_batches(framework, model):
     trainer.predict_batch(32, 1)
 
 
-@pytest.mark.parametrize("framework,model", _marked(ADAPTER_PAIRS))
+@pytest.mark.parametrize("framework,model", _marked(ADAPTER_PAIRS, in_ci=ADAPTER_MODELS))
 def test_steps_setting_runs_exact_step_count(framework, model):
     fw = _framework(framework)
     native = fw.prepare(_data(model, _shapes(model)[0][0], n_train=100))
