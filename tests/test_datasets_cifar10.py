@@ -12,12 +12,12 @@ import dataclasses
 import http.server
 import io
 import tarfile
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+from local_http import serving
 
 import dlbench.datasets as datasets
 from dlbench.datasets import cifar10, fetch
@@ -253,14 +253,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 @pytest.fixture()
 def server(official: dict) -> Iterator[str]:
     _Handler.body, _Handler.hits = _tar_bytes(official), []
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serving(_Handler) as url:
+        yield url
 
 
 def test_download_verifies_and_extracts(server: str, isolated: Path,

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 import http.server
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from local_http import serving
 
 import dlbench.datasets as datasets
 from dlbench.datasets import fetch, mnist
@@ -66,14 +66,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 @pytest.fixture(scope="module")
 def server(payloads: dict[str, bytes]) -> Iterator[str]:
     _Handler.payloads = payloads
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serving(_Handler) as url:
+        yield url
 
 
 @pytest.fixture()
