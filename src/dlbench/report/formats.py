@@ -40,7 +40,6 @@ class _Drawing:
         indexed = index_rows(trials, rows)  # once, here: every worker inherits it
         self._draw = lambda name: make_figures(None, 0, tmp, formats=("png",), only=(name,), trials=trials,
                                                rows=rows, indexed=indexed)
-        self.figures: list = []
         self.children: list = []
         if not sys.platform.startswith("linux"):
             self._next = iter(range(len(DRAWING_ORDER))).__next__
