@@ -30,7 +30,8 @@ from dlbench.store import Store  # noqa: E402
 def run(args, db: Path, extra: list[str]) -> tuple[float, int, dict]:
     cmd = [args.python, "-m", "dlbench", "run", "--framework", args.frameworks, "--model", args.model,
            "--dataset", args.dataset, "--epochs", str(args.epochs), "--repeats", str(args.repeats),
-           "--warmup", "1", "--latency-batches", "0", "--samplers", "none", "--db", str(db), *extra]
+           "--warmup", "1", "--latency-batches", "0", "--samplers", "none", "--threads", str(args.threads),
+           "--db", str(db), *extra]
     t0 = time.perf_counter()
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     wall = time.perf_counter() - t0
@@ -80,6 +81,11 @@ def main() -> None:
     # within ±5% in 20 blocks: the rule waited on timer-scale jitter, not on the workload.
     ap.add_argument("--epochs", type=int, default=30)
     ap.add_argument("--repeats", type=int, default=3)
+    # 1 thread: on the 2-core VM, torch and XLA pools as wide as the machine share their
+    # cores with the OS and the harness, and any wake-up there stalls a whole step. With
+    # 2 threads the between-trial CV of train time was 14-16% (one trial in eight 40%
+    # slow); with 1 thread, leaving a core free, it was 4% (8 trials each, mlp, digits).
+    ap.add_argument("--threads", type=int, default=1, help="--threads for every framework (0 = all cores)")
     ap.add_argument("--fixed", type=int, default=20, help="blocks of the fixed design")
     ap.add_argument("--until-ci", type=float, default=5.0, help="adaptive target: ±PCT")
     ap.add_argument("--band", type=float, default=0.02)

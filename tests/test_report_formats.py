@@ -247,6 +247,28 @@ def test_html_is_self_contained_and_escaped(real_run, tmp_path):
     assert '"intra_op"' in html or "intra_op" in captions  # the fairness manifest is shown
 
 
+TINY_SVG = (b'<?xml version="1.0" encoding="utf-8"?>\n<svg xmlns="http://www.w3.org/2000/svg" width="40" '
+            b'height="20" viewBox="0 0 40 20"><rect width="40" height="20" fill="#c82828"/>'
+            b'<text x="2" y="14">a &lt;b&gt;</text></svg>\n')
+
+
+def test_html_inlines_svg_figures_as_data_uris(real_run, tmp_path):
+    """SVG is preferred when a figure has both (the report draws SVG only)."""
+    svg, png = tmp_path / "fig.svg", tmp_path / "fig.png"
+    svg.write_bytes(TINY_SVG)
+    png.write_bytes(tiny_png())
+    fig = SimpleNamespace(name="train_time", title="t", png=png, svg=svg, caption="")
+    with Store(real_run) as store:
+        html = html_report.render(build_report(store, store.run()["id"], hypotheses=False), [fig])
+    imgs = [a for t, a in _parse(html).tags if t == "img"]
+    assert len(imgs) == 1 and imgs[0]["src"].startswith("data:image/svg+xml;base64,")
+    import base64
+
+    assert base64.b64decode(imgs[0]["src"].split(",", 1)[1]) == TINY_SVG
+    with pytest.raises(ValueError, match="'x': not an SVG"):
+        html_report.inline_figures([SimpleNamespace(name="x", title="x", png=None, svg=tiny_png(), caption="")])
+
+
 def test_html_inlines_figures_as_png_data_uris(real_run, tmp_path):
     png = tmp_path / "fig.png"
     png.write_bytes(tiny_png())
@@ -276,7 +298,7 @@ def test_html_figures_from_plots(real_run, tmp_path):
     html = _render(real_run, "html", tmp_path)
     imgs = [a for t, a in _parse(html).tags if t == "img"]
     assert n > 0 and len(imgs) == n
-    assert all(a["src"].startswith("data:image/png;base64,") for a in imgs)
+    assert all(a["src"].startswith("data:image/svg+xml;base64,") for a in imgs)
 
 
 def test_html_hypotheses_in_seed_002_form(compared_run, tmp_path):
@@ -337,8 +359,11 @@ def test_html_renders_in_headless_chromium(real_run, tmp_path):
     png = tmp_path / "fig.png"
     png.write_bytes(tiny_png(40, 20))
     fig = SimpleNamespace(name="probe", title="probe figure", png=png, svg=None, caption="a red box")
+    svg = tmp_path / "fig.svg"
+    svg.write_bytes(TINY_SVG)
+    vector = SimpleNamespace(name="probe_svg", title="probe SVG figure", png=None, svg=svg, caption="an SVG box")
     with Store(real_run) as store:
-        html = html_report.render(build_report(store, store.run()["id"]), [fig])
+        html = html_report.render(build_report(store, store.run()["id"]), [fig, vector])
     page = tmp_path / "report.html"
     page.write_text(html, encoding="utf-8")
     shot = tmp_path / "report.png"
@@ -354,5 +379,5 @@ def test_html_renders_in_headless_chromium(real_run, tmp_path):
                   result.stdout)
     assert m, result.stdout[-2000:] + result.stderr[-2000:]
     images, broken, tables, rows = map(int, m.groups())
-    assert images == 1 and broken == 0
+    assert images == 2 and broken == 0  # the PNG and the SVG decoded
     assert tables >= 7 and rows >= 20

@@ -64,6 +64,14 @@ def test_measurements_round_trip_and_export(tmp_path):
         assert [r["value"] for r in rows] == ["1.5", "1.25", "0.01"]
         assert rows[0]["warmup"] == "1" and rows[1]["warmup"] == "0"
         assert rows[2]["seq"] == "0" and rows[0]["framework"] == "torch" and rows[0]["lr"] == "0.1"
+        # The split reads the report uses: the per-call latency rows apart from the rest.
+        # "latency_bx" has the prefix but not the escaped "_": it must stay with the rest.
+        s.add_measurements(tid, [Measurement(1, False, "latencyXb8", "time", 0.5, "s")])
+        assert [r["phase"] for r in s.measurements(run_id, latency=False)] == ["train", "train", "latencyXb8"]
+        calls = s.latency_calls(run_id)
+        assert [(r["case_key"], r["status"], r["warmup"], r["phase"], r["metric"], r["value"]) for r in calls] == [
+            ("k", "ok", 0, "latency_b8", "time", 0.01)]
+        assert len(s.measurements(run_id)) == 4
         with pytest.raises(StoreError, match="no run 42"):
             s.run(42)
         with pytest.raises(ValueError, match="status 'great'"):

@@ -32,7 +32,20 @@ from functools import lru_cache
 from itertools import combinations
 
 import numpy as np
-from scipy import stats as st
+
+
+class _SciPyStats:
+    """scipy.stats, imported at first use. Importing it takes 0.7 s, and the figures
+    (which use this module's summaries but no test) are drawn in forked processes that
+    would otherwise wait for it or each import it again."""
+
+    def __getattr__(self, name: str):
+        from scipy import stats
+
+        return getattr(stats, name)
+
+
+st = _SciPyStats()
 
 VARIANCE_WARNING = 0.10  # IQR / median above this is noisy (torch.utils.benchmark's rule)
 N_BOOT = 9999

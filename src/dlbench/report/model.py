@@ -89,7 +89,9 @@ def build_report(store, run_id: int, hypotheses: bool = True, trials: list | Non
                  measurements: list | None = None) -> Report:
     """hypotheses=False skips the hypothesis report (normality Monte Carlo and a bootstrap
     per pair), which the console output does not show. `trials`/`measurements`: the
-    run's rows when the caller has loaded them already."""
+    run's rows when the caller has loaded them already; the per-call latency rows
+    (nine in ten of a run's rows) are not needed there: only the latency table uses
+    them, and it reads them apart, narrowly (Store.latency_calls)."""
     from dlbench.comparisons import analyse, within_run
     from dlbench.report.hypotheses import hypothesis_rows, hypothesis_table
     from dlbench.summary import latency_percentiles, summarize
@@ -100,7 +102,7 @@ def build_report(store, run_id: int, hypotheses: bool = True, trials: list | Non
 
     row = store.run(run_id)
     trials = store.trials(run_id) if trials is None else trials
-    measurements = store.measurements(run_id) if measurements is None else measurements
+    measurements = store.measurements(run_id, latency=False) if measurements is None else measurements
     summaries = summarize(trials, measurements)
     found = sweeps(summaries)
     analysed = analyse(list(trials), measurements, band=BAND, alpha=ALPHA)
@@ -117,7 +119,7 @@ def build_report(store, run_id: int, hypotheses: bool = True, trials: list | Non
         settings=common_settings([s.case for s in summaries]) if summaries else "",
         legend=LEGEND,
         summary=summary_tables(summaries),
-        latency=latency_table(summaries, latency_percentiles(measurements)),
+        latency=latency_table(summaries, latency_percentiles(store.latency_calls(run_id))),
         telemetry=telemetry_tables(summaries, measurements, store.samplers(run_id)),
         omnibus=omnibus_table(omnibus) if omnibus else None,
         verdicts=verdict_table(verdicts, band=BAND, alpha=ALPHA) if verdicts else None,

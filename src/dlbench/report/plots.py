@@ -35,8 +35,8 @@ PLAIN_FACTORS = ("model", "dataset", "optimizer", "init", "device", "precision",
 class Figure:
     name: str
     title: str
-    png: Path
-    svg: Path
+    png: Path | None  # None: not written (make_figures' formats)
+    svg: Path | None
     caption: str
     # What was plotted, per panel and series (None = a gap): for tests and other renderers.
     data: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
@@ -423,7 +423,8 @@ def _diverging() -> Any:
 def _ratio_formatter() -> Any:
     from matplotlib.ticker import FuncFormatter
 
-    return FuncFormatter(lambda v, _pos: f"{2 ** v:.2g}×")
+    # 3 digits: at 2 the colour bar of a 0.8-1.25 range labelled two ticks "1.1×"
+    return FuncFormatter(lambda v, _pos: f"{2 ** v:.3g}×")
 
 
 def _batch_figure(run: _Run, out: Target) -> Figure | None:
@@ -545,7 +546,8 @@ def _save(fig: Any, out: Target, name: str, title: str, caption: str, data: dict
         fig.savefig(png, dpi=120, pil_kwargs={"compress_level": 1})
     if "svg" in formats:
         fig.savefig(svg, metadata={"Date": None})  # no timestamp: the same run gives the same file
-    return Figure(name, title, png, svg, caption, data)
+    return Figure(name, title, png if "png" in formats else None, svg if "svg" in formats else None, caption,
+                  data)
 
 
 def index_rows(trials: list, rows: list) -> _Run:
