@@ -40,6 +40,28 @@ def test_max_repeats_caps_the_blocks(tmp_path, faulty_plugin):
         run = store.run()
         assert {t["block"] for t in store.trials(run["id"])} == {0, 1, 2}
         assert run["stop_reason"].startswith("max-repeats reached: 3 blocks")
+        assert run["stop_reason"].endswith("(a median's CI counts from 6 blocks on)")
+
+
+def test_stop_reason_names_the_widest_median_and_the_blocks_it_would_need():
+    import json
+    import math
+
+    from dlbench import stats
+    from dlbench.runner import _widest
+
+    case = {"framework": "torch", "variant": "eager", "model": "mlp", "dataset": "digits", "batch_size": 32}
+    trials = [{"case_key": "a", "case_json": json.dumps(case)},
+              {"case_key": "b", "case_json": json.dumps(dict(case, framework="jax", variant="jit"))}]
+    steady = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0, 1.01]
+    spread = [1.0, 1.3, 0.8, 1.1, 0.9, 1.2, 1.05, 0.95]
+    half = stats.median_ci_halfwidth(spread)
+    assert half > stats.median_ci_halfwidth(steady)
+    reason = _widest(trials, [("a", "train.time", steady), ("b", "train.time", spread), ("a", "x", [1.0, 2.0])],
+                     pct=0.02)
+    # The CI half-width shrinks as 1/sqrt(n): n * (half / pct)^2 blocks reach ±pct.
+    assert reason == (f" (widest: train.time of jax:jit mlp digits b32, ±{100 * half:.1f}%; at this spread "
+                      f"about {math.ceil(8 * (half / 0.02) ** 2)} blocks would be needed)")
 
 
 def test_fixed_design_has_no_stop_reason(tmp_path, faulty_plugin):

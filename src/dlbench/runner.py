@@ -324,18 +324,43 @@ def adaptive_decision(store: Store, run_id: int, started: float) -> str | None:
     wide = []
     watched = parse_ci_metrics(proto.get("until_ci_metrics", "train.time"))
     names = ", ".join(f"{p}.{m}" for p, m in watched)
+    pct = proto["until_ci"] / 100
     for phase, metric in watched:
         for key, sample in samples(trials, measurements, phase, metric).items():
             values = list(sample.values.values())
-            if not stats.ci_converged(values, proto["until_ci"] / 100):
-                wide.append(key)
+            if not stats.ci_converged(values, pct):
+                wide.append((key, f"{phase}.{metric}", values))
     if not wide:
         return f"converged: every median's 95% CI within ±{proto['until_ci']:g}% after {blocks} blocks ({names})"
+    cases = len({key for key, _, _ in wide})
     if blocks >= proto["max_repeats"]:
-        return f"max-repeats reached: {blocks} blocks; {len(set(wide))} case(s) not within ±{proto['until_ci']:g}%"
+        return (f"max-repeats reached: {blocks} blocks; {cases} case(s) not within ±{proto['until_ci']:g}%"
+                f"{_widest(trials, wide, pct)}")
     if proto["budget"] and time.monotonic() - started >= proto["budget"] * 60:
-        return f"budget of {proto['budget']:g} min spent after {blocks} blocks; {len(set(wide))} case(s) not converged"
+        return (f"budget of {proto['budget']:g} min spent after {blocks} blocks; {cases} case(s) not converged"
+                f"{_widest(trials, wide, pct)}")
     return None
+
+
+def _widest(trials, wide: list, pct: float) -> str:
+    """The unconverged median with the widest CI, and about how many blocks it would
+    take at the spread seen so far (the half-width shrinks as 1/sqrt(n)), so that a
+    user learns whether more blocks or a quieter machine is what is missing."""
+    import math
+
+    from dlbench import stats
+    from dlbench.tables import case_label
+
+    need = stats.min_pairs()
+    if all(len(values) < need for _, _, values in wide):
+        return f" (a median's CI counts from {need} blocks on)"
+    key, metric, values = max(((k, m, v) for k, m, v in wide if len(v) >= need),
+                              key=lambda w: stats.median_ci_halfwidth(w[2]))
+    half = stats.median_ci_halfwidth(values)
+    case = next(json.loads(t["case_json"]) for t in trials if t["case_key"] == key)
+    blocks = math.ceil(len(values) * (half / pct) ** 2)
+    return (f" (widest: {metric} of {case_label(case)}, ±{100 * half:.1f}%; at this spread about {blocks} "
+            f"blocks would be needed)")
 
 
 def add_block(store: Store, run_id: int, seed: int) -> int:
