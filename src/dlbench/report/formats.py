@@ -8,13 +8,13 @@ inlined, so the written file stands alone.
 The report's figures are SVG: vector, sharp at any zoom, 30% smaller than the
 PNGs, and a quarter less CPU (no rasterizing, no PNG encoding). Drawing is still
 most of an HTML report's time (matplotlib layout and text: ~4 s of CPU over
-100,000 measurements), so on Linux the figures are
-shared out among two forked children and this process: the rows the figures draw
-(all but the per-call latencies) are read before the fork and inherited (no
-pickling), the latencies by this process after it; each worker takes the next undrawn figure, largest first,
-from a shared counter, and this process joins in once its tables and tests are
-computed, so that no core idles while figures remain. Elsewhere they are drawn
-here, one after another.
+100,000 measurements), so on Linux the figures are shared out among two forked
+children and this process. The rows the figures draw (all but the per-call
+latencies) are read before the fork and inherited, not pickled; this process
+reads the latencies after it. Each worker takes the next undrawn figure, largest
+first, from a shared counter, and this process joins in once its tables and
+tests are computed, so that no core idles while figures remain. Elsewhere they
+are drawn here, one after another.
 """
 
 from __future__ import annotations
