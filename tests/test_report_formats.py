@@ -304,6 +304,17 @@ def test_html_figures_from_plots(real_run, tmp_path):
 def test_html_hypotheses_in_seed_002_form(compared_run, tmp_path):
     html = _render(compared_run, "html", tmp_path)
     doc = _parse(html)
+    # The inline SVG figures are well-formed XML that carries the hostile variant name
+    # as text (escaped in the markup: no element of its own).
+    import base64
+    import xml.etree.ElementTree as ET
+
+    svgs = [ET.fromstring(base64.b64decode(a["src"].split(",", 1)[1])) for t, a in doc.tags
+            if t == "img" and a["src"].startswith("data:image/svg+xml;base64,")]
+    assert svgs
+    texts = ["".join(e.itertext()) for svg in svgs for e in svg.iter("{http://www.w3.org/2000/svg}text")]
+    assert any(EVIL_VARIANT in t for t in texts)
+    assert not any(e.tag.endswith("}b") or e.tag == "b" for svg in svgs for e in svg.iter())
     text = "".join(doc.text)
     assert text.count("Hypothesis ") >= 6
     assert "H0" in text and "H1" in text and "Decision" in text
