@@ -354,9 +354,7 @@ def _widest(trials, wide: list, pct: float) -> str:
     need = stats.min_pairs()
     if all(len(values) < need for _, _, values in wide):
         return f" (a median's CI counts from {need} blocks on)"
-    key, metric, values = max(((k, m, v) for k, m, v in wide if len(v) >= need),
-                              key=lambda w: stats.median_ci_halfwidth(w[2]))
-    half = stats.median_ci_halfwidth(values)
+    half, key, metric, values = max((stats.median_ci_halfwidth(v), k, m, v) for k, m, v in wide if len(v) >= need)
     case = next(json.loads(t["case_json"]) for t in trials if t["case_key"] == key)
     blocks = math.ceil(len(values) * (half / pct) ** 2)
     return (f" (widest: {metric} of {case_label(case)}, ±{100 * half:.1f}%; at this spread about {blocks} "

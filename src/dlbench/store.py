@@ -125,6 +125,9 @@ MIGRATIONS: list[str] = [
 STATUSES = ("pending", "running", "ok", "failed", "oom", "timeout", "interrupted")
 
 
+# The per-call latency phases (latency_b<B>); "_" escaped, or LIKE would take it for any character.
+LATENCY_PHASE = r"m.phase LIKE 'latency\_b%' ESCAPE '\'"
+
 class StoreError(RuntimeError):
     pass
 
@@ -322,7 +325,7 @@ class Store:
         trials(): copying its JSON into each of 100,000 rows took a quarter of the read.
         latency=False leaves out the per-call latency rows (phases latency_b<B>), which
         are most of a run's rows and which no figure draws."""
-        where = "" if latency else r" AND m.phase NOT LIKE 'latency\_b%' ESCAPE '\'"
+        where = "" if latency else f" AND NOT {LATENCY_PHASE}"
         return self.db.execute(
             "SELECT t.id AS trial_id, t.case_key, t.block, t.framework, t.variant, t.model, t.dataset,"
             " t.batch_size, t.status, m.repeat, m.warmup, m.phase, m.metric, m.value, m.unit, m.seq,"
@@ -336,7 +339,7 @@ class Store:
         return self.db.execute(
             "SELECT t.case_key, t.status, m.warmup, m.phase, m.metric, m.value"
             " FROM measurements m JOIN trials t ON t.id = m.trial_id"
-            r" WHERE t.run_id=? AND m.phase LIKE 'latency\_b%' ESCAPE '\'", (run_id,)).fetchall()
+            f" WHERE t.run_id=? AND {LATENCY_PHASE}", (run_id,)).fetchall()
 
     def export_csv(self, run_id: int, path: str | Path) -> int:
         """Every measurement of a run in long format, with the case's factors as columns."""

@@ -3,8 +3,9 @@
 Figures are inlined as base64 SVG (or PNG) data URIs in <img> elements, where
 an SVG can run no script, and the CSS sits in a <style> element, so the file can
 be mailed or archived and opens offline; it loads nothing from the network and
-needs no script (fairness manifests collapse with <details>). jinja2 autoescaping escapes every user string: experiment names,
-config text, error texts and case values.
+needs no script (fairness manifests collapse with <details>). jinja2
+autoescaping escapes every user string: experiment names, config text, error
+texts and case values.
 """
 
 from __future__ import annotations
