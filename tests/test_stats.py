@@ -4,6 +4,7 @@ distributions enumerated here (not scipy's word for them)."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from itertools import combinations, product
 
 import numpy as np
@@ -221,6 +222,43 @@ def test_significant_but_ci_overlapping_band_is_undecided():
     c = stats.compare_two(a, b, paired=True)
     assert c.p_value < 0.05 and c.ratio_ci[0] < 1.02 < c.ratio_ci[1]
     assert c.verdict == "undecided" and "overlaps" in c.reason
+
+
+def test_samples_needed_follows_one_over_root_n():
+    # Half-width 0.10 from 8 values; reaching 0.05 takes 4x the values, 0.025 takes 16x.
+    assert stats.samples_needed(8, 0.10, 0.05) == 32
+    assert stats.samples_needed(8, 0.10, 0.025) == 128
+    assert stats.samples_needed(8, 0.101, 0.05) == 33  # 32.64 rounds up
+    assert stats.samples_needed(8, 0.01, 0.05) == 9  # already narrow enough: at least one more
+    assert stats.samples_needed(8, 0.10, 0.0) is None and stats.samples_needed(8, math.inf, 0.05) is None
+
+
+def test_undecided_says_how_many_samples_would_decide():
+    rng = np.random.default_rng(7)
+    a, b = rng.lognormal(0, 0.15, 8), rng.lognormal(0, 0.15, 8)
+    c = stats.compare_two(a, b, paired=False, band=0.05)
+    assert c.verdict == "undecided"
+    lo, hi = c.ratio_ci
+    half, off = max(hi - c.ratio, c.ratio - lo), abs(c.ratio - 1)
+    if off < 0.05:
+        want = f"about {math.ceil(8 * (half / (0.05 - off)) ** 2)} samples per side would put the CI inside ±5%"
+    else:
+        want = f"about {math.ceil(8 * (half / (off - 0.05)) ** 2)} samples per side would clear the ±5% band"
+    assert want in c.reason, c.reason
+    assert f"if the ratio stays at {c.ratio:.4g}" in c.reason
+
+
+def test_undecided_paired_counts_pairs_and_names_the_band_edge():
+    b = np.array([1.0, 1.3, 0.8, 1.1, 0.9, 1.2, 1.05, 0.95])
+    a = b * np.array([1.30, 0.80, 1.10, 0.92, 1.25, 0.95, 1.02, 1.08])
+    c = stats.compare_two(a, b, paired=True, band=0.05)
+    assert c.verdict == "undecided" and "pairs would" in c.reason, c.reason
+    # A ratio exactly on the band's edge cannot be decided by more samples.
+    edge = replace(c, ratio=1.05, ratio_ci=(0.95, 1.15))
+    assert "sits on the band's edge" in stats._projection(edge)
+    near = replace(c, ratio=1.0501, ratio_ci=(0.95, 1.15))  # 0.0001 from the edge: 8 * (0.1 / 0.0001)^2
+    assert stats._projection(near) == ("; at this spread more than 10,000 pairs would be needed for the "
+                                       "ratio 1.05: more samples alone will hardly decide")
 
 
 def test_paired_needs_equal_lengths():

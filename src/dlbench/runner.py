@@ -346,8 +346,6 @@ def _widest(trials, wide: list, pct: float) -> str:
     """The unconverged median with the widest CI, and about how many blocks it would
     take at the spread seen so far (the half-width shrinks as 1/sqrt(n)), so that a
     user learns whether more blocks or a quieter machine is what is missing."""
-    import math
-
     from dlbench import stats
     from dlbench.tables import case_label
 
@@ -356,7 +354,9 @@ def _widest(trials, wide: list, pct: float) -> str:
         return f" (a median's CI counts from {need} blocks on)"
     half, key, metric, values = max((stats.median_ci_halfwidth(v), k, m, v) for k, m, v in wide if len(v) >= need)
     case = next(json.loads(t["case_json"]) for t in trials if t["case_key"] == key)
-    blocks = math.ceil(len(values) * (half / pct) ** 2)
+    blocks = stats.samples_needed(len(values), half, pct)
+    if blocks is None:  # a median of zero has no relative width
+        return f" (widest: {metric} of {case_label(case)}, median 0: no relative CI)"
     return (f" (widest: {metric} of {case_label(case)}, ±{100 * half:.1f}%; at this spread about {blocks} "
             f"blocks would be needed)")
 

@@ -329,12 +329,48 @@ def _decide(c: Comparison) -> tuple[str, str]:
     if lo_band <= lo and hi <= hi_band:
         return "no meaningful difference", f"{ci} inside ±{c.band:.0%} ({p}{', significant' if c.p < c.alpha else ''})"
     if c.p < c.alpha:
-        return "undecided", f"{p} < {c.alpha:g} but {ci} overlaps the ±{c.band:.0%} band"
+        return "undecided", f"{p} < {c.alpha:g} but {ci} overlaps the ±{c.band:.0%} band{_projection(c)}"
     if c.paired and c.min_p * m >= c.alpha:
         return "undecided", (f"{ci} not inside ±{c.band:.0%}, and only {c.n_nonzero} of {c.n_a} differences are "
                              f"non-zero: the Wilcoxon test needs {min_pairs(c.alpha / m)}{_family(m)} to reach "
                              f"p < {c.alpha:g}")
-    return "undecided", f"{p} ≥ {c.alpha:g} and {ci} not inside ±{c.band:.0%}: more samples needed"
+    return "undecided", f"{p} ≥ {c.alpha:g} and {ci} not inside ±{c.band:.0%}: more samples needed{_projection(c)}"
+
+
+# Beyond this many samples a projection says "more samples alone will hardly decide"
+# rather than quoting an absurd number (a ratio next to the band's edge).
+FUTILE_SAMPLES = 10_000
+
+
+def samples_needed(n: int, half: float, target: float) -> int | None:
+    """About how many values would shrink a CI of half-width `half`, seen with n
+    values, to `target`, if the spread stays as seen: a CI's half-width falls as
+    1/sqrt(n). None when no sample size can (target <= 0 or the width is unknown)."""
+    if target <= 1e-9 or not math.isfinite(half) or n < 1:  # 1e-9: a ratio on the band's edge up to rounding
+        return None
+    return max(n + 1, math.ceil(n * (half / target) ** 2))
+
+
+def _projection(c: Comparison) -> str:
+    """How far from a verdict an undecided comparison is, in samples: the ratio CI
+    must either fit inside the band ("no meaningful difference") or clear it
+    (faster/slower), whichever the point estimate allows. Says so when it sits on the
+    band's edge, where more samples alone cannot decide."""
+    lo, hi = c.ratio_ci
+    half, off = max(hi - c.ratio, c.ratio - lo), abs(c.ratio - 1)
+    unit = "pairs" if c.paired else "samples per side"
+    n = c.n_a if c.paired else min(c.n_a, c.n_b)
+    inside, clear = samples_needed(n, half, c.band - off), samples_needed(n, half, off - c.band)
+    if inside is None and clear is None:
+        return f"; the ratio {_fmt(c.ratio)} sits on the band's edge, where more samples alone cannot decide"
+    if min(inside or math.inf, clear or math.inf) > FUTILE_SAMPLES:
+        return (f"; at this spread more than {FUTILE_SAMPLES:,} {unit} would be needed for the ratio "
+                f"{_fmt(c.ratio)}: more samples alone will hardly decide")
+    if inside is not None:
+        return (f"; at this spread about {inside} {unit} would put the CI inside ±{c.band:.0%} "
+                f"if the ratio stays at {_fmt(c.ratio)}")
+    return (f"; at this spread about {clear} {unit} would clear the ±{c.band:.0%} band "
+            f"if the ratio stays at {_fmt(c.ratio)}")
 
 
 def _family(m: int) -> str:
