@@ -84,6 +84,15 @@ def test_run_stores_every_repeat_and_reports(finished_run):
             lat = [r for r in rows if r["framework"] == fw and r["phase"] == "latency_b32" and r["metric"] == "time"]
             assert len(lat) == 4 * 3 and sorted({r["seq"] for r in lat}) == [0, 1, 2]
             assert [r for r in rows if r["framework"] == fw and r["phase"] == "latency_b1"]
+            # Inference fills at least 0.1 s per repeat; from repeat 1 on, the count calibrated in repeat 0.
+            infer = {(r["repeat"], r["metric"]): r["value"] for r in rows if r["framework"] == fw and r["phase"] == "infer"}
+            passes = [infer[(rep, "passes")] for rep in range(4)]
+            assert passes[0] >= 2 and len(set(passes[1:])) == 1, passes
+            # Per pass: time x throughput is the samples of one pass, the same in every repeat.
+            per_pass = {round(infer[(rep, "time")] * infer[(rep, "throughput")]) for rep in range(4)}
+            assert len(per_pass) == 1 and 0 < per_pass.pop() <= 1797, infer
+            for rep in range(1, 4):
+                assert infer[(rep, "time")] * passes[rep] >= 0.1 * 0.5, (rep, infer)  # the fastest pass set the count
         losses = [r for r in rows if r["framework"] == "numpy" and r["metric"] == "loss" and r["repeat"] == 1]
         assert len(losses) == 2 and losses[1]["value"] < losses[0]["value"]
         process = {r["metric"] for r in rows if r["phase"] == "process"}

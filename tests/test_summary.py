@@ -50,3 +50,34 @@ def test_latency_percentiles_pool_measured_calls():
     rows.append(_m(1, "a", 0, 1, "latency_b1", "time", 1e6))  # warm-up: ignored
     n, p50, p90, p99 = latency_percentiles(rows)["a"]["latency_b1"]
     assert n == 100 and p50 == 50.5 and p90 == pytest.approx(90.1) and p99 == pytest.approx(99.01)
+
+
+def test_energy_table_gives_inference_energy_per_pass_and_reads_older_runs():
+    import json
+
+    from dlbench.tables import energy_table
+
+    def trial(tid, framework):
+        case = {"framework": framework, "variant": "eager", "model": "mlp", "dataset": "digits", "batch_size": 32}
+        return {"id": tid, "case_key": framework, "case_json": json.dumps(case), "status": "ok", "block": 0}
+
+    def row(tid, key, phase, metric, value, repeat=1):
+        return {"trial_id": tid, "case_key": key, "phase": phase, "metric": metric, "value": value,
+                "repeat": repeat, "warmup": False, "status": "ok", "flag": None}
+
+    trials = [trial(1, "torch"), trial(2, "jax")]
+    measurements = [
+        # torch: a calibrated run, 40 passes in the window (2 J), so 0.05 J a pass.
+        row(1, "torch", "train", "energy:rapl.0.package-0", 30.0),
+        row(1, "torch", "train", "energy_per_sample:rapl.0.package-0", 0.01),
+        row(1, "torch", "infer", "energy:rapl.0.package-0", 2.0),
+        row(1, "torch", "infer", "energy_per_pass:rapl.0.package-0", 0.05),
+        # jax: stored before passes were counted: its window was one pass.
+        row(2, "jax", "train", "energy:rapl.0.package-0", 20.0),
+        row(2, "jax", "infer", "energy:rapl.0.package-0", 0.07),
+    ]
+    table = energy_table(summarize(trials, measurements), measurements, [])
+    assert table.title.endswith("train J, train J/sample, infer J/pass")
+    cpu = table.columns.index("CPU package")
+    by_framework = {r[table.columns.index("framework")]: r[cpu] for r in table.rows}
+    assert by_framework == {"torch": "30 / 0.01 / 0.05", "jax": "20 / — / 0.07"}

@@ -110,3 +110,25 @@ def test_poller_polls_on_its_grid_and_on_demand_and_isolates_failures():
     assert times == sorted(times)
     assert len(bad.series.points) == 2  # stopped after its failure, nothing invented
     assert any("sensor vanished" in n for n in notes["count"])
+
+
+def test_inference_energy_is_per_pass_and_per_sample_over_every_pass_in_the_window():
+    from dlbench.runner import _work
+    from dlbench.store import Measurement
+
+    # 40 passes of 0.0025 s at 128 000 samples/s: 320 samples a pass, 12 800 in the window.
+    rows = [Measurement(1, False, "infer", "time", 0.0025, "s"),
+            Measurement(1, False, "infer", "passes", 40.0, "count"),
+            Measurement(1, False, "infer", "throughput", 128_000.0, "samples/s"),
+            Measurement(2, False, "infer", "time", 0.1, "s"),  # a run from before passes were counted
+            Measurement(2, False, "infer", "throughput", 3200.0, "samples/s")]
+    work = _work(rows, {"batch_size": 32})
+    assert work[("infer", 1)] == {"samples": 12_800, "passes": 40.0}
+    assert work[("infer", 2)] == {"samples": 320, "passes": 1.0}
+    energy = Series("rapl.0.package-0", "J", "counter", "counter", 0.001, [(0, 0.0), (S, 20.0)])
+    w = telemetry.Window("infer", 1, 0, S // 10)  # the 0.1 s window of the 40 passes: 2 J
+    rows, _ = telemetry.phase_measurements([energy], [w], 1, work)
+    by = {r.metric: r.value for r in rows}
+    assert by["energy:rapl.0.package-0"] == pytest.approx(2.0)
+    assert by["energy_per_pass:rapl.0.package-0"] == pytest.approx(2.0 / 40)
+    assert by["energy_per_sample:rapl.0.package-0"] == pytest.approx(2.0 / 12_800)

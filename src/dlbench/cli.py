@@ -113,6 +113,7 @@ def run(
     train_samples: Annotated[Optional[int], typer.Option(help="Use only the first N training samples (0 = all).")] = None,
     test_samples: Annotated[Optional[int], typer.Option(help="Use only the first N test samples (0 = all).")] = None,
     latency_batches: Annotated[Optional[int], typer.Option(help="Batches timed one at a time per repeat.")] = None,
+    infer_min_time: Annotated[Optional[float], typer.Option(help="Time inference over whole test-set passes filling at least this many seconds (default 0.1; 0 = one pass).")] = None,
     samplers: Annotated[Optional[str], typer.Option(help="Telemetry: all, none, or a comma list of cpu, rapl, thermal, nvml, memory.")] = None,
     sample_interval: Annotated[Optional[float], typer.Option(help="Seconds between sampler polls (default: each source's own, e.g. 0.1 s NVML, 0.5 s psutil).")] = None,
     idle_baseline: Annotated[Optional[float], typer.Option(help="Measure idle power for this many seconds before the run; energy is then also reported net of idle.")] = None,
@@ -143,7 +144,7 @@ def run(
         protocol = dict(epochs=epochs, steps=steps, momentum=momentum, repeats=repeats, warmup=warmup,
                         trials=trials, threads=threads, timeout=timeout, seed=seed, device=device,
                         data_dir=data_dir, train_samples=train_samples, test_samples=test_samples,
-                        latency_batches=latency_batches, samplers=samplers, sample_interval=sample_interval,
+                        latency_batches=latency_batches, infer_min_time=infer_min_time, samplers=samplers, sample_interval=sample_interval,
                         idle_baseline=idle_baseline, until_ci=until_ci, max_repeats=max_repeats, budget=budget,
                         until_ci_metrics=until_ci_metrics, memory_limit=memory_limit,
                         target_accuracy=target_accuracy, tta_budget=tta_budget)

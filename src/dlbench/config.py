@@ -57,6 +57,9 @@ class Protocol:
     train_samples: int = 0     # 0: the whole split
     test_samples: int = 0
     latency_batches: int = 20  # batches timed one at a time per repeat
+    # Inference is timed over whole passes filling at least this many seconds
+    # (0: one pass); see phases.py for why a single short pass is mostly noise.
+    infer_min_time: float = 0.1
     data_dir: str | None = None
     samplers: str = "all"      # telemetry: "all", "none" or a comma list (cpu, rapl, thermal, nvml, memory)
     sample_interval: float = 0.0  # seconds between polls; 0: each source's own default
@@ -242,6 +245,7 @@ def validate_protocol(where: str, p: Protocol) -> Protocol:
               ("train_samples", p.train_samples >= 0, ">= 0 (0 = all)"),
               ("test_samples", p.test_samples >= 0, ">= 0 (0 = all)"),
               ("latency_batches", p.latency_batches >= 0, ">= 0"),
+              ("infer_min_time", 0 <= p.infer_min_time <= 60, "in [0, 60] seconds (0 = one pass)"),
               ("sample_interval", p.sample_interval == 0 or p.sample_interval >= 0.01, "0 (source defaults) or >= 0.01 s"),
               ("idle_baseline", p.idle_baseline >= 0, ">= 0 seconds"),
               ("until_ci", 0 <= p.until_ci < 100, "a percentage in (0, 100), or 0 for a fixed design"),

@@ -94,7 +94,9 @@ def _memory_rows(event: dict[str, Any], warmup: int) -> list[Measurement]:
 
 
 def _work(rows: list[Measurement], case: dict[str, Any]) -> dict[tuple[str, int], dict[str, float]]:
-    """Samples (and epochs) each phase processed, for energy per sample / epoch."""
+    """Samples (and epochs, passes) each phase's telemetry window spans, for energy per
+    sample / epoch / pass. The inference window holds `infer.passes` passes (one in
+    runs stored before the pass count existed)."""
     work: dict[tuple[str, int], dict[str, float]] = {}
     by = {(m.phase, m.repeat, m.metric): m.value for m in rows}
     for (phase, repeat, metric), value in by.items():
@@ -102,8 +104,9 @@ def _work(rows: list[Measurement], case: dict[str, Any]) -> dict[tuple[str, int]
             work[(phase, repeat)] = {"samples": value * case["batch_size"], "epochs": case.get("epochs") or 0}
         if phase == "infer" and metric == "time" and value:
             throughput = by.get((phase, repeat, "throughput"))
+            passes = by.get((phase, repeat, "passes")) or 1.0
             if throughput:
-                work[(phase, repeat)] = {"samples": round(throughput * value)}
+                work[(phase, repeat)] = {"samples": round(throughput * value * passes), "passes": passes}
     return work
 
 
@@ -259,6 +262,7 @@ def protocol_for_worker(plan: Plan) -> dict[str, Any]:
     samplers = list(parse_names(p.samplers))
     memory_limit, memory_limit_relative = parse_memory_limit(p.memory_limit)
     return {"repeats": p.repeats, "warmup": p.warmup, "latency_batches": p.latency_batches,
+            "infer_min_time": p.infer_min_time,
             "timeout": p.timeout, "data_dir": p.data_dir, "trials": p.trials,
             "samplers": samplers, "sample_interval": p.sample_interval,
             "until_ci": p.until_ci, "max_repeats": p.max_repeats, "budget": p.budget,

@@ -93,7 +93,7 @@ def phase_measurements(series: list[Series], wins: list[Window], warmup_repeats:
                        idle_power_w: dict[str, float] | None = None) -> tuple[list[Measurement], list[str]]:
     """Per-phase telemetry rows, and notes on what could not be computed.
 
-    `work[(phase, repeat)]` may hold "samples" and "epochs" for per-unit energy."""
+    `work[(phase, repeat)]` may hold "samples", "epochs" and "passes" for per-unit energy."""
     rows: list[Measurement] = []
     notes: list[str] = []
     idle_power_w = idle_power_w or {}
@@ -125,6 +125,8 @@ def phase_measurements(series: list[Series], wins: list[Window], warmup_repeats:
                     add(f"energy_per_sample:{s.name}", energy / done["samples"], "J/sample", s.method, flag)
                 if done.get("epochs"):
                     add(f"energy_per_epoch:{s.name}", energy / done["epochs"], "J/epoch", s.method, flag)
+                if done.get("passes"):
+                    add(f"energy_per_pass:{s.name}", energy / done["passes"], "J/pass", s.method, flag)
             else:
                 stats = gauge_stats(s.points, w)
                 if stats is None:

@@ -231,8 +231,9 @@ def run_trial(spec: dict[str, Any], emit: Emitter) -> None:
             manifest.update(learned)
             emit("manifest", manifest=manifest)
 
+    calibration: dict[str, Any] = {}  # the inference pass count, set by the first repeat
     for repeat in range(protocol["warmup"] + protocol["repeats"]):
-        rows = run_repeat(fw, native, case, protocol, repeat, len(arrays.train), marker, facts)
+        rows = run_repeat(fw, native, case, protocol, repeat, len(arrays.train), marker, facts, calibration)
         emit("measurements", repeat=repeat, rows=[asdict(m) for m in rows])
 
     rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
