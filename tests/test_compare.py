@@ -29,6 +29,10 @@ def test_identical_runs_show_no_difference_and_a_slowdown_is_a_regression(tmp_pa
     slow = runner.invoke(app, ["compare", "1", "3", "--db", str(db)])
     assert slow.exit_code == 1, slow.output
     assert "REGRESSION" in slow.output and "2 comparisons, 2 regressions" in slow.output  # train and inference
+    # The slowdown came from a file the plugin reads, which no run records: the note says so.
+    flat = " ".join(slow.output.split())
+    assert "nothing dlbench records differs between A and B" in flat
+    assert "2 comparison(s) moved (×1.5" in flat and "code outside what dlbench records" in flat
     faster = runner.invoke(app, ["compare", "3", f"{db}:1", "--db", str(db)])
     assert faster.exit_code == 0 and "faster" in faster.output
 
@@ -38,3 +42,38 @@ def test_compare_refuses_bad_references(tmp_path):
     assert result.exit_code == 2 and "no such database file" in result.output
     result = runner.invoke(app, ["compare", "1", "2", "--threshold", "5", "--db", str(tmp_path / "x.db")])
     assert result.exit_code == 2 and "must lie strictly between 0 and 1" in result.output
+
+
+def _diff(framework: str, verdict: str, ratio: float):
+    from dataclasses import replace
+
+    from dlbench import stats
+    from dlbench.comparisons import RunDiff
+
+    c = stats.compare_two([1.0, 1.1, 0.9, 1.05, 0.95, 1.0], [1.0, 1.1, 0.9, 1.05, 0.95, 1.0], paired=False)
+    return RunDiff({"framework": framework}, "train time", replace(c, verdict=verdict, ratio=ratio),
+                   verdict == "slower")
+
+
+ENV = {"hostname": "box", "cpu_model": "Xeon", "logical_cores": 2, "python": "3.11.7", "dlbench_git": "abc",
+       "cwd": "/a", "packages": {"torch": "2.13.0", "jax": "0.10.2", "jaxlib": "0.10.2", "numpy": "2.4.6"}}
+
+
+def test_drift_notes_name_what_differs_and_unchanged_cases_that_moved():
+    from dlbench.comparisons import drift_notes
+
+    # Identical environments (the working directory does not count): a move is the machine's or unrecorded.
+    same = drift_notes([_diff("jax", "slower", 1.23), _diff("torch", "undecided", 1.1)], ENV, dict(ENV, cwd="/b"))
+    assert same[0] == "nothing dlbench records differs between A and B (machine, packages, dlbench)"
+    assert same[1].startswith("1 comparison(s) moved (×1.23) although nothing dlbench records differs")
+    # torch upgraded: jax is the control; its move says the machine changed too.
+    upgraded = dict(ENV, packages=dict(ENV["packages"], torch="2.14.0"))
+    notes = drift_notes([_diff("torch", "slower", 1.3), _diff("jax", "slower", 1.2)], ENV, upgraded)
+    assert notes[0] == "recorded differences between A and B: torch: 2.13.0 → 2.14.0"
+    assert notes[1].startswith("1 comparison(s) of cases whose framework packages, machine and dlbench are the "
+                               "same in both runs moved (×1.2)")
+    # Only the upgraded framework moved: no warning.
+    assert drift_notes([_diff("torch", "slower", 1.3), _diff("jax", "undecided", 1.0)], ENV, upgraded) == notes[:1]
+    # Another machine: no case is a control, and the notes say what differs.
+    other = drift_notes([_diff("jax", "faster", 0.5)], ENV, dict(ENV, hostname="big", cpu_model="EPYC"))
+    assert other == ["recorded differences between A and B: hostname: box → big; cpu_model: Xeon → EPYC"]

@@ -429,7 +429,7 @@ def compare(
     db: DB = Path("dlbench.db"),
 ) -> None:
     """Run vs run: per case ratio B/A with CI and verdict; exit status 1 on a significant regression."""
-    from dlbench.comparisons import run_vs_run
+    from dlbench.comparisons import drift_notes, run_vs_run
     from dlbench.verdict_tables import compare_table
 
     if not 0 < threshold < 1 or not 0 < alpha < 1:
@@ -443,6 +443,8 @@ def compare(
     console.print(compare_table(diffs, f"A ({a})", f"B ({b})", threshold))
     regressions = [d for d in diffs if d.regression]
     console.print(f"{len(diffs)} comparisons, {len(regressions)} regressions", highlight=False)
+    for note in drift_notes(diffs, json.loads(ra["environment_json"] or "{}"), json.loads(rb["environment_json"] or "{}")):
+        console.print(note, highlight=False)
     if regressions:
         raise typer.Exit(1)
 

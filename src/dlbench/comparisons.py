@@ -174,3 +174,62 @@ def run_vs_run(a_trials, a_measurements, b_trials, b_measurements, threshold: fl
                                      paired=False, band=threshold, alpha=alpha)
             out.append(RunDiff(case, name, comp, comp.verdict == "slower"))
     return out
+
+
+# What a run records about where it ran, compared field by field between two runs.
+# Not compared: the working directory and the interpreter's path (a fresh clone or
+# venv elsewhere runs the same code), nor the CPU flags (implied by the model).
+ENVIRONMENT_FIELDS = ("hostname", "cpu_model", "physical_cores", "logical_cores", "memory_total_bytes",
+                      "cpu_governor", "os", "kernel", "python", "gpus", "dlbench_version", "dlbench_git")
+
+
+def environment_changes(env_a: dict, env_b: dict) -> tuple[list[str], set[str]]:
+    """What differs between two runs' recorded environments: lines "field: A → B", and
+    the names of the packages whose versions differ."""
+    lines = [f"{f}: {env_a.get(f)} → {env_b.get(f)}" for f in ENVIRONMENT_FIELDS if env_a.get(f) != env_b.get(f)]
+    pa, pb = env_a.get("packages") or {}, env_b.get("packages") or {}
+    packages = {p for p in set(pa) | set(pb) if pa.get(p) != pb.get(p)}
+    lines += [f"{p}: {pa.get(p, 'absent')} → {pb.get(p, 'absent')}" for p in sorted(packages)]
+    return lines, packages
+
+
+def drift_notes(diffs: list[RunDiff], env_a: dict, env_b: dict) -> list[str]:
+    """Whether the verdicts can be laid at the door of what changed between the runs.
+
+    Two runs are taken at different times: a shared machine's speed can change
+    between them (other load, frequency, noisy neighbours; measured here: a
+    dispatch-bound loop ran 1.75x slower for seconds at a time while a BLAS loop did
+    not). Cases whose framework packages, machine and dlbench are the same in both
+    runs act as controls: if they moved, a change of that size elsewhere may be the
+    machine's, not the code's. A CI gate should still fail on it; this says why."""
+    from dlbench.frameworks import registry
+
+    changes, packages = environment_changes(env_a, env_b)
+    machine_or_harness = [c for c in changes if c.split(":")[0] in ENVIRONMENT_FIELDS]
+    frameworks = registry()
+
+    def unchanged(d: RunDiff) -> bool:
+        info = frameworks.get(d.case["framework"])
+        touched = set(info.distributions) & packages if info is not None else {"(unknown framework)"}
+        return not machine_or_harness and not touched
+
+    moved = [d for d in diffs if d.comparison is not None and d.comparison.verdict in ("slower", "faster")
+             and unchanged(d)]
+    notes = [("recorded differences between A and B: " + "; ".join(changes)) if changes else
+             "nothing dlbench records differs between A and B (machine, packages, dlbench)"]
+    if moved:
+        ratios = sorted(d.comparison.ratio for d in moved)
+        span = f"×{ratios[0]:.3g}" + (f" to ×{ratios[-1]:.3g}" if len(ratios) > 1 else "")
+        advice = ("re-run A and B alternately (A, B, A, B) to see this machine's run-to-run spread, or take "
+                  "both in one quiet machine state")
+        if changes:
+            notes.append(f"{len(moved)} comparison(s) of cases whose framework packages, machine and dlbench are "
+                         f"the same in both runs moved ({span}): the machine's speed or something else these runs "
+                         f"do not record changed too, so differences of that size in the other cases are not "
+                         f"evidence about the change; {advice}.")
+        else:
+            notes.append(f"{len(moved)} comparison(s) moved ({span}) although nothing dlbench records differs: "
+                         f"the machine's speed changed between the runs (other load, frequency, a noisy "
+                         f"neighbour), or code outside what dlbench records did; these runs cannot tell the two "
+                         f"apart: {advice}.")
+    return notes

@@ -17,9 +17,9 @@ adapters return only after the device finished (protocol contract). The first
 Inference is timed over as many whole passes as fill `infer_min_time` seconds
 (pyperf's min_time, timeit's autorange): single 0.4 ms passes over the digits
 test split varied by 20-27% (CV) between repeats on the 2-core VM, and an energy
-window that short is below most counters' update period. The
-first repeat of a trial calibrates the pass count; later repeats run that fixed
-count, so that every value is the same work and no stopping rule biases the mean.
+window that short is below most counters' update period. The first repeat of a
+trial calibrates the pass count; later repeats run that fixed count, so that
+every value is the same work and no stopping rule biases the mean.
 """
 
 from __future__ import annotations
@@ -177,9 +177,9 @@ def _infer_passes(trainer: Any, batch: int, min_time: float, calibration: dict[s
             t0 = time.perf_counter_ns()
             samples = trainer.infer(batch)
             times.append(_seconds(t0))
-            if (_seconds(t_start) >= min_time and len(times) >= 2) or len(times) >= MAX_INFER_PASSES:
-                break
             if min_time <= 0:  # off: one pass, as a single reading
+                break
+            if (_seconds(t_start) >= min_time and len(times) >= 2) or len(times) >= MAX_INFER_PASSES:
                 break
         elapsed = _seconds(t_start)
         fastest = min(times)

@@ -234,14 +234,14 @@ def energy_table(summaries: list[CaseSummary], measurements, sampler_rows) -> Ta
                   [*_case_columns(columns), *(label for label, _ in ENERGY_GROUPS)],
                   align=["left"] * len(columns) + ["right"] * len(ENERGY_GROUPS))
     any_value = False
+    # Inference: per pass over the test split (its window spans several); runs
+    # stored before the pass count existed timed one pass: their "energy:".
+    per_pass = {k for k, ph, m in values if ph == "infer" and m.startswith("energy_per_pass:")}
     for s in summaries:
         cells = []
+        infer = "energy_per_pass:" if s.case_key in per_pass else "energy:"
         for _, match in ENERGY_GROUPS:
             parts = []
-            # Inference: per pass over the test split (its window spans several);
-            # runs stored before the pass count existed timed one pass: their "energy:".
-            infer = "energy_per_pass:" if any(k == s.case_key and ph == "infer" and m.startswith("energy_per_pass:")
-                                              for k, ph, m in values) else "energy:"
             for phase, prefix in (("train", "energy:"), ("train", "energy_per_sample:"), ("infer", infer)):
                 per_repeat: dict = {}
                 for (key, ph, metric), by_repeat in values.items():
