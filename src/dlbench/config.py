@@ -58,7 +58,7 @@ class Protocol:
     test_samples: int = 0
     latency_batches: int = 20  # batches timed one at a time per repeat
     # Inference is timed over whole passes filling at least this many seconds
-    # (0: one pass); see phases.py for why a single short pass is mostly noise.
+    # (0: one pass); see phases.py for why a single short pass is not enough.
     infer_min_time: float = 0.1
     data_dir: str | None = None
     samplers: str = "all"      # telemetry: "all", "none" or a comma list (cpu, rapl, thermal, nvml, memory)

@@ -15,11 +15,13 @@ adapters return only after the device finished (protocol contract). The first
 `warmup` repeats are measured and emitted like the others, flagged as warm-up.
 
 Inference is timed over as many whole passes as fill `infer_min_time` seconds
-(pyperf's min_time, timeit's autorange): single 0.4 ms passes over the digits
-test split varied by 20-27% (CV) between repeats on the 2-core VM, and an energy
-window that short is below most counters' update period. The first repeat of a
-trial calibrates the pass count; later repeats run that fixed count, so that
-every value is the same work and no stopping rule biases the mean.
+(pyperf's min_time, timeit's autorange), so that the value is the steady-state
+time per pass rather than one sub-millisecond reading right after training (on
+the 2-core VM, JAX's single pass over the digits test split took 0.44 ms, a
+stream of them 0.23 ms a pass), and so that an energy window is longer than a
+counter's update period. The first repeat of a trial calibrates the pass count;
+later repeats run that fixed count, so that every value is the same work and no
+stopping rule biases the mean.
 """
 
 from __future__ import annotations
