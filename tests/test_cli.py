@@ -85,7 +85,8 @@ def test_run_stores_every_repeat_and_reports(finished_run):
             assert len(lat) == 4 * 3 and sorted({r["seq"] for r in lat}) == [0, 1, 2]
             assert [r for r in rows if r["framework"] == fw and r["phase"] == "latency_b1"]
             # Inference fills at least 0.1 s per repeat; from repeat 1 on, the count calibrated in repeat 0.
-            infer = {(r["repeat"], r["metric"]): r["value"] for r in rows if r["framework"] == fw and r["phase"] == "infer"}
+            infer = {(r["repeat"], r["metric"]): r["value"] for r in rows
+                     if r["framework"] == fw and r["phase"] == "infer"}
             passes = [infer[(rep, "passes")] for rep in range(4)]
             assert passes[0] >= 2 and len(set(passes[1:])) == 1, passes
             # Per pass: time x throughput is the samples of one pass, the same in every repeat.

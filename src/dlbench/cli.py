@@ -144,7 +144,8 @@ def run(
         protocol = dict(epochs=epochs, steps=steps, momentum=momentum, repeats=repeats, warmup=warmup,
                         trials=trials, threads=threads, timeout=timeout, seed=seed, device=device,
                         data_dir=data_dir, train_samples=train_samples, test_samples=test_samples,
-                        latency_batches=latency_batches, infer_min_time=infer_min_time, samplers=samplers, sample_interval=sample_interval,
+                        latency_batches=latency_batches, infer_min_time=infer_min_time, samplers=samplers,
+                        sample_interval=sample_interval,
                         idle_baseline=idle_baseline, until_ci=until_ci, max_repeats=max_repeats, budget=budget,
                         until_ci_metrics=until_ci_metrics, memory_limit=memory_limit,
                         target_accuracy=target_accuracy, tta_budget=tta_budget)
@@ -443,7 +444,8 @@ def compare(
     console.print(compare_table(diffs, f"A ({a})", f"B ({b})", threshold))
     regressions = [d for d in diffs if d.regression]
     console.print(f"{len(diffs)} comparisons, {len(regressions)} regressions", highlight=False)
-    for note in drift_notes(diffs, json.loads(ra["environment_json"] or "{}"), json.loads(rb["environment_json"] or "{}")):
+    env_a, env_b = (json.loads(r["environment_json"] or "{}") for r in (ra, rb))
+    for note in drift_notes(diffs, env_a, env_b):
         console.print(note, highlight=False)
     if regressions:
         raise typer.Exit(1)
