@@ -1,0 +1,131 @@
+"""`dlbench compare` on two runs of identical code: taken one after the other, or
+with their blocks alternating in time.
+
+Two runs of the same command are what `compare` sees when nothing changed. On a
+shared machine whose speed drifts (here: 1.5x slow phases lasting seconds, a
+different share of them in each 7-minute window), two runs taken one after the
+other differ by the drift, which no analysis of the two runs can remove. With
+their blocks alternating (A block 1, B block 1, B block 2, A block 2, ...: ABBA)
+the drift hits both alike, and what is left is what `compare` is meant to judge.
+
+Designs (`--design`):
+  alternate   both runs are created with one block each by `dlbench run`, then
+              blocks are added to A and B in turn (the runner's own add_block /
+              execute_run, as adaptive mode uses them) up to `--blocks`
+  sequential  `dlbench run --trials BLOCKS` for A, then the same for B
+  both        the two above, one after the other
+
+For each design it prints `dlbench compare A B` and the count of verdicts.
+Target (issue 4): "no meaningful difference" for most cases, and no regression.
+
+    .venv/bin/python benchmarks/identical_runs.py [--design alternate] [--blocks 20] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from dlbench.comparisons import run_vs_run  # noqa: E402
+from dlbench.runner import add_block, execute_run  # noqa: E402
+from dlbench.store import Store  # noqa: E402
+
+
+def dlbench(args, *argv: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, COLUMNS="250")
+    return subprocess.run([args.python, "-m", "dlbench", *argv], capture_output=True, text=True, cwd=ROOT, env=env)
+
+
+def start_run(args, db: Path, trials: int) -> None:
+    out = dlbench(args, "run", "--framework", args.frameworks, "--model", args.model, "--dataset", args.dataset,
+                  "--epochs", str(args.epochs), "--repeats", str(args.repeats), "--warmup", "1",
+                  "--latency-batches", "0", "--samplers", "none", "--threads", str(args.threads),
+                  "--trials", str(trials), "--db", str(db))
+    if out.returncode != 0:
+        raise SystemExit(f"dlbench run failed:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
+
+
+def more_blocks(db: Path) -> None:
+    """One more interleaved block of the run in `db`, executed now."""
+    with Store(db) as store:
+        run_id = store.run()["id"]
+        seed = json.loads(store.trials(run_id)[0]["case_json"])["seed"]
+        add_block(store, run_id, seed)
+        execute_run(store, run_id)
+
+
+def alternate(args, a: Path, b: Path) -> None:
+    start_run(args, a, 1)
+    start_run(args, b, 1)
+    for block in range(1, args.blocks):
+        for db in ((a, b) if block % 2 else (b, a)):  # ABBA: neither run is always first
+            more_blocks(db)
+        print(f"  block {block + 1}/{args.blocks} of both runs done", flush=True)
+
+
+def sequential(args, a: Path, b: Path) -> None:
+    start_run(args, a, args.blocks)
+    print("  run A done", flush=True)
+    start_run(args, b, args.blocks)
+    print("  run B done", flush=True)
+
+
+def verdicts_of(a: Path, b: Path) -> list[str]:
+    """The verdict of every comparison `dlbench compare a b` shows (default threshold)."""
+    with Store(a) as sa, Store(b) as sb:
+        ra, rb = sa.run()["id"], sb.run()["id"]
+        diffs = run_vs_run(sa.trials(ra), sa.measurements(ra), sb.trials(rb), sb.measurements(rb))
+    return ["regression" if d.regression else d.comparison.verdict if d.comparison else "no values" for d in diffs]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--design", choices=("alternate", "sequential", "both"), default="alternate")
+    ap.add_argument("--blocks", type=int, default=20)
+    ap.add_argument("--frameworks", default="torch,jax")
+    ap.add_argument("--model", default="mlp")
+    ap.add_argument("--dataset", default="digits")
+    ap.add_argument("--epochs", type=int, default=30)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--python", default=str(ROOT / ".venv" / "bin" / "python"))
+    ap.add_argument("--keep", type=Path, help="keep the databases in this directory")
+    args = ap.parse_args()
+
+    where = args.keep or Path(tempfile.mkdtemp(prefix="dlbench-identical-"))
+    where.mkdir(parents=True, exist_ok=True)
+    designs = ("alternate", "sequential") if args.design == "both" else (args.design,)
+    ok = True
+    for design in designs:
+        a, b = where / f"{design}_a.db", where / f"{design}_b.db"
+        for db in (a, b):
+            db.unlink(missing_ok=True)
+        print(f"{design}: {args.blocks} blocks per run", flush=True)
+        t0 = time.perf_counter()
+        (alternate if design == "alternate" else sequential)(args, a, b)
+        wall = time.perf_counter() - t0
+        out = dlbench(args, "compare", str(a), str(b))
+        print(out.stdout)
+        verdicts = Counter(verdicts_of(a, b))
+        total = sum(verdicts.values())
+        same = verdicts["no meaningful difference"]
+        passed = same > total / 2 and out.returncode == 0
+        ok &= passed
+        print(f"{design}: {wall / 60:.1f} min; {same}/{total} no meaningful difference; all verdicts "
+              f"{dict(verdicts)}; compare exit {out.returncode}  {'PASS' if passed else 'FAIL'}\n", flush=True)
+    print(f"databases: {where}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
