@@ -15,8 +15,10 @@ Designs (`--design`):
   sequential  `dlbench run --trials BLOCKS` for A, then the same for B
   both        the two above, one after the other
 
-For each design it prints `dlbench compare A B` and the count of verdicts.
-Target (issue 4): "no meaningful difference" for most cases, and no regression.
+For each design and each quantile compared (`--quantiles`, default the median and
+the 10th percentile) it prints `dlbench compare A B --quantile Q` and the count of
+verdicts. Target (issue 4): "no meaningful difference" for most cases, and no
+regression. `--analyse DIR` re-analyses the databases a run kept, running nothing.
 
     .venv/bin/python benchmarks/identical_runs.py [--design alternate] [--blocks 20] [--keep DIR]
 """
@@ -80,11 +82,12 @@ def sequential(args, a: Path, b: Path) -> None:
     print("  run B done", flush=True)
 
 
-def verdicts_of(a: Path, b: Path) -> list[str]:
-    """The verdict of every comparison `dlbench compare a b` shows (default threshold)."""
+def verdicts_of(a: Path, b: Path, quantile: float) -> list[str]:
+    """The verdict of every comparison `dlbench compare a b --quantile Q` shows (default threshold)."""
     with Store(a) as sa, Store(b) as sb:
         ra, rb = sa.run()["id"], sb.run()["id"]
-        diffs = run_vs_run(sa.trials(ra), sa.measurements(ra), sb.trials(rb), sb.measurements(rb))
+        diffs = run_vs_run(sa.trials(ra), sa.measurements(ra), sb.trials(rb), sb.measurements(rb),
+                           quantile=quantile)
     return ["regression" if d.regression else d.comparison.verdict if d.comparison else "no values" for d in diffs]
 
 
@@ -99,30 +102,38 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--python", default=str(ROOT / ".venv" / "bin" / "python"))
+    ap.add_argument("--quantiles", default="0.5,0.1", help="quantiles to compare, comma-separated")
     ap.add_argument("--keep", type=Path, help="keep the databases in this directory")
+    ap.add_argument("--analyse", type=Path, metavar="DIR", help="only compare the databases kept in DIR")
     args = ap.parse_args()
 
-    where = args.keep or Path(tempfile.mkdtemp(prefix="dlbench-identical-"))
+    where = args.analyse or args.keep or Path(tempfile.mkdtemp(prefix="dlbench-identical-"))
     where.mkdir(parents=True, exist_ok=True)
     designs = ("alternate", "sequential") if args.design == "both" else (args.design,)
     ok = True
     for design in designs:
         a, b = where / f"{design}_a.db", where / f"{design}_b.db"
-        for db in (a, b):
-            db.unlink(missing_ok=True)
-        print(f"{design}: {args.blocks} blocks per run", flush=True)
-        t0 = time.perf_counter()
-        (alternate if design == "alternate" else sequential)(args, a, b)
-        wall = time.perf_counter() - t0
-        out = dlbench(args, "compare", str(a), str(b))
-        print(out.stdout)
-        verdicts = Counter(verdicts_of(a, b))
-        total = sum(verdicts.values())
-        same = verdicts["no meaningful difference"]
-        passed = same > total / 2 and out.returncode == 0
-        ok &= passed
-        print(f"{design}: {wall / 60:.1f} min; {same}/{total} no meaningful difference; all verdicts "
-              f"{dict(verdicts)}; compare exit {out.returncode}  {'PASS' if passed else 'FAIL'}\n", flush=True)
+        if args.analyse:
+            if not (a.exists() and b.exists()):
+                raise SystemExit(f"--analyse {where}: no {a.name} and {b.name} there (run with --keep first)")
+            print(f"{design}: databases in {where}", flush=True)
+        else:
+            for db in (a, b):
+                db.unlink(missing_ok=True)
+            print(f"{design}: {args.blocks} blocks per run", flush=True)
+            t0 = time.perf_counter()
+            (alternate if design == "alternate" else sequential)(args, a, b)
+            print(f"{design}: {(time.perf_counter() - t0) / 60:.1f} min", flush=True)
+        for q in (float(x) for x in args.quantiles.split(",")):
+            out = dlbench(args, "compare", str(a), str(b), "--quantile", str(q))
+            print(out.stdout)
+            verdicts = Counter(verdicts_of(a, b, q))
+            total = sum(verdicts.values())
+            same = verdicts["no meaningful difference"]
+            passed = same > total / 2 and out.returncode == 0
+            ok &= passed
+            print(f"{design}, quantile {q}: {same}/{total} no meaningful difference; all verdicts "
+                  f"{dict(verdicts)}; compare exit {out.returncode}  {'PASS' if passed else 'FAIL'}\n", flush=True)
     print(f"databases: {where}")
     return 0 if ok else 1
 

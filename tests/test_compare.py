@@ -39,6 +39,15 @@ def test_identical_runs_show_no_difference_and_a_slowdown_is_a_regression(tmp_pa
     assert "code outside what dlbench records" in flat
     faster = runner.invoke(app, ["compare", "3", f"{db}:1", "--db", str(db)])
     assert faster.exit_code == 0 and "faster" in faster.output
+    # A low quantile sees the same slowdown (8 repeats: the 25th percentile rests on 2 below it)...
+    low = runner.invoke(app, ["compare", "1", "3", "--quantile", "0.25", "--db", str(db)])
+    assert low.exit_code == 1 and "2 comparisons, 2 regressions" in low.output, low.output
+    assert "25th percentile A" in " ".join(low.output.split())
+    # ...and the 10th percentile of 8 values is refused a verdict rather than guessed
+    # (the reason, "needs at least 20 per side", is checked in test_stats).
+    tenth = runner.invoke(app, ["compare", "1", "3", "--quantile", "0.1", "--db", str(db)])
+    assert tenth.exit_code == 0 and "2 comparisons, 0 regressions" in tenth.output, tenth.output
+    assert tenth.output.count("undecided") == 2
 
 
 def test_compare_refuses_bad_references(tmp_path):
@@ -46,6 +55,8 @@ def test_compare_refuses_bad_references(tmp_path):
     assert result.exit_code == 2 and "no such database file" in result.output
     result = runner.invoke(app, ["compare", "1", "2", "--threshold", "5", "--db", str(tmp_path / "x.db")])
     assert result.exit_code == 2 and "must lie strictly between 0 and 1" in result.output
+    result = runner.invoke(app, ["compare", "1", "2", "--quantile", "0", "--db", str(tmp_path / "x.db")])
+    assert result.exit_code == 2 and "--quantile 0.0 must lie strictly between 0 and 1" in result.output
 
 
 def _diff(framework: str, verdict: str, ratio: float):

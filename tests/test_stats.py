@@ -341,3 +341,49 @@ def test_hypothesis_row_unpaired_and_too_small():
     row = stats.hypothesis_row("time", "infer", "jax", "tf", [1.0, 1.1, 1.2], [2.0, 2.1, 2.2], paired=False)
     assert row["test"].startswith("Mann-Whitney U") and row["normality"].count("Shapiro-Wilk") == 2
     assert row["decision"].startswith("not decidable: needs at least 4 + 4 samples")
+
+
+# A machine that alternates between a fast and a slow state: both runs share the fast
+# state (1.00-1.13 s), run B caught slow phases in 12 of 20 trials, run A in 6.
+FAST_A, SLOW_A = 1.00 + 0.01 * np.arange(14), np.full(6, 1.50)
+FAST_B, SLOW_B = 1.00 + 0.01 * np.arange(8), 1.50 + 0.01 * np.arange(12)
+
+
+def test_a_low_quantile_sees_the_shared_fast_state_where_the_median_sees_the_slow_share():
+    a, b = np.concatenate([FAST_A, SLOW_A]), np.concatenate([FAST_B, SLOW_B])
+    by_median = stats.compare_two(b, a, paired=False, band=0.05)
+    # medians: (1.09 + 1.10) / 2 = 1.095 and (1.51 + 1.52) / 2 = 1.515
+    assert by_median.estimate_a == pytest.approx(1.515) and by_median.estimate_b == pytest.approx(1.095)
+    assert by_median.ratio == pytest.approx(1.515 / 1.095) and by_median.estimator == "median"
+    assert by_median.verdict == "undecided" and by_median.ratio_ci[1] > 1.3  # B looks ~38% slower
+    low = stats.compare_two(b, a, paired=False, band=0.05, quantile=0.1)
+    # 10th percentile of 20 sorted values: position 0.1 * 19 = 1.9, x[1] + 0.9 (x[2] - x[1]) = 1.019 in both
+    assert low.estimate_a == pytest.approx(1.019) and low.estimate_b == pytest.approx(1.019)
+    assert low.ratio == pytest.approx(1.0)
+    assert low.verdict == "no meaningful difference", low.reason
+    assert low.p_value == by_median.p_value  # the rank test is the same; only the estimate differs
+
+
+def test_a_low_quantile_still_reports_a_real_slowdown():
+    a = np.concatenate([FAST_A, SLOW_A])
+    c = stats.compare_two(a * 1.3, a, paired=False, band=0.05, quantile=0.1)
+    assert c.ratio == pytest.approx(1.3) and c.verdict == "slower", c.reason
+
+
+def test_a_quantile_needs_values_beyond_it_and_lies_inside_zero_one():
+    assert [stats.min_quantile_n(q) for q in (0.5, 0.25, 0.1, 0.9, 0.05)] == [4, 8, 20, 20, 40]
+    a = np.concatenate([FAST_A, SLOW_A])[::2]  # 10 values
+    c = stats.compare_two(a * 1.3, a, paired=False, band=0.05, quantile=0.1)
+    assert c.verdict == "undecided"
+    assert c.reason == ("the 10th percentile of 10 values rests on fewer than two values beyond it: "
+                        "needs at least 20 per side")
+    for q in (0.0, 1.0, -0.1):
+        with pytest.raises(ValueError, match=f"quantile {q} must lie strictly between 0 and 1"):
+            stats.compare_two(a, a, paired=False, quantile=q)
+
+
+def test_estimator_names():
+    names = {q: stats.estimator_name(q) for q in (0.5, 0.1, 0.01, 0.02, 0.03, 0.11, 0.025, 0.9, 0.21)}
+    assert names == {0.5: "median", 0.1: "10th percentile", 0.01: "1st percentile", 0.02: "2nd percentile",
+                     0.03: "3rd percentile", 0.11: "11th percentile", 0.025: "2.5th percentile",
+                     0.9: "90th percentile", 0.21: "21st percentile"}

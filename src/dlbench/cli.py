@@ -427,6 +427,9 @@ def compare(
     b: Annotated[str, typer.Argument(help="Candidate, in the same forms.")],
     threshold: Annotated[float, typer.Option(help="Slowdown (fraction) that counts as a regression when significant.")] = 0.05,
     alpha: Annotated[float, typer.Option(help="Significance level.")] = 0.05,
+    quantile: Annotated[float, typer.Option(
+        help="Which quantile of the trial values to compare: 0.5 the median; a low one (0.1: needs 20 trials "
+             "a run) the undisturbed speed on a machine whose speed comes and goes.")] = 0.5,
     db: DB = Path("dlbench.db"),
 ) -> None:
     """Run vs run: per case ratio B/A with CI and verdict; exit status 1 on a significant regression."""
@@ -435,19 +438,71 @@ def compare(
 
     if not 0 < threshold < 1 or not 0 < alpha < 1:
         _fail(f"--threshold {threshold} and --alpha {alpha} must lie strictly between 0 and 1")
+    if not 0 < quantile < 1:
+        _fail(f"--quantile {quantile} must lie strictly between 0 and 1 (0.5: the median; 0.1: the 10th "
+              "percentile); the minimum (0) has no bootstrap CI")
     sa, ra = _resolve_run(a, db)
     sb, rb = _resolve_run(b, db)
     diffs = run_vs_run(sa.trials(ra["id"]), sa.measurements(ra["id"]), sb.trials(rb["id"]),
-                       sb.measurements(rb["id"]), threshold=threshold, alpha=alpha)
+                       sb.measurements(rb["id"]), threshold=threshold, alpha=alpha, quantile=quantile)
     if not diffs:
         _fail(f"runs {a} and {b} share no case (same framework, model, data and settings)")
-    console.print(compare_table(diffs, f"A ({a})", f"B ({b})", threshold))
+    console.print(compare_table(diffs, f"A ({a})", f"B ({b})", threshold, quantile))
     regressions = [d for d in diffs if d.regression]
     console.print(f"{len(diffs)} comparisons, {len(regressions)} regressions", highlight=False)
     env_a, env_b = (json.loads(r["environment_json"] or "{}") for r in (ra, rb))
     for note in drift_notes(diffs, env_a, env_b):
         console.print(note, highlight=False)
     if regressions:
+        raise typer.Exit(1)
+
+
+@app.command()
+def extend(
+    refs: Annotated[list[str], typer.Argument(
+        metavar="RUN...", help="Runs to extend: run ids in --db, FILE.db (its latest run) or FILE.db:RUN.")],
+    blocks: Annotated[int, typer.Option(help="Interleaved blocks (one trial of every case) to add to each run.")] = 1,
+    db: DB = Path("dlbench.db"),
+) -> None:
+    """Add blocks to stored runs, the runs taking turns block by block (A, B, B, A, ...), so that two runs to
+    be compared see the machine alike. Each run's workers use the interpreter that run recorded, so A and B may
+    come from two virtual environments (two framework versions)."""
+    import sys
+
+    from dlbench import runner
+
+    if blocks < 1:
+        _fail(f"--blocks {blocks}: must be at least 1")
+    targets, seen = [], set()
+    for ref in refs:
+        store, row = _resolve_run(ref, db)
+        where = (str(Path(store.path).resolve()), row["id"])
+        if where in seen:
+            _fail(f"{ref}: run {row['id']} of {store.path} is named twice")
+        seen.add(where)
+        python = json.loads(row["environment_json"] or "{}").get("python_executable") or sys.executable
+        if not Path(python).exists():
+            _fail(f"{ref}: run {row['id']} ran under {python}, which does not exist here; its blocks must run "
+                  "under the interpreter (and framework versions) it was recorded with")
+        targets.append(runner.Target(store, row["id"], [python, "-m", "dlbench.worker"]))
+    names = {id(t): ref for t, ref in zip(targets, refs)}
+
+    def on_block(target, block, done):
+        console.print(f"block {done}/{blocks}: {names[id(target)]} (run {target.run_id}) block {block} done",
+                      highlight=False)
+
+    try:
+        counts = runner.extend_runs(targets, blocks, on_block=on_block)
+    except KeyboardInterrupt:
+        for t in targets:
+            t.store.mark_interrupted(t.run_id)
+        err_console.print("interrupted; finished trials are stored. Finish with dlbench run --resume RUN")
+        raise typer.Exit(130)
+    for ref, t, c in zip(refs, targets, counts):
+        console.print(f"{ref} (run {t.run_id}): " + ", ".join(f"{v} {k}" for k, v in c.items()), highlight=False)
+    if len(refs) == 2:
+        console.print(f"compare them with: dlbench compare {refs[0]} {refs[1]}", highlight=False)
+    if any(status not in ("ok", "oom") for c in counts for status in c):
         raise typer.Exit(1)
 
 

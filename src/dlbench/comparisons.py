@@ -10,7 +10,7 @@ Two uses:
   (DESIGN.md "Independence").
 - Run vs run (`dlbench compare A B`): the same case key in both runs, B
   relative to A, unpaired; a significant slowdown beyond the threshold is a
-  regression.
+  regression. The ratio is of medians, or of a chosen quantile.
 """
 
 from __future__ import annotations
@@ -152,9 +152,11 @@ def match_key(case: dict) -> str:
 
 
 def run_vs_run(a_trials, a_measurements, b_trials, b_measurements, threshold: float = 0.05,
-               alpha: float = 0.05) -> list[RunDiff]:
+               alpha: float = 0.05, quantile: float = 0.5) -> list[RunDiff]:
     """Every case present in both runs (matched on everything but machine settings
-    such as threads), B relative to A (ratio > 1: B slower)."""
+    such as threads), B relative to A (ratio > 1: B slower), as the ratio of medians
+    or of another quantile of the trial values (stats module: a low quantile for a
+    machine whose speed comes and goes)."""
     a_cases = {t["case_key"]: json.loads(t["case_json"]) for t in a_trials}
     b_by_match = {match_key(json.loads(t["case_json"])): t["case_key"] for t in b_trials}
     out = []
@@ -171,7 +173,7 @@ def run_vs_run(a_trials, a_measurements, b_trials, b_measurements, threshold: fl
                 out.append(RunDiff(case, name, None, False))
                 continue
             comp = stats.compare_two(list(sb[b_key].values.values()), list(sa[key].values.values()),
-                                     paired=False, band=threshold, alpha=alpha)
+                                     paired=False, band=threshold, alpha=alpha, quantile=quantile)
             out.append(RunDiff(case, name, comp, comp.verdict == "slower"))
     return out
 

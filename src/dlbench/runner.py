@@ -408,6 +408,38 @@ def execute_run(store: Store, run_id: int, *, command: Sequence[str] | None = No
     return counts
 
 
+@dataclass(frozen=True)
+class Target:
+    """One run that `extend_runs` adds blocks to, and the worker command it runs them with."""
+    store: Store
+    run_id: int
+    command: Sequence[str] | None = None
+
+
+def extend_runs(targets: Sequence[Target], blocks: int, on_block: Callback | None = None) -> list[dict[str, int]]:
+    """Add `blocks` interleaved blocks to each run and execute them, the runs taking
+    turns block by block in ABBA order (A, B, B, A, A, B, ...): a machine whose speed
+    drifts then hits every run alike, and neither always runs first. Trials a run left
+    unfinished are finished at its first turn. No adaptive stopping: exactly `blocks`
+    more per run. Returns each run's count of trials per status."""
+    if blocks < 1:
+        raise ValueError(f"blocks must be at least 1, got {blocks}")
+    targets = list(targets)
+    for i in range(blocks):
+        for t in targets if i % 2 == 0 else targets[::-1]:
+            seed = json.loads(t.store.trials(t.run_id)[0]["case_json"])["seed"]
+            block = add_block(t.store, t.run_id, seed)
+            _execute_pending(t.store, t.run_id, t.command, None)
+            if on_block is not None:
+                on_block(target=t, block=block, done=i + 1)
+    counts = []
+    for t in targets:
+        t.store.finish_run(t.run_id, "finished")
+        rows = t.store.trials(t.run_id)
+        counts.append({s: sum(r["status"] == s for r in rows) for s in sorted({r["status"] for r in rows})})
+    return counts
+
+
 def _execute_pending(store: Store, run_id: int, command: Sequence[str] | None,
                      on_event: Callback | None) -> dict[str, int]:
     pending = store.trials(run_id, statuses=("pending", "running", "interrupted"))

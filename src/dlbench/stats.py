@@ -19,6 +19,14 @@ Pure functions over numpy arrays; scipy.stats does every test it has. Decisions:
   correction is ill-defined for the discrete bootstrap distribution of a median of a
   few values, and it fails on degenerate (identical) samples; percentile intervals
   also carry over unchanged between the ratio and its logarithm.
+- Run vs run may compare a low quantile instead of the median (`quantile`): on a
+  shared machine interference only ever adds time, and a machine that alternates
+  between a fast and a slow state (measured here: 1.5x, phases of seconds) makes the
+  median depend on the share of slow phases a run happened to catch. A low quantile
+  estimates the undisturbed speed (Chen & Revels 2016, "Robust benchmarking in noisy
+  environments"; BenchmarkTools.jl judges on the minimum). Not the minimum itself:
+  the bootstrap of an extreme is degenerate. A quantile q rests on about q*n values
+  below it, so it needs n >= 2/q values (`min_quantile_n`) before any verdict.
 - Minimum sample sizes come from the exact null distributions: the smallest p a test
   can give is its p-value on the most extreme possible sample (all differences of one
   sign; the two samples completely separated), computed by scipy's exact method.
@@ -94,9 +102,9 @@ class Comparison:
     n_a: int
     n_b: int
     n_nonzero: int | None  # paired: differences that are not exactly zero
-    median_a: float
-    median_b: float
-    ratio: float  # median(a) / median(b)
+    estimate_a: float  # the compared quantile of a: its median unless `quantile` says otherwise
+    estimate_b: float
+    ratio: float  # estimate_a / estimate_b
     ratio_ci: tuple[float, float]
     ci_method: str
     test: str
@@ -114,6 +122,11 @@ class Comparison:
     alpha: float
     verdict: str  # faster / slower / no meaningful difference / undecided (a relative to b)
     reason: str
+    quantile: float = 0.5  # which quantile estimate_a, estimate_b and the ratio are of
+
+    @property
+    def estimator(self) -> str:
+        return estimator_name(self.quantile)
 
     @property
     def p(self) -> float:
@@ -268,14 +281,43 @@ def min_group_size(alpha: float = 0.05) -> int:
     return next(n for n in range(1, 40) if min_p_mannwhitney(n, n) < alpha)
 
 
-def _ratio(a, b, axis=-1):
-    return np.median(a, axis=axis) / np.median(b, axis=axis)
+def estimator_name(quantile: float) -> str:
+    """"median", or e.g. "10th percentile", "1st percentile", "2.5th percentile"."""
+    if quantile == 0.5:
+        return "median"
+    pct = f"{100 * quantile:.4g}"
+    teen = pct[-2:] in ("11", "12", "13") and "." not in pct
+    suffix = "th" if teen or "." in pct else {"1": "st", "2": "nd", "3": "rd"}.get(pct[-1], "th")
+    return f"{pct}{suffix} percentile"
 
 
-def _ratio_ci(a: np.ndarray, b: np.ndarray, paired: bool, n_boot: int, seed: int) -> tuple[float, float]:
-    if min(a.size, b.size) < 2 or np.median(b) <= 0:
+def check_quantile(quantile: float) -> float:
+    if not 0 < quantile < 1:
+        raise ValueError(f"quantile {quantile} must lie strictly between 0 and 1 (0.5: the median; 0.1: the "
+                         "10th percentile); the minimum (0) has no bootstrap CI")
+    return quantile
+
+
+def min_quantile_n(quantile: float) -> int:
+    """Values a sample needs before its `quantile` rests on at least two values
+    beyond it (on its nearer side): 4 for the median, 20 for the 10th percentile."""
+    return max(4, math.ceil(2 / min(quantile, 1 - quantile) - 1e-9))
+
+
+def location(x: np.ndarray, quantile: float, axis=-1):
+    # np.median for the median: bit-identical to what earlier versions stored and reported
+    return np.median(x, axis=axis) if quantile == 0.5 else np.quantile(x, quantile, axis=axis)
+
+
+def _ratio_ci(a: np.ndarray, b: np.ndarray, paired: bool, n_boot: int, seed: int,
+              quantile: float = 0.5) -> tuple[float, float]:
+    if min(a.size, b.size) < 2 or location(b, quantile) <= 0:
         return math.nan, math.nan
-    res = st.bootstrap((a, b), _ratio, paired=paired, vectorized=True, n_resamples=n_boot,
+
+    def ratio(x, y, axis=-1):
+        return location(x, quantile, axis) / location(y, quantile, axis)
+
+    res = st.bootstrap((a, b), ratio, paired=paired, vectorized=True, n_resamples=n_boot,
                        method="percentile", rng=np.random.default_rng(seed))
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
@@ -319,7 +361,7 @@ def _decide(c: Comparison) -> tuple[str, str]:
         return "undecided", short
     lo, hi = c.ratio_ci
     if not (math.isfinite(lo) and math.isfinite(hi)):
-        return "undecided", "ratio of medians undefined (median of b is not positive)"
+        return "undecided", f"ratio of {c.estimator}s undefined ({c.estimator} of b is not positive)"
     ci = f"ratio {_fmt(c.ratio)} [95% CI {_fmt(lo)}, {_fmt(hi)}]"
     p = f"p = {_fmt(c.p)}" + (" (Holm)" if c.p_adjusted is not None else "")
     if c.p < c.alpha and hi < lo_band:
@@ -387,13 +429,21 @@ def _too_few(c: Comparison) -> str:
         if smallest >= alpha:
             return (f"needs at least {min_pairs(alpha / m)} pairs{family}: the exact two-sided Wilcoxon "
                     f"signed-rank test cannot reach p < {alpha:g} with {c.n_a} (smallest p = {_fmt(smallest)})")
-        return ""
+        return _too_few_for_quantile(c)
     smallest = min(1.0, min_p_mannwhitney(c.n_a, c.n_b) * m)
     if smallest >= alpha:
         need = min_group_size(alpha / m)
         return (f"needs at least {need} + {need} samples{family}: the exact two-sided Mann-Whitney test "
                 f"cannot reach p < {alpha:g} with {c.n_a} + {c.n_b} (smallest p = {_fmt(smallest)})")
-    return ""
+    return _too_few_for_quantile(c)
+
+
+def _too_few_for_quantile(c: Comparison) -> str:
+    need, n = min_quantile_n(c.quantile), min(c.n_a, c.n_b)
+    if c.quantile == 0.5 or n >= need:
+        return ""  # the median's own minimum (4) is below what the tests need
+    return (f"the {c.estimator} of {n} values rests on fewer than two values beyond it: "
+            f"needs at least {need} per side")
 
 
 def adjust(c: Comparison, p_adjusted: float, family_size: int) -> Comparison:
@@ -404,11 +454,13 @@ def adjust(c: Comparison, p_adjusted: float, family_size: int) -> Comparison:
 
 
 def compare_two(a, b, paired: bool, band: float = 0.02, alpha: float = 0.05, n_boot: int = N_BOOT,
-                seed: int = 0) -> Comparison:
+                seed: int = 0, quantile: float = 0.5) -> Comparison:
     """a against b (lower is better: times). Verdict "faster"/"slower" needs p < alpha
     and the ratio CI entirely outside [1 - band, 1 + band]; "no meaningful difference"
     needs the ratio CI entirely inside it; anything else, or too few samples, is
-    "undecided" with the reason."""
+    "undecided" with the reason. The ratio is of medians, or of another `quantile`
+    (see the module's docstring); the rank test is the same either way."""
+    check_quantile(quantile)
     a, b = _finite_pairs(a, b) if paired else (_finite(a), _finite(b))
     if a.size == 0 or b.size == 0:
         raise ValueError("compare_two needs at least one finite value in each sample")
@@ -423,12 +475,12 @@ def compare_two(a, b, paired: bool, band: float = 0.02, alpha: float = 0.05, n_b
         statistic, p, method = _mannwhitney(a, b, seed)
         test, stat_name, min_p = "Mann-Whitney U (two-sided)", "U", min_p_mannwhitney(a.size, b.size)
         ci_method = f"percentile bootstrap, samples resampled independently, {n_boot} resamples, seed {seed}"
-    med_a, med_b = float(np.median(a)), float(np.median(b))
+    est_a, est_b = float(location(a, quantile)), float(location(b, quantile))
     delta = cliffs_delta(a, b)
-    c = Comparison(paired, int(a.size), int(b.size), n_nonzero, med_a, med_b,
-                   med_a / med_b if med_b > 0 else math.nan, _ratio_ci(a, b, paired, n_boot, seed), ci_method,
-                   test, method, stat_name, statistic, p, None, 1, min_p, delta, a12(a, b), magnitude(delta),
-                   band, alpha, "", "")
+    c = Comparison(paired, int(a.size), int(b.size), n_nonzero, est_a, est_b,
+                   est_a / est_b if est_b > 0 else math.nan, _ratio_ci(a, b, paired, n_boot, seed, quantile),
+                   ci_method, test, method, stat_name, statistic, p, None, 1, min_p, delta, a12(a, b),
+                   magnitude(delta), band, alpha, "", "", quantile)
     verdict, reason = _decide(c)
     return replace(c, verdict=verdict, reason=reason)
 
@@ -548,7 +600,7 @@ def hypothesis_row(metric: str, phase: str, a_name: str, b_name: str, a, b, pair
         "normality": "; ".join(checks), "test": chosen, "test_reason": test_reason,
         "statistic_name": c.statistic_name, "statistic": c.statistic, "p_value": c.p_value,
         "p_adjusted": c.p_adjusted, "p_used": c.p, "alpha": alpha, "decision": decision,
-        "median_a": c.median_a, "median_b": c.median_b, "ratio": c.ratio,
+        "median_a": c.estimate_a, "median_b": c.estimate_b, "ratio": c.ratio,
         "ratio_ci_low": c.ratio_ci[0], "ratio_ci_high": c.ratio_ci[1], "ci_method": c.ci_method,
         "cliffs_delta": c.cliffs_delta, "a12": c.a12, "magnitude": c.magnitude,
         "verdict": c.verdict, "reason": c.reason,

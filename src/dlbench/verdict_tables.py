@@ -5,6 +5,7 @@ from __future__ import annotations
 from dlbench.report.render import TableData
 
 from dlbench.comparisons import PairVerdict, RunDiff
+from dlbench.stats import estimator_name
 from dlbench.tables import case_label
 
 
@@ -35,10 +36,12 @@ def omnibus_table(rows) -> TableData:
     return t
 
 
-def compare_table(diffs: list[RunDiff], a_name: str, b_name: str, threshold: float) -> TableData:
-    t = TableData(f"{b_name} relative to {a_name} (ratio > 1: slower; regression = significant and beyond "
-                  f"+{threshold:.0%})",
-                  ["case", "metric", "median A", "median B", "ratio B/A [95% CI]", "p", "verdict"])
+def compare_table(diffs: list[RunDiff], a_name: str, b_name: str, threshold: float,
+                  quantile: float = 0.5) -> TableData:
+    est = estimator_name(quantile)
+    t = TableData(f"{b_name} relative to {a_name} (ratio of {est}s, > 1: slower; regression = significant and "
+                  f"beyond +{threshold:.0%})",
+                  ["case", "metric", f"{est} A", f"{est} B", "ratio B/A [95% CI]", "p", "verdict"])
     for d in diffs:
         c = d.comparison
         if c is None:
@@ -47,6 +50,6 @@ def compare_table(diffs: list[RunDiff], a_name: str, b_name: str, threshold: flo
         verdict = "REGRESSION" if d.regression else c.verdict
         if c.verdict == "undecided":
             verdict += f": {c.reason}"
-        t.add_row(case_label(d.case), d.metric, f"{c.median_b:.4g}", f"{c.median_a:.4g}",
+        t.add_row(case_label(d.case), d.metric, f"{c.estimate_b:.4g}", f"{c.estimate_a:.4g}",
                   f"{c.ratio:.3f} [{c.ratio_ci[0]:.3f}, {c.ratio_ci[1]:.3f}]", _p(c), verdict)
     return t
