@@ -3,8 +3,10 @@ purpose -> a regression and a non-zero exit status (usable as a CI gate)."""
 
 from __future__ import annotations
 
+import json
 import re
 
+import pytest
 from typer.testing import CliRunner
 
 from dlbench.cli import app
@@ -92,3 +94,92 @@ def test_drift_notes_name_what_differs_and_unchanged_cases_that_moved():
     # Another machine: no case is a control, and the notes say what differs.
     other = drift_notes([_diff("jax", "faster", 0.5)], ENV, dict(ENV, hostname="big", cpu_model="EPYC"))
     assert other == ["recorded differences between A and B: hostname: box → big; cpu_model: Xeon → EPYC"]
+
+
+def _trial(tid: int, block: int, start: float, end: float | None = None) -> dict:
+    """A stored trial row: one case, its block, and when it ran (seconds after 12:00)."""
+    def at(s):
+        return None if s is None else f"2026-01-01T12:{int(s) // 60:02d}:{s % 60:06.3f}+00:00"
+    return {"id": tid, "case_key": "k", "case_json": json.dumps({"framework": "x", "variant": "v", "model": "m"}),
+            "block": block, "status": "ok", "started_at": at(start), "finished_at": at(start + 1 if end is None
+                                                                                       else end)}
+
+
+def _rows(trials: list[dict], values: list[float]) -> list[dict]:
+    return [{"trial_id": t["id"], "case_key": "k", "phase": "train", "metric": "time", "warmup": 0, "repeat": 0,
+             "value": v} for t, v in zip(trials, values)]
+
+
+def test_blocks_alternated_only_when_every_block_ran_back_to_back():
+    from dlbench.comparisons import blocks_alternated
+
+    n = 6
+    # dlbench extend A B: A0 B0 | B1 A1 | A2 B2 ...: each block number's trials are together in time.
+    a = [_trial(k, k, 4 * k + (0 if k % 2 == 0 else 2)) for k in range(n)]
+    b = [_trial(k, k, 4 * k + (2 if k % 2 == 0 else 0)) for k in range(n)]
+    assert blocks_alternated(a, b) and blocks_alternated(b, a)
+    # One run, then the other: block 0 of A and block 0 of B are a whole run apart.
+    later = [_trial(k, k, 100 + 2 * k) for k in range(n)]
+    assert not blocks_alternated(a, later)
+    # A block of B that overlaps the next block of A.
+    overlapping = [dict(t) for t in b]
+    overlapping[2] = _trial(2, 2, 10, 13.5)  # block 2 of B runs on into block 3 (from 12 s)
+    assert not blocks_alternated(a, overlapping)
+    # Unfinished trials (no finish time) and blocks only one run has do not break the turns...
+    assert blocks_alternated(a + [_trial(99, n, 4 * n), _trial(100, n + 1, 4 * n + 2, None) | {"finished_at": None}], b)
+    # ...but a single shared block is no pairing.
+    assert not blocks_alternated(a[:1], b[:1])
+
+
+def test_paired_blocks_cancel_a_drift_that_hides_a_change_from_unpaired_runs():
+    """Hand-made: the machine's speed swings by ±20% from block to block and falls on
+    both members of a pair. B is 1% slower (no meaningful difference) or 10% slower
+    (a regression). Paired by block, the ratio of every pair is exactly 1.01 or 1.10;
+    unpaired, the swing hides both."""
+    from dlbench.comparisons import run_vs_run
+
+    drift = [1.0, 1.2, 0.8, 1.15, 0.85, 1.1, 0.9, 1.05, 0.95, 1.2, 0.8, 1.0]
+    n = len(drift)
+    a = [_trial(k, k, 4 * k) for k in range(n)]
+    b = [_trial(100 + k, k, 4 * k + 2) for k in range(n)]
+    sequential = [_trial(100 + k, k, 1000 + 2 * k) for k in range(n)]
+    rows_a = _rows(a, drift)
+    for slowdown, paired_verdict in ((1.01, "no meaningful difference"), (1.10, "slower")):
+        values_b = [slowdown * d for d in drift]
+        (paired,) = run_vs_run(a, rows_a, b, _rows(b, values_b))
+        assert paired.sample == f"{n} pairs of trial medians, by block"
+        assert paired.comparison.paired and paired.comparison.verdict == paired_verdict
+        assert paired.regression == (paired_verdict == "slower")
+        lo, hi = paired.comparison.ratio_ci
+        assert lo == pytest.approx(slowdown) and hi == pytest.approx(slowdown)  # every pair's ratio is the same
+        (unpaired,) = run_vs_run(a, rows_a, sequential, _rows(sequential, values_b))
+        assert unpaired.sample == f"{n}+{n} trial medians, unpaired" and not unpaired.comparison.paired
+        assert unpaired.comparison.verdict == "undecided" and not unpaired.regression
+    # A block of B whose trial failed: its partner in A is left out, and said so.
+    b_failed = [dict(t, status="failed") if t["block"] == 3 else t for t in b]
+    (partial,) = run_vs_run(a, rows_a, b_failed, _rows(b_failed, drift))
+    assert partial.sample == f"{n - 1} pairs of trial medians, by block (1 trial(s) without a partner left out)"
+    assert partial.comparison.n_a == n - 1
+
+
+def test_compare_pairs_runs_extended_in_turn(tmp_path, faulty_plugin):
+    a, b, c = tmp_path / "a.db", tmp_path / "b.db", tmp_path / "c.db"
+    for db in (a, b):
+        (faulty_plugin / "dlbench_faulty" / "train_seconds").write_text("0.02")
+        result = runner.invoke(app, ["run", "--framework", "faulty", "--model", "mlp", "--dataset", "synthetic",
+                                     "--repeats", "2", "--warmup", "0", "--latency-batches", "0",
+                                     "--samplers", "none", "--trials", "1", "--db", str(db)])
+        assert result.exit_code == 0, result.output
+    extended = runner.invoke(app, ["extend", str(a), str(b), "--blocks", "5"])
+    assert extended.exit_code == 0, extended.output
+    paired = runner.invoke(app, ["compare", str(a), str(b)])
+    # (the console wraps the sample column: its first words stay on one line)
+    assert paired.exit_code == 0 and paired.output.count("6 pairs of trial") == 2, paired.output
+    # The same run compared with one taken after it: unpaired.
+    result = runner.invoke(app, ["run", "--framework", "faulty", "--model", "mlp", "--dataset", "synthetic",
+                                 "--repeats", "2", "--warmup", "0", "--latency-batches", "0",
+                                 "--samplers", "none", "--trials", "6", "--db", str(c)])
+    assert result.exit_code == 0, result.output
+    unpaired = runner.invoke(app, ["compare", str(a), str(c)])
+    assert unpaired.exit_code == 0 and unpaired.output.count("6+6 trial") == 2, unpaired.output
+    assert "pairs of trial" not in unpaired.output

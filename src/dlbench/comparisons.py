@@ -9,8 +9,10 @@ Two uses:
   unpaired (Mann-Whitney / Kruskal-Wallis) and flagged as within-process
   (DESIGN.md "Independence").
 - Run vs run (`dlbench compare A B`): the same case key in both runs, B
-  relative to A, unpaired; a significant slowdown beyond the threshold is a
-  regression. The ratio is of medians, or of a chosen quantile.
+  relative to A; a significant slowdown beyond the threshold is a regression.
+  The ratio is of medians, or of a chosen quantile. Paired by block when the
+  two runs took turns block by block (`dlbench extend A B`), so that block k of
+  A and block k of B saw the same state of the machine; unpaired otherwise.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from dataclasses import dataclass
+from datetime import datetime
 
 import numpy as np
 
@@ -140,6 +143,7 @@ class RunDiff:
     metric: str
     comparison: stats.Comparison | None   # B relative to A; None if one side has no values
     regression: bool
+    sample: str = ""                      # what the compared values are, in words
 
 
 # Settings of the machine rather than of the experiment: two runs that differ
@@ -151,14 +155,49 @@ def match_key(case: dict) -> str:
     return json.dumps({k: v for k, v in case.items() if k not in MACHINE_FIELDS}, sort_keys=True)
 
 
+def blocks_alternated(a_trials, b_trials) -> bool:
+    """Whether two runs took turns block by block, as `dlbench extend A B` runs them:
+    every block number of either run was run, in both runs, between the end of the
+    previous block number and the start of the next (trial start and finish times).
+    Then block k of A and block k of B ran back to back on the same machine state,
+    and a pair of them is what a paired test needs: the machine's slow phases, which
+    last seconds to minutes, then fall on both members of a pair. Two runs taken one
+    after the other fail this (block 0 of A and block 0 of B are a run apart)."""
+    spans: dict[int, tuple[datetime, datetime]] = {}
+    in_a = {t["block"] for t in a_trials if t["started_at"] and t["finished_at"]}
+    in_b = {t["block"] for t in b_trials if t["started_at"] and t["finished_at"]}
+    for t in (*a_trials, *b_trials):
+        if t["started_at"] and t["finished_at"]:
+            start, end = datetime.fromisoformat(t["started_at"]), datetime.fromisoformat(t["finished_at"])
+            lo, hi = spans.get(t["block"], (start, end))
+            spans[t["block"]] = (min(lo, start), max(hi, end))
+    if len(in_a & in_b) < 2:
+        return False
+    ordered = [spans[b] for b in sorted(spans)]
+    return all(prev[1] <= nxt[0] for prev, nxt in zip(ordered, ordered[1:]))
+
+
+def _sample_words(sa: Sample, sb: Sample, paired: bool, pairs: int) -> str:
+    if paired:
+        left_out = len(sa.values) + len(sb.values) - 2 * pairs
+        return f"{pairs} pairs of trial medians, by block" + (
+            f" ({left_out} trial(s) without a partner left out)" if left_out else "")
+    kinds = {s.independent for s in (sa, sb)}
+    what = ("trial medians" if kinds == {True} else "repeats in one process" if kinds == {False}
+            else "trial medians / repeats")
+    return f"{len(sa.values)}+{len(sb.values)} {what}, unpaired"
+
+
 def run_vs_run(a_trials, a_measurements, b_trials, b_measurements, threshold: float = 0.05,
                alpha: float = 0.05, quantile: float = 0.5) -> list[RunDiff]:
     """Every case present in both runs (matched on everything but machine settings
     such as threads), B relative to A (ratio > 1: B slower), as the ratio of medians
     or of another quantile of the trial values (stats module: a low quantile for a
-    machine whose speed comes and goes)."""
+    machine whose speed comes and goes). Trial medians are paired by block when the
+    runs alternated block by block (`blocks_alternated`); otherwise unpaired."""
     a_cases = {t["case_key"]: json.loads(t["case_json"]) for t in a_trials}
     b_by_match = {match_key(json.loads(t["case_json"])): t["case_key"] for t in b_trials}
+    alternated = blocks_alternated(a_trials, b_trials)
     out = []
     for phase, metric, name in TIMED:
         sa = samples(a_trials, a_measurements, phase, metric)
@@ -172,9 +211,17 @@ def run_vs_run(a_trials, a_measurements, b_trials, b_measurements, threshold: fl
             if key not in sa or b_key not in sb:
                 out.append(RunDiff(case, name, None, False))
                 continue
-            comp = stats.compare_two(list(sb[b_key].values.values()), list(sa[key].values.values()),
-                                     paired=False, band=threshold, alpha=alpha, quantile=quantile)
-            out.append(RunDiff(case, name, comp, comp.verdict == "slower"))
+            x, y = sa[key], sb[b_key]
+            paired = alternated and x.independent and y.independent
+            if paired:
+                blocks = sorted(set(x.values) & set(y.values))
+                a_values, b_values = [x.values[k] for k in blocks], [y.values[k] for k in blocks]
+            else:
+                a_values, b_values = list(x.values.values()), list(y.values.values())
+            comp = stats.compare_two(b_values, a_values, paired=paired, band=threshold, alpha=alpha,
+                                     quantile=quantile)
+            out.append(RunDiff(case, name, comp, comp.verdict == "slower",
+                               _sample_words(x, y, paired, len(a_values))))
     return out
 
 
@@ -222,8 +269,8 @@ def drift_notes(diffs: list[RunDiff], env_a: dict, env_b: dict) -> list[str]:
     if moved:
         ratios = sorted(d.comparison.ratio for d in moved)
         span = f"×{ratios[0]:.3g}" + (f" to ×{ratios[-1]:.3g}" if len(ratios) > 1 else "")
-        advice = ("re-run A and B alternately (A, B, A, B) to see this machine's run-to-run spread, or take "
-                  "both in one quiet machine state")
+        advice = ("add blocks to both runs in turn (`dlbench extend A B`), which pairs their blocks so that "
+                  "the machine's state falls on both alike, or take both in one quiet machine state")
         if changes:
             notes.append(f"{len(moved)} comparison(s) of cases whose framework packages, machine and dlbench are "
                          f"the same in both runs moved ({span}): the machine's speed or something else these runs "
