@@ -10,15 +10,18 @@ the drift hits both alike, and what is left is what `compare` is meant to judge.
 
 Designs (`--design`):
   alternate   both runs are created with one block each by `dlbench run`, then
-              blocks are added to A and B in turn (the runner's own add_block /
-              execute_run, as adaptive mode uses them) up to `--blocks`
+              `dlbench extend A B --blocks BLOCKS-1` adds blocks to A and B in turn
   sequential  `dlbench run --trials BLOCKS` for A, then the same for B
-  both        the two above, one after the other
+  slowed      as alternate, one `dlbench extend` call per block, but every block of
+              B runs beside busy loops (`--busy`, default 1) pinned to the cores the
+              workers use: the same code slowed on purpose
+  both        alternate and sequential, one after the other
 
 For each design and each quantile compared (`--quantiles`, default the median and
 the 10th percentile) it prints `dlbench compare A B --quantile Q` and the count of
-verdicts. Target (issue 4): "no meaningful difference" for most cases, and no
-regression. `--analyse DIR` re-analyses the databases a run kept, running nothing.
+verdicts. Targets (issue 4): identical code, "no meaningful difference" for most
+cases and no regression; slowed, a regression and a non-zero exit status.
+`--analyse DIR` re-analyses the databases a run kept, running nothing.
 
     .venv/bin/python benchmarks/identical_runs.py [--design alternate] [--blocks 20] [--keep DIR]
 """
@@ -26,7 +29,7 @@ regression. `--analyse DIR` re-analyses the databases a run kept, running nothin
 from __future__ import annotations
 
 import argparse
-import json
+import contextlib
 import os
 import subprocess
 import sys
@@ -39,7 +42,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from dlbench.comparisons import run_vs_run  # noqa: E402
-from dlbench.runner import add_block, execute_run  # noqa: E402
 from dlbench.store import Store  # noqa: E402
 
 
@@ -57,22 +59,47 @@ def start_run(args, db: Path, trials: int) -> None:
         raise SystemExit(f"dlbench run failed:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
 
 
-def more_blocks(db: Path) -> None:
-    """One more interleaved block of the run in `db`, executed now."""
-    with Store(db) as store:
-        run_id = store.run()["id"]
-        seed = json.loads(store.trials(run_id)[0]["case_json"])["seed"]
-        add_block(store, run_id, seed)
-        execute_run(store, run_id)
+def extend(args, *dbs: Path, blocks: int) -> None:
+    out = dlbench(args, "extend", *map(str, dbs), "--blocks", str(blocks))
+    if out.returncode != 0:
+        raise SystemExit(f"dlbench extend failed:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
 
 
 def alternate(args, a: Path, b: Path) -> None:
     start_run(args, a, 1)
     start_run(args, b, 1)
+    extend(args, a, b, blocks=args.blocks - 1)  # A, B, B, A, ...: neither run is always first
+
+
+def slowed(args, a: Path, b: Path) -> None:
+    start_run(args, a, 1)
+    with busy_loops(args.busy, args.threads):
+        start_run(args, b, 1)
     for block in range(1, args.blocks):
-        for db in ((a, b) if block % 2 else (b, a)):  # ABBA: neither run is always first
-            more_blocks(db)
+        for db in ((a, b) if block % 2 else (b, a)):
+            if db == b:
+                with busy_loops(args.busy, args.threads):
+                    extend(args, b, blocks=1)
+            else:
+                extend(args, a, blocks=1)
         print(f"  block {block + 1}/{args.blocks} of both runs done", flush=True)
+
+
+@contextlib.contextmanager
+def busy_loops(n: int, threads: int):
+    """n processes spinning in pure Python on the cores the workers are pinned to (the
+    first `threads` allowed CPUs, as dlbench.worker pins itself). Unpinned, the
+    scheduler moved two loops to the other core of this 2-core VM and the 1-thread
+    worker slowed by only 6% (torch train time x1.058)."""
+    cpus = sorted(os.sched_getaffinity(0))[:max(1, threads)]
+    procs = [subprocess.Popen([sys.executable, "-c", f"import os; os.sched_setaffinity(0, {{{cpus[i % len(cpus)]}}})\n"
+                               "while True: pass"]) for i in range(n)]
+    try:
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
 
 
 def sequential(args, a: Path, b: Path) -> None:
@@ -93,7 +120,9 @@ def verdicts_of(a: Path, b: Path, quantile: float) -> list[str]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--design", choices=("alternate", "sequential", "both"), default="alternate")
+    ap.add_argument("--design", choices=("alternate", "sequential", "slowed", "both"), default="alternate")
+    ap.add_argument("--busy", type=int, default=1,
+                    help="busy loops beside B's blocks in the slowed design, on the workers' cores")
     ap.add_argument("--blocks", type=int, default=20)
     ap.add_argument("--frameworks", default="torch,jax")
     ap.add_argument("--model", default="mlp")
@@ -122,7 +151,7 @@ def main() -> int:
                 db.unlink(missing_ok=True)
             print(f"{design}: {args.blocks} blocks per run", flush=True)
             t0 = time.perf_counter()
-            (alternate if design == "alternate" else sequential)(args, a, b)
+            {"alternate": alternate, "sequential": sequential, "slowed": slowed}[design](args, a, b)
             print(f"{design}: {(time.perf_counter() - t0) / 60:.1f} min", flush=True)
         for q in (float(x) for x in args.quantiles.split(",")):
             out = dlbench(args, "compare", str(a), str(b), "--quantile", str(q))
@@ -130,7 +159,10 @@ def main() -> int:
             verdicts = Counter(verdicts_of(a, b, q))
             total = sum(verdicts.values())
             same = verdicts["no meaningful difference"]
-            passed = same > total / 2 and out.returncode == 0
+            if design == "slowed":  # the same code slowed on purpose: a regression must gate
+                passed = verdicts["regression"] > 0 and out.returncode == 1
+            else:
+                passed = same > total / 2 and out.returncode == 0
             ok &= passed
             print(f"{design}, quantile {q}: {same}/{total} no meaningful difference; all verdicts "
                   f"{dict(verdicts)}; compare exit {out.returncode}  {'PASS' if passed else 'FAIL'}\n", flush=True)
