@@ -61,13 +61,13 @@ def test_compare_refuses_bad_references(tmp_path):
     assert result.exit_code == 2 and "--quantile 0.0 must lie strictly between 0 and 1" in result.output
 
 
-def _diff(framework: str, verdict: str, ratio: float):
+def _diff(framework: str, verdict: str, ratio: float, paired: bool = False):
     from dataclasses import replace
 
     from dlbench import stats
     from dlbench.comparisons import RunDiff
 
-    c = stats.compare_two([1.0, 1.1, 0.9, 1.05, 0.95, 1.0], [1.0, 1.1, 0.9, 1.05, 0.95, 1.0], paired=False)
+    c = stats.compare_two([1.0, 1.1, 0.9, 1.05, 0.95, 1.0], [1.0, 1.1, 0.9, 1.05, 0.95, 1.0], paired=paired)
     return RunDiff({"framework": framework}, "train time", replace(c, verdict=verdict, ratio=ratio),
                    verdict == "slower")
 
@@ -83,6 +83,11 @@ def test_drift_notes_name_what_differs_and_unchanged_cases_that_moved():
     same = drift_notes([_diff("jax", "slower", 1.23), _diff("torch", "undecided", 1.1)], ENV, dict(ENV, cwd="/b"))
     assert same[0] == "nothing dlbench records differs between A and B (machine, packages, dlbench)"
     assert same[1].startswith("1 comparison(s) moved (×1.23) although nothing dlbench records differs")
+    assert "add blocks to both runs in turn (`dlbench extend A B`)" in same[1]
+    # Runs that took turns block by block: the machine's drift fell on both; no advice to alternate.
+    paired = drift_notes([_diff("jax", "slower", 1.9, paired=True)], ENV, ENV)
+    assert paired[1].startswith("1 comparison(s) moved (×1.9) although nothing dlbench records differs")
+    assert "A and B took turns block by block" in paired[1] and "dlbench extend" not in paired[1]
     # torch upgraded: jax is the control; its move says the machine changed too.
     upgraded = dict(ENV, packages=dict(ENV["packages"], torch="2.14.0"))
     notes = drift_notes([_diff("torch", "slower", 1.3), _diff("jax", "slower", 1.2)], ENV, upgraded)

@@ -269,16 +269,20 @@ def drift_notes(diffs: list[RunDiff], env_a: dict, env_b: dict) -> list[str]:
     if moved:
         ratios = sorted(d.comparison.ratio for d in moved)
         span = f"×{ratios[0]:.3g}" + (f" to ×{ratios[-1]:.3g}" if len(ratios) > 1 else "")
-        advice = ("add blocks to both runs in turn (`dlbench extend A B`), which pairs their blocks so that "
-                  "the machine's state falls on both alike, or take both in one quiet machine state")
+        if all(d.comparison.paired for d in moved):
+            # Pairs ran back to back: a change of the machine's speed over time fell on both members.
+            cause = ("A and B took turns block by block, so the machine's speed over time fell on both alike: what "
+                     "moved them ran with one run's trials only (code or settings dlbench does not record, or other "
+                     "load beside that run's blocks)")
+        else:
+            cause = ("the machine's speed may have changed between the runs (other load, frequency, a noisy "
+                     "neighbour); add blocks to both runs in turn (`dlbench extend A B`), which pairs their blocks "
+                     "so that the machine's state falls on both alike, or take both in one quiet machine state")
         if changes:
             notes.append(f"{len(moved)} comparison(s) of cases whose framework packages, machine and dlbench are "
-                         f"the same in both runs moved ({span}): the machine's speed or something else these runs "
-                         f"do not record changed too, so differences of that size in the other cases are not "
-                         f"evidence about the change; {advice}.")
+                         f"the same in both runs moved ({span}), so differences of that size in the other cases are "
+                         f"not evidence about the change: {cause}.")
         else:
-            notes.append(f"{len(moved)} comparison(s) moved ({span}) although nothing dlbench records differs: "
-                         f"the machine's speed changed between the runs (other load, frequency, a noisy "
-                         f"neighbour), or code outside what dlbench records did; these runs cannot tell the two "
-                         f"apart: {advice}.")
+            notes.append(f"{len(moved)} comparison(s) moved ({span}) although nothing dlbench records differs, "
+                         f"so code outside what dlbench records changed, or the machine did: {cause}.")
     return notes
