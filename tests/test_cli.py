@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import csv
 import json
+import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -72,6 +74,7 @@ def test_run_stores_every_repeat_and_reports(finished_run):
     with Store(db) as store:
         run = store.run()
         assert run["status"] == "finished" and "--framework numpy,sklearn" in run["command"]
+        assert "--option" not in run["command"]  # a repeatable option not given is not recorded
         env = json.loads(run["environment_json"])
         assert env["physical_cores"] >= 1 and "numpy" in env["packages"]
         rows = store.measurements(run["id"])
@@ -192,3 +195,17 @@ def test_idle_baseline_and_sampler_selection_are_recorded(tmp_path):
         assert "memory.peak_rss" not in metrics  # the memory sampler was not selected
     bad = runner.invoke(app, ["run", "--samplers", "cpu,gpu", "--db", str(db)])
     assert bad.exit_code == 2 and "unknown sampler(s) gpu; allowed: cpu, rapl, thermal, nvml, memory" in bad.output
+
+
+def test_recorded_command_repeats_a_repeatable_option_per_value():
+    from types import SimpleNamespace
+
+    from dlbench.cli import _command_line
+
+    ctx = SimpleNamespace(info_name="run", params={
+        "file": Path("exp.toml"), "framework": "torch,jax", "option": ("lstm.hidden=650", "transformer.preset=x y"),
+        "pipeline": None, "epochs": 3, "resume": None})
+    words = shlex.split(_command_line(ctx))
+    assert words == ["dlbench", "run", "exp.toml", "--framework", "torch,jax", "--option", "lstm.hidden=650",
+                     "--option", "transformer.preset=x y", "--epochs", "3"]
+    assert "--option" not in _command_line(SimpleNamespace(info_name="run", params={"option": ()}))

@@ -198,6 +198,9 @@ def _command_line(ctx: typer.Context) -> str:
             continue
         if name == "file":
             words.insert(2, str(value))
+        elif isinstance(value, (list, tuple)):  # a repeatable option: the flag once per value, none if empty
+            for item in value:
+                words += [f"--{name.replace('_', '-')}", str(item)]
         else:
             words += [f"--{name.replace('_', '-')}", str(value)]
     return shlex.join(words)
