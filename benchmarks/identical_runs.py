@@ -15,6 +15,9 @@ Designs (`--design`):
   slowed      as alternate, one `dlbench extend` call per block, but every block of
               B runs beside busy loops (`--busy`, default 1) pinned to the cores the
               workers use: the same code slowed on purpose
+  noisy       as slowed, but the busy loops run beside a random half of the block
+              numbers in both runs alike: slow phases of the machine that a pair
+              shares; printed beside it, what an unpaired analysis would say
   both        alternate and sequential, one after the other
 
 For each design and each quantile compared (`--quantiles`, default the median and
@@ -71,18 +74,31 @@ def alternate(args, a: Path, b: Path) -> None:
     extend(args, a, b, blocks=args.blocks - 1)  # A, B, B, A, ...: neither run is always first
 
 
-def slowed(args, a: Path, b: Path) -> None:
-    start_run(args, a, 1)
-    with busy_loops(args.busy, args.threads):
-        start_run(args, b, 1)
-    for block in range(1, args.blocks):
-        for db in ((a, b) if block % 2 else (b, a)):
-            if db == b:
-                with busy_loops(args.busy, args.threads):
-                    extend(args, b, blocks=1)
-            else:
-                extend(args, a, blocks=1)
+def in_turns(args, a: Path, b: Path, loaded) -> None:
+    """As `alternate`, one `dlbench extend` call per run and block, with busy loops
+    beside the blocks for which loaded(block, db) is true."""
+    for block in range(args.blocks):
+        for db in ((a, b) if block % 2 == 0 else (b, a)):  # ABBA
+            with busy_loops(args.busy if loaded(block, db) else 0, args.threads):
+                if block == 0:
+                    start_run(args, db, 1)
+                else:
+                    extend(args, db, blocks=1)
         print(f"  block {block + 1}/{args.blocks} of both runs done", flush=True)
+
+
+def slowed(args, a: Path, b: Path) -> None:
+    in_turns(args, a, b, lambda block, db: db == b)
+
+
+def noisy(args, a: Path, b: Path) -> None:
+    """A slow phase of the machine that falls on both runs' block k: a random half of
+    the block numbers (seeded) run beside the busy loops, in A and in B alike."""
+    import random
+
+    slow = set(random.Random(args.seed).sample(range(args.blocks), args.blocks // 2))
+    print(f"  blocks beside busy loops (both runs): {sorted(slow)}", flush=True)
+    in_turns(args, a, b, lambda block, db: block in slow)
 
 
 @contextlib.contextmanager
@@ -118,11 +134,23 @@ def verdicts_of(a: Path, b: Path, quantile: float) -> list[str]:
     return ["regression" if d.regression else d.comparison.verdict if d.comparison else "no values" for d in diffs]
 
 
+def unpaired_verdicts(a: Path, b: Path, quantile: float) -> Counter:
+    """The verdicts `compare` would give if the runs had not taken turns (the trials'
+    start times hidden, so that the samples are unpaired): for contrast."""
+    with Store(a) as sa, Store(b) as sb:
+        ra, rb = sa.run()["id"], sb.run()["id"]
+        hidden = [dict(t, started_at=None) for t in sb.trials(rb)]
+        diffs = run_vs_run(sa.trials(ra), sa.measurements(ra), hidden, sb.measurements(rb), quantile=quantile)
+    return Counter("regression" if d.regression else d.comparison.verdict if d.comparison else "no values"
+                   for d in diffs)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--design", choices=("alternate", "sequential", "slowed", "both"), default="alternate")
+    ap.add_argument("--design", choices=("alternate", "sequential", "slowed", "noisy", "both"), default="alternate")
     ap.add_argument("--busy", type=int, default=1,
-                    help="busy loops beside B's blocks in the slowed design, on the workers' cores")
+                    help="busy loops on the workers' cores beside the loaded blocks (slowed, noisy)")
+    ap.add_argument("--seed", type=int, default=0, help="which blocks the noisy design loads")
     ap.add_argument("--blocks", type=int, default=20)
     ap.add_argument("--frameworks", default="torch,jax")
     ap.add_argument("--model", default="mlp")
@@ -151,7 +179,7 @@ def main() -> int:
                 db.unlink(missing_ok=True)
             print(f"{design}: {args.blocks} blocks per run", flush=True)
             t0 = time.perf_counter()
-            {"alternate": alternate, "sequential": sequential, "slowed": slowed}[design](args, a, b)
+            {"alternate": alternate, "sequential": sequential, "slowed": slowed, "noisy": noisy}[design](args, a, b)
             print(f"{design}: {(time.perf_counter() - t0) / 60:.1f} min", flush=True)
         for q in (float(x) for x in args.quantiles.split(",")):
             out = dlbench(args, "compare", str(a), str(b), "--quantile", str(q))
@@ -165,7 +193,10 @@ def main() -> int:
                 passed = same > total / 2 and out.returncode == 0
             ok &= passed
             print(f"{design}, quantile {q}: {same}/{total} no meaningful difference; all verdicts "
-                  f"{dict(verdicts)}; compare exit {out.returncode}  {'PASS' if passed else 'FAIL'}\n", flush=True)
+                  f"{dict(verdicts)}; compare exit {out.returncode}  {'PASS' if passed else 'FAIL'}", flush=True)
+            if design == "noisy":
+                print(f"  for contrast, unpaired: {dict(unpaired_verdicts(a, b, q))}", flush=True)
+            print(flush=True)
     print(f"databases: {where}")
     return 0 if ok else 1
 
