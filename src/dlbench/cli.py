@@ -435,7 +435,8 @@ def compare(
              "a run) the undisturbed speed on a machine whose speed comes and goes.")] = 0.5,
     db: DB = Path("dlbench.db"),
 ) -> None:
-    """Run vs run: per case ratio B/A with CI and verdict; exit status 1 on a significant regression."""
+    """Run vs run: per case ratio B/A with CI and verdict (paired by block when the runs took turns, as
+    `dlbench extend A B` runs them); exit status 1 on a significant regression."""
     from dlbench.comparisons import drift_notes, run_vs_run
     from dlbench.verdict_tables import compare_table
 

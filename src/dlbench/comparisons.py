@@ -163,16 +163,17 @@ def blocks_alternated(a_trials, b_trials) -> bool:
     and a pair of them is what a paired test needs: the machine's slow phases, which
     last seconds to minutes, then fall on both members of a pair. Two runs taken one
     after the other fail this (block 0 of A and block 0 of B are a run apart)."""
-    spans: dict[int, tuple[datetime, datetime]] = {}
-    in_a = {t["block"] for t in a_trials if t["started_at"] and t["finished_at"]}
-    in_b = {t["block"] for t in b_trials if t["started_at"] and t["finished_at"]}
-    for t in (*a_trials, *b_trials):
-        if t["started_at"] and t["finished_at"]:
-            start, end = datetime.fromisoformat(t["started_at"]), datetime.fromisoformat(t["finished_at"])
-            lo, hi = spans.get(t["block"], (start, end))
-            spans[t["block"]] = (min(lo, start), max(hi, end))
-    if len(in_a & in_b) < 2:
+    def ran(trials) -> list:
+        return [t for t in trials if t["started_at"] and t["finished_at"]]
+
+    a_ran, b_ran = ran(a_trials), ran(b_trials)
+    if len({t["block"] for t in a_ran} & {t["block"] for t in b_ran}) < 2:
         return False
+    spans: dict[int, tuple[datetime, datetime]] = {}
+    for t in (*a_ran, *b_ran):
+        start, end = datetime.fromisoformat(t["started_at"]), datetime.fromisoformat(t["finished_at"])
+        lo, hi = spans.get(t["block"], (start, end))
+        spans[t["block"]] = (min(lo, start), max(hi, end))
     ordered = [spans[b] for b in sorted(spans)]
     return all(prev[1] <= nxt[0] for prev, nxt in zip(ordered, ordered[1:]))
 
