@@ -125,22 +125,14 @@ def sequential(args, a: Path, b: Path) -> None:
     print("  run B done", flush=True)
 
 
-def verdicts_of(a: Path, b: Path, quantile: float) -> list[str]:
-    """The verdict of every comparison `dlbench compare a b --quantile Q` shows (default threshold)."""
+def verdicts_of(a: Path, b: Path, quantile: float, unpaired: bool = False) -> Counter:
+    """The count of each verdict `dlbench compare a b --quantile Q` shows (default
+    threshold); with `unpaired`, what it would show had the runs not taken turns (B's
+    trial start times hidden, so the samples are not paired): for contrast."""
     with Store(a) as sa, Store(b) as sb:
         ra, rb = sa.run()["id"], sb.run()["id"]
-        diffs = run_vs_run(sa.trials(ra), sa.measurements(ra), sb.trials(rb), sb.measurements(rb),
-                           quantile=quantile)
-    return ["regression" if d.regression else d.comparison.verdict if d.comparison else "no values" for d in diffs]
-
-
-def unpaired_verdicts(a: Path, b: Path, quantile: float) -> Counter:
-    """The verdicts `compare` would give if the runs had not taken turns (the trials'
-    start times hidden, so that the samples are unpaired): for contrast."""
-    with Store(a) as sa, Store(b) as sb:
-        ra, rb = sa.run()["id"], sb.run()["id"]
-        hidden = [dict(t, started_at=None) for t in sb.trials(rb)]
-        diffs = run_vs_run(sa.trials(ra), sa.measurements(ra), hidden, sb.measurements(rb), quantile=quantile)
+        b_trials = [dict(t, started_at=None) for t in sb.trials(rb)] if unpaired else sb.trials(rb)
+        diffs = run_vs_run(sa.trials(ra), sa.measurements(ra), b_trials, sb.measurements(rb), quantile=quantile)
     return Counter("regression" if d.regression else d.comparison.verdict if d.comparison else "no values"
                    for d in diffs)
 
@@ -184,7 +176,7 @@ def main() -> int:
         for q in (float(x) for x in args.quantiles.split(",")):
             out = dlbench(args, "compare", str(a), str(b), "--quantile", str(q))
             print(out.stdout)
-            verdicts = Counter(verdicts_of(a, b, q))
+            verdicts = verdicts_of(a, b, q)
             total = sum(verdicts.values())
             same = verdicts["no meaningful difference"]
             if design == "slowed":  # the same code slowed on purpose: a regression must gate
@@ -195,7 +187,7 @@ def main() -> int:
             print(f"{design}, quantile {q}: {same}/{total} no meaningful difference; all verdicts "
                   f"{dict(verdicts)}; compare exit {out.returncode}  {'PASS' if passed else 'FAIL'}", flush=True)
             if design == "noisy":
-                print(f"  for contrast, unpaired: {dict(unpaired_verdicts(a, b, q))}", flush=True)
+                print(f"  for contrast, unpaired: {dict(verdicts_of(a, b, q, unpaired=True))}", flush=True)
             print(flush=True)
     print(f"databases: {where}")
     return 0 if ok else 1
