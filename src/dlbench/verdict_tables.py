@@ -39,20 +39,23 @@ def omnibus_table(rows) -> TableData:
 def compare_table(diffs: list[RunDiff], a_name: str, b_name: str, threshold: float,
                   quantile: float = 0.5) -> TableData:
     est = estimator_name(quantile)
+    ratio_col = "ratio B/A [95% CI]"
+    # The verdict is what a reader (or a grep in a CI log) looks for: it never wraps,
+    # so the reason of an undecided verdict has a column of its own.
     t = TableData(f"{b_name} relative to {a_name} (ratio of {est}s, > 1: slower; regression = significant and "
                   f"beyond +{threshold:.0%})",
-                  ["case", "metric", f"{est} A", f"{est} B", "ratio B/A [95% CI]", "p", "verdict", "sample"],
+                  ["case", "metric", f"{est} A", f"{est} B", ratio_col, "p", "verdict", "reason", "sample"],
                   notes=["paired: A and B took turns block by block (dlbench extend A B), block k of A paired with "
                          "block k of B (Wilcoxon signed-rank, pairs resampled jointly); unpaired: Mann-Whitney U, "
-                         "samples resampled independently"])
+                         "samples resampled independently"],
+                  nowrap=frozenset({ratio_col, "verdict"}))
     for d in diffs:
         c = d.comparison
         if c is None:
-            t.add_row(case_label(d.case), d.metric, "—", "—", "—", "—", "no values on one side", "—")
+            t.add_row(case_label(d.case), d.metric, "—", "—", "—", "—", "no values on one side", "", "—")
             continue
-        verdict = "REGRESSION" if d.regression else c.verdict
-        if c.verdict == "undecided":
-            verdict += f": {c.reason}"
         t.add_row(case_label(d.case), d.metric, f"{c.estimate_b:.4g}", f"{c.estimate_a:.4g}",
-                  f"{c.ratio:.3f} [{c.ratio_ci[0]:.3f}, {c.ratio_ci[1]:.3f}]", _p(c), verdict, d.sample)
+                  f"{c.ratio:.3f} [{c.ratio_ci[0]:.3f}, {c.ratio_ci[1]:.3f}]", _p(c),
+                  "REGRESSION" if d.regression else c.verdict, c.reason if c.verdict == "undecided" else "",
+                  d.sample)
     return t
