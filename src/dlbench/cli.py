@@ -8,6 +8,7 @@ and nothing here ever imports a deep-learning framework.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -34,6 +35,11 @@ PipelineOpt = Annotated[Optional[str], typer.Option(help="Training data pipeline
 LayoutOpt = Annotated[Optional[str], typer.Option(help="native, channels-last and/or channels-first, comma-separated.")]
 OptionOpt = Annotated[Optional[list[str]], typer.Option(help="A model option, MODEL.OPTION=VALUE (repeatable), "
                                                        "e.g. lstm.hidden=650.")]
+
+
+# Exit statuses besides 0 (success), 1 (a trial failed / a regression) and 2 (bad input):
+EXIT_MISSING = 3   # compare: a case has no values on one side (a gate must not pass on no data)
+EXIT_BUSY = 4      # run --resume / extend: another live dlbench process is executing that run
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -173,20 +179,38 @@ def run(
                                         p.sample_interval or None)
             console.print("idle power: " + (", ".join(f"{k} {v:.2f} W" for k, v in power.items())
                                             or "no energy counter available, nothing to subtract"))
-    from dlbench.progress import RunProgress
-
-    try:
-        with RunProgress(console, store, run_id) as progress:
-            counts = runner.execute_run(store, run_id, on_event=progress.on_event)
-    except KeyboardInterrupt:
-        err_console.print(f"interrupted; finished trials are stored. Resume with: dlbench run --resume {run_id} --db {db}")
-        raise typer.Exit(130)
+    counts = _execute(store, run_id, db)
     _print_report(store, run_id)
     console.print("trials: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
     # An out-of-memory cell is a result of a sweep (its gap is data); a failed,
     # timed-out or interrupted trial is not, and makes the exit status 1.
     if any(status not in ("ok", "oom") for status in counts):
         raise typer.Exit(1)
+
+
+def _execute(store, run_id: int, db: Path) -> dict[str, int]:
+    """Execute (or resume) a run with a progress bar. Ctrl-C, SIGTERM and SIGHUP stop
+    the worker, mark the run interrupted and exit 128 + the signal's number with the
+    command that resumes it; a run executed by another live process is refused."""
+    from dlbench import runner
+    from dlbench.progress import RunProgress
+    from dlbench.store import StoreError
+
+    resume = f"dlbench run --resume {run_id} --db {shlex.quote(str(db))}"
+    runner.raise_on_termination()
+    try:
+        with RunProgress(console, store, run_id) as progress:
+            return runner.execute_run(store, run_id, on_event=progress.on_event)
+    except KeyboardInterrupt as exc:
+        signum = exc.signum if isinstance(exc, runner.Terminated) else 2
+        name = str(exc) if isinstance(exc, runner.Terminated) else "interrupted"
+        err_console.print(f"{name}: finished trials are stored. Resume with: {resume}", highlight=False)
+        raise typer.Exit(128 + signum)
+    except runner.RunBusy as exc:
+        _fail(str(exc), code=EXIT_BUSY)
+    except StoreError as exc:
+        _fail(f"{exc}. Resume with: {resume}", code=1)
+    raise AssertionError("unreachable")
 
 
 def _command_line(ctx: typer.Context) -> str:
@@ -433,10 +457,14 @@ def compare(
     quantile: Annotated[float, typer.Option(
         help="Which quantile of the trial values to compare: 0.5 the median; a low one (0.1: needs 20 trials "
              "a run) the undisturbed speed on a machine whose speed comes and goes.")] = 0.5,
+    allow_missing: Annotated[bool, typer.Option(
+        "--allow-missing", help="Exit 0 even when a case has no values on one side (its trials all failed or "
+                                "timed out); by default that exits 3, so that a CI gate never passes on no data.")] = False,
     db: DB = Path("dlbench.db"),
 ) -> None:
     """Run vs run: per case ratio B/A with CI and verdict (paired by block when the runs took turns, as
-    `dlbench extend A B` runs them); exit status 1 on a significant regression."""
+    `dlbench extend A B` runs them). Exit status: 1 on a significant regression; 3 when a case has no values
+    on one side (unless --allow-missing); 2 on bad input."""
     from dlbench.comparisons import drift_notes, run_vs_run
     from dlbench.verdict_tables import compare_table
 
@@ -453,12 +481,19 @@ def compare(
         _fail(f"runs {a} and {b} share no case (same framework, model, data and settings)")
     console.print(compare_table(diffs, f"A ({a})", f"B ({b})", threshold, quantile))
     regressions = [d for d in diffs if d.regression]
-    console.print(f"{len(diffs)} comparisons, {len(regressions)} regressions", highlight=False)
+    missing = [d for d in diffs if d.comparison is None]
+    console.print(f"{len(diffs)} comparisons, {len(regressions)} regressions, {len(missing)} without values "
+                  "on one side", highlight=False)
     env_a, env_b = (json.loads(r["environment_json"] or "{}") for r in (ra, rb))
     for note in drift_notes(diffs, env_a, env_b):
         console.print(note, highlight=False)
     if regressions:
         raise typer.Exit(1)
+    if missing and not allow_missing:
+        err_console.print(f"error: {len(missing)} of {len(diffs)} comparisons have no values on one side (every "
+                          "trial of that case failed, timed out or was interrupted): nothing was compared there. "
+                          "Exit 3; pass --allow-missing to accept that.", highlight=False)
+        raise typer.Exit(EXIT_MISSING)
 
 
 @app.command()
@@ -466,17 +501,22 @@ def extend(
     refs: Annotated[list[str], typer.Argument(
         metavar="RUN...", help="Runs to extend: run ids in --db, FILE.db (its latest run) or FILE.db:RUN.")],
     blocks: Annotated[int, typer.Option(help="Interleaved blocks (one trial of every case) to add to each run.")] = 1,
+    python: Annotated[Optional[list[str]], typer.Option(
+        "--python", help="An interpreter you trust to run a run's workers (repeatable). A run recorded under "
+                         "another interpreter than this dlbench's is extended only if you name that interpreter "
+                         "here: a database can come from someone else, and the path it records is not run "
+                         "on its word.")] = None,
     db: DB = Path("dlbench.db"),
 ) -> None:
     """Add blocks to stored runs, the runs taking turns block by block (A, B, B, A, ...), so that two runs to
     be compared see the machine alike. Each run's workers use the interpreter that run recorded, so A and B may
-    come from two virtual environments (two framework versions)."""
-    import sys
-
+    come from two virtual environments (two framework versions): this dlbench's own interpreter, or one you
+    name with --python."""
     from dlbench import runner
 
     if blocks < 1:
         _fail(f"--blocks {blocks}: must be at least 1")
+    trusted = _trusted_interpreters(python or [])
     targets, seen = [], set()
     for ref in refs:
         store, row = _resolve_run(ref, db)
@@ -484,30 +524,58 @@ def extend(
         if where in seen:
             _fail(f"{ref}: run {row['id']} of {store.path} is named twice")
         seen.add(where)
-        python = json.loads(row["environment_json"] or "{}").get("python_executable") or sys.executable
-        if not Path(python).exists():
-            _fail(f"{ref}: run {row['id']} ran under {python}, which does not exist here; its blocks must run "
-                  "under the interpreter (and framework versions) it was recorded with")
-        targets.append(runner.Target(store, row["id"], [python, "-m", "dlbench.worker"]))
+        recorded = json.loads(row["environment_json"] or "{}").get("python_executable") or sys.executable
+        interpreter = trusted.get(_real(str(recorded)))
+        if interpreter is None:
+            if not Path(str(recorded)).exists():
+                _fail(f"{ref}: run {row['id']} ran under {recorded}, which does not exist here; its blocks must "
+                      "run under the interpreter (and framework versions) it was recorded with")
+            _fail(f"{ref}: run {row['id']} recorded the interpreter {recorded}, which is not this dlbench's "
+                  f"({sys.executable}); dlbench runs no program a database names. If you trust it, name it: "
+                  f"--python {shlex.quote(str(recorded))}")
+        targets.append(runner.Target(store, row["id"], runner.worker_command(interpreter)))
     names = {id(t): ref for t, ref in zip(targets, refs)}
 
     def on_block(target, block, done):
         console.print(f"block {done}/{blocks}: {names[id(target)]} (run {target.run_id}) block {block} done",
                       highlight=False)
 
+    from dlbench.store import StoreError
+
+    runner.raise_on_termination()
     try:
         counts = runner.extend_runs(targets, blocks, on_block=on_block)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         for t in targets:
             t.store.mark_interrupted(t.run_id)
-        err_console.print("interrupted; finished trials are stored. Finish with dlbench run --resume RUN")
-        raise typer.Exit(130)
+        signum = exc.signum if isinstance(exc, runner.Terminated) else 2
+        err_console.print(f"{exc if isinstance(exc, runner.Terminated) else 'interrupted'}: finished trials are "
+                          "stored. Finish with dlbench run --resume RUN", highlight=False)
+        raise typer.Exit(128 + signum)
+    except runner.RunBusy as exc:
+        _fail(str(exc), code=EXIT_BUSY)
+    except StoreError as exc:
+        _fail(str(exc), code=1)
     for ref, t, c in zip(refs, targets, counts):
         console.print(f"{ref} (run {t.run_id}): " + ", ".join(f"{v} {k}" for k, v in c.items()), highlight=False)
     if len(refs) == 2:
         console.print(f"compare them with: dlbench compare {refs[0]} {refs[1]}", highlight=False)
     if any(status not in ("ok", "oom") for c in counts for status in c):
         raise typer.Exit(1)
+
+
+def _real(path: str) -> str:
+    return str(Path(path).resolve())
+
+
+def _trusted_interpreters(named: list[str]) -> dict[str, str]:
+    """Resolved path -> the path to run: this dlbench's interpreter and those the user named."""
+    trusted = {_real(sys.executable): sys.executable}
+    for path in named:
+        if not Path(path).is_file() or not os.access(path, os.X_OK):
+            _fail(f"--python {path}: not an executable file")
+        trusted[_real(path)] = path
+    return trusted
 
 
 @app.command("env")

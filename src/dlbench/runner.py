@@ -15,6 +15,7 @@ import json
 import os
 import queue
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -25,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from dlbench.plan import Plan
-from dlbench.store import Measurement, Store
+from dlbench.store import Measurement, Store, StoreError
 
 STDERR_KEEP = 20_000  # characters of a worker's stderr kept in the store
 KILL_GRACE_S = 5.0
@@ -43,12 +44,55 @@ class TrialOutcome:
     manifest: dict[str, Any] = field(default_factory=dict)
 
 
-def worker_command() -> list[str]:
-    return [sys.executable, "-m", "dlbench.worker"]
+def worker_command(python: str | None = None) -> list[str]:
+    """The worker's command line. -P: `python -m` would otherwise put the working
+    directory first on sys.path, and a `dlbench/` (or `torch/`) folder there would
+    be imported instead of the installed package: code the user never meant to run.
+    --parent-pid: the worker dies with this process (see worker.die_with_parent)."""
+    return [python or sys.executable, "-P", "-m", "dlbench.worker", "--parent-pid", str(os.getpid())]
+
+
+class RunBusy(RuntimeError):
+    """Another live process is executing the run."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP (what `timeout`, CI cancellations and a closed terminal send):
+    handled like Ctrl-C, so the worker is stopped and the run marked interrupted."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def raise_on_termination() -> None:
+    """Turn SIGTERM and SIGHUP into Terminated in the main thread, for the commands that run trials."""
+    def handler(signum: int, frame: object) -> None:
+        raise Terminated(signum)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, handler)
+
+
+def oom_kills() -> int | None:
+    """The kernel's count of OOM kills in this process's memory cgroup (v2
+    memory.events, v1 memory.oom_control), or None where it cannot be read: a
+    worker that dies by SIGKILL while the count rises was killed for memory, one
+    that dies while it stands still was killed by someone."""
+    for path in ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"):
+        try:
+            with open(path, encoding="ascii") as fh:
+                for line in fh:
+                    key, _, value = line.partition(" ")
+                    if key == "oom_kill":
+                        return int(value)
+        except (OSError, ValueError):
+            continue
+    return None
 
 
 # Signals with which a process dies on a failed allocation it did not check.
-CRASH_SIGNALS = (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGKILL)
+CRASH_SIGNALS = (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS)
 
 
 def _signal_name(returncode: int) -> str:
@@ -71,6 +115,13 @@ def _kill_group(proc: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             continue
     proc.wait()
+
+
+def _close_quietly(stream) -> None:
+    try:
+        stream.close()
+    except OSError:  # BrokenPipeError: the worker is gone already
+        pass
 
 
 def _read_events(stream, q: queue.Queue) -> None:
@@ -138,6 +189,7 @@ def execute_trial(store: Store, trial_id: int, spec: dict[str, Any], *, timeout:
                   command: Sequence[str] | None = None, on_event: Callback | None = None) -> TrialOutcome:
     """Run one trial in a fresh worker process and store everything it reports."""
     store.start_trial(trial_id)
+    oom_before = oom_kills()
     poller = _start_poller(spec)
     markers: list[dict] = []
     rows: list[Measurement] = []
@@ -154,8 +206,11 @@ def execute_trial(store: Store, trial_id: int, spec: dict[str, Any], *, timeout:
         if poller is not None:
             poller.start(proc.pid)
         try:
-            proc.stdin.write(json.dumps(spec))
-            proc.stdin.close()
+            # One line, and stdin stays open: it is the worker's lifeline. When this
+            # process dies, however it dies, the worker reads end-of-file and stops
+            # its whole process group (worker.die_with_parent).
+            proc.stdin.write(json.dumps(spec) + "\n")
+            proc.stdin.flush()
         except BrokenPipeError:
             pass  # the worker died at once; its exit status says why
         q: queue.Queue = queue.Queue()
@@ -202,7 +257,8 @@ def execute_trial(store: Store, trial_id: int, spec: dict[str, Any], *, timeout:
                 if on_event is not None:
                     on_event("worker_event", trial_id=trial_id, event=event)
         except BaseException:
-            _kill_group(proc)  # Ctrl-C or a store error: leave no orphan worker behind
+            _kill_group(proc)  # Ctrl-C, SIGTERM or a store error: leave no orphan worker behind
+            _close_quietly(proc.stdin)
             if poller is not None:
                 poller.stop()
             raise
@@ -214,6 +270,7 @@ def execute_trial(store: Store, trial_id: int, spec: dict[str, Any], *, timeout:
             except subprocess.TimeoutExpired:
                 _kill_group(proc)
         reader.join(timeout=KILL_GRACE_S)
+        _close_quietly(proc.stdin)
         outcome.wall_s = time.monotonic() - started
         outcome.returncode = proc.returncode
         err.seek(0)
@@ -231,7 +288,21 @@ def execute_trial(store: Store, trial_id: int, spec: dict[str, Any], *, timeout:
         outcome.error = (f"worker killed by {_signal_name(proc.returncode)} after {outcome.repeats} of "
                          f"{expected} repeats; stderr tail:\n{stderr_tail[-2000:]}")
         limit = spec["protocol"].get("memory_limit")
-        if limit and -proc.returncode in CRASH_SIGNALS:
+        oom_after = oom_kills()
+        if -proc.returncode == signal.SIGKILL:
+            # RLIMIT_DATA never sends SIGKILL (malloc fails instead); the kernel's OOM
+            # killer does, and so does anyone with `kill -9`. Only the cgroup's count
+            # tells them apart.
+            if oom_before is not None and oom_after is not None and oom_after > oom_before:
+                outcome.status = "oom"
+                outcome.error = (f"out of memory: the kernel's OOM killer ended the worker (cgroup oom_kill "
+                                 f"count {oom_before} -> {oom_after}). " + outcome.error)
+            else:
+                outcome.error = ("killed from outside: SIGKILL while the kernel's OOM-kill count "
+                                 + ("stood still" if oom_before is not None else "could not be read (no cgroup "
+                                    "memory.events): cannot tell it from an out-of-memory kill")
+                                 + ". " + outcome.error)
+        elif limit and -proc.returncode in CRASH_SIGNALS:
             # Under a memory cap, native code that does not check malloc dies on
             # the NULL it gets (measured: TensorFlow's CPU kernels segfault where
             # torch and JAX raise). Inferred, and said so.
@@ -271,23 +342,23 @@ def protocol_for_worker(plan: Plan) -> dict[str, Any]:
             "target_accuracy": p.target_accuracy, "tta_budget": p.tta_budget}
 
 
-def create_run(store: Store, plan: Plan, *, command: str, environment: dict[str, Any]) -> int:
-    """Store the run, its planned trials (status pending) and the skipped cells."""
+def create_run(store: Store, plan: Plan, *, command: str, environment: dict[str, Any],
+               owner: dict[str, Any] | None = None) -> int:
+    """Store the run, its planned trials (status pending), the skipped cells and the
+    sampler table in one transaction, owned by `owner` (default: this process)."""
     import dlbench
+    from dlbench import runlock, samplers
 
     exp = plan.experiment
-    run_id = store.create_run(name=exp.name, command=command, config_source=exp.source,
-                              config_text=exp.text, experiment=asdict(exp) | {"text": None},
-                              environment=environment, version=dlbench.__version__)
     protocol = protocol_for_worker(plan)
-    for t in plan.trials:
-        store.add_trial(run_id, case_key=t.case.key, block=t.block, position=t.position,
-                        case=t.case.as_dict(), protocol=protocol)
-    store.add_skipped(run_id, [(s.cell, s.reason) for s in plan.skipped])
-    from dlbench import samplers
-
-    store.add_samplers(run_id, samplers.availability(tuple(protocol["samplers"]), protocol["sample_interval"] or None))
-    return run_id
+    trials = [{"case_key": t.case.key, "block": t.block, "position": t.position, "case": t.case.as_dict(),
+               "protocol": protocol} for t in plan.trials]
+    table = samplers.availability(tuple(protocol["samplers"]), protocol["sample_interval"] or None)
+    return store.create_run(name=exp.name, command=command, config_source=exp.source, config_text=exp.text,
+                            experiment=asdict(exp) | {"text": None}, environment=environment,
+                            version=dlbench.__version__, trials=trials,
+                            skipped=[(s.cell, s.reason) for s in plan.skipped], samplers=table,
+                            owner=owner or runlock.me())
 
 
 def measure_idle(store: Store, run_id: int, seconds: float, names: Sequence[str],
@@ -374,11 +445,23 @@ def add_block(store: Store, run_id: int, seed: int) -> int:
     cases = {t["case_key"]: t for t in trials}
     order = list(cases)
     random.Random(seed * 1_000_003 + block).shuffle(order)
-    for position, key in enumerate(order):
-        t = cases[key]
-        store.add_trial(run_id, case_key=key, block=block, position=position, case=json.loads(t["case_json"]),
-                        protocol=json.loads(t["protocol_json"]))
+    store.add_trials(run_id, [{"case_key": key, "block": block, "position": position,
+                               "case": json.loads(cases[key]["case_json"]),
+                               "protocol": json.loads(cases[key]["protocol_json"])}
+                              for position, key in enumerate(order)])
     return block
+
+
+def claim(store: Store, run_id: int) -> dict[str, Any]:
+    """Make this process the run's one executor, or raise RunBusy naming the live one."""
+    from dlbench import runlock
+
+    owner = runlock.me()
+    holder = store.claim_run(run_id, owner, runlock.alive)
+    if holder is not None:
+        raise RunBusy(f"run {run_id} of {store.path} is being executed by another dlbench "
+                      f"({runlock.describe(holder)}); wait for it to finish, or stop it, then resume")
+    return owner
 
 
 def execute_run(store: Store, run_id: int, *, command: Sequence[str] | None = None,
@@ -386,26 +469,44 @@ def execute_run(store: Store, run_id: int, *, command: Sequence[str] | None = No
     """Run every trial of a run that has not finished yet (so this also resumes);
     in adaptive mode, keep adding blocks until the stopping rule says stop.
 
-    Returns the count of trials per final status."""
-    started = time.monotonic()
-    stop_reason = None
-    first = store.trials(run_id)[0]  # protocol and seed are the same for every trial of a run
-    adaptive = bool(json.loads(first["protocol_json"]).get("until_ci"))
-    seed = json.loads(first["case_json"])["seed"]
-    while True:
-        counts = _execute_pending(store, run_id, command, on_event)
-        if not adaptive:
-            break
-        stop_reason = adaptive_decision(store, run_id, started)
-        if stop_reason is not None:
-            break
-        block = add_block(store, run_id, seed)
-        if on_event is not None:
-            on_event("block_added", run_id=run_id, block=block)
-    store.finish_run(run_id, "finished", stop_reason)
-    if on_event is not None and stop_reason:
-        on_event("adaptive_stop", run_id=run_id, reason=stop_reason)
-    return counts
+    The run is claimed first (RunBusy if another live process executes it), and the
+    attempts an earlier process left unfinished are kept and planned again
+    (Store.retire_unfinished). Returns the count of trials per final status."""
+    owner = claim(store, run_id)
+    try:
+        store.retire_unfinished(run_id)
+        trials = store.trials(run_id)
+        if not trials:
+            raise StoreError(f"{store.path}: run {run_id} has no trials (its creation did not finish); "
+                             "nothing to resume: start a new run")
+        started = time.monotonic()
+        stop_reason = None
+        first = trials[0]  # protocol and seed are the same for every trial of a run
+        adaptive = bool(json.loads(first["protocol_json"]).get("until_ci"))
+        seed = json.loads(first["case_json"])["seed"]
+        while True:
+            counts = _execute_pending(store, run_id, command, on_event)
+            if not adaptive:
+                break
+            stop_reason = adaptive_decision(store, run_id, started)
+            if stop_reason is not None:
+                break
+            block = add_block(store, run_id, seed)
+            if on_event is not None:
+                on_event("block_added", run_id=run_id, block=block)
+        store.finish_run(run_id, "finished", stop_reason)
+        if on_event is not None and stop_reason:
+            on_event("adaptive_stop", run_id=run_id, reason=stop_reason)
+        return counts
+    finally:
+        _release_quietly(store, run_id, owner)
+
+
+def _release_quietly(store: Store, run_id: int, owner: dict[str, Any]) -> None:
+    try:
+        store.release_run(run_id, owner)
+    except sqlite3.Error:
+        pass  # a full disk, say: the claim dies with this process anyway (runlock.alive)
 
 
 @dataclass(frozen=True)
@@ -425,19 +526,27 @@ def extend_runs(targets: Sequence[Target], blocks: int, on_block: Callback | Non
     if blocks < 1:
         raise ValueError(f"blocks must be at least 1, got {blocks}")
     targets = list(targets)
-    for i in range(blocks):
-        for t in targets if i % 2 == 0 else targets[::-1]:
-            seed = json.loads(t.store.trials(t.run_id)[0]["case_json"])["seed"]
-            block = add_block(t.store, t.run_id, seed)
-            _execute_pending(t.store, t.run_id, t.command, None)
-            if on_block is not None:
-                on_block(target=t, block=block, done=i + 1)
-    counts = []
-    for t in targets:
-        t.store.finish_run(t.run_id, "finished")
-        rows = t.store.trials(t.run_id)
-        counts.append({s: sum(r["status"] == s for r in rows) for s in sorted({r["status"] for r in rows})})
-    return counts
+    owners: list[tuple[Target, dict[str, Any]]] = []
+    try:
+        for t in targets:
+            owners.append((t, claim(t.store, t.run_id)))
+            t.store.retire_unfinished(t.run_id)
+        for i in range(blocks):
+            for t in targets if i % 2 == 0 else targets[::-1]:
+                seed = json.loads(t.store.trials(t.run_id)[0]["case_json"])["seed"]
+                block = add_block(t.store, t.run_id, seed)
+                _execute_pending(t.store, t.run_id, t.command, None)
+                if on_block is not None:
+                    on_block(target=t, block=block, done=i + 1)
+        counts = []
+        for t in targets:
+            t.store.finish_run(t.run_id, "finished")
+            rows = t.store.trials(t.run_id)
+            counts.append({s: sum(r["status"] == s for r in rows) for s in sorted({r["status"] for r in rows})})
+        return counts
+    finally:
+        for t, owner in owners:
+            _release_quietly(t.store, t.run_id, owner)
 
 
 def _execute_pending(store: Store, run_id: int, command: Sequence[str] | None,
@@ -458,6 +567,16 @@ def _execute_pending(store: Store, run_id: int, command: Sequence[str] | None,
         store.mark_interrupted(run_id)
         store.finish_run(run_id, "interrupted")
         raise
+    except sqlite3.Error as exc:
+        # A full disk or a failing device: the worker is stopped already (execute_trial);
+        # what was committed before stays. Mark the run interrupted if the store still takes writes.
+        try:
+            store.mark_interrupted(run_id)
+            store.finish_run(run_id, "interrupted")
+        except sqlite3.Error:
+            pass
+        raise StoreError(f"{store.path}: cannot store the results of run {run_id} ({exc}); everything "
+                         "committed before is kept; free space, then resume the run") from None
     counts: dict[str, int] = {}
     for row in store.trials(run_id):
         counts[row["status"]] = counts.get(row["status"], 0) + 1

@@ -14,7 +14,7 @@ from __future__ import annotations
 import csv
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -120,6 +120,51 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE runs ADD COLUMN stop_reason TEXT;
     """,
+    # 4: trial attempts and the run's owner. A trial interrupted after it stored
+    # values is kept (retired = 1, status interrupted) and its case and block run
+    # again as attempt + 1: a trial is one process, so the repeats of two processes
+    # never mix, and no committed value is deleted. The UNIQUE constraint gains the
+    # attempt, which SQLite can only do by rebuilding the table (foreign keys are
+    # off during migrations, see Store._migrate). owner_json: the process that
+    # executes the run now (dlbench.runlock), so that two resumes cannot both run it.
+    """
+    CREATE TABLE trials_v4 (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        case_key TEXT NOT NULL,
+        block INTEGER NOT NULL,
+        position INTEGER NOT NULL,
+        framework TEXT NOT NULL,
+        variant TEXT NOT NULL,
+        model TEXT NOT NULL,
+        dataset TEXT NOT NULL,
+        batch_size INTEGER NOT NULL,
+        case_json TEXT NOT NULL,
+        protocol_json TEXT NOT NULL,
+        manifest_json TEXT,
+        status TEXT NOT NULL,
+        error TEXT,
+        returncode INTEGER,
+        started_at TEXT,
+        finished_at TEXT,
+        wall_s REAL,
+        stderr TEXT,
+        telemetry_notes TEXT,
+        attempt INTEGER NOT NULL DEFAULT 1,
+        retired INTEGER NOT NULL DEFAULT 0,
+        UNIQUE (run_id, case_key, block, attempt)
+    );
+    INSERT INTO trials_v4 (id, run_id, case_key, block, position, framework, variant, model, dataset,
+        batch_size, case_json, protocol_json, manifest_json, status, error, returncode, started_at,
+        finished_at, wall_s, stderr, telemetry_notes)
+        SELECT id, run_id, case_key, block, position, framework, variant, model, dataset, batch_size,
+        case_json, protocol_json, manifest_json, status, error, returncode, started_at, finished_at,
+        wall_s, stderr, telemetry_notes FROM trials;
+    DROP TABLE trials;
+    ALTER TABLE trials_v4 RENAME TO trials;
+    CREATE INDEX trials_run ON trials(run_id, retired);
+    ALTER TABLE runs ADD COLUMN owner_json TEXT;
+    """,
 ]
 
 STATUSES = ("pending", "running", "ok", "failed", "oom", "timeout", "interrupted")
@@ -159,8 +204,10 @@ class Store:
         self.db.row_factory = sqlite3.Row
         try:
             self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA foreign_keys=ON")
+            # Foreign keys stay off while migrating: a migration that rebuilds a
+            # table (4) must drop the old one, which the children's references forbid.
             self._migrate(migrations)
+            self.db.execute("PRAGMA foreign_keys=ON")
         except sqlite3.DatabaseError as exc:
             self.db.close()
             raise StoreError(f"{self.path}: not a dlbench database ({exc})") from None
@@ -190,14 +237,50 @@ class Store:
 
     # -- runs -------------------------------------------------------------
     def create_run(self, *, name: str, command: str, config_source: str, config_text: str,
-                   experiment: dict, environment: dict, version: str) -> int:
+                   experiment: dict, environment: dict, version: str, trials: Sequence[dict] = (),
+                   skipped: Iterable[tuple[dict, str]] = (), samplers: Iterable = (),
+                   owner: dict | None = None) -> int:
+        """The run with its planned trials (see add_trials), skipped cells, sampler table
+        and owner, in ONE transaction: a run killed while being created leaves nothing,
+        never a run with part of its trials (which a resume would call finished)."""
         with self.db:
             cur = self.db.execute(
                 "INSERT INTO runs (name, status, started_at, command, config_source, config_text,"
-                " experiment_json, environment_json, dlbench_version) VALUES (?,?,?,?,?,?,?,?,?)",
+                " experiment_json, environment_json, dlbench_version, owner_json) VALUES (?,?,?,?,?,?,?,?,?,?)",
                 (name, "running", now(), command, config_source, config_text,
-                 json.dumps(experiment, default=str), json.dumps(environment, default=str), version))
-        return int(cur.lastrowid)
+                 json.dumps(experiment, default=str), json.dumps(environment, default=str), version,
+                 json.dumps(owner) if owner else None))
+            run_id = int(cur.lastrowid)
+            self._insert_trials(run_id, trials)
+            self.db.executemany("INSERT INTO skipped (run_id, cell_json, reason) VALUES (?,?,?)",
+                                [(run_id, json.dumps(c, sort_keys=True), r) for c, r in skipped])
+            self._insert_samplers(run_id, samplers)
+        return run_id
+
+    # -- the run's owner (dlbench.runlock decides who is alive) ------------------
+    def claim_run(self, run_id: int, owner: dict, alive: Callable[[dict], bool]) -> dict | None:
+        """Make `owner` the process that executes the run, unless another live one is:
+        then return that one and change nothing. Read and write happen in one
+        IMMEDIATE transaction, so two processes claiming at once cannot both win."""
+        self.db.commit()
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            row = self.db.execute("SELECT owner_json FROM runs WHERE id=?", (run_id,)).fetchone()
+            holder = json.loads(row[0]) if row is not None and row[0] else None
+            if holder is not None and holder != owner and alive(holder):
+                self.db.rollback()
+                return holder
+            self.db.execute("UPDATE runs SET owner_json=? WHERE id=?", (json.dumps(owner), run_id))
+            self.db.commit()
+        except BaseException:
+            self.db.rollback()
+            raise
+        return None
+
+    def release_run(self, run_id: int, owner: dict) -> None:
+        with self.db:
+            self.db.execute("UPDATE runs SET owner_json=NULL WHERE id=? AND owner_json=?",
+                            (run_id, json.dumps(owner)))
 
     def finish_run(self, run_id: int, status: str, stop_reason: str | None = None) -> None:
         with self.db:
@@ -222,35 +305,71 @@ class Store:
             " (SELECT COUNT(*) FROM trials t WHERE t.run_id=r.id AND t.status='ok') AS n_ok"
             " FROM runs r ORDER BY r.id").fetchall()
 
-    def add_skipped(self, run_id: int, skipped: Iterable[tuple[dict, str]]) -> None:
-        with self.db:
-            self.db.executemany("INSERT INTO skipped (run_id, cell_json, reason) VALUES (?,?,?)",
-                                [(run_id, json.dumps(c, sort_keys=True), r) for c, r in skipped])
-
     def skipped(self, run_id: int) -> list[sqlite3.Row]:
         return self.db.execute("SELECT * FROM skipped WHERE run_id=? ORDER BY id", (run_id,)).fetchall()
 
     # -- trials -----------------------------------------------------------
+    # A trial dict for add_trials / create_run: case_key, block, position, case, protocol.
+    def _insert_trials(self, run_id: int, trials: Iterable[dict], attempt: int = 1) -> None:
+        self.db.executemany(
+            "INSERT INTO trials (run_id, case_key, block, position, framework, variant, model,"
+            " dataset, batch_size, case_json, protocol_json, status, attempt) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            [(run_id, t["case_key"], t["block"], t["position"], t["case"]["framework"], t["case"]["variant"],
+              t["case"]["model"], t["case"]["dataset"], t["case"]["batch_size"],
+              json.dumps(t["case"], sort_keys=True), json.dumps(t["protocol"], sort_keys=True), "pending",
+              t.get("attempt", attempt)) for t in trials])
+
+    def add_trials(self, run_id: int, trials: Sequence[dict]) -> None:
+        """Planned trials (status pending), all or none: an adaptive or extended block
+        is never left half inserted."""
+        with self.db:
+            self._insert_trials(run_id, trials)
+
     def add_trial(self, run_id: int, *, case_key: str, block: int, position: int, case: dict,
                   protocol: dict) -> int:
         with self.db:
-            cur = self.db.execute(
-                "INSERT INTO trials (run_id, case_key, block, position, framework, variant, model,"
-                " dataset, batch_size, case_json, protocol_json, status) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                (run_id, case_key, block, position, case["framework"], case["variant"], case["model"],
-                 case["dataset"], case["batch_size"], json.dumps(case, sort_keys=True),
-                 json.dumps(protocol, sort_keys=True), "pending"))
-        return int(cur.lastrowid)
+            self._insert_trials(run_id, [{"case_key": case_key, "block": block, "position": position,
+                                          "case": case, "protocol": protocol}])
+            return int(self.db.execute("SELECT last_insert_rowid()").fetchone()[0])
 
     def start_trial(self, trial_id: int) -> None:
         with self.db:
-            # A trial restarted after an interruption drops the partial values of
-            # the process that never finished; finished trials are never re-run.
-            self.db.execute("DELETE FROM measurements WHERE trial_id=?", (trial_id,))
-            self.db.execute("DELETE FROM series WHERE trial_id=?", (trial_id,))
-            self.db.execute("DELETE FROM markers WHERE trial_id=?", (trial_id,))
             self.db.execute("UPDATE trials SET status='running', started_at=?, error=NULL WHERE id=?",
                             (now(), trial_id))
+
+    def retire_unfinished(self, run_id: int) -> int:
+        """Before a resume: every trial of the run that started but never finished
+        (status running or interrupted) and stored anything is kept as it is, marked
+        retired with status interrupted, and its case and block are planned again as
+        the next attempt; one that stored nothing is simply planned again. Nothing is
+        deleted. Returns the number of attempts retired."""
+        unfinished = self.db.execute(
+            "SELECT t.*, (SELECT COUNT(*) FROM measurements m WHERE m.trial_id = t.id)"
+            " + (SELECT COUNT(*) FROM markers k WHERE k.trial_id = t.id)"
+            " + (SELECT COUNT(*) FROM series s WHERE s.trial_id = t.id) AS stored"
+            " FROM trials t WHERE t.run_id=? AND t.retired=0 AND t.status IN ('running', 'interrupted')",
+            (run_id,)).fetchall()
+        retired = 0
+        with self.db:
+            for t in unfinished:
+                if not t["stored"]:
+                    self.db.execute("UPDATE trials SET status='pending', started_at=NULL, manifest_json=NULL,"
+                                    " telemetry_notes=NULL WHERE id=?", (t["id"],))
+                    continue
+                repeats = self.db.execute(
+                    "SELECT COUNT(DISTINCT repeat) FROM measurements WHERE trial_id=? AND repeat IS NOT NULL",
+                    (t["id"],)).fetchone()[0]
+                self.db.execute(
+                    "UPDATE trials SET status='interrupted', retired=1, finished_at=coalesce(finished_at, ?),"
+                    " error=? WHERE id=?",
+                    (now(), f"interrupted after storing {repeats} repeat(s); kept as attempt {t['attempt']}, "
+                     f"the trial ran again as attempt {t['attempt'] + 1}", t["id"]))
+                self._insert_trials(run_id, [{"case_key": t["case_key"], "block": t["block"],
+                                              "position": t["position"], "case": json.loads(t["case_json"]),
+                                              "protocol": json.loads(t["protocol_json"]),
+                                              "attempt": t["attempt"] + 1}])
+                retired += 1
+        return retired
 
     def set_manifest(self, trial_id: int, manifest: dict) -> None:
         with self.db:
@@ -271,8 +390,11 @@ class Store:
             self.db.execute("UPDATE trials SET status='interrupted' WHERE run_id=? AND status='running'",
                             (run_id,))
 
-    def trials(self, run_id: int, statuses: Sequence[str] | None = None) -> list[sqlite3.Row]:
-        sql = "SELECT * FROM trials WHERE run_id=?"
+    def trials(self, run_id: int, statuses: Sequence[str] | None = None,
+               retired: bool = False) -> list[sqlite3.Row]:
+        """The run's trials, one per case and block: the current attempt of each.
+        retired=True adds the interrupted attempts that a resume kept."""
+        sql = "SELECT * FROM trials WHERE run_id=?" + ("" if retired else " AND retired=0")
         args: list[Any] = [run_id]
         if statuses:
             sql += f" AND status IN ({','.join('?' * len(statuses))})"
@@ -303,11 +425,10 @@ class Store:
             self.db.execute("UPDATE trials SET telemetry_notes=? WHERE id=?", (json.dumps(notes), trial_id))
         self.add_measurements(trial_id, rows)
 
-    def add_samplers(self, run_id: int, table: Iterable) -> None:
-        with self.db:
-            self.db.executemany(
-                "INSERT INTO samplers (run_id, name, available, reason, hint, interval_s) VALUES (?,?,?,?,?,?)",
-                [(run_id, a.name, int(a.available), a.reason, a.hint, a.interval_s) for a in table])
+    def _insert_samplers(self, run_id: int, table: Iterable) -> None:
+        self.db.executemany(
+            "INSERT INTO samplers (run_id, name, available, reason, hint, interval_s) VALUES (?,?,?,?,?,?)",
+            [(run_id, a.name, int(a.available), a.reason, a.hint, a.interval_s) for a in table])
 
     def samplers(self, run_id: int) -> list[sqlite3.Row]:
         return self.db.execute("SELECT * FROM samplers WHERE run_id=? ORDER BY id", (run_id,)).fetchall()
@@ -330,7 +451,7 @@ class Store:
             "SELECT t.id AS trial_id, t.case_key, t.block, t.framework, t.variant, t.model, t.dataset,"
             " t.batch_size, t.status, m.repeat, m.warmup, m.phase, m.metric, m.value, m.unit, m.seq,"
             " m.method, m.flag"
-            " FROM measurements m JOIN trials t ON t.id = m.trial_id WHERE t.run_id=?" + where +
+            " FROM measurements m JOIN trials t ON t.id = m.trial_id WHERE t.run_id=? AND t.retired=0" + where +
             " ORDER BY t.block, t.position, m.id", (run_id,)).fetchall()
 
     def latency_calls(self, run_id: int) -> list[sqlite3.Row]:
@@ -339,22 +460,29 @@ class Store:
         return self.db.execute(
             "SELECT t.case_key, t.status, m.warmup, m.phase, m.metric, m.value"
             " FROM measurements m JOIN trials t ON t.id = m.trial_id"
-            f" WHERE t.run_id=? AND {LATENCY_PHASE}", (run_id,)).fetchall()
+            f" WHERE t.run_id=? AND t.retired=0 AND {LATENCY_PHASE}", (run_id,)).fetchall()
 
     def export_csv(self, run_id: int, path: str | Path) -> int:
-        """Every measurement of a run in long format, with the case's factors as columns."""
-        rows = self.measurements(run_id)
-        cases = {t["id"]: json.loads(t["case_json"]) for t in self.trials(run_id)}
+        """Every measurement of a run in long format, with the case's factors as columns,
+        the interrupted attempts that a resume kept included (retired = 1)."""
+        trials = {t["id"]: t for t in self.trials(run_id, retired=True)}
+        rows = self.db.execute(
+            "SELECT m.* FROM measurements m JOIN trials t ON t.id = m.trial_id WHERE t.run_id=?"
+            " ORDER BY t.block, t.position, t.attempt, m.id", (run_id,))
+        cases = {tid: json.loads(t["case_json"]) for tid, t in trials.items()}
         case_cols = ["framework", "variant", "model", "dataset", "batch_size", "init", "optimizer", "lr",
                      "epochs", "steps", "threads", "device", "precision"]
-        header = ["run_id", "trial_id", "case_key", "block", "status", *case_cols,
+        header = ["run_id", "trial_id", "case_key", "block", "attempt", "retired", "status", *case_cols,
                   "repeat", "warmup", "phase", "metric", "value", "unit", "seq", "method", "flag"]
+        n = 0
         with open(path, "w", newline="", encoding="utf-8") as fh:
             w = csv.writer(fh)
             w.writerow(header)
             for r in rows:
-                case = cases[r["trial_id"]]
-                w.writerow([run_id, r["trial_id"], r["case_key"], r["block"], r["status"],
-                            *[case.get(c) for c in case_cols],
-                            r["repeat"], r["warmup"], r["phase"], r["metric"], r["value"], r["unit"], r["seq"], r["method"], r["flag"]])
-        return len(rows)
+                t, case = trials[r["trial_id"]], cases[r["trial_id"]]
+                w.writerow([run_id, r["trial_id"], t["case_key"], t["block"], t["attempt"], t["retired"],
+                            t["status"], *[case.get(c) for c in case_cols],
+                            r["repeat"], r["warmup"], r["phase"], r["metric"], r["value"], r["unit"], r["seq"],
+                            r["method"], r["flag"]])
+                n += 1
+        return n

@@ -1,4 +1,5 @@
-"""One trial in one fresh process: `python -m dlbench.worker < trial.json`.
+"""One trial in one fresh process: `python -P -m dlbench.worker --parent-pid PID`,
+the trial spec as one JSON line on stdin (which stays open: see die_with_parent).
 
 The worker imports exactly one framework, loads the data (untimed), runs the
 warm-up and measured repeats and streams JSON-lines events to the parent:
@@ -82,7 +83,24 @@ def limit_memory(limit: int) -> dict[str, Any]:
     if not limit:
         return {"memory_limit": None}
     resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
-    return {"memory_limit": limit, "memory_limit_mechanism": "setrlimit(RLIMIT_DATA) in the worker before any import"}
+    return {"memory_limit": limit, "memory_limit_mechanism": "setrlimit(RLIMIT_DATA)"}
+
+
+def limit_memory_after_import(limit: int) -> dict[str, Any]:
+    """The absolute --memory-limit, applied once the framework is imported. Applied
+    before the import (as it once was), a cap below the import's footprint did not
+    fail: OpenBLAS's thread-pool setup retries a failed malloc in a loop, and a torch
+    worker capped at 300 MiB spun at 100% CPU until its timeout. The cap still bounds
+    the whole data segment, import included; a framework whose import alone is
+    above it is out of memory at once, said so."""
+    if not limit:
+        return {"memory_limit": None}
+    now = _vm_data_bytes()
+    if now is not None and now >= limit:
+        raise MemoryError(f"out of memory: the framework's import alone holds {now / 2**20:.0f} MiB of data "
+                          f"segment (VmData), above the {limit / 2**20:.0f} MiB cap (--memory-limit)")
+    return {**limit_memory(limit), "memory_limit_mechanism": "setrlimit(RLIMIT_DATA) in the worker after the "
+            "framework import (the cap counts the import's memory too)"}
 
 
 def pin_threads(threads: int) -> list[int] | None:
@@ -191,12 +209,12 @@ def run_trial(spec: dict[str, Any], emit: Emitter) -> None:
                         "value": value, "unit": unit, "seq": None})
 
     relative = bool(protocol.get("memory_limit_relative"))
-    limits = limit_memory(0 if relative else protocol.get("memory_limit") or 0)
     affinity = pin_threads(case["threads"])
     info = get_info(case["framework"])
     t0 = time.perf_counter_ns()
     fw = info.load_adapter()  # imports the framework
     record("import_time", (time.perf_counter_ns() - t0) / 1e9, "s")
+    limits = limit_memory_after_import(0 if relative else protocol.get("memory_limit") or 0)
     t0 = time.perf_counter_ns()
     manifest = fw.setup(variant=case["variant"], threads=case["threads"], seed=case["seed"],
                         device=case["device"])
@@ -241,13 +259,74 @@ def run_trial(spec: dict[str, Any], emit: Emitter) -> None:
     emit("measurements", repeat=None, rows=process)
 
 
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent_pid: int | None) -> None:
+    """Never outlive the runner. The worker runs in a session of its own (so that a
+    timeout can kill its whole process group), which also shields it from the
+    signals that end the runner; without this, a runner killed by SIGKILL left its
+    worker computing, and writing nothing, until its next event (seconds) or forever
+    (a hung one). Two mechanisms, because each covers what the other cannot:
+
+    - the kernel sends SIGKILL to this process when the parent dies
+      (prctl PR_SET_PDEATHSIG; works while the GIL is held by native code, e.g. an
+      import stuck in a BLAS allocator), checked against the pid the runner passed
+      in case it died before the prctl;
+    - a thread reads stdin, which the runner keeps open, to its end, and then kills
+      the whole process group, children a framework started included."""
+    if parent_pid is not None and sys.platform == "linux":
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if os.getppid() != parent_pid:
+            os._exit(70)
+
+
+def _watch_lifeline() -> None:
+    import signal
+    import threading
+
+    # A private duplicate of fd 0, read with os.read: a daemon thread blocked inside
+    # sys.stdin's buffered reader holds its lock, and the interpreter's shutdown then
+    # aborts ("could not acquire lock for <stdin> at interpreter shutdown").
+    fd = os.dup(0)
+
+    def wait_for_eof() -> None:
+        try:
+            while os.read(fd, 65536):
+                pass
+        except OSError:
+            pass
+        if os.getpgrp() == os.getpid():
+            os.killpg(0, signal.SIGKILL)
+        os._exit(70)
+
+    threading.Thread(target=wait_for_eof, name="dlbench-lifeline", daemon=True).start()
+
+
+def _parent_pid(argv: list[str]) -> int | None:
+    if "--parent-pid" in argv:
+        try:
+            return int(argv[argv.index("--parent-pid") + 1])
+        except (IndexError, ValueError):
+            return None
+    return None
+
+
 def main() -> int:
+    parent = _parent_pid(sys.argv[1:])
+    die_with_parent(parent)
     events = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     os.dup2(2, 1)
     emit = Emitter(events)
     emit("started", pid=os.getpid(), t=time.monotonic_ns())
     try:
-        spec = json.loads(sys.stdin.read())
+        spec = json.loads(sys.stdin.readline())
+        if parent is not None:
+            _watch_lifeline()
         run_trial(spec, emit)
     except BaseException as exc:  # noqa: BLE001 - every failure must reach the parent as data
         emit("error", type=type(exc).__name__, message=str(exc)[:4000],
