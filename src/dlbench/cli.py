@@ -12,7 +12,7 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, NoReturn, Optional
 
 import typer
 from rich.console import Console
@@ -134,58 +134,82 @@ def run(
     db: DB = Path("dlbench.db"),
 ) -> None:
     """Run an experiment: every trial in a fresh worker process, results into the database."""
-    from dlbench import env, runner
-    from dlbench.datasets import DatasetError, ensure
+    from dlbench import runner
 
-    store = _open_store(db)
-    if resume is not None:
-        from dlbench.store import StoreError
+    runner.raise_on_termination()
+    run_id = None
+    try:
+        from dlbench import env
+        from dlbench.datasets import DatasetError, ensure
 
-        try:
-            store.run(resume)
-        except StoreError as exc:
-            _fail(str(exc))
-        run_id = resume
-    else:
-        protocol = dict(epochs=epochs, steps=steps, momentum=momentum, repeats=repeats, warmup=warmup,
-                        trials=trials, threads=threads, timeout=timeout, seed=seed, device=device,
-                        data_dir=data_dir, train_samples=train_samples, test_samples=test_samples,
-                        latency_batches=latency_batches, infer_min_time=infer_min_time, samplers=samplers,
-                        sample_interval=sample_interval,
-                        idle_baseline=idle_baseline, until_ci=until_ci, max_repeats=max_repeats, budget=budget,
-                        until_ci_metrics=until_ci_metrics, memory_limit=memory_limit,
-                        target_accuracy=target_accuracy, tta_budget=tta_budget)
-        plan = _plan(file, framework, model, dataset, batch_size, init, optimizer, lr, protocol,
-                     input_shape, precision, layout, option, pipeline)
-        if not plan.trials:
-            _print_skipped([(s.cell, s.reason) for s in plan.skipped])
-            _fail("nothing to run: every cell was skipped (reasons above)")
-        for name in sorted({t.case.dataset for t in plan.trials}):
+        store = _open_store(db)
+        if resume is not None:
+            from dlbench.store import StoreError
+
             try:
-                ensure(name, plan.experiment.protocol.data_dir, progress=None)
-            except DatasetError as exc:
+                store.run(resume)
+            except StoreError as exc:
                 _fail(str(exc))
-        command_line = _command_line(ctx)
-        run_id = runner.create_run(store, plan, command=command_line, environment=env.fingerprint())
-        console.print(f"run {run_id}: {len(plan.trials)} trials, {len(plan.skipped)} skipped cells -> {db}")
-        _print_skipped([(s.cell, s.reason) for s in plan.skipped])
-        _print_samplers(store.samplers(run_id))
-        p = plan.experiment.protocol
-        if p.idle_baseline > 0:
-            from dlbench.samplers import parse_names
+            run_id = resume
+        else:
+            protocol = dict(epochs=epochs, steps=steps, momentum=momentum, repeats=repeats, warmup=warmup,
+                            trials=trials, threads=threads, timeout=timeout, seed=seed, device=device,
+                            data_dir=data_dir, train_samples=train_samples, test_samples=test_samples,
+                            latency_batches=latency_batches, infer_min_time=infer_min_time, samplers=samplers,
+                            sample_interval=sample_interval,
+                            idle_baseline=idle_baseline, until_ci=until_ci, max_repeats=max_repeats, budget=budget,
+                            until_ci_metrics=until_ci_metrics, memory_limit=memory_limit,
+                            target_accuracy=target_accuracy, tta_budget=tta_budget)
+            plan = _plan(file, framework, model, dataset, batch_size, init, optimizer, lr, protocol,
+                         input_shape, precision, layout, option, pipeline)
+            if not plan.trials:
+                _print_skipped([(s.cell, s.reason) for s in plan.skipped])
+                _fail("nothing to run: every cell was skipped (reasons above)")
+            for name in sorted({t.case.dataset for t in plan.trials}):
+                try:
+                    ensure(name, plan.experiment.protocol.data_dir, progress=None)
+                except DatasetError as exc:
+                    _fail(str(exc))
+            command_line = _command_line(ctx)
+            run_id = runner.create_run(store, plan, command=command_line, environment=env.fingerprint())
+            console.print(f"run {run_id}: {len(plan.trials)} trials, {len(plan.skipped)} skipped cells -> {db}")
+            _print_skipped([(s.cell, s.reason) for s in plan.skipped])
+            _print_samplers(store.samplers(run_id))
+            p = plan.experiment.protocol
+            if p.idle_baseline > 0:
+                from dlbench.samplers import parse_names
 
-            console.print(f"measuring idle power for {p.idle_baseline:g} s ...")
-            power = runner.measure_idle(store, run_id, p.idle_baseline, parse_names(p.samplers),
-                                        p.sample_interval or None)
-            console.print("idle power: " + (", ".join(f"{k} {v:.2f} W" for k, v in power.items())
-                                            or "no energy counter available, nothing to subtract"))
+                console.print(f"measuring idle power for {p.idle_baseline:g} s ...")
+                power = runner.measure_idle(store, run_id, p.idle_baseline, parse_names(p.samplers),
+                                            p.sample_interval or None)
+                console.print("idle power: " + (", ".join(f"{k} {v:.2f} W" for k, v in power.items())
+                                                or "no energy counter available, nothing to subtract"))
+    except KeyboardInterrupt as exc:
+        if run_id is None:
+            _exit_on_signal(exc, "nothing was stored")
+        store.finish_run(run_id, "interrupted")
+        _exit_on_signal(exc, f"run {run_id} is stored, no trial ran yet. Resume with: dlbench run --resume {run_id} "
+                             f"--db {shlex.quote(str(db))}")
     counts = _execute(store, run_id, db)
-    _print_report(store, run_id)
+    try:
+        _print_report(store, run_id)
+    except KeyboardInterrupt as exc:  # SIGTERM too (runner.Terminated): the run itself is complete
+        _exit_on_signal(exc, f"while printing the report; run {run_id} is finished and stored: "
+                             f"dlbench report --run {run_id} --db {shlex.quote(str(db))}")
     console.print("trials: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
     # An out-of-memory cell is a result of a sweep (its gap is data); a failed,
     # timed-out or interrupted trial is not, and makes the exit status 1.
     if any(status not in ("ok", "oom") for status in counts):
         raise typer.Exit(1)
+
+
+def _exit_on_signal(exc: KeyboardInterrupt, message: str) -> NoReturn:
+    """One line for Ctrl-C, SIGTERM or SIGHUP (runner.Terminated), and exit 128 + the signal's number."""
+    from dlbench.runner import Terminated
+
+    name = str(exc) if isinstance(exc, Terminated) else "interrupted"
+    err_console.print(f"{name}: {message}", highlight=False)
+    raise typer.Exit(128 + (exc.signum if isinstance(exc, Terminated) else 2))
 
 
 def _execute(store, run_id: int, db: Path) -> dict[str, int]:
@@ -202,10 +226,7 @@ def _execute(store, run_id: int, db: Path) -> dict[str, int]:
         with RunProgress(console, store, run_id) as progress:
             return runner.execute_run(store, run_id, on_event=progress.on_event)
     except KeyboardInterrupt as exc:
-        signum = exc.signum if isinstance(exc, runner.Terminated) else 2
-        name = str(exc) if isinstance(exc, runner.Terminated) else "interrupted"
-        err_console.print(f"{name}: finished trials are stored. Resume with: {resume}", highlight=False)
-        raise typer.Exit(128 + signum)
+        _exit_on_signal(exc, f"finished trials are stored. Resume with: {resume}")
     except runner.RunBusy as exc:
         _fail(str(exc), code=EXIT_BUSY)
     except StoreError as exc:
@@ -548,10 +569,7 @@ def extend(
     except KeyboardInterrupt as exc:
         for t in targets:
             t.store.mark_interrupted(t.run_id)
-        signum = exc.signum if isinstance(exc, runner.Terminated) else 2
-        err_console.print(f"{exc if isinstance(exc, runner.Terminated) else 'interrupted'}: finished trials are "
-                          "stored. Finish with dlbench run --resume RUN", highlight=False)
-        raise typer.Exit(128 + signum)
+        _exit_on_signal(exc, "finished trials are stored. Finish with dlbench run --resume RUN")
     except runner.RunBusy as exc:
         _fail(str(exc), code=EXIT_BUSY)
     except StoreError as exc:

@@ -86,21 +86,23 @@ def limit_memory(limit: int) -> dict[str, Any]:
     return {"memory_limit": limit, "memory_limit_mechanism": "setrlimit(RLIMIT_DATA)"}
 
 
-def limit_memory_after_import(limit: int) -> dict[str, Any]:
-    """The absolute --memory-limit, applied once the framework is imported. Applied
-    before the import (as it once was), a cap below the import's footprint did not
-    fail: OpenBLAS's thread-pool setup retries a failed malloc in a loop, and a torch
-    worker capped at 300 MiB spun at 100% CPU until its timeout. The cap still bounds
-    the whole data segment, import included; a framework whose import alone is
-    above it is out of memory at once, said so."""
+def limit_memory_after_load(limit: int) -> dict[str, Any]:
+    """The absolute --memory-limit, applied once the framework is imported and the
+    data loaded. Applied before (as it once was), a cap below those footprints did
+    not fail: OpenBLAS's thread-pool setup (numpy's, scipy's, each loaded with its
+    library) retries a failed malloc in a loop, and a torch worker capped at 300 MiB
+    spun at 100% CPU in blas_thread_init until its timeout. The cap still bounds the
+    whole data segment, import and data included: a worker already above it is out
+    of memory at once, and says so."""
     if not limit:
         return {"memory_limit": None}
     now = _vm_data_bytes()
     if now is not None and now >= limit:
-        raise MemoryError(f"out of memory: the framework's import alone holds {now / 2**20:.0f} MiB of data "
-                          f"segment (VmData), above the {limit / 2**20:.0f} MiB cap (--memory-limit)")
-    return {**limit_memory(limit), "memory_limit_mechanism": "setrlimit(RLIMIT_DATA) in the worker after the "
-            "framework import (the cap counts the import's memory too)"}
+        raise MemoryError(f"out of memory: the framework's import and the data already hold {now / 2**20:.0f} MiB "
+                          f"of data segment (VmData), above the {limit / 2**20:.0f} MiB cap (--memory-limit)")
+    return {**limit_memory(limit), "memory_baseline_vmdata": now,
+            "memory_limit_mechanism": "setrlimit(RLIMIT_DATA) in the worker after the framework import and the "
+                                      "data load (the cap counts their memory too)"}
 
 
 def pin_threads(threads: int) -> list[int] | None:
@@ -214,7 +216,6 @@ def run_trial(spec: dict[str, Any], emit: Emitter) -> None:
     t0 = time.perf_counter_ns()
     fw = info.load_adapter()  # imports the framework
     record("import_time", (time.perf_counter_ns() - t0) / 1e9, "s")
-    limits = limit_memory_after_import(0 if relative else protocol.get("memory_limit") or 0)
     t0 = time.perf_counter_ns()
     manifest = fw.setup(variant=case["variant"], threads=case["threads"], seed=case["seed"],
                         device=case["device"])
@@ -225,6 +226,8 @@ def run_trial(spec: dict[str, Any], emit: Emitter) -> None:
     record("data_load_time", (time.perf_counter_ns() - t0) / 1e9, "s")
     if relative and protocol.get("memory_limit"):
         limits = limit_memory_above_now(protocol["memory_limit"])
+    else:
+        limits = limit_memory_after_load(protocol.get("memory_limit") or 0)
     manifest = {**manifest, **limits, "cpu_affinity": affinity, "precision": case["precision"],
                 "layout": case.get("layout", "native"), "data_pipeline_setting": case.get("pipeline", "preloaded"),
                 "train_samples": len(arrays.train), "test_samples": len(arrays.test),
