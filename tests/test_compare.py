@@ -196,3 +196,21 @@ def test_compare_pairs_runs_extended_in_turn(tmp_path, faulty_plugin):
     unpaired = runner.invoke(app, ["compare", str(a), str(c)])
     assert unpaired.exit_code == 0 and unpaired.output.count("6+6 trial medians, unpaired") == 2, unpaired.output
     assert "pairs of trial" not in unpaired.output
+
+
+def test_a_case_with_no_values_on_one_side_fails_the_gate_unless_allowed(tmp_path, faulty_plugin):
+    """Every trial of B timed out: comparing nothing must not pass a CI gate."""
+    db = tmp_path / "m.db"
+    _run(db, faulty_plugin, 0.01)                                   # run 1
+    (faulty_plugin / "dlbench_faulty" / "train_seconds").write_text("30")
+    timed_out = runner.invoke(app, ["run", "--framework", "faulty", "--model", "mlp", "--dataset", "synthetic",
+                                    "--repeats", "8", "--warmup", "1", "--latency-batches", "0", "--timeout", "2",
+                                    "--samplers", "none", "--db", str(db)])  # run 2: the same case, timed out
+    assert timed_out.exit_code == 1 and "1 timeout" in timed_out.output, timed_out.output
+    gate = runner.invoke(app, ["compare", "1", "2", "--db", str(db)])
+    assert gate.exit_code == 3, gate.output
+    flat = " ".join(gate.output.split())
+    assert "2 comparisons, 0 regressions, 2 without values on one side" in flat
+    assert "error: 2 of 2 comparisons have no values on one side" in flat and "--allow-missing" in flat
+    allowed = runner.invoke(app, ["compare", "1", "2", "--allow-missing", "--db", str(db)])
+    assert allowed.exit_code == 0, allowed.output

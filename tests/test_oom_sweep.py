@@ -51,3 +51,24 @@ memory_limit = "+256MiB"
     assert report.exit_code == 0, report.output
     assert "largest that fits (b512 ran out of memory)" in report.output
     assert "| OOM |" in report.output
+
+
+def test_torch_below_its_import_footprint_is_oom_at_once_not_a_timeout(tmp_path):
+    """Capped at 300 MiB, a torch worker used to spin in OpenBLAS's thread-pool setup
+    (blas_thread_init retrying malloc) until its 1,800 s timeout."""
+    import pytest
+
+    pytest.importorskip("torch")
+    from typer.testing import CliRunner
+
+    from dlbench.cli import app
+    from dlbench.store import Store
+
+    result = CliRunner().invoke(app, ["run", "--framework", "torch", "--model", "mlp", "--dataset", "digits",
+                                      "--epochs", "1", "--repeats", "1", "--warmup", "0", "--samplers", "none",
+                                      "--memory-limit", "300MiB", "--timeout", "120", "--db", str(tmp_path / "r.db")])
+    assert result.exit_code == 0, result.output  # an oom cell is a result
+    with Store(tmp_path / "r.db") as store:
+        trial = store.trials(1)[0]
+    assert trial["status"] == "oom", trial["error"]
+    assert "above the 300 MiB cap (--memory-limit)" in trial["error"] and trial["wall_s"] < 60

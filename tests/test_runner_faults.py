@@ -89,3 +89,52 @@ def test_a_crash_under_a_memory_limit_is_stored_as_inferred_oom(tmp_path, faulty
         assert "MemoryError" in rows["oom"]["error"]
         manifest = json.loads(rows["oom"]["manifest_json"])
         assert manifest["memory_limit"] == 8 * 2**30
+
+
+def test_a_worker_killed_from_outside_under_a_memory_limit_is_not_called_oom(tmp_path, faulty_plugin):
+    """SIGKILL is what `kill -9` and the kernel's OOM killer send; RLIMIT_DATA never does.
+    Only a rise of the cgroup's oom_kill count makes it an out-of-memory result."""
+    import os
+    import signal
+    import threading
+
+    plan = expand(_experiment(["faulty:hang"], repeats=1, extra='memory_limit = "8GiB"'))
+
+    def kill_the_worker(kind, **info):
+        event = info.get("event") or {}
+        if kind == "worker_event" and event.get("event") == "manifest":
+            threading.Timer(0.3, lambda: os.killpg(started[0], signal.SIGKILL)).start()
+        if kind == "worker_event" and event.get("event") == "started":
+            started.append(event["pid"])
+
+    started: list[int] = []
+    with Store(tmp_path / "r.db") as store:
+        run_id, counts = run_plan(store, plan, command_line="test", environment={}, on_event=kill_the_worker)
+        assert counts == {"failed": 1}
+        error = store.trials(run_id)[0]["error"]
+        assert error.startswith("killed from outside: SIGKILL while the kernel's OOM-kill count")
+        assert "worker killed by SIGKILL after 0 of 2 repeats" in error  # 1 warm-up + 1
+
+
+def test_a_run_is_created_whole_or_not_at_all(tmp_path):
+    """A run used to be inserted trial by trial: killed in between, it held 1 of 400
+    planned trials, and a resume called it finished."""
+    import pytest
+
+    from dlbench.store import StoreError
+
+    case = {"framework": "numpy", "variant": "default", "model": "mlp", "dataset": "synthetic", "batch_size": 8}
+    good = [{"case_key": f"k{i}", "block": 0, "position": i, "case": case, "protocol": {}} for i in range(399)]
+    broken = good + [{"case_key": "k399", "block": 0, "position": 399, "case": {}, "protocol": {}}]
+    with Store(tmp_path / "r.db") as store:
+        with pytest.raises(KeyError):
+            store.create_run(name="n", command="c", config_source="s", config_text="", experiment={},
+                             environment={}, version="0", trials=broken)
+        assert store.runs() == [] and store.db.execute("SELECT COUNT(*) FROM trials").fetchone()[0] == 0
+        # A run without trials (stored by an older dlbench killed while creating it) is refused by a resume.
+        run_id = store.create_run(name="n", command="c", config_source="s", config_text="", experiment={},
+                                  environment={}, version="0")
+        from dlbench.runner import execute_run
+
+        with pytest.raises(StoreError, match=f"run {run_id} has no trials .*nothing to resume"):
+            execute_run(store, run_id)

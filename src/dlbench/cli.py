@@ -230,7 +230,7 @@ def _execute(store, run_id: int, db: Path) -> dict[str, int]:
     except runner.RunBusy as exc:
         _fail(str(exc), code=EXIT_BUSY)
     except StoreError as exc:
-        _fail(f"{exc}. Resume with: {resume}", code=1)
+        _fail(f"{exc}: {resume}", code=1)
     raise AssertionError("unreachable")
 
 

@@ -549,6 +549,23 @@ def extend_runs(targets: Sequence[Target], blocks: int, on_block: Callback | Non
             _release_quietly(t.store, t.run_id, owner)
 
 
+def _mark_interrupted_if_possible(store: Store, run_id: int) -> bool:
+    """After a failed write: mark the run interrupted, first as it is, then after a
+    checkpoint that moves the write-ahead log into the database and truncates it
+    (on a full disk, the log is what grew)."""
+    for attempt in range(2):
+        try:
+            if attempt:
+                store.db.rollback()
+                store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            store.mark_interrupted(run_id)
+            store.finish_run(run_id, "interrupted")
+            return True
+        except sqlite3.Error:
+            continue
+    return False
+
+
 def _execute_pending(store: Store, run_id: int, command: Sequence[str] | None,
                      on_event: Callback | None) -> dict[str, int]:
     pending = store.trials(run_id, statuses=("pending", "running", "interrupted"))
@@ -569,14 +586,12 @@ def _execute_pending(store: Store, run_id: int, command: Sequence[str] | None,
         raise
     except sqlite3.Error as exc:
         # A full disk or a failing device: the worker is stopped already (execute_trial);
-        # what was committed before stays. Mark the run interrupted if the store still takes writes.
-        try:
-            store.mark_interrupted(run_id)
-            store.finish_run(run_id, "interrupted")
-        except sqlite3.Error:
-            pass
+        # what was committed before stays.
+        marked = _mark_interrupted_if_possible(store, run_id)
         raise StoreError(f"{store.path}: cannot store the results of run {run_id} ({exc}); everything "
-                         "committed before is kept; free space, then resume the run") from None
+                         "committed before is kept" + ("" if marked else " (the run could not even be marked "
+                                                       "interrupted: it still reads 'running')")
+                         + "; free space, then resume it") from None
     counts: dict[str, int] = {}
     for row in store.trials(run_id):
         counts[row["status"]] = counts.get(row["status"], 0) + 1

@@ -1,0 +1,88 @@
+"""Nothing a user did not write is executed: not a `dlbench/` package planted in the
+working directory, not an interpreter path read from a database someone sent."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from dlbench.cli import app
+
+runner = CliRunner()
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+def test_a_planted_dlbench_package_in_the_working_directory_is_never_imported(tmp_path):
+    planted = tmp_path / "dlbench"
+    planted.mkdir()
+    marker = tmp_path / "PWNED"
+    evil = f"import pathlib; pathlib.Path({str(marker)!r}).write_text('ran')\n"
+    for name in ("__init__.py", "worker.py", "__main__.py"):
+        (planted / name).write_text(evil)
+    (tmp_path / "numpy.py").write_text(evil)  # a planted framework dependency, too
+    env = dict(os.environ, PYTHONPATH=SRC)
+    # The installed console script (not `python -m dlbench`, which a user runs from where they choose).
+    script = Path(sys.executable).parent / "dlbench"
+    command = [str(script)] if script.exists() else [sys.executable, "-c", "from dlbench.cli import main; main()"]
+    result = subprocess.run([*command, "run", "--framework", "numpy", "--model", "mlp", "--dataset", "synthetic",
+                             "--epochs", "1", "--repeats", "1", "--warmup", "0", "--latency-batches", "0",
+                             "--samplers", "none", "--db", str(tmp_path / "r.db")],
+                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert not marker.exists(), "code planted in the working directory ran"
+    assert result.returncode == 0, result.stderr[-2000:]
+    with sqlite3.connect(tmp_path / "r.db") as con:
+        assert con.execute("SELECT status FROM trials").fetchall() == [("ok",)]
+
+
+def _finished_run(db: Path, plugin: Path) -> None:
+    result = runner.invoke(app, ["run", "--framework", "faulty", "--model", "mlp", "--dataset", "synthetic",
+                                 "--repeats", "1", "--warmup", "0", "--latency-batches", "0",
+                                 "--samplers", "none", "--db", str(db)])
+    assert result.exit_code == 0, result.output
+
+
+def _record_interpreter(db: Path, python: str) -> None:
+    with sqlite3.connect(db) as con:
+        env = json.loads(con.execute("SELECT environment_json FROM runs WHERE id = 1").fetchone()[0])
+        env["python_executable"] = python
+        con.execute("UPDATE runs SET environment_json = ? WHERE id = 1", (json.dumps(env),))
+
+
+def test_extend_refuses_an_interpreter_the_database_names(tmp_path, faulty_plugin):
+    db = tmp_path / "sent.db"
+    _finished_run(db, faulty_plugin)
+    marker = tmp_path / "PWNED"
+    fake = tmp_path / "python"
+    fake.write_text(f"#!/bin/sh\necho ran > {marker}\n")
+    fake.chmod(0o755)
+    _record_interpreter(db, str(fake))
+    refused = runner.invoke(app, ["extend", str(db)])
+    assert refused.exit_code == 2, refused.output
+    flat = " ".join(refused.output.split())
+    assert f"recorded the interpreter {fake}, which is not this dlbench's" in flat
+    assert "dlbench runs no program a database names" in flat and f"--python {fake}" in flat
+    assert not marker.exists()
+    with sqlite3.connect(db) as con:  # nothing was added
+        assert con.execute("SELECT COUNT(*) FROM trials").fetchone()[0] == 1
+
+    # Named by the user, the same path is used (here it is no Python, so its trial fails, visibly).
+    named = runner.invoke(app, ["extend", str(db), "--python", str(fake)])
+    assert marker.exists() and named.exit_code == 1, named.output
+
+
+def test_extend_runs_under_this_interpreter_and_refuses_a_missing_one(tmp_path, faulty_plugin):
+    db = tmp_path / "mine.db"
+    _finished_run(db, faulty_plugin)
+    ok = runner.invoke(app, ["extend", str(db)])
+    assert ok.exit_code == 0, ok.output
+    _record_interpreter(db, str(tmp_path / "gone" / "python"))
+    gone = runner.invoke(app, ["extend", str(db)])
+    assert gone.exit_code == 2 and "which does not exist here" in " ".join(gone.output.split())
+    bad = runner.invoke(app, ["extend", str(db), "--python", str(tmp_path)])
+    assert bad.exit_code == 2 and "not an executable file" in bad.output
