@@ -1,24 +1,37 @@
-"""Databases dlbench must not touch (corrupt, foreign, newer), read-only opening, and
-concurrent first opens.
+"""Databases dlbench must not touch (corrupt, foreign, newer, read-only when writing),
+read-only opening for the commands that only read, and concurrent first opens.
 
-A refused file gets one line naming it, and nothing written: the same bytes, the same
-mtime, and no -wal or -shm file beside it that was not there."""
+A refused file gets one `error:` line naming it, exit status 2, and nothing written:
+the same bytes, the same mtime, and no -wal or -shm file beside it that was not there."""
 
 from __future__ import annotations
 
+import ctypes
+import gc
 import hashlib
 import multiprocessing
+import os
 import re
+import shutil
 import sqlite3
 import struct
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+import dlbench
+from dlbench.cli import app
 from dlbench.store import MIGRATIONS, Measurement, Store, StoreError
 
+runner = CliRunner()
 CASE = {"framework": "numpy", "variant": "default", "model": "mlp", "dataset": "synthetic", "batch_size": 8}
+TINY_RUN = ["run", "--framework", "numpy", "--model", "mlp", "--dataset", "synthetic", "--epochs", "1",
+            "--repeats", "1", "--warmup", "0", "--latency-batches", "0", "--train-samples", "256",
+            "--test-samples", "64", "--samplers", "none"]
 
 
 # -- building the files ---------------------------------------------------------
@@ -88,6 +101,24 @@ def siblings(path: Path) -> list[str]:
 def state(path: Path) -> tuple:
     """What must not change: content, mtime, and the files beside it."""
     return hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns, siblings(path)
+
+
+def invoke(args: list[str]):
+    """CliRunner keeps the exception that ended a command, and with its traceback the stores
+    the command opened; a process that exits closes them (and SQLite then removes the -wal and
+    -shm files). Dropping the result's references does the same here."""
+    result = runner.invoke(app, args)
+    code, output = result.exit_code, result.output
+    del result
+    gc.collect()
+    return code, output
+
+
+def one_error_line(output: str) -> str:
+    assert "Traceback" not in output, output
+    errors = [line for line in output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, output
+    return " ".join(output.split())  # the message, unwrapped (rich wraps at 150 columns off a terminal)
 
 
 # The three ways SQLite's quick_check meets the 64 damaged bytes, by what they hold: a list
@@ -251,3 +282,158 @@ def test_concurrent_first_opens_of_a_new_database_all_succeed(tmp_path):
         assert outcomes == [("ok", len(MIGRATIONS))] * 20, (attempt, [o for o in outcomes if o[0] != "ok"])
         with Store(path) as s:
             assert s.version == len(MIGRATIONS) and s.runs() == []
+
+
+# -- the command line -------------------------------------------------------------
+@pytest.fixture
+def good_db(tmp_path):
+    return real_db(tmp_path / "good.db")
+
+
+def _commands(path: Path, good: Path, out: Path) -> dict[str, list[str]]:
+    return {"runs": ["runs", "--db", str(path)],
+            "report": ["report", "--db", str(path)],
+            "report-html": ["report", "--format", "html", "--out", str(out), "--db", str(path)],
+            "export": ["export", str(out), "--db", str(path)],
+            "compare-a": ["compare", str(path), str(good), "--db", str(good)],
+            "compare-b": ["compare", "1", f"{path}:1", "--db", str(good)],
+            "run": [*TINY_RUN, "--db", str(path)],
+            "extend": ["extend", str(path)]}
+
+
+@pytest.mark.parametrize("kind", ["corrupt", "corrupt-page", "corrupt-size", "foreign", "version-without-tables",
+                                  "newer"])
+def test_every_command_refuses_a_bad_database_in_one_line_and_writes_nothing(tmp_path, good_db, kind):
+    make, message = BAD[kind]
+    path = tmp_path / "bad.db"
+    make(path)
+    before, good_before = state(path), state(good_db)
+    out = tmp_path / "out.csv"
+    time.sleep(0.01)
+    for name, args in _commands(path, good_db, out).items():
+        code, output = invoke(args)
+        assert code == 2, (name, output)
+        flat = one_error_line(output)
+        assert re.search(message, flat), (name, flat)
+        assert f"error: {path}: " in flat, (name, flat)
+        assert state(path) == before, name
+        assert not out.exists(), name
+    assert state(good_db) == good_before
+
+
+def test_reading_commands_leave_a_good_database_as_it_was(tmp_path, good_db):
+    other = real_db(tmp_path / "other.db")
+    before, other_before = state(good_db), state(other)
+    time.sleep(0.01)
+    out = tmp_path / "out.csv"
+    for args in (["runs"], ["report"], ["export", str(out)], ["compare", "1", f"{other}:1"]):
+        code, output = invoke([*args, "--db", str(good_db)])
+        assert code == 0, (args, output)
+    assert state(good_db) == before and state(other) == other_before
+    assert len(out.read_text().splitlines()) == 301
+
+
+def test_reading_commands_report_an_old_database_without_upgrading_it(tmp_path):
+    path = real_db(tmp_path / "old.db", migrations=MIGRATIONS[:2])
+    before = state(path)
+    time.sleep(0.01)
+    result = runner.invoke(app, ["runs", "--db", str(path)])
+    assert result.exit_code == 0 and "│ t " in result.output, result.output
+    assert runner.invoke(app, ["export", str(tmp_path / "o.csv"), "--db", str(path)]).exit_code == 0
+    assert state(path) == before
+
+
+def test_reading_commands_do_not_create_a_missing_database(tmp_path):
+    path = tmp_path / "none.db"
+    for args in (["runs"], ["report"], ["export", str(tmp_path / "o.csv")], ["compare", "1", "2"]):
+        result = runner.invoke(app, [*args, "--db", str(path)])
+        assert result.exit_code == 2 and f"{path}: no such database file" in one_error_line(result.output), args
+    assert not path.exists()
+
+
+# -- read-only files and directories (file permissions, which root ignores) ---------------
+def _drop_file_permission_override() -> None:
+    """In the child before exec: root loses CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH for good
+    (PR_CAPBSET_DROP), so that file modes bind it like any user."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for capability in (1, 2):
+        if libc.prctl(24, capability, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+
+def unprivileged(*args: str) -> subprocess.CompletedProcess:
+    """`python -m dlbench ARGS` (or `python -c CODE` when args[0] == "-c") in a process that
+    file permissions apply to."""
+    src = str(Path(dlbench.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    command = [sys.executable, *args] if args[0] == "-c" else [sys.executable, "-m", "dlbench", *args]
+    try:
+        return subprocess.run(command, capture_output=True, text=True, env=env, timeout=120,
+                              preexec_fn=_drop_file_permission_override if os.geteuid() == 0 else None)
+    except subprocess.SubprocessError as exc:
+        pytest.skip(f"running as root and cannot drop CAP_DAC_OVERRIDE: {exc}")
+
+
+@pytest.fixture
+def readonly_dir(tmp_path):
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    yield folder
+    folder.chmod(0o755)
+
+
+def test_a_readonly_file_can_be_reported_but_not_run_into(tmp_path, good_db):
+    good_db.chmod(0o444)
+    before = state(good_db)
+    time.sleep(0.01)
+    for args in (["runs"], ["report"], ["export", str(tmp_path / "o.csv")], ["compare", "1", "1"]):
+        result = unprivileged(*args, "--db", str(good_db))
+        assert result.returncode == 0, (args, result.stdout + result.stderr)
+    assert state(good_db)[:2] == before[:2]  # SQLite may leave an empty -wal and -shm beside it (mode=ro)
+    result = unprivileged(*TINY_RUN, "--db", str(good_db))
+    assert result.returncode == 2, result.stdout + result.stderr
+    flat = one_error_line(result.stderr)
+    assert (f"error: {good_db}: cannot store results: the file is read-only (no write permission); nothing was "
+            "written; make it writable or use another database file") in flat, flat
+    assert state(good_db)[:2] == before[:2]
+
+
+def test_a_database_in_a_readonly_directory_can_be_reported_but_not_run_into(tmp_path, readonly_dir):
+    path = real_db(readonly_dir / "r.db", migrations=MIGRATIONS[:2])  # an old one: upgraded in memory
+    readonly_dir.chmod(0o555)
+    before = state(path)
+    time.sleep(0.01)
+    for args in (["runs"], ["report"], ["export", str(tmp_path / "o.csv")], ["compare", "1", "1"]):
+        result = unprivileged(*args, "--db", str(path))
+        assert result.returncode == 0, (args, result.stdout + result.stderr)
+        assert args != ["runs"] or "│ t " in result.stdout
+    result = unprivileged(*TINY_RUN, "--db", str(path))
+    assert result.returncode == 2, result.stdout + result.stderr
+    flat = one_error_line(result.stderr)
+    assert f"error: {path}: cannot store results: its directory {readonly_dir} is read-only" in flat, flat
+    new = readonly_dir / "new.db"
+    result = unprivileged(*TINY_RUN, "--db", str(new))
+    assert result.returncode == 2 and "cannot create the database: directory" in one_error_line(result.stderr)
+    assert state(path) == before and not new.exists()
+
+
+def test_a_readonly_directory_with_wal_content_is_refused_not_misread(tmp_path, readonly_dir):
+    """The -wal holds committed results the database file lacks; read without it (immutable)
+    they would be missing, and SQLite cannot use it without creating the -shm."""
+    live = real_db(tmp_path / "live.db")
+    writer = Store(live)
+    writer.db.execute("PRAGMA wal_autocheckpoint=0")
+    writer.create_run(name="second", command="c", config_source="s", config_text="x", experiment={},
+                      environment={}, version="0")
+    path = readonly_dir / "r.db"
+    shutil.copy(live, path)
+    shutil.copy(tmp_path / "live.db-wal", readonly_dir / "r.db-wal")
+    writer.close()
+    readonly_dir.chmod(0o555)
+    before = state(path)
+    result = unprivileged("runs", "--db", str(path))
+    assert result.returncode == 2, result.stdout + result.stderr
+    flat = one_error_line(result.stderr)
+    assert f"error: {path}: the database has un-checkpointed WAL content (r.db-wal, " in flat, flat
+    assert "it cannot be read safely read-only; copy r.db and r.db-wal together into a writable directory" in flat
+    assert state(path) == before
