@@ -78,3 +78,37 @@ def test_measurements_round_trip_and_export(tmp_path):
             s.run(42)
         with pytest.raises(ValueError, match="status 'great'"):
             s.finish_trial(tid, status="great", error=None, returncode=0, wall_s=0, stderr="")
+
+
+def test_migration_4_rebuilds_trials_with_attempts_and_keeps_every_row(tmp_path):
+    """Version 3 -> 4 rebuilds the trials table (its UNIQUE constraint gains the
+    attempt): ids, measurements and foreign keys come through unchanged."""
+    path = tmp_path / "v3.db"
+    with Store(path, migrations=MIGRATIONS[:3]) as s, s.db:
+        run_id = s.db.execute("INSERT INTO runs (name, status, started_at) VALUES ('t', 'finished', 'x')").lastrowid
+        for block in range(2):
+            tid = s.db.execute(
+                "INSERT INTO trials (run_id, case_key, block, position, framework, variant, model, dataset,"
+                " batch_size, case_json, protocol_json, status, telemetry_notes)"
+                " VALUES (?, 'k', ?, 0, 'torch', 'eager', 'mlp', 'digits', 8, '{}', '{}', 'ok', 'n')",
+                (run_id, block)).lastrowid
+            s.db.execute("INSERT INTO measurements (trial_id, repeat, warmup, phase, metric, value, unit)"
+                         " VALUES (?, 0, 0, 'train', 'time', ?, 's')", (tid, 1.5 + block))
+    with Store(path) as s:
+        assert s.version == len(MIGRATIONS) == 4
+        trials = s.trials(run_id)
+        assert [(t["id"], t["block"], t["attempt"], t["retired"], t["telemetry_notes"]) for t in trials] == [
+            (1, 0, 1, 0, "n"), (2, 1, 1, 0, "n")]
+        assert [m["value"] for m in s.measurements(run_id)] == [1.5, 2.5]
+        assert s.db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+        with pytest.raises(sqlite3.IntegrityError, match="FOREIGN KEY"):
+            s.db.execute("INSERT INTO measurements (trial_id, warmup, phase, metric, unit) VALUES (99, 0, 'p', 'm', 'u')")
+        # A second attempt of the same case and block is now allowed; a duplicate attempt is not.
+        s.db.execute("UPDATE trials SET status='interrupted' WHERE id=1")
+        assert s.retire_unfinished(run_id) == 1
+        current = s.trials(run_id)
+        assert [(t["block"], t["attempt"], t["status"]) for t in current] == [(0, 2, "pending"), (1, 1, "ok")]
+        assert [t["retired"] for t in s.trials(run_id, retired=True)] == [1, 0, 0]
+        assert [m["value"] for m in s.measurements(run_id)] == [2.5]  # the retired attempt's values are kept apart
+        with pytest.raises(sqlite3.IntegrityError, match="UNIQUE"):
+            s.db.execute("UPDATE trials SET attempt=1 WHERE id=3")

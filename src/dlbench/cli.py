@@ -85,11 +85,13 @@ def _plan(file, framework, model, dataset, batch_size, init, optimizer, lr, prot
     return expand(exp)
 
 
-def _open_store(db: Path):
+def _open_store(db: Path, readonly: bool = False):
+    """readonly: for the commands that only read; the file is never written into, and an older
+    schema is upgraded in a copy in memory."""
     from dlbench.store import Store, StoreError
 
     try:
-        return Store(db)
+        return Store(db, readonly=readonly)
     except StoreError as exc:
         _fail(str(exc))
 
@@ -389,7 +391,7 @@ def report(
         _fail(f"--format {fmt!r}: allowed: {', '.join(FORMATS)}")
     if fmt == "console" and out is not None:
         _fail("--out needs a written format (markdown, latex, html or csv); console output goes to the terminal")
-    store = _open_store(db)
+    store = _open_store(db, readonly=True)
     try:
         row = store.run(run_id)
     except StoreError as exc:
@@ -428,7 +430,7 @@ def runs(db: DB = Path("dlbench.db")) -> None:
     """The runs stored in the database."""
     from dlbench.tables import runs_table
 
-    console.print(runs_table(_open_store(db).runs()))
+    console.print(runs_table(_open_store(db, readonly=True).runs()))
 
 
 @app.command()
@@ -440,7 +442,7 @@ def export(
     """Every measurement of a run as CSV (long format, one row per value)."""
     from dlbench.store import StoreError
 
-    store = _open_store(db)
+    store = _open_store(db, readonly=True)
     try:
         row = store.run(run_id)
     except StoreError as exc:
@@ -449,8 +451,9 @@ def export(
     console.print(f"wrote {n} measurements of run {row['id']} to {out}")
 
 
-def _resolve_run(ref: str, db: Path):
-    """'3' -> run 3 in --db; 'other.db' -> its latest run; 'other.db:3' -> run 3 there."""
+def _resolve_run(ref: str, db: Path, readonly: bool = False):
+    """'3' -> run 3 in --db; 'other.db' -> its latest run; 'other.db:3' -> run 3 there.
+    readonly: opened read-only (compare); extend writes into the runs it resolves."""
     from dlbench.store import StoreError
 
     path, run_id = db, None
@@ -461,7 +464,7 @@ def _resolve_run(ref: str, db: Path):
         path, run_id = Path(name), (int(rid) if rid else None)
         if not path.exists():
             _fail(f"{ref}: no such database file {path} (give a run id, FILE.db or FILE.db:RUN)")
-    store = _open_store(path)
+    store = _open_store(path, readonly=readonly)
     try:
         row = store.run(run_id)
     except StoreError as exc:
@@ -494,8 +497,8 @@ def compare(
     if not 0 < quantile < 1:
         _fail(f"--quantile {quantile} must lie strictly between 0 and 1 (0.5: the median; 0.1: the 10th "
               "percentile); the minimum (0) has no bootstrap CI")
-    sa, ra = _resolve_run(a, db)
-    sb, rb = _resolve_run(b, db)
+    sa, ra = _resolve_run(a, db, readonly=True)
+    sb, rb = _resolve_run(b, db, readonly=True)
     diffs = run_vs_run(sa.trials(ra["id"]), sa.measurements(ra["id"]), sb.trials(rb["id"]),
                        sb.measurements(rb["id"]), threshold=threshold, alpha=alpha, quantile=quantile)
     if not diffs:

@@ -12,8 +12,14 @@ lets `dlbench report` read while a run writes.
 from __future__ import annotations
 
 import csv
+import functools
 import json
+import os
+import random
+import shlex
 import sqlite3
+import time
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -194,33 +200,302 @@ class Measurement:
     flag: str | None = None     # e.g. "unreliable: window shorter than the update period"
 
 
+# -- opening a database safely ------------------------------------------------
+# Before anything is written into an existing file it is checked, with reads only:
+# the SQLite header, PRAGMA quick_check (50-120 ms over 150,000 measurements, a
+# 9.6 MB file, on a 2-core VM; readers pay it too, a report takes seconds), and the
+# schema its user_version implies. A corrupt, foreign or newer file is refused
+# with one line that names it, and nothing is written into it.
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+UNTOUCHED = "dlbench neither reads nor writes it"
+_BUSY, _READONLY, _CORRUPT, _CANTOPEN, _NOTADB = 5, 8, 11, 14, 26  # primary SQLite result codes
+
+
+def _code(exc: sqlite3.Error) -> int:
+    return (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+
+
+def _statements(script: str) -> list[str]:
+    """A migration script split into its statements. executescript() would commit
+    the open transaction first, so a migration runs statement by statement."""
+    statements, pending = [], ""
+    pieces = script.split(";")
+    for i, piece in enumerate(pieces):
+        pending += piece + (";" if i < len(pieces) - 1 else "")
+        if sqlite3.complete_statement(pending):  # a ";" inside a string or trigger body does not end it
+            statements.append(pending.strip())
+            pending = ""
+    if pending.strip():
+        statements.append(pending.strip())  # incomplete: executing it raises, naming the text
+    return [s for s in statements if s.strip("; \t\n")]
+
+
+def _tables(db: sqlite3.Connection) -> dict[str, set[str]]:
+    names = [r[0] for r in db.execute(
+        "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")]
+    return {n: {r[0] for r in db.execute("SELECT name FROM pragma_table_info(?)", (n,))} for n in names}
+
+
+@functools.lru_cache(maxsize=16)
+def _schema_of(migrations: tuple[str, ...]) -> dict[str, frozenset[str]]:
+    """The tables and columns a database has after these migrations."""
+    db = sqlite3.connect(":memory:")
+    try:
+        for script in migrations:
+            for statement in _statements(script):
+                db.execute(statement)
+        return {t: frozenset(cols) for t, cols in _tables(db).items()}
+    finally:
+        db.close()
+
+
+def _sqlite_header(path: Path) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read(100)
+
+
+def _uri(path: Path, query: str) -> str:
+    return f"{path.resolve().as_uri()}?{query}"  # as_uri percent-encodes "?", "#" and "%"
+
+
 class Store:
-    def __init__(self, path: str | Path, *, migrations: Sequence[str] = MIGRATIONS) -> None:
+    """The results database. Store(path) opens it for writing, creating and
+    migrating it; Store(path, readonly=True) never writes into the file: it is
+    opened read-only, and an older schema is migrated in an in-memory copy."""
+
+    def __init__(self, path: str | Path, *, migrations: Sequence[str] = MIGRATIONS,
+                 readonly: bool = False, timeout: float = 30) -> None:
         self.path = Path(path)
-        try:
-            self.db = sqlite3.connect(self.path, timeout=30)
-        except sqlite3.Error as exc:
-            raise StoreError(f"{self.path}: cannot open database: {exc}") from None
+        self.readonly = readonly
+        self.timeout = timeout
+        self.db = (self._open_readonly if readonly else self._open_readwrite)(list(migrations))
         self.db.row_factory = sqlite3.Row
+        # Closed when the Store goes, and at the latest at interpreter exit, also when an exception's
+        # traceback still holds it: SQLite removes the -wal and -shm files only on a real close.
+        weakref.finalize(self, self.db.close)
+
+    # -- opening ------------------------------------------------------------
+    def _open_readwrite(self, migrations: list[str]) -> sqlite3.Connection:
+        path, folder = self.path, self.path.parent
+        if path.is_dir():
+            raise StoreError(f"{path}: is a directory, not a database file")
+        if path.exists():
+            self._check_header()
+            if not os.access(path, os.W_OK):
+                raise StoreError(f"{path}: cannot store results: the file is read-only (no write permission); "
+                                 "nothing was written; make it writable or use another database file "
+                                 "(runs, report, export and compare read it as it is)")
+            if not os.access(folder, os.W_OK):
+                raise StoreError(f"{path}: cannot store results: its directory {folder} is read-only and SQLite "
+                                 f"must create {path.name}-wal beside the database; nothing was written; use a "
+                                 "database file in a writable directory (runs, report, export and compare read "
+                                 "it as it is)")
+        elif folder.is_dir() and not os.access(folder, os.W_OK):
+            raise StoreError(f"{path}: cannot create the database: directory {folder} is read-only")
         try:
-            self.db.execute("PRAGMA journal_mode=WAL")
+            db = sqlite3.connect(path, timeout=self.timeout)
+        except sqlite3.Error as exc:
+            raise StoreError(f"{path}: cannot open database: {exc}") from None
+        try:
+            self._inspect(db, migrations)  # reads only: nothing is written before the file passed
+            self._when_unlocked(db, "PRAGMA journal_mode=WAL")  # lets `dlbench report` read while a run writes
             # Foreign keys stay off while migrating: a migration that rebuilds a
             # table (4) must drop the old one, which the children's references forbid.
-            self._migrate(migrations)
-            self.db.execute("PRAGMA foreign_keys=ON")
-        except sqlite3.DatabaseError as exc:
-            self.db.close()
-            raise StoreError(f"{self.path}: not a dlbench database ({exc})") from None
+            self._migrate(db, migrations)
+            db.execute("PRAGMA foreign_keys=ON")
+        except BaseException as exc:
+            db.close()
+            if isinstance(exc, sqlite3.Error):
+                raise self._error(exc) from None
+            raise
+        return db
 
-    def _migrate(self, migrations: Sequence[str]) -> None:
-        version = self.db.execute("PRAGMA user_version").fetchone()[0]
-        if version > len(migrations):
-            raise StoreError(f"{self.path}: schema version {version} is newer than this dlbench "
-                             f"understands ({len(migrations)}); upgrade dlbench")
-        for number, script in enumerate(migrations[version:], start=version + 1):
-            # executescript commits first; the version bump is in the same script
-            # so that a crash cannot leave a half-applied migration marked done.
-            self.db.executescript(f"BEGIN; {script}; PRAGMA user_version = {number}; COMMIT;")
+    def _open_readonly(self, migrations: list[str]) -> sqlite3.Connection:
+        path = self.path
+        if not path.exists():
+            raise StoreError(f"{path}: no such database file")
+        if path.is_dir():
+            raise StoreError(f"{path}: is a directory, not a database file")
+        header = self._check_header()
+        wal = path.with_name(path.name + "-wal")
+        wal_mode = len(header) > 18 and header[18] == 2
+        if wal_mode and not wal.exists() and os.access(path, os.W_OK) and os.access(path.parent, os.W_OK):
+            # Reading a WAL database needs its -wal and -shm files. A mode=ro
+            # connection creates them but cannot remove them; a read-write one
+            # with query_only set removes them when it closes, and the file has
+            # no -wal content it could fold in.
+            query = "mode=rw"
+        else:
+            query = "mode=ro"
+        db = None
+        try:
+            db = sqlite3.connect(_uri(path, query), uri=True, timeout=self.timeout)
+            db.execute("PRAGMA query_only=ON")
+            try:
+                version = self._inspect(db, migrations)
+            except sqlite3.OperationalError as exc:
+                # mode=ro cannot create the -wal and -shm files in a read-only directory
+                if not wal_mode or _code(exc) not in (_READONLY, _CANTOPEN):
+                    raise
+                db.close()
+                db = None
+                if wal.exists() and wal.stat().st_size > 0:
+                    raise StoreError(
+                        f"{path}: the database has un-checkpointed WAL content ({wal.name}, "
+                        f"{wal.stat().st_size} bytes: results not yet in the database file) and SQLite cannot "
+                        f"read it without write access to {path.parent}; it cannot be read safely read-only; "
+                        f"copy {path.name} and {wal.name} together into a writable directory and read the "
+                        "copy") from None
+                # No -wal content: the file alone is the whole database.
+                db = sqlite3.connect(_uri(path, "immutable=1"), uri=True, timeout=self.timeout)
+                db.execute("PRAGMA query_only=ON")
+                version = self._inspect(db, migrations)
+            if version < len(migrations):
+                # An older schema is upgraded in a copy in memory; the file stays as it is.
+                memory = sqlite3.connect(":memory:")
+                db.backup(memory)
+                db.close()
+                db = memory
+                self._migrate(db, migrations)
+                db.execute("PRAGMA query_only=ON")
+        except BaseException as exc:
+            if db is not None:
+                db.close()
+            if isinstance(exc, sqlite3.Error):
+                raise self._error(exc) from None
+            raise
+        return db
+
+    def _check_header(self) -> bytes:
+        try:
+            header = _sqlite_header(self.path)
+        except OSError as exc:
+            raise StoreError(f"{self.path}: cannot read: {exc.strerror}") from None
+        if header and not header.startswith(SQLITE_HEADER[: len(header)]):
+            raise StoreError(f"{self.path}: not a dlbench database: not an SQLite file (it does not start with "
+                             f"the SQLite header); {UNTOUCHED}; check the path")
+        return header
+
+    def _inspect(self, db: sqlite3.Connection, migrations: Sequence[str]) -> int:
+        """Reads only: the file's integrity and schema. Returns its schema version."""
+        db.execute("BEGIN")  # one snapshot: a new file another process migrates meanwhile is read before or after
+        try:
+            return self._inspect_snapshot(db, migrations)
+        finally:
+            if db.in_transaction:
+                db.rollback()
+
+    def _inspect_snapshot(self, db: sqlite3.Connection, migrations: Sequence[str]) -> int:
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        try:
+            rows = [r[0] for r in db.execute("PRAGMA quick_check(10)")]
+        except MemoryError:
+            # SQLite reports a damaged record size that asks for terabytes as out of memory
+            raise self._corrupt("integrity check: SQLite ran out of memory reading a damaged record") from None
+        except sqlite3.DatabaseError as exc:
+            if _code(exc) != _CORRUPT:
+                raise
+            raise self._corrupt("integrity check: stopped at a damaged page") from None
+        if rows != ["ok"]:
+            problems = [line.strip() for row in rows for line in row.splitlines()
+                        if line.strip() and line.strip() not in ("*** in database main ***",
+                                                                  "database disk image is malformed")]
+            problems = problems or ["database disk image is malformed"]
+            more = (f", and {len(problems) - 1}{'+' if len(problems) >= 10 else ''} more problems"
+                    if len(problems) > 1 else "")
+            raise self._corrupt(f"integrity check: {problems[0]}{more}")
+        self._check_schema(db, version, migrations)
+        return version
+
+    def _check_schema(self, db: sqlite3.Connection, version: int, migrations: Sequence[str]) -> None:
+        path, latest = self.path, len(migrations)
+        if version > latest:
+            raise StoreError(f"{path}: schema version {version} is newer than this dlbench understands "
+                             f"({latest}); {UNTOUCHED}; upgrade dlbench")
+        if version < 0:
+            raise StoreError(f"{path}: not a dlbench database: schema version {version}; {UNTOUCHED}; "
+                             "use another database file")
+        tables = _tables(db)
+        if version == 0:
+            if tables:
+                ours = set(_schema_of(tuple(migrations)))
+                hint = (" (a copy made with `.dump` loses the schema version; copy with `.backup` or "
+                        "`.recover`, which keep it)" if set(tables) <= ours else "")
+                raise StoreError(f"{path}: not a dlbench database: it has no dlbench schema version but holds "
+                                 f"tables ({', '.join(sorted(tables))}){hint}; {UNTOUCHED}; "
+                                 "use another database file")
+            return  # empty: a new database
+        expected = _schema_of(tuple(migrations[:version]))
+        if not set(expected) & set(tables):
+            raise StoreError(f"{path}: not a dlbench database: its schema version is {version}, but it has none "
+                             f"of dlbench's tables; {UNTOUCHED}; use another database file")
+        lacks = [f"table {t}" for t in sorted(set(expected) - set(tables))]
+        lacks += [f"column{'s' if len(expected[t] - tables[t]) > 1 else ''} "
+                  + ", ".join(f"{t}.{c}" for c in sorted(expected[t] - tables[t]))
+                  for t in sorted(set(expected) & set(tables)) if expected[t] - tables[t]]
+        if lacks:
+            raise StoreError(f"{path}: not a dlbench database: its schema version is {version}, but it lacks "
+                             f"{'; '.join(lacks) if len(lacks) < 4 else ', '.join(lacks[:3]) + ' and more'}"
+                             f"; {UNTOUCHED}; use another database file")
+
+    def _migrate(self, db: sqlite3.Connection, migrations: Sequence[str]) -> None:
+        """Every pending migration in one write transaction. The version is read
+        inside it, so that of several processes opening a new file at once, the
+        first applies the migrations and the others find them applied."""
+        self._when_unlocked(db, "BEGIN IMMEDIATE")
+        try:
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            self._check_schema(db, version, migrations)
+            for number, script in enumerate(migrations[version:], start=version + 1):
+                for statement in _statements(script):
+                    db.execute(statement)
+                db.execute(f"PRAGMA user_version = {number}")
+            broken = db.execute("PRAGMA foreign_key_check").fetchone()  # keys are off while migrating
+            if broken is not None:
+                raise StoreError(f"{self.path}: a migration would leave a row of {broken[0]} without its "
+                                 f"{broken[2]} row; nothing was changed")
+            db.commit()
+        except BaseException:
+            if db.in_transaction:
+                db.rollback()
+            raise
+
+    def _when_unlocked(self, db: sqlite3.Connection, sql: str) -> None:
+        """Runs sql, retrying while another connection holds the lock. SQLite's busy
+        timeout covers most waits, but PRAGMA journal_mode=WAL and BEGIN IMMEDIATE
+        on a database another process is converting can report "database is
+        locked" at once."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                db.execute(sql)
+                return
+            except sqlite3.OperationalError as exc:
+                if _code(exc) != _BUSY or time.monotonic() > deadline:
+                    raise
+                time.sleep(random.uniform(0.005, 0.05))
+
+    def _corrupt(self, detail: str) -> StoreError:
+        return StoreError(f"{self.path}: database disk image is malformed ({detail}); {UNTOUCHED}; recover a "
+                          f"copy with `sqlite3 {shlex.quote(str(self.path))} .recover | sqlite3 "
+                          f"{shlex.quote(str(self.path) + '.recovered')}`")
+
+    def _error(self, exc: sqlite3.Error) -> StoreError:
+        """The one line for an SQLite error met while opening."""
+        code, path = _code(exc), self.path
+        if code == _CORRUPT:
+            return self._corrupt("SQLite stopped at a damaged page")
+        if code == _NOTADB:
+            return StoreError(f"{path}: not a dlbench database: not an SQLite file ({exc}); {UNTOUCHED}; "
+                              "check the path")
+        if code == _BUSY:
+            return StoreError(f"{path}: database is locked by another process (waited {self.timeout:g} s); "
+                              "try again when it is done")
+        if code == _READONLY and not self.readonly:
+            return StoreError(f"{path}: cannot store results: {exc}; make the file and its directory "
+                              "writable or use another database file")
+        return StoreError(f"{path}: cannot open database: {exc}")
 
     @property
     def version(self) -> int:
