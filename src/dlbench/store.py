@@ -585,14 +585,14 @@ class Store:
 
     # -- trials -----------------------------------------------------------
     # A trial dict for add_trials / create_run: case_key, block, position, case, protocol.
-    def _insert_trials(self, run_id: int, trials: Iterable[dict], attempt: int = 1) -> None:
+    def _insert_trials(self, run_id: int, trials: Iterable[dict]) -> None:
         self.db.executemany(
             "INSERT INTO trials (run_id, case_key, block, position, framework, variant, model,"
             " dataset, batch_size, case_json, protocol_json, status, attempt) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [(run_id, t["case_key"], t["block"], t["position"], t["case"]["framework"], t["case"]["variant"],
               t["case"]["model"], t["case"]["dataset"], t["case"]["batch_size"],
-              json.dumps(t["case"], sort_keys=True), json.dumps(t["protocol"], sort_keys=True), "pending",
-              t.get("attempt", attempt)) for t in trials])
+              json.dumps(t["case"], sort_keys=True), json.dumps(t["protocol"], sort_keys=True), "pending", 1)
+             for t in trials])
 
     def add_trials(self, run_id: int, trials: Sequence[dict]) -> None:
         """Planned trials (status pending), all or none: an adaptive or extended block
@@ -639,10 +639,11 @@ class Store:
                     " error=? WHERE id=?",
                     (now(), f"interrupted after storing {repeats} repeat(s); kept as attempt {t['attempt']}, "
                      f"the trial ran again as attempt {t['attempt'] + 1}", t["id"]))
-                self._insert_trials(run_id, [{"case_key": t["case_key"], "block": t["block"],
-                                              "position": t["position"], "case": json.loads(t["case_json"]),
-                                              "protocol": json.loads(t["protocol_json"]),
-                                              "attempt": t["attempt"] + 1}])
+                self.db.execute(
+                    "INSERT INTO trials (run_id, case_key, block, position, framework, variant, model, dataset,"
+                    " batch_size, case_json, protocol_json, status, attempt) SELECT run_id, case_key, block,"
+                    " position, framework, variant, model, dataset, batch_size, case_json, protocol_json,"
+                    " 'pending', attempt + 1 FROM trials WHERE id=?", (t["id"],))
                 retired += 1
         return retired
 
@@ -674,7 +675,7 @@ class Store:
         if statuses:
             sql += f" AND status IN ({','.join('?' * len(statuses))})"
             args.extend(statuses)
-        return self.db.execute(sql + " ORDER BY block, position", args).fetchall()
+        return self.db.execute(sql + " ORDER BY block, position, attempt", args).fetchall()
 
     # -- measurements -----------------------------------------------------
     def add_measurements(self, trial_id: int, rows: Iterable[Measurement]) -> int:
