@@ -462,3 +462,26 @@ def test_a_readonly_directory_with_wal_content_is_refused_not_misread(tmp_path, 
     assert f"error: {path}: the database has un-checkpointed WAL content (r.db-wal, " in flat, flat
     assert "it cannot be read safely read-only; copy r.db and r.db-wal together into a writable directory" in flat
     assert state(path) == before
+
+
+def test_damage_met_after_opening_is_one_line_not_a_traceback(tmp_path, monkeypatch, capsys):
+    """quick_check on opening misses some damage (index vs table mismatches), and a
+    device can fail mid-read: the console script still ends in one line and exit 1."""
+    import sys
+
+    from dlbench import cli
+    from dlbench.store import Store as RealStore
+
+    path = real_db(tmp_path / "r.db")
+
+    def broken(self):
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    monkeypatch.setattr(RealStore, "runs", broken)
+    monkeypatch.setattr(sys, "argv", ["dlbench", "runs", "--db", str(path)])
+    with pytest.raises(SystemExit) as exit_:
+        cli.main()
+    assert exit_.value.code == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert err.startswith("error: database disk image is malformed (the database file may be damaged")

@@ -45,7 +45,9 @@ EXIT_BUSY = 4      # run --resume / extend: another live dlbench process is exec
 def _fail(message: str, code: int = 2) -> None:
     from rich.text import Text
 
-    err_console.print(Text.assemble(("error: ", "bold red"), message), highlight=False)
+    # soft_wrap: one error is one line, also off a terminal (a log, a CI job), where
+    # the console is 150 columns wide and would break a long path into several.
+    err_console.print(Text.assemble(("error: ", "bold red"), message), highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -610,4 +612,20 @@ def env_() -> None:
 
 
 def main() -> None:
-    app()
+    """The console script. A store error that no command turned into its own message
+    (damage that appears after the database passed its check on opening, a device
+    that fails mid-read) still ends in one line and exit 1, never a traceback."""
+    import sqlite3
+
+    from dlbench.store import StoreError
+
+    try:
+        app()
+    except (StoreError, sqlite3.Error) as exc:
+        from rich.text import Text
+
+        hint = "" if isinstance(exc, StoreError) else (
+            " (the database file may be damaged: `sqlite3 FILE 'PRAGMA integrity_check'` tells; "
+            "nothing more was written)")
+        err_console.print(Text.assemble(("error: ", "bold red"), f"{exc}{hint}"), highlight=False, soft_wrap=True)
+        raise SystemExit(1) from None
