@@ -54,7 +54,7 @@ def test_steps_replace_epochs_and_overrides_validate():
     exp2 = config.override(exp, {"batch_size": [32, 64]}, {"epochs": 2})
     assert exp2.matrix["batch_size"] == (32, 64)
     assert exp2.protocol.epochs == 2 and exp2.protocol.steps is None
-    with pytest.raises(ConfigError, match="command line: framework = 'tf': unknown framework"):
+    with pytest.raises(ConfigError, match=r"command line \(--framework\): framework = 'tf': unknown framework"):
         config.override(exp, {"framework": ["tf"]}, {})
 
 

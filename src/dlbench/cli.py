@@ -51,15 +51,25 @@ def _fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
-def _split(value: str | None, cast=str) -> list[Any] | None:
+_KINDS = {int: "integers, e.g. 32,64", float: "numbers, e.g. 0.01,0.1", str: "values"}
+
+
+def _split(value: str | None, cast=str, flag: str = "") -> list[Any] | None:
+    """'a, b,,c' -> ['a', 'b', 'c'] (empty items dropped; no item at all is refused by the
+    config's check of the factor); a value `cast` cannot read fails naming the flag."""
     if value is None:
         return None
     items = [v.strip() for v in value.split(",") if v.strip()]
-    try:
-        return [cast(v) for v in items]
-    except ValueError:
-        _fail(f"cannot read {value!r} as a comma-separated list of {cast.__name__} values")
-    return None
+    for v in items:
+        try:
+            cast(v)
+        except ValueError:
+            from dlbench.models.spec import short_repr
+
+            _fail(f"{flag or 'command line'} {short_repr(value)}: {short_repr(v)} is not "
+                  f"{'an integer' if cast is int else 'a number'}; expected comma-separated "
+                  f"{_KINDS.get(cast, 'values')}")
+    return [cast(v) for v in items]
 
 
 def _experiment(file: Path | None, matrix: dict[str, list[Any] | None], protocol: dict[str, Any],
@@ -79,10 +89,11 @@ def _plan(file, framework, model, dataset, batch_size, init, optimizer, lr, prot
     from dlbench.plan import expand
 
     exp = _experiment(file, {"framework": _split(framework), "model": _split(model),
-                             "dataset": _split(dataset), "batch_size": _split(batch_size, int),
-                             "init": _split(init), "optimizer": _split(optimizer), "lr": _split(lr, float),
-                             "input_shape": _split(input_shape, int), "precision": _split(precision),
-                             "layout": _split(layout), "pipeline": _split(pipeline)},
+                             "dataset": _split(dataset), "batch_size": _split(batch_size, int, "--batch-size"),
+                             "init": _split(init), "optimizer": _split(optimizer),
+                             "lr": _split(lr, float, "--lr"),
+                             "input_shape": _split(input_shape, int, "--input-shape"),
+                             "precision": _split(precision), "layout": _split(layout), "pipeline": _split(pipeline)},
                       protocol, options)
     return expand(exp)
 
@@ -444,12 +455,27 @@ def export(
     """Every measurement of a run as CSV (long format, one row per value)."""
     from dlbench.store import StoreError
 
+    # The destination is checked before the database is opened: a bad path fails
+    # with one line and leaves no trace (not even a new, empty database file).
+    if "\0" in str(out):
+        _fail(f"export {str(out)!r}: a file name cannot contain a NUL character")
+    if out.is_dir():
+        _fail(f"export {out}: is a directory; give the CSV file to write, e.g. {out / 'run.csv'}")
+    if not out.parent.is_dir():
+        _fail(f"export {out}: no directory {out.parent} to write into (create it first)")
+    if run_id is not None and not 1 <= run_id < 2**63:
+        _fail(f"--run {run_id}: a run id is a positive integer (see dlbench runs)")
+    if not db.is_file():  # exporting reads a database; it never creates an empty one
+        _fail(f"--db {db}: no such database file (give the --db that dlbench run wrote)")
     store = _open_store(db, readonly=True)
     try:
         row = store.run(run_id)
     except StoreError as exc:
         _fail(str(exc))
-    n = store.export_csv(row["id"], out)
+    try:
+        n = store.export_csv(row["id"], out)
+    except OSError as exc:
+        _fail(f"export {out}: cannot write: {exc.strerror or exc}")
     console.print(f"wrote {n} measurements of run {row['id']} to {out}")
 
 

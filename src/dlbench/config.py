@@ -3,6 +3,9 @@
 Validation is strict on purpose: a typo in a benchmark configuration silently
 falls back to a default and produces a plausible but wrong result. Every unknown
 key or value is an error that names the file, the key and what is allowed.
+Numbers are range-checked here, at parse time, with finite upper bounds (the
+MAX_* constants below): a value that is accepted is one a worker can run, that
+fits SQLite's 64-bit integers, Python's timeouts and every framework's seed.
 
     [experiment]  name, description
     [matrix]      factors whose values are crossed (lists or scalars)
@@ -14,6 +17,8 @@ key or value is an error that names the file, the key and what is allowed.
 
 from __future__ import annotations
 
+import math
+import os
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
@@ -22,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.frameworks.protocol import INITS, OPTIMIZERS
+from dlbench.models.spec import short_repr as _show
 
 FACTORS = ("framework", "model", "dataset", "batch_size", "init", "optimizer", "lr",
            "input_shape", "precision", "layout", "pipeline")
@@ -36,6 +42,38 @@ LAYOUTS = ("native", "channels-last", "channels-first")
 # own ops (native: torch tensor ops, tf.data, jax.numpy) or the shared numpy pipeline.
 PIPELINES = ("preloaded", "native", "numpy")
 DEVICES = ("cpu", "cuda")
+
+# Upper bounds of the numeric settings: every one is stated in the error message.
+DAY_S = 86_400
+MAX_TIMEOUT_S = 7 * DAY_S          # a trial (one worker process) running for more than a week is a hang
+MAX_TTA_BUDGET_S = MAX_TIMEOUT_S   # training time to accuracy cannot outlast the longest timeout
+MAX_IDLE_BASELINE_S = 3600         # idle power is a mean over seconds to minutes; an hour is plenty
+MAX_SAMPLE_INTERVAL_S = 60         # a poll a minute is the coarsest that still samples a trial
+MAX_BUDGET_MIN = 30 * 24 * 60      # an adaptive run's budget, in minutes: 30 days
+MAX_EPOCHS = 100_000
+MAX_STEPS = 100_000_000
+MAX_REPEATS = 10_000               # measured repeats in one worker process
+MAX_WARMUP = 1_000
+MAX_TRIALS = 1_000                 # fresh processes per case (interleaved blocks); also max_repeats
+MAX_LATENCY_BATCHES = 100_000
+MAX_SAMPLES = 2**31 - 1            # a sample index that fits every framework's int32
+MAX_BATCH_SIZE = 2**20
+MAX_INPUT_SHAPE = 2**14            # a 16384 x 16384 float32 image is 1 GiB per channel
+MAX_LR = 100.0
+# Repeat r trains with seed + r (warm-ups counted), and numpy, torch, TensorFlow and
+# JAX all take a seed below 2**31: the base seed leaves room for every repeat.
+MAX_SEED = 2**31 - 1 - MAX_WARMUP - MAX_REPEATS
+# A worker memory cap above 256 TiB is above any machine's memory, and beyond the
+# RLIMIT range the cap is meant for.
+MAX_MEMORY = 2**48
+MAX_TRIALS_PER_RUN = 1_000_000     # matrix cells x trials
+MAX_SYNTHETIC_SIDE = MAX_INPUT_SHAPE
+MAX_SYNTHETIC_CHANNELS = 4096
+MAX_CLASSES = 2**20
+MAX_NAME = 200
+MAX_DESCRIPTION = 10_000
+MAX_PATH = 4096                    # PATH_MAX on Linux
+MAX_FILE_BYTES = 16 * 2**20        # an experiment file is a few kilobytes of TOML
 
 
 class ConfigError(ValueError):
@@ -129,7 +167,30 @@ def _allowed(names) -> str:
 def _check_keys(where: str, table: dict[str, Any], allowed: tuple[str, ...]) -> None:
     for key in table:
         if key not in allowed:
-            raise ConfigError(f"{where}: unknown key {key!r}; allowed keys: {_allowed(allowed)}")
+            raise ConfigError(f"{where}: unknown key {_show(key)}; allowed keys: {_allowed(allowed)}")
+
+
+def _is_number(v: Any) -> bool:
+    """A finite int or float (not a bool); ints of any size count (compared, never converted)."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return False
+    return not isinstance(v, float) or math.isfinite(v)
+
+
+def _within(v: Any, low: float, high: float, *, low_open: bool = False, high_open: bool = False,
+            integer: bool = False) -> bool:
+    """v is a finite number (an int if `integer`) in the interval; False for nan, inf, None, strings."""
+    if not _is_number(v) or (integer and not isinstance(v, int)):
+        return False
+    return (v > low if low_open else v >= low) and (v < high if high_open else v <= high)
+
+
+def available_cores() -> int:
+    """The CPUs this process may run on (its affinity mask), which workers inherit."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _as_tuple(value: Any) -> tuple[Any, ...]:
@@ -172,7 +233,7 @@ def _check_factor(where: str, factor: str, values: tuple[Any, ...]) -> tuple[Any
     choices = _CHOICES[factor]() if factor in _CHOICES else None
     out = []
     for v in values:
-        key = f"{where}: {factor} = {v!r}"
+        key = f"{where}: {factor} = {_show(v)}"
         if factor == "framework":
             if not isinstance(v, str):
                 raise ConfigError(f"{key}: expected a string such as 'torch' or 'torch:compile'")
@@ -184,15 +245,16 @@ def _check_factor(where: str, factor: str, values: tuple[Any, ...]) -> tuple[Any
                                   f"{_allowed(frameworks[name].variants)}")
         elif choices is not None and v not in choices:
             raise ConfigError(f"{key}: unknown {factor}; allowed: {_allowed(choices)}")
-        elif factor == "batch_size" and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
-            raise ConfigError(f"{key}: batch_size must be a positive integer")
+        elif factor == "batch_size" and not _within(v, 1, MAX_BATCH_SIZE, integer=True):
+            raise ConfigError(f"{key}: batch_size must be a positive integer, at most {MAX_BATCH_SIZE} (2**20)")
         elif factor == "lr":
-            if not isinstance(v, int | float) or isinstance(v, bool) or v <= 0:
-                raise ConfigError(f"{key}: lr must be a positive number")
+            if not _within(v, 0, MAX_LR, low_open=True):
+                raise ConfigError(f"{key}: lr must be a positive number, finite and at most {MAX_LR:g}: "
+                                  f"in (0, {MAX_LR:g}]")
             v = float(v)
-        elif factor == "input_shape" and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
-            raise ConfigError(f"{key}: input_shape must be a positive integer (the side of a square "
-                              f"image or a sequence length; 0 = the dataset's own)")
+        elif factor == "input_shape" and not _within(v, 0, MAX_INPUT_SHAPE, integer=True):
+            raise ConfigError(f"{key}: input_shape must be a positive integer, at most {MAX_INPUT_SHAPE} (the "
+                              f"side of a square image or a sequence length; 0 = the dataset's own)")
         out.append(v)
     return tuple(dict.fromkeys(out))  # drop duplicates, keep order
 
@@ -204,77 +266,120 @@ def _typed(where: str, key: str, value: Any, default: Any, annotation: str) -> A
         return None
     if "int" in annotation and "float" not in annotation:
         if not isinstance(value, int) or isinstance(value, bool):
-            raise ConfigError(f"{where}: {key} = {value!r}: expected an integer")
+            raise ConfigError(f"{where}: {key} = {_show(value)}: expected an integer")
         return value
     if "float" in annotation:
         if not isinstance(value, int | float) or isinstance(value, bool):
-            raise ConfigError(f"{where}: {key} = {value!r}: expected a number")
-        return float(value)
+            raise ConfigError(f"{where}: {key} = {_show(value)}: expected a number")
+        try:
+            return float(value)
+        except OverflowError:  # an int beyond any float: kept, and refused with its range below
+            return value
     if "str" in annotation:
         if not isinstance(value, str):
-            raise ConfigError(f"{where}: {key} = {value!r}: expected a string")
+            raise ConfigError(f"{where}: {key} = {_show(value)}: expected a string")
         return value
     return value
 
 
-def _protocol(where: str, table: dict[str, Any], base: Protocol) -> Protocol:
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _protocol(where: str, table: dict[str, Any], base: Protocol, flags: bool = False) -> Protocol:
+    """`flags`: the settings come from command-line flags; each error names its flag too."""
     names = tuple(f.name for f in fields(Protocol))
     _check_keys(where, table, names)
+    at = (lambda name: f"{where} ({_flag(name)})" if name in table else where) if flags else (lambda name: where)
     values = {}
     for f in fields(Protocol):
         if f.name in table:
-            values[f.name] = _typed(where, f.name, table[f.name], getattr(base, f.name), str(f.type))
+            values[f.name] = _typed(at(f.name), f.name, table[f.name], getattr(base, f.name), str(f.type))
     proto = replace(base, **values)
     if "steps" in table and "epochs" not in table:
         proto = replace(proto, epochs=None)
     if "epochs" in table and "steps" not in table:
         proto = replace(proto, steps=None)
-    return validate_protocol(where, proto)
+    return validate_protocol(where, proto, at)
 
 
-def validate_protocol(where: str, p: Protocol) -> Protocol:
+def _protocol_rules(p: Protocol) -> list[tuple[str, bool, str]]:
+    """(setting, valid?, what is allowed) for every numeric setting; nan and inf are never valid."""
+    cores = available_cores()
+    return [
+        ("repeats", _within(p.repeats, 1, MAX_REPEATS, integer=True), f">= 1 and <= {MAX_REPEATS}"),
+        ("warmup", _within(p.warmup, 0, MAX_WARMUP, integer=True), f">= 0 and <= {MAX_WARMUP}"),
+        ("trials", _within(p.trials, 1, MAX_TRIALS, integer=True), f">= 1 and <= {MAX_TRIALS}"),
+        ("threads", p.threads == 0 or _within(p.threads, 1, cores, integer=True),
+         f"0 (one per physical core) or 1..{cores}, the cores available here"),
+        ("timeout", _within(p.timeout, 0, MAX_TIMEOUT_S, low_open=True),
+         f"a finite number of seconds in (0, {MAX_TIMEOUT_S}] (at most 7 days)"),
+        ("seed", _within(p.seed, 0, MAX_SEED, integer=True),
+         f"an integer in [0, {MAX_SEED}] (repeat r trains with seed + r, and every framework takes "
+         f"seeds below 2**31)"),
+        ("momentum", _within(p.momentum, 0, 1, high_open=True), "in [0, 1)"),
+        ("train_samples", _within(p.train_samples, 0, MAX_SAMPLES, integer=True),
+         f">= 0 and <= {MAX_SAMPLES} (0 = all)"),
+        ("test_samples", _within(p.test_samples, 0, MAX_SAMPLES, integer=True),
+         f">= 0 and <= {MAX_SAMPLES} (0 = all)"),
+        ("latency_batches", _within(p.latency_batches, 0, MAX_LATENCY_BATCHES, integer=True),
+         f">= 0 and <= {MAX_LATENCY_BATCHES}"),
+        ("infer_min_time", _within(p.infer_min_time, 0, 60), "in [0, 60] seconds (0 = one pass)"),
+        ("sample_interval", p.sample_interval == 0 or _within(p.sample_interval, 0.01, MAX_SAMPLE_INTERVAL_S),
+         f"0 (source defaults) or in [0.01, {MAX_SAMPLE_INTERVAL_S}] s"),
+        ("idle_baseline", _within(p.idle_baseline, 0, MAX_IDLE_BASELINE_S),
+         f"in [0, {MAX_IDLE_BASELINE_S}] seconds (0 = none; at most an hour)"),
+        ("until_ci", _within(p.until_ci, 0, 100, high_open=True),
+         "a percentage in (0, 100), or 0 for a fixed design"),
+        ("max_repeats", _within(p.max_repeats, 1, MAX_TRIALS, integer=True), f">= 1 and <= {MAX_TRIALS}"),
+        ("budget", _within(p.budget, 0, MAX_BUDGET_MIN),
+         f"in [0, {MAX_BUDGET_MIN}] minutes (0 = no limit; at most 30 days)"),
+        ("target_accuracy", _within(p.target_accuracy, 0, 1), "a fraction in (0, 1], or 0 for no target"),
+        ("tta_budget", _within(p.tta_budget, 0, MAX_TTA_BUDGET_S),
+         f"in [0, {MAX_TTA_BUDGET_S}] seconds (0 = only the epochs limit; at most 7 days, the longest timeout)"),
+    ]
+
+
+def validate_protocol(where: str, p: Protocol, at: Callable[[str], str] | None = None) -> Protocol:
+    """Every setting of `p` checked; `at(name)` says where a setting came from (default: `where`)."""
+    at = at or (lambda name: where)
     if (p.epochs is None) == (p.steps is None):
         raise ConfigError(f"{where}: set exactly one of epochs and steps")
-    for name in ("epochs", "steps"):
+    for name, most in (("epochs", MAX_EPOCHS), ("steps", MAX_STEPS)):
         v = getattr(p, name)
-        if v is not None and v < 1:
-            raise ConfigError(f"{where}: {name} = {v}: must be >= 1")
-    checks = [("repeats", p.repeats >= 1, ">= 1"), ("warmup", p.warmup >= 0, ">= 0"),
-              ("trials", p.trials >= 1, ">= 1"), ("threads", p.threads >= 0, ">= 0 (0 = physical cores)"),
-              ("timeout", p.timeout > 0, "> 0 seconds"), ("momentum", 0 <= p.momentum < 1, "in [0, 1)"),
-              ("train_samples", p.train_samples >= 0, ">= 0 (0 = all)"),
-              ("test_samples", p.test_samples >= 0, ">= 0 (0 = all)"),
-              ("latency_batches", p.latency_batches >= 0, ">= 0"),
-              ("infer_min_time", 0 <= p.infer_min_time <= 60, "in [0, 60] seconds (0 = one pass)"),
-              ("sample_interval", p.sample_interval == 0 or p.sample_interval >= 0.01, "0 (source defaults) or >= 0.01 s"),
-              ("idle_baseline", p.idle_baseline >= 0, ">= 0 seconds"),
-              ("until_ci", 0 <= p.until_ci < 100, "a percentage in (0, 100), or 0 for a fixed design"),
-              ("max_repeats", p.max_repeats >= 1, ">= 1"),
-              ("budget", p.budget >= 0, ">= 0 minutes (0 = no limit)"),
-              ("target_accuracy", 0 <= p.target_accuracy <= 1, "a fraction in (0, 1], or 0 for no target"),
-              ("tta_budget", p.tta_budget >= 0, ">= 0 seconds (0 = only the epochs limit)")]
-    for name, ok, rule in checks:
+        if v is not None and not _within(v, 1, most, integer=True):
+            raise ConfigError(f"{at(name)}: {name} = {_show(v)}: must be >= 1 and <= {most}")
+    for name, ok, rule in _protocol_rules(p):
         if not ok:
-            raise ConfigError(f"{where}: {name} = {getattr(p, name)!r}: must be {rule}")
+            raise ConfigError(f"{at(name)}: {name} = {_show(getattr(p, name))}: must be {rule}")
     if p.target_accuracy and p.steps is not None:
         raise ConfigError(f"{where}: target_accuracy trains epoch by epoch: set epochs (the most epochs "
                           f"to try), not steps")
+    for name in ("device", "samplers", "memory_limit", "until_ci_metrics"):
+        if not isinstance(getattr(p, name), str):
+            raise ConfigError(f"{at(name)}: {name} = {_show(getattr(p, name))}: expected a string")
+    if p.data_dir is not None and (not isinstance(p.data_dir, str) or "\0" in p.data_dir
+                                   or len(p.data_dir) > MAX_PATH):
+        raise ConfigError(f"{at('data_dir')}: data_dir = {_show(p.data_dir)}: expected a directory path (a string "
+                          f"without NUL characters, at most {MAX_PATH} characters)")
     from dlbench.samplers import parse_names
 
     try:
         parse_names(p.samplers)
     except ValueError as exc:
-        raise ConfigError(f"{where}: samplers = {p.samplers!r}: {str(exc).removeprefix('--samplers: ')}") from None
+        raise ConfigError(f"{at('samplers')}: samplers = {_show(p.samplers)}: "
+                          f"{str(exc).removeprefix('--samplers: ')}") from None
     if p.device not in DEVICES:
-        raise ConfigError(f"{where}: device = {p.device!r}: allowed: {_allowed(DEVICES)}")
+        raise ConfigError(f"{at('device')}: device = {_show(p.device)}: allowed: {_allowed(DEVICES)}")
     try:
         parse_memory_limit(p.memory_limit)
     except ValueError as exc:
-        raise ConfigError(f"{where}: memory_limit = {p.memory_limit!r}: {exc}") from None
+        raise ConfigError(f"{at('memory_limit')}: memory_limit = {_show(p.memory_limit)}: {exc}") from None
     try:
         parse_ci_metrics(p.until_ci_metrics)
     except ValueError as exc:
-        raise ConfigError(f"{where}: until_ci_metrics = {p.until_ci_metrics!r}: {exc}") from None
+        raise ConfigError(f"{at('until_ci_metrics')}: until_ci_metrics = {_show(p.until_ci_metrics)}: "
+                          f"{exc}") from None
     return p
 
 
@@ -294,16 +399,22 @@ def parse_memory_limit(text: str) -> tuple[int, bool]:
 
 
 def parse_memory(text: str, floor: int = 64 * 2**20) -> int:
-    """'2GiB' -> 2147483648; '' or '0' -> 0 (no limit). Decimal (MB, GB) and binary (MiB, GiB) units."""
+    """'2GiB' -> 2147483648; '' or '0' -> 0 (no limit). Decimal (MB, GB) and binary (MiB, GiB) units.
+    At most MAX_MEMORY (2**48 bytes)."""
     import re
+    from fractions import Fraction
 
     if text.strip() in ("", "0"):
         return 0
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    m = re.fullmatch(r"\s*(\d{1,30}(?:\.\d{1,30})?)\s*([a-zA-Z]*)\s*", text, flags=re.ASCII)
     if not m or m.group(2).lower() not in MEMORY_UNITS:
         raise ValueError("expected a size such as 512MiB, 2GiB, 1.5GB or a byte count, or +SIZE for a cap "
                          "above the footprint after import and data load (0 or empty: no limit)")
-    value = int(float(m.group(1)) * MEMORY_UNITS[m.group(2).lower()])
+    unit = MEMORY_UNITS[m.group(2).lower()]
+    if Fraction(m.group(1)) * unit > MAX_MEMORY:  # exact: a float would turn 1e400 into inf
+        raise ValueError(f"above {MAX_MEMORY} bytes (256 TiB, 2**48): more than any machine's memory, "
+                         "beyond the range a resource limit is meant for")
+    value = int(float(m.group(1)) * unit)
     if value < floor:
         raise ValueError(f"{value} bytes is below {floor // 2**20} MiB, too little for a Python process to start")
     return value
@@ -334,14 +445,18 @@ def _synthetic(where: str, table: dict[str, Any]) -> Synthetic:
     s = Synthetic()
     shape = table.get("shape", list(s.shape))
     if (not isinstance(shape, list) or len(shape) != 3
-            or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape)):
-        raise ConfigError(f"{where}: shape = {shape!r}: expected [height, width, channels], positive integers")
+            or not all(_within(d, 1, MAX_SYNTHETIC_SIDE, integer=True) for d in shape[:2])
+            or not _within(shape[2], 1, MAX_SYNTHETIC_CHANNELS, integer=True)):
+        raise ConfigError(f"{where}: shape = {_show(shape)}: expected [height, width, channels], positive integers "
+                          f"(height and width at most {MAX_SYNTHETIC_SIDE}, channels at most "
+                          f"{MAX_SYNTHETIC_CHANNELS})")
     values = {"shape": tuple(shape)}
-    for key in ("classes", "train_size", "test_size"):
+    limits = {"classes": (2, MAX_CLASSES), "train_size": (1, MAX_SAMPLES), "test_size": (1, MAX_SAMPLES)}
+    for key, (least, most) in limits.items():
         if key in table:
             v = table[key]
-            if not isinstance(v, int) or isinstance(v, bool) or v < (2 if key == "classes" else 1):
-                raise ConfigError(f"{where}: {key} = {v!r}: expected an integer >= {2 if key == 'classes' else 1}")
+            if not _within(v, least, most, integer=True):
+                raise ConfigError(f"{where}: {key} = {_show(v)}: expected an integer >= {least} and <= {most}")
             values[key] = v
     return replace(s, **values)
 
@@ -359,11 +474,46 @@ def _cells(where: str, entries: Any, kind: str) -> tuple[dict[str, tuple[Any, ..
     return tuple(out)
 
 
-def parse(text: str, source: str = "<string>") -> Experiment:
+def _loads(text: str, source: str) -> dict[str, Any]:
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{source}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{source}: not valid TOML here: arrays or inline tables nested too deeply") from None
+    except ValueError as exc:  # an integer literal longer than Python converts (4300 digits)
+        raise ConfigError(f"{source}: not valid TOML here: {str(exc).split(':')[0]}") from None
+
+
+def _text(where: str, key: str, value: Any, *, limit: int, free: bool) -> str:
+    """A name (`free` False: printable characters only, as str.isprintable) or a description
+    (`free`: any text but control characters other than line breaks and tabs), bounded."""
+    import unicodedata
+
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}: {key} = {_show(value)}: expected a string")
+    if free:
+        ok = not any(unicodedata.category(c) == "Cc" and c not in "\n\r\t" for c in value)
+        rule = "text without control characters (line breaks and tabs are fine)"
+    else:
+        ok = value.isprintable() and bool(value.strip())
+        rule = "a non-empty string of printable characters"
+    if not ok or len(value) > limit:
+        raise ConfigError(f"{where}: {key} = {_show(value)}: must be {rule}, at most {limit} characters long")
+    return value
+
+
+def _check_size(where: str, matrix: dict[str, tuple[Any, ...]], include, trials: int) -> None:
+    """Refuse a run of more than MAX_TRIALS_PER_RUN trials (cells before exclusions x trials)."""
+    cells = math.prod(len(matrix[k]) for k in FACTORS)
+    cells += sum(math.prod(len(inc.get(k, matrix[k])) for k in FACTORS) for inc in include)
+    if cells * trials > MAX_TRIALS_PER_RUN:
+        raise ConfigError(f"{where}: {cells} matrix cells x {trials} trials = {cells * trials} trials: at most "
+                          f"{MAX_TRIALS_PER_RUN} in one run; narrow the matrix or lower trials")
+
+
+def parse(text: str, source: str = "<string>") -> Experiment:
+    data = _loads(text, source)
     _check_keys(source, data, _TOP_KEYS)
     for key in ("experiment", "matrix", "protocol", "synthetic", "models"):
         if key in data and not isinstance(data[key], dict):
@@ -375,13 +525,20 @@ def parse(text: str, source: str = "<string>") -> Experiment:
     matrix = dict(MATRIX_DEFAULTS)
     for k, v in matrix_table.items():
         matrix[k] = _check_factor(f"{source} [matrix]", k, _as_tuple(v))
+    name = exp["name"] if "name" in exp else Path(source).stem
+    if "name" in exp:
+        _text(f"{source} [experiment]", "name", name, limit=MAX_NAME, free=False)
+    protocol = _protocol(f"{source} [protocol]", data.get("protocol", {}), Protocol())
+    include = _cells(source, data.get("include", []), "include")
+    _check_size(f"{source} [matrix]", matrix, include, protocol.trials)
     return Experiment(
-        name=str(exp.get("name", Path(source).stem)),
-        description=str(exp.get("description", "")),
+        name=name,
+        description=_text(f"{source} [experiment]", "description", exp.get("description", ""),
+                          limit=MAX_DESCRIPTION, free=True),
         matrix=matrix,
-        protocol=_protocol(f"{source} [protocol]", data.get("protocol", {}), Protocol()),
+        protocol=protocol,
         synthetic=_synthetic(f"{source} [synthetic]", data.get("synthetic", {})),
-        include=_cells(source, data.get("include", []), "include"),
+        include=include,
         exclude=_cells(source, data.get("exclude", []), "exclude"),
         model_options=_model_options(f"{source} [models]", data.get("models", {})),
         source=source,
@@ -390,21 +547,22 @@ def parse(text: str, source: str = "<string>") -> Experiment:
 
 
 def _model_options(where: str, table: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """[models.<name>] tables -> {name: options}, each checked against the model's spec."""
+    """[models.<name>] tables -> {name: options}, each checked against the model's spec
+    (types and ranges, and the rules across options) and normalized (lists -> tuples)."""
     from dlbench.models import MODEL_NAMES, get_spec
 
     out = {}
     for name, options in table.items():
         at = f"{where[:-1]}.{name}]"
         if name not in MODEL_NAMES:
-            raise ConfigError(f"{at}: unknown model {name!r}; allowed: {_allowed(MODEL_NAMES)}")
+            raise ConfigError(f"{at}: unknown model {_show(name)}; allowed: {_allowed(MODEL_NAMES)}")
         if not isinstance(options, dict):
             raise ConfigError(f"{at}: expected a table of options")
         try:
-            get_spec(name).resolve_options(options)
+            resolved = get_spec(name).resolve_options(options)
         except ValueError as exc:
             raise ConfigError(f"{at}: {exc}") from None
-        out[name] = dict(options)
+        out[name] = {k: resolved[k] for k in options}
     return out
 
 
@@ -427,13 +585,28 @@ def parse_option_flags(flags: list[str], where: str = "--option") -> dict[str, d
 
 def load(path: str | Path) -> Experiment:
     path = Path(path)
+    shown = str(path) if str(path).isprintable() else repr(str(path))
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
-        raise ConfigError(f"{path}: no such experiment file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from None
-    return parse(text, str(path))
+        raise ConfigError(f"{shown}: no such experiment file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{shown}: is a directory; give an experiment file (TOML)") from None
+    except PermissionError:
+        raise ConfigError(f"{shown}: cannot read the experiment file: permission denied") from None
+    except OSError as exc:
+        raise ConfigError(f"{shown}: cannot read the experiment file: {exc.strerror or exc}") from None
+    except ValueError as exc:  # a NUL character in the path
+        raise ConfigError(f"{shown}: not a usable file name: {exc}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ConfigError(f"{shown}: larger than {MAX_FILE_BYTES // 2**20} MiB; an experiment file is TOML text")
+    try:
+        text = data.decode("utf-8-sig")  # a byte-order mark some editors write is not part of the TOML
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{shown}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
+                          "an experiment file is TOML, which is UTF-8") from None
+    return parse(text, shown)
 
 
 def default() -> Experiment:
@@ -448,7 +621,7 @@ def override(exp: Experiment, matrix: dict[str, list[Any]], protocol: dict[str, 
     settings replace single values. Validated like the file."""
     new_matrix = dict(exp.matrix)
     for k, v in matrix.items():
-        new_matrix[k] = _check_factor(where, k, tuple(v))
+        new_matrix[k] = _check_factor(f"{where} ({_flag(k)})", k, tuple(v))
     # A factor given on the command line also narrows the file's [[include]] cells:
     # `--framework torch` must not still run an included sklearn cell.
     include = []
@@ -461,8 +634,11 @@ def override(exp: Experiment, matrix: dict[str, list[Any]], protocol: dict[str, 
     if proto_table:
         if "epochs" in proto_table and "steps" in proto_table:
             raise ConfigError(f"{where}: give --epochs or --steps, not both")
-        proto = _protocol(where, proto_table, exp.protocol)
+        proto = _protocol(where, proto_table, exp.protocol, flags=True)
     options = {k: dict(v) for k, v in exp.model_options.items()}
     for name, given in (model_options or {}).items():
         options.setdefault(name, {}).update(given)
+    if model_options:  # the file's options and the flags' together must fit (transformer hidden / heads)
+        options = _model_options(f"{where} (--option) [models]", options)
+    _check_size(where, new_matrix, include, proto.trials)
     return replace(exp, matrix=new_matrix, protocol=proto, include=tuple(include), model_options=options)

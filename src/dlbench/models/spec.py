@@ -13,6 +13,7 @@ model trains in CI; the full-size counts are checked without training.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +26,63 @@ INPUT_KINDS = ("image", "tokens", "spectrogram")
 # classify: logits (N, classes) vs labels (N,); next-token: logits (N, T, vocab)
 # vs labels (N, T); ctc: logits (N, T', alphabet) vs padded label sequences.
 TASKS = ("classify", "next-token", "ctc")
+
+
+def short_repr(value: Any, limit: int = 60) -> str:
+    """repr(value) cut to `limit` characters, for one-line error messages (a fuzzed
+    value can be a megabyte string or a table nested a thousand levels deep)."""
+    try:
+        text = repr(value)
+    except RecursionError:
+        return f"<{type(value).__name__} nested too deeply to show>"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+@dataclass(frozen=True)
+class OptionRange:
+    """The values a numeric model option (or each element of a tuple option) may take.
+
+    Checked when an experiment is parsed, so that a value no worker can build
+    (a negative width, a NaN dropout) is refused with its range instead of
+    failing inside a framework later."""
+    kind: type                 # int or float
+    low: float
+    high: float
+    low_open: bool = False     # (low, ... rather than [low, ...
+    high_open: bool = False    # ..., high) rather than ..., high]
+    why: str = ""              # the reason for the bounds, shown with them
+
+    def contains(self, value: Any) -> bool:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return False
+        if self.kind is int and not isinstance(value, int):
+            return False
+        if isinstance(value, float) and not math.isfinite(value):
+            return False
+        above = value > self.low if self.low_open else value >= self.low
+        below = value < self.high if self.high_open else value <= self.high
+        return above and below
+
+    def describe(self, plural: bool = False) -> str:
+        what = ("integers" if plural else "an integer") if self.kind is int else \
+            ("finite numbers" if plural else "a finite number")
+        low, high = (f"{b:g}" if isinstance(b, float) else str(b) for b in (self.low, self.high))
+        text = f"{what} in {'(' if self.low_open else '['}{low}, {high}{')' if self.high_open else ']'}"
+        return f"{text} ({self.why})" if self.why else text
+
+
+# Sizes (units, channels, vocabulary, sequence length): the batch_size bound. Beyond
+# 2**20 no framework here builds the layer; below it an oversized model fails as
+# out-of-memory, which is a stored result.
+WIDTH = OptionRange(int, 1, 2**20)
+# Depths (layers, blocks, convolutions per stage): the deepest published networks
+# have about a thousand layers (ResNet-1001).
+DEPTH = OptionRange(int, 1, 1024)
+# Dropout, stochastic depth, batch-norm momentum (Keras/Flax convention): 1 would
+# drop everything, or never update the running statistics.
+FRACTION = OptionRange(float, 0.0, 1.0, high_open=True)
+# Width and depth multipliers (MobileNet, EfficientNet, Inception).
+MULTIPLIER = OptionRange(float, 0.0, 16.0, low_open=True)
 
 
 @dataclass(frozen=True)
@@ -58,6 +116,14 @@ class ModelSpec:
     # keras.applications constructor with the same architecture, when there is one,
     # e.g. "VGG16"; the conformance suite compares trainable counts with it.
     keras_application: str | None = None
+    # Allowed values of numeric options (each element, for a tuple option). Integer
+    # and integer-tuple options default to WIDTH; float options and options whose
+    # default is None must declare theirs (or their choices).
+    option_ranges: Mapping[str, OptionRange] = field(default_factory=dict)
+    # String options: the allowed values.
+    option_choices: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    # Rules across options (transformer: hidden divisible by heads): raises ValueError.
+    check_options: Callable[[Mapping[str, Any]], None] | None = None
 
     def __post_init__(self) -> None:
         if self.input_kind not in INPUT_KINDS:
@@ -67,6 +133,60 @@ class ModelSpec:
         unknown = set(self.tiny_options) - set(self.options)
         if unknown:
             raise ValueError(f"{self.name}: tiny_options {sorted(unknown)} are not options")
+        undeclared = set(self.option_ranges) | set(self.option_choices)
+        if undeclared - set(self.options):
+            raise ValueError(f"{self.name}: ranges or choices for {sorted(undeclared - set(self.options))}, "
+                             "which are not options")
+        for key, default in self.options.items():
+            if key in self.option_choices or isinstance(default, bool):
+                continue
+            if self.option_range(key) is None:
+                raise ValueError(f"{self.name}: option {key!r} (default {default!r}) needs a declared range "
+                                 "(option_ranges) or choices (option_choices)")
+        # The defaults and the CI configuration must pass the checks a user's values pass.
+        self.resolve_options(self.options)
+        self.resolve_options(self.tiny_options)
+
+    def option_range(self, key: str) -> OptionRange | None:
+        """The declared range of a numeric option, WIDTH for an undeclared integer (or
+        integer-tuple) option, None for the rest (strings with choices, booleans)."""
+        if key in self.option_ranges:
+            return self.option_ranges[key]
+        default = self.options[key]
+        if (isinstance(default, int) and not isinstance(default, bool)) or (
+                isinstance(default, tuple) and default and all(type(v) is int for v in default)):
+            return WIDTH
+        return None
+
+    def _checked(self, key: str, value: Any) -> Any:
+        """`value` for option `key`, normalized (a list for a tuple option becomes a
+        tuple), or ValueError naming the option and what it allows."""
+        default = self.options[key]
+        said = f"model {self.name} option {key!r} = {short_repr(value)}"
+        if key in self.option_choices:
+            choices = self.option_choices[key]
+            if isinstance(value, bool) or not any(value == c and type(value) is type(c) for c in choices):
+                raise ValueError(f"{said}: allowed: {', '.join(map(str, choices))}")
+            return value
+        rng = self.option_range(key)
+        if isinstance(default, tuple) and rng is not None:
+            if not isinstance(value, list | tuple) or len(value) != len(default) \
+                    or not all(rng.contains(v) for v in value):
+                raise ValueError(f"{said}: must be a list of {len(default)} {rng.describe(plural=True)}, "
+                                 f"like its default {list(default)}")
+            return tuple(value)
+        if rng is not None:
+            if value is None and default is None:
+                return None
+            if not rng.contains(value):
+                unset = " (or left out)" if default is None else ""
+                raise ValueError(f"{said}: must be {rng.describe()}{unset}")
+            return value
+        if isinstance(default, bool) != isinstance(value, bool) or (
+                default is not None and not isinstance(value, type(default))):
+            raise ValueError(f"model {self.name} option {key!r} must be "
+                             f"{type(default).__name__} like its default {default!r}, got {short_repr(value)}")
+        return value
 
     def unsupported_reason(self, framework: str, shape: Shape, plugin_models: tuple[str, ...] = ()) -> str | None:
         if framework not in self.frameworks and self.name not in plugin_models:
@@ -74,19 +194,17 @@ class ModelSpec:
         return self.check_input(shape)
 
     def resolve_options(self, given: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """Defaults overlaid with `given`; an unknown name or a value of the wrong type is an error."""
+        """Defaults overlaid with `given`, normalized (lists become tuples). An unknown
+        name, a value of the wrong type or outside its range, or options that do not
+        fit together (check_options) is a ValueError naming the option."""
         resolved = dict(self.options)
         for key, value in (given or {}).items():
             if key not in self.options:
                 allowed = ", ".join(sorted(self.options)) or "none"
-                raise ValueError(f"model {self.name} has no option {key!r} (options: {allowed})")
-            default = self.options[key]
-            if isinstance(default, bool) != isinstance(value, bool) or (
-                    default is not None and not isinstance(value, type(default))
-                    and not (isinstance(default, float) and isinstance(value, int))):
-                raise ValueError(f"model {self.name} option {key!r} must be "
-                                 f"{type(default).__name__} like its default {default!r}, got {value!r}")
-            resolved[key] = value
+                raise ValueError(f"model {self.name} has no option {short_repr(key)} (options: {allowed})")
+            resolved[key] = self._checked(key, value)
+        if self.check_options is not None:
+            self.check_options(resolved)
         return resolved
 
     def count(self, shape: Shape, classes: int, options: Mapping[str, Any] | None = None) -> int:

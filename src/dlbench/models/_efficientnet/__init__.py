@@ -34,7 +34,8 @@ import math
 from typing import NamedTuple
 
 from dlbench.models.mobilenet_v2 import TINY_BN_MOMENTUM, make_divisible
-from dlbench.models.spec import ModelSpec, Shape, batchnorm_params, conv_params, dense_params
+from dlbench.models.spec import (FRACTION, MULTIPLIER, ModelSpec, Shape, batchnorm_params, conv_params,
+                                 dense_params)
 
 # (expand ratio, kernel, first stride, in channels, out channels, repeats) at B0.
 STAGES = ((1, 3, 1, 32, 16, 1), (6, 3, 2, 16, 24, 2), (6, 5, 2, 24, 40, 2), (6, 3, 2, 40, 80, 3),
@@ -128,6 +129,8 @@ def make_spec(name: str, width_mult: float, depth_mult: float, dropout: float, r
         # One block per stage, half of B0's width: the same code, CI-sized; batch-norm
         # momentum as in `dlbench.models.mobilenet_v2` (measured here: 26% -> 83%).
         tiny_options={"width_mult": 0.5, "depth_mult": 0.1, "bn_momentum": TINY_BN_MOMENTUM},
+        option_ranges={"width_mult": MULTIPLIER, "depth_mult": MULTIPLIER, "dropout": FRACTION,
+                       "stochastic_depth": FRACTION, "bn_momentum": FRACTION},
         tiny_shape=(32, 32, 3),
         keras_application=f"EfficientNetB{name[-1]}",
     )

@@ -31,7 +31,7 @@ torchvision's by exactly the number of convolution output channels,
 
 from __future__ import annotations
 
-from dlbench.models.spec import ModelSpec, Shape, batchnorm_params, conv_params, dense_params
+from dlbench.models.spec import DEPTH, ModelSpec, Shape, batchnorm_params, conv_params, dense_params
 
 BLOCKS = ("basic", "bottleneck")
 EXPANSION = {"basic": 1, "bottleneck": 4}
@@ -114,5 +114,6 @@ def make_spec(name: str, block: str, blocks: tuple[int, ...], reference: int,
         reference_source=f"torchvision.models.{name} (He et al. 2015; v1.5 stride placement)",
         options={"blocks": blocks, "width": WIDTH},
         tiny_options={"blocks": tiny_blocks, "width": 8},
+        option_ranges={"blocks": DEPTH},
         keras_application=keras_application,
     )

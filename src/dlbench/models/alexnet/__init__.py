@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dlbench.models.spec import ModelSpec, Shape, conv_out, conv_params, dense_params
+from dlbench.models.spec import FRACTION, ModelSpec, Shape, conv_out, conv_params, dense_params
 
 WIDTHS = (64, 192, 384, 256, 256)
 HIDDEN = 4096
@@ -94,5 +94,6 @@ SPEC = ModelSpec(
     reference_source="torchvision.models.alexnet (Krizhevsky 2014, 'One weird trick', single-GPU variant)",
     options={"widths": WIDTHS, "hidden": HIDDEN, "dropout": DROPOUT},
     tiny_options={"widths": (16, 32, 32, 32, 32), "hidden": 256, "dropout": 0.1},
+    option_ranges={"dropout": FRACTION},
     tiny_shape=(128, 128, 3),
 )

@@ -35,7 +35,7 @@ Defaults (GRU, 5 layers x 800, 32 channels, F = 161, 29 symbols):
 from __future__ import annotations
 
 from dlbench.models.lstm import GATES, rnn_params
-from dlbench.models.spec import ModelSpec, Shape, batchnorm_params, conv_out, dense_params
+from dlbench.models.spec import DEPTH, ModelSpec, Shape, batchnorm_params, conv_out, dense_params
 
 # (kernel, stride, padding) along time and frequency for the two convolutions.
 CONV1 = {"kernel": (11, 41), "stride": (2, 2), "padding": (5, 20)}
@@ -91,6 +91,8 @@ SPEC = ModelSpec(
                      "(F = 161, 29 symbols) is derived from the architecture",
     options={"rnn": "gru", "rnn_layers": 5, "hidden": 800, "conv_channels": 32},
     tiny_options={"rnn_layers": 1, "hidden": 32, "conv_channels": 8},
+    option_choices={"rnn": tuple(GATES)},
+    option_ranges={"rnn_layers": DEPTH},
     tiny_shape=(32, 16),
     input_kind="spectrogram",
     task="ctc",

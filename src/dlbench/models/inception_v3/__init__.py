@@ -45,7 +45,7 @@ from __future__ import annotations
 from typing import NamedTuple, Union
 
 from dlbench.models.mobilenet_v2 import TINY_BN_MOMENTUM
-from dlbench.models.spec import ModelSpec, Shape, batchnorm_params, dense_params
+from dlbench.models.spec import FRACTION, MULTIPLIER, ModelSpec, OptionRange, Shape, batchnorm_params, dense_params
 
 BN_EPSILON = 1e-3
 BN_MOMENTUM = 0.9  # Keras/Flax convention (torch 0.1)
@@ -207,6 +207,11 @@ SPEC = ModelSpec(
     options={"width_mult": 1.0, "blocks_a": 3, "blocks_c": 4, "blocks_e": 2, "bn_momentum": BN_MOMENTUM},
     tiny_options={"width_mult": 0.25, "blocks_a": 1, "blocks_c": 1, "blocks_e": 1,
                   "bn_momentum": TINY_BN_MOMENTUM},
+    # blocks_a/c/e keep the first k of each group: at most the group's size.
+    option_ranges={"width_mult": MULTIPLIER, "bn_momentum": FRACTION,
+                   "blocks_a": OptionRange(int, 1, 3, why="Inception v3 has 3 A blocks"),
+                   "blocks_c": OptionRange(int, 1, 4, why="Inception v3 has 4 C blocks"),
+                   "blocks_e": OptionRange(int, 1, 2, why="Inception v3 has 2 E blocks")},
     tiny_shape=(75, 75, 3),
     keras_application="InceptionV3",
 )

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dlbench.models.spec import ModelSpec, Shape, dense_params
+from dlbench.models.spec import DEPTH, FRACTION, WIDTH, ModelSpec, Shape, dense_params
 
 GATES = {"lstm": 4, "gru": 3}
 EMBED_INIT_LIMIT = 0.05  # glorot-uniform mode: embeddings ~ U(-0.05, 0.05), Keras' default
@@ -93,6 +93,8 @@ SPEC = ModelSpec(
                      "(Zaremba's medium model with one bias per LSTM gate)",
     options={"vocab": None, "embed": 650, "hidden": 650, "layers": 2, "dropout": 0.5},
     tiny_options={"embed": 32, "hidden": 32, "layers": 2, "dropout": 0.1},
+    # vocab None: the dataset's classes (checked against them when the model is built).
+    option_ranges={"vocab": WIDTH, "layers": DEPTH, "dropout": FRACTION},
     tiny_shape=(12,),
     input_kind="tokens",
     task="next-token",

@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from dlbench.models.spec import ModelSpec, Shape, batchnorm_params, conv_params, dense_params
+from dlbench.models.spec import FRACTION, MULTIPLIER, ModelSpec, Shape, batchnorm_params, conv_params, dense_params
 
 # (expand ratio t, output channels c, repeats n, first stride s): the paper's Table 2.
 SETTINGS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2),
@@ -121,6 +121,7 @@ SPEC = ModelSpec(
                      "keras.applications.MobileNetV2 trainable count is the same",
     options={"width_mult": 1.0, "depth_mult": 1.0, "bn_momentum": BN_MOMENTUM},
     tiny_options={"width_mult": 0.5, "depth_mult": 0.1, "bn_momentum": TINY_BN_MOMENTUM},
+    option_ranges={"width_mult": MULTIPLIER, "depth_mult": MULTIPLIER, "bn_momentum": FRACTION},
     tiny_shape=(64, 64, 3),
     keras_application="MobileNetV2",
 )

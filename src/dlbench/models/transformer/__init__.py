@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from dlbench.models.spec import ModelSpec, Shape, dense_params
+from dlbench.models.spec import DEPTH, FRACTION, WIDTH, ModelSpec, Shape, dense_params
 
 PRESETS: dict[str, dict[str, int]] = {
     "small": {"layers": 4, "hidden": 256, "heads": 4, "ff": 1024, "vocab": 8000, "max_len": 128},
@@ -67,6 +67,11 @@ def config(options: Mapping[str, Any]) -> dict[str, Any]:
         raise ValueError(f"transformer dropout must be in [0, 1), got {dropout!r}")
     out["dropout"] = float(dropout)
     return out
+
+
+def check_options(options: Mapping[str, Any]) -> None:
+    """The rules across options (hidden divisible by heads), when an experiment is parsed."""
+    config(options)
 
 
 def token_vocab(options: Mapping[str, Any]) -> int:
@@ -113,6 +118,11 @@ SPEC = ModelSpec(
     options={"preset": "small", "layers": None, "hidden": None, "heads": None, "ff": None,
              "vocab": None, "max_len": None, "dropout": 0.1},
     tiny_options={"layers": 2, "hidden": 32, "heads": 2, "ff": 64, "vocab": 64, "max_len": 32},
+    # None: the preset's value.
+    option_ranges={"layers": DEPTH, "hidden": WIDTH, "heads": WIDTH, "ff": WIDTH, "vocab": WIDTH,
+                   "max_len": WIDTH, "dropout": FRACTION},
+    option_choices={"preset": tuple(PRESETS)},
+    check_options=check_options,
     tiny_shape=(16,),
     input_kind="tokens",
     task="classify",

@@ -25,7 +25,7 @@ follow torchvision's state_dict ("features.0" ... "features.28",
 
 from __future__ import annotations
 
-from dlbench.models.spec import ModelSpec, Shape, conv_params, dense_params
+from dlbench.models.spec import DEPTH, FRACTION, ModelSpec, Shape, conv_params, dense_params
 
 WIDTHS = (64, 128, 256, 512, 512)
 CONVS_PER_STAGE = (2, 2, 3, 3, 3)  # configuration D
@@ -82,6 +82,7 @@ SPEC = ModelSpec(
     reference_source="torchvision.models.vgg16 and keras.applications.VGG16 (Simonyan & Zisserman 2014, config D)",
     options={"widths": WIDTHS, "convs": CONVS_PER_STAGE, "hidden": HIDDEN, "dropout": DROPOUT},
     tiny_options={"widths": (8, 16, 32, 32, 32), "convs": (1, 1, 1, 1, 1), "hidden": 128, "dropout": 0.1},
+    option_ranges={"convs": DEPTH, "dropout": FRACTION},
     tiny_shape=(32, 32, 3),
     keras_application="VGG16",
 )
