@@ -485,3 +485,15 @@ def test_damage_met_after_opening_is_one_line_not_a_traceback(tmp_path, monkeypa
     err = capsys.readouterr().err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert err.startswith("error: database disk image is malformed (the database file may be damaged")
+
+
+def test_a_run_id_beyond_sqlite_integers_is_no_run_not_a_traceback(tmp_path):
+    from typer.testing import CliRunner
+
+    from dlbench.cli import app
+
+    path = real_db(tmp_path / "r.db")
+    for args in (["report", "--run", "99999999999999999999"], ["compare", "99999999999999999999", "1"]):
+        result = CliRunner().invoke(app, [*args, "--db", str(path)])
+        assert result.exit_code == 2 and result.exception is None or isinstance(result.exception, SystemExit)
+        assert "no run 99999999999999999999; a run id is a positive integer" in " ".join(result.output.split())

@@ -64,3 +64,10 @@ def test_extend_refuses_bad_input_before_running(tmp_path, faulty_plugin):
     assert gone.exit_code == 2 and "/nonexistent/venv/bin/python, which does not exist here" in gone.output
     with Store(a) as store:
         assert len(store.trials(1)) == 1  # nothing was added by the refused commands
+
+
+def test_extend_bounds_the_blocks(tmp_path, faulty_plugin):
+    a = tmp_path / "a.db"
+    _run(a, faulty_plugin)
+    many = runner.invoke(app, ["extend", "1", "--blocks", "5000", "--db", str(a)])
+    assert many.exit_code == 2 and "--blocks 5000: must be at least 1 and at most 1000" in many.output

@@ -85,3 +85,12 @@ def test_framework_not_installed_is_listed_and_skipped_with_reason(faulty_plugin
     listed = CliRunner().invoke(app, ["list"])
     assert listed.exit_code == 0
     assert "ghost is not installed" in listed.output
+
+
+def test_threads_0_never_means_more_threads_than_the_cores_allowed(monkeypatch):
+    import os
+
+    from dlbench import plan
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+    assert plan.physical_cores() == 1

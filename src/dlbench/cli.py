@@ -566,8 +566,10 @@ def extend(
     name with --python."""
     from dlbench import runner
 
-    if blocks < 1:
-        _fail(f"--blocks {blocks}: must be at least 1")
+    from dlbench.config import MAX_TRIALS
+
+    if not 1 <= blocks <= MAX_TRIALS:
+        _fail(f"--blocks {blocks}: must be at least 1 and at most {MAX_TRIALS} (the most trials a case may have)")
     trusted = _trusted_interpreters(python or [])
     targets, seen = [], set()
     for ref in refs:

@@ -90,9 +90,16 @@ class Plan:
 
 
 def physical_cores() -> int:
+    """One thread per physical core, but never more than the cores this process may
+    run on (its affinity, which workers inherit): a container or `taskset` can allow
+    fewer cores than the machine has, and more threads than cores oversubscribe."""
     import psutil
 
-    return psutil.cpu_count(logical=False) or os.cpu_count() or 1
+    physical = psutil.cpu_count(logical=False) or os.cpu_count() or 1
+    try:
+        return max(1, min(physical, len(os.sched_getaffinity(0))))
+    except (AttributeError, OSError):
+        return physical
 
 
 def _cells(exp: Experiment) -> list[dict]:

@@ -563,6 +563,8 @@ class Store:
                             " WHERE id=?", (status, now(), stop_reason, run_id))
 
     def run(self, run_id: int | None = None) -> sqlite3.Row:
+        if run_id is not None and not 1 <= run_id < 2**63:  # beyond SQLite's integers: no run, not an OverflowError
+            raise StoreError(f"{self.path}: no run {run_id}; a run id is a positive integer (see dlbench runs)")
         if run_id is None:
             row = self.db.execute("SELECT * FROM runs ORDER BY id DESC LIMIT 1").fetchone()
             if row is None:

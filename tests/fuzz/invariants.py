@@ -13,6 +13,7 @@ from typing import Any
 
 from dlbench import config, runner
 from dlbench.config import ConfigError, Experiment
+from dlbench.datasets import dataset_shape
 from dlbench.models import get_spec
 from dlbench.phases import settings_for
 from dlbench.plan import Plan, expand, physical_cores
@@ -106,6 +107,12 @@ def check_accepted(exp: Experiment, store=None) -> Plan:
             options = settings_for(worker_case, 0).model_options
             assert spec.resolve_options(options) == dict(case.model_options)
             assert 0 < case.lr <= config.MAX_LR and 1 <= case.batch_size <= config.MAX_BATCH_SIZE
+            # The spec's count walks the same structure a builder does (lstm: vocab >= classes).
+            if case.synthetic:
+                shape, classes = tuple(case.synthetic[:-3]), case.synthetic[-3]
+            else:
+                shape, classes = dataset_shape(case.dataset)
+            assert spec.count(tuple(shape), classes, options) > 0
     if store is not None and plan.trials:
         run_id = runner.create_run(store, plan, command="fuzz", environment={})
         assert len(store.trials(run_id)) == len(plan.trials)

@@ -18,7 +18,7 @@ from .invariants import check_accepted, check_refusal, tally
 from .strategies import toml_document, experiment_docs
 
 SOURCE = "fuzz.toml"
-FUZZ = settings(max_examples=2000, deadline=None, derandomize=True, database=None,
+FUZZ = settings(max_examples=1800, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 SMALL = settings(FUZZ, max_examples=600)
 
