@@ -495,5 +495,6 @@ def test_a_run_id_beyond_sqlite_integers_is_no_run_not_a_traceback(tmp_path):
     path = real_db(tmp_path / "r.db")
     for args in (["report", "--run", "99999999999999999999"], ["compare", "99999999999999999999", "1"]):
         result = CliRunner().invoke(app, [*args, "--db", str(path)])
-        assert result.exit_code == 2 and result.exception is None or isinstance(result.exception, SystemExit)
+        assert result.exit_code == 2, result.output
+        assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
         assert "no run 99999999999999999999; a run id is a positive integer" in " ".join(result.output.split())
