@@ -45,6 +45,8 @@ class Report:
     hypothesis_table: TableData | None = None
     # Batch-size sweeps: per batch size, and the largest batch that fits.
     sweeps: list[TableData] = field(default_factory=list)
+    # The numbers behind the summary tables (full precision, for CSV and the answer block).
+    summaries: list = field(default_factory=list)
 
     @property
     def title(self) -> str:
@@ -128,4 +130,5 @@ def build_report(store, run_id: int, hypotheses: bool = True, trials: list | Non
         hypotheses=rows,
         hypothesis_table=hypothesis_table(rows),
         sweeps=[t for t in (sweep_table(found), largest_batch_table(found)) if t],
+        summaries=summaries,
     )
