@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from dlbench.comparisons import within_run  # noqa: E402
+from dlbench.analysis.comparisons import within_run  # noqa: E402
 from dlbench.store import Store  # noqa: E402
 
 
@@ -53,8 +53,8 @@ def ci_trajectory(db: Path, watch: str) -> None:
     """Replays the adaptive rule on the fixed design's blocks: each watched case's 95% CI
     half-width of the median after k blocks, so the ±PCT this machine's noise allows
     within the fixed design's blocks is visible."""
-    from dlbench import stats
-    from dlbench.comparisons import samples
+    from dlbench.analysis import stats
+    from dlbench.analysis.comparisons import samples
     from dlbench.config import parse_ci_metrics
 
     with Store(db) as store:

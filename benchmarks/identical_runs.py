@@ -44,7 +44,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from dlbench.comparisons import run_vs_run  # noqa: E402
+from dlbench.analysis.comparisons import run_vs_run  # noqa: E402
 from dlbench.store import Store  # noqa: E402
 
 

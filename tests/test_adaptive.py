@@ -47,7 +47,7 @@ def test_stop_reason_names_the_widest_median_and_the_blocks_it_would_need():
     import json
     import math
 
-    from dlbench import stats
+    from dlbench.analysis import stats
     from dlbench.runner import _widest
 
     case = {"framework": "torch", "variant": "eager", "model": "mlp", "dataset": "digits", "batch_size": 32}

@@ -73,8 +73,8 @@ def test_compare_refuses_bad_references(tmp_path):
 def _diff(framework: str, verdict: str, ratio: float, paired: bool = False):
     from dataclasses import replace
 
-    from dlbench import stats
-    from dlbench.comparisons import RunDiff
+    from dlbench.analysis import stats
+    from dlbench.analysis.comparisons import RunDiff
 
     c = stats.compare_two([1.0, 1.1, 0.9, 1.05, 0.95, 1.0], [1.0, 1.1, 0.9, 1.05, 0.95, 1.0], paired=paired)
     return RunDiff({"framework": framework}, "train time", replace(c, verdict=verdict, ratio=ratio),
@@ -86,7 +86,7 @@ ENV = {"hostname": "box", "cpu_model": "Xeon", "logical_cores": 2, "python": "3.
 
 
 def test_drift_notes_name_what_differs_and_unchanged_cases_that_moved():
-    from dlbench.comparisons import drift_notes
+    from dlbench.analysis.comparisons import drift_notes
 
     # Identical environments (the working directory does not count): a move is the machine's or unrecorded.
     same = drift_notes([_diff("jax", "slower", 1.23), _diff("torch", "undecided", 1.1)], ENV, dict(ENV, cwd="/b"))
@@ -125,7 +125,7 @@ def _rows(trials: list[dict], values: list[float]) -> list[dict]:
 
 
 def test_blocks_alternated_only_when_every_block_ran_back_to_back():
-    from dlbench.comparisons import blocks_alternated
+    from dlbench.analysis.comparisons import blocks_alternated
 
     n = 6
     # dlbench extend A B: A0 B0 | B1 A1 | A2 B2 ...: each block number's trials are together in time.
@@ -150,7 +150,7 @@ def test_paired_blocks_cancel_a_drift_that_hides_a_change_from_unpaired_runs():
     both members of a pair. B is 1% slower (no meaningful difference) or 10% slower
     (a regression). Paired by block, the ratio of every pair is exactly 1.01 or 1.10;
     unpaired, the swing hides both."""
-    from dlbench.comparisons import run_vs_run
+    from dlbench.analysis.comparisons import run_vs_run
 
     drift = [1.0, 1.2, 0.8, 1.15, 0.85, 1.1, 0.9, 1.05, 0.95, 1.2, 0.8, 1.0]
     n = len(drift)

@@ -90,7 +90,7 @@ def test_import_is_light_and_files_are_deterministic(real_run, tmp_path):
     assert out.stdout.strip() == "False"
     # scipy.stats (0.7-1 s to import) waits for the first test statistic: the figures'
     # forked children, which compute none, never import it.
-    code = ("import sys, dlbench.stats as s, dlbench.comparisons; print('scipy.stats' in sys.modules); "
+    code = ("import sys, dlbench.analysis.stats as s, dlbench.analysis.comparisons; print('scipy.stats' in sys.modules); "
             "s.summary([1.0, 2.0]); print('scipy.stats' in sys.modules); "
             "print(s.st.norm.cdf(0.0), 'scipy.stats' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -1,4 +1,4 @@
-"""dlbench.stats against hand-computed values, published worked examples and exact null
+"""dlbench.analysis.stats against hand-computed values, published worked examples and exact null
 distributions enumerated here (not scipy's word for them)."""
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from dlbench import stats
+from dlbench.analysis import stats
+from dlbench.report.hypotheses import hypothesis_row
+from dlbench.report.words import reason
 
 # Two-sided p as scipy and the textbooks define it for a discrete null:
 # 2 * min(P(T <= t), P(T >= t)), capped at 1.
@@ -127,9 +129,9 @@ def test_too_few_pairs_is_undecided_with_what_is_needed():
     b = np.array([1.00, 1.01, 0.99, 1.02, 1.00])
     c = stats.compare_two(b * 1.5, b, paired=True)  # all five differences positive: p = 0.0625
     assert c.p_value == pytest.approx(0.0625)
-    assert c.verdict == "undecided" and "needs at least 6 pairs" in c.reason
+    assert c.verdict == "undecided" and "needs at least 6 pairs" in reason(c)
     u = stats.compare_two([3.0, 3.1, 3.2], [1.0, 1.1, 1.2], paired=False)
-    assert u.verdict == "undecided" and "needs at least 4 + 4 samples" in u.reason
+    assert u.verdict == "undecided" and "needs at least 4 + 4 samples" in reason(u)
 
 
 # --- the tests on worked examples ------------------------------------------------
@@ -174,7 +176,7 @@ def test_mann_whitney_tiny_sample_hand_enumerated():
     null = _mw_null(a + b, 4)
     assert sum(u <= 2 for u in null) == 4  # U = 0, 1, 2, 2 among the 70 splits
     assert c.p_value == pytest.approx(8 / 70) and c.test_method == "exact"
-    assert c.verdict == "undecided" and "≥ 0.05" in c.reason
+    assert c.verdict == "undecided" and "≥ 0.05" in reason(c)
 
 
 def test_mann_whitney_with_ties_hand_enumerated():
@@ -196,7 +198,7 @@ def test_identical_samples_no_meaningful_difference():
     assert stats.compare_two(x, x, paired=True).verdict == "no meaningful difference"
     c = stats.compare_two(x, x, paired=False)
     assert c.ratio == 1.0 and c.p_value == 1.0 and c.cliffs_delta == 0 and c.a12 == 0.5
-    assert c.verdict == "no meaningful difference", c.reason
+    assert c.verdict == "no meaningful difference", reason(c)
 
 
 def test_clear_slowdown_with_ten_pairs():
@@ -221,7 +223,7 @@ def test_significant_but_ci_overlapping_band_is_undecided():
     a = b * np.array([1.01, 1.02, 1.015, 1.03, 1.005, 1.04, 1.025, 1.012])
     c = stats.compare_two(a, b, paired=True)
     assert c.p_value < 0.05 and c.ratio_ci[0] < 1.02 < c.ratio_ci[1]
-    assert c.verdict == "undecided" and "overlaps" in c.reason
+    assert c.verdict == "undecided" and "overlaps" in reason(c)
 
 
 def test_samples_needed_follows_one_over_root_n():
@@ -244,21 +246,24 @@ def test_undecided_says_how_many_samples_would_decide():
         want = f"about {math.ceil(8 * (half / (0.05 - off)) ** 2)} samples per side would put the CI inside ±5%"
     else:
         want = f"about {math.ceil(8 * (half / (off - 0.05)) ** 2)} samples per side would clear the ±5% band"
-    assert want in c.reason, c.reason
-    assert f"if the ratio stays at {c.ratio:.4g}" in c.reason
+    assert want in reason(c), reason(c)
+    assert f"if the ratio stays at {c.ratio:.4g}" in reason(c)
 
 
 def test_undecided_paired_counts_pairs_and_names_the_band_edge():
     b = np.array([1.0, 1.3, 0.8, 1.1, 0.9, 1.2, 1.05, 0.95])
     a = b * np.array([1.30, 0.80, 1.10, 0.92, 1.25, 0.95, 1.02, 1.08])
     c = stats.compare_two(a, b, paired=True, band=0.05)
-    assert c.verdict == "undecided" and "pairs would" in c.reason, c.reason
+    assert c.verdict == "undecided" and "pairs would" in reason(c), reason(c)
     # A ratio exactly on the band's edge cannot be decided by more samples.
     edge = replace(c, ratio=1.05, ratio_ci=(0.95, 1.15))
-    assert "sits on the band's edge" in stats._projection(edge)
+    edge = replace(edge, why=stats._projection(edge, "not significant"))
+    assert edge.why.projection == "edge" and "sits on the band's edge" in reason(edge)
     near = replace(c, ratio=1.0501, ratio_ci=(0.95, 1.15))  # 0.0001 from the edge: 8 * (0.1 / 0.0001)^2
-    assert stats._projection(near) == ("; at this spread more than 10,000 pairs would be needed for the "
-                                       "ratio 1.05: more samples alone will hardly decide")
+    near = replace(near, why=stats._projection(near, "not significant"))
+    assert near.why.projection == "futile"
+    assert reason(near).endswith("; at this spread more than 10,000 pairs would be needed for the "
+                                 "ratio 1.05: more samples alone will hardly decide")
 
 
 def test_paired_needs_equal_lengths():
@@ -287,7 +292,7 @@ def test_friedman_hand_computed():
     assert o.test == "Friedman" and o.df == 2 and o.n == (4, 4, 4)
     assert o.statistic == pytest.approx(4.5) and o.p_value == pytest.approx(math.exp(-2.25))
     # 4 pairs, 3 Holm-adjusted comparisons: alpha / 3 needs 7 pairs.
-    assert all("needs at least 7 pairs for 3 Holm-adjusted comparisons" in c.reason for _, _, c in o.pairwise)
+    assert all("needs at least 7 pairs for 3 Holm-adjusted comparisons" in reason(c) for _, _, c in o.pairwise)
 
 
 def test_kruskal_hand_computed_and_holm_pairwise():
@@ -307,7 +312,7 @@ def test_compare_many_adjusts_pairwise_with_holm():
     assert all(c.family_size == 3 for _, _, c in o.pairwise)
     assert o.pair("torch", "tf").verdict == "slower" and o.pair("torch", "jax").verdict == "slower"
     assert o.pair("tf", "jax").verdict == "no meaningful difference"
-    assert "(Holm)" in o.pair("torch", "tf").reason
+    assert "(Holm)" in reason(o.pair("torch", "tf"))
     with pytest.raises(ValueError, match="equal-length"):
         stats.compare_many({"a": [1.0, 2.0], "b": [1.0]}, paired=True)
 
@@ -327,18 +332,18 @@ def test_ci_stopping_rule():
 def test_hypothesis_row_paired():
     b = _times(10, 10)
     a = b * 1.2 * _times(10, 12, sd=0.01) / 2.0
-    row = stats.hypothesis_row("time", "train", "torch", "tf", a, b, paired=True, alpha=0.05)
+    row = hypothesis_row("time", "train", "torch", "tf", a, b, paired=True, alpha=0.05)
     assert row["test"].startswith("paired Wilcoxon signed-rank") and "Shapiro-Wilk" in row["test_reason"]
     assert "differences torch − tf" in row["normality"] and "symmetric about zero" in row["H0"]
     assert row["decision"] == "reject H0 at alpha=0.05" and row["verdict"] == "slower"
     assert row["p_used"] == row["p_value"] and row["a12"] == 1.0
-    held = stats.hypothesis_row("time", "train", "torch", "tf", a, b, True, 0.05, adjusted_p=0.2, family_size=3)
+    held = hypothesis_row("time", "train", "torch", "tf", a, b, True, 0.05, adjusted_p=0.2, family_size=3)
     assert held["p_used"] == 0.2 and held["decision"] == "do not reject H0 at alpha=0.05"
     assert held["verdict"] == "undecided"
 
 
 def test_hypothesis_row_unpaired_and_too_small():
-    row = stats.hypothesis_row("time", "infer", "jax", "tf", [1.0, 1.1, 1.2], [2.0, 2.1, 2.2], paired=False)
+    row = hypothesis_row("time", "infer", "jax", "tf", [1.0, 1.1, 1.2], [2.0, 2.1, 2.2], paired=False)
     assert row["test"].startswith("Mann-Whitney U") and row["normality"].count("Shapiro-Wilk") == 2
     assert row["decision"].startswith("not decidable: needs at least 4 + 4 samples")
 
@@ -360,14 +365,14 @@ def test_a_low_quantile_sees_the_shared_fast_state_where_the_median_sees_the_slo
     # 10th percentile of 20 sorted values: position 0.1 * 19 = 1.9, x[1] + 0.9 (x[2] - x[1]) = 1.019 in both
     assert low.estimate_a == pytest.approx(1.019) and low.estimate_b == pytest.approx(1.019)
     assert low.ratio == pytest.approx(1.0)
-    assert low.verdict == "no meaningful difference", low.reason
+    assert low.verdict == "no meaningful difference", reason(low)
     assert low.p_value == by_median.p_value  # the rank test is the same; only the estimate differs
 
 
 def test_a_low_quantile_still_reports_a_real_slowdown():
     a = np.concatenate([FAST_A, SLOW_A])
     c = stats.compare_two(a * 1.3, a, paired=False, band=0.05, quantile=0.1)
-    assert c.ratio == pytest.approx(1.3) and c.verdict == "slower", c.reason
+    assert c.ratio == pytest.approx(1.3) and c.verdict == "slower", reason(c)
 
 
 def test_a_quantile_needs_values_beyond_it_and_lies_inside_zero_one():
@@ -375,7 +380,7 @@ def test_a_quantile_needs_values_beyond_it_and_lies_inside_zero_one():
     a = np.concatenate([FAST_A, SLOW_A])[::2]  # 10 values
     c = stats.compare_two(a * 1.3, a, paired=False, band=0.05, quantile=0.1)
     assert c.verdict == "undecided"
-    assert c.reason == ("the 10th percentile of 10 values rests on fewer than two values beyond it: "
+    assert reason(c) == ("the 10th percentile of 10 values rests on fewer than two values beyond it: "
                         "needs at least 20 per side")
     for q in (0.0, 1.0, -0.1):
         with pytest.raises(ValueError, match=f"quantile {q} must lie strictly between 0 and 1"):

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from dlbench.summary import describe, latency_percentiles, summarize
+from dlbench.analysis.summary import describe, latency_percentiles, summarize
 
 
 def test_describe_matches_hand_computation():
@@ -15,7 +15,7 @@ def test_describe_matches_hand_computation():
     # Linear-interpolated quartiles (numpy's default, Hyndman & Fan type 7).
     assert (s.q1, s.q3, s.iqr) == (1.75, 3.25, 1.5)
     assert s.sd == pytest.approx(math.sqrt(5 / 3))  # sample sd: sum of squares 5, n - 1 = 3
-    assert (s.minimum, s.maximum) == (1.0, 4.0)
+    assert (s.min, s.max) == (1.0, 4.0)
     assert s.noisy  # IQR / median = 0.6 > 0.10
     assert not describe([10.0, 10.1, 10.2]).noisy
     assert describe([]) is None
@@ -55,7 +55,7 @@ def test_latency_percentiles_pool_measured_calls():
 def test_energy_table_gives_inference_energy_per_pass_and_reads_older_runs():
     import json
 
-    from dlbench.tables import energy_table
+    from dlbench.report.tables import energy_table
 
     def trial(tid, framework):
         case = {"framework": framework, "variant": "eager", "model": "mlp", "dataset": "digits", "batch_size": 32}

@@ -9,8 +9,9 @@ import pytest
 from dlbench import config
 from dlbench.config import ConfigError, parse_memory
 from dlbench.plan import expand
-from dlbench.summary import CaseSummary, describe
-from dlbench.sweeps import largest_batch_table, sweep_table, sweeps
+from dlbench.analysis.summary import CaseSummary, describe
+from dlbench.analysis.sweeps import sweeps
+from dlbench.report.sweep_tables import largest_batch_table, sweep_table
 
 
 def _exp(text: str):

@@ -42,6 +42,13 @@ EXIT_MISSING = 3   # compare: a case has no values on one side (a gate must not 
 EXIT_BUSY = 4      # run --resume / extend: another live dlbench process is executing that run
 
 
+def _show(table: Any) -> None:
+    """Print a report TableData on the console (rich draws it; the data does not draw itself)."""
+    from dlbench.report.console import rich_table
+
+    console.print(rich_table(table))
+
+
 def _fail(message: str, code: int = 2) -> None:
     from rich.text import Text
 
@@ -267,17 +274,17 @@ def _command_line(ctx: typer.Context) -> str:
 
 
 def _print_samplers(rows) -> None:
-    from dlbench.tables import samplers_table
+    from dlbench.report.tables import samplers_table
 
-    console.print(samplers_table(rows))
+    _show(samplers_table(rows))
 
 
 def _print_skipped(rows) -> None:
-    from dlbench.tables import skipped_table
+    from dlbench.report.tables import skipped_table
 
     table = skipped_table(rows)
     if table is not None:
-        console.print(table)
+        _show(table)
 
 
 def _print_report(store, run_id: int) -> None:
@@ -303,12 +310,12 @@ def plan(
     threads: Annotated[Optional[int], typer.Option(help="Threads (0 = physical cores).")] = None,
 ) -> None:
     """Dry run: the trials that would run, in order, and the skipped cells with reasons."""
-    from dlbench.tables import plan_table
+    from dlbench.report.tables import plan_table
 
     protocol = dict(epochs=epochs, steps=steps, repeats=repeats, warmup=warmup, trials=trials, threads=threads)
     p = _plan(file, framework, model, dataset, batch_size, init, optimizer, lr, protocol,
               input_shape, precision, layout, option, pipeline)
-    console.print(plan_table(p))
+    _show(plan_table(p))
     _print_skipped([(s.cell, s.reason) for s in p.skipped])
 
 
@@ -441,9 +448,9 @@ def report(
 @app.command()
 def runs(db: DB = Path("dlbench.db")) -> None:
     """The runs stored in the database."""
-    from dlbench.tables import runs_table
+    from dlbench.report.tables import runs_table
 
-    console.print(runs_table(_open_store(db, readonly=True).runs()))
+    _show(runs_table(_open_store(db, readonly=True).runs()))
 
 
 @app.command()
@@ -517,8 +524,8 @@ def compare(
     """Run vs run: per case ratio B/A with CI and verdict (paired by block when the runs took turns, as
     `dlbench extend A B` runs them). Exit status: 1 on a significant regression; 3 when a case has no values
     on one side (unless --allow-missing); 2 on bad input."""
-    from dlbench.comparisons import drift_notes, run_vs_run
-    from dlbench.verdict_tables import compare_table
+    from dlbench.analysis.comparisons import drift_notes, run_vs_run
+    from dlbench.report.verdict_tables import compare_table
 
     if not 0 < threshold < 1 or not 0 < alpha < 1:
         _fail(f"--threshold {threshold} and --alpha {alpha} must lie strictly between 0 and 1")
@@ -531,7 +538,7 @@ def compare(
                        sb.measurements(rb["id"]), threshold=threshold, alpha=alpha, quantile=quantile)
     if not diffs:
         _fail(f"runs {a} and {b} share no case (same framework, model, data and settings)")
-    console.print(compare_table(diffs, f"A ({a})", f"B ({b})", threshold, quantile))
+    _show(compare_table(diffs, f"A ({a})", f"B ({b})", threshold, quantile))
     regressions = [d for d in diffs if d.regression]
     missing = [d for d in diffs if d.comparison is None]
     console.print(f"{len(diffs)} comparisons, {len(regressions)} regressions, {len(missing)} without values "

@@ -13,7 +13,7 @@ from rich.text import Text
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                            TimeRemainingColumn)
 
-from dlbench.tables import case_label
+from dlbench.cases import case_label
 
 
 class RunProgress:

@@ -388,8 +388,8 @@ def adaptive_decision(store: Store, run_id: int, started: float) -> str | None:
     """None: add another block. Otherwise why adding blocks stops (DESIGN.md:
     "adaptive mode adds interleaved blocks until the 95% CI of each median is
     within ±PCT or a budget runs out"). Samples are per-trial medians."""
-    from dlbench import stats
-    from dlbench.comparisons import samples
+    from dlbench.analysis import stats
+    from dlbench.analysis.comparisons import samples
     from dlbench.config import parse_ci_metrics
 
     trials = store.trials(run_id)
@@ -421,8 +421,8 @@ def _widest(trials, wide: list, pct: float) -> str:
     """The unconverged median with the widest CI, and about how many blocks it would
     take at the spread seen so far (the half-width shrinks as 1/sqrt(n)), so that a
     user learns whether more blocks or a quieter machine is what is missing."""
-    from dlbench import stats
-    from dlbench.tables import case_label
+    from dlbench.analysis import stats
+    from dlbench.cases import case_label
 
     need = stats.min_pairs()
     if all(len(values) < need for _, _, values in wide):

@@ -34,4 +34,4 @@ def print_report(console: Console, report) -> None:
         console.print(f"settings shared by every case: {report.settings}", highlight=False)
         console.print("notes: " + report.legend, highlight=False)
     for table in report.console_tables():
-        console.print(table)
+        console.print(rich_table(table))

@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from dlbench.analysis.comparisons import ALPHA, BAND
 from dlbench.report.render import TableData
 
 LEGEND = ("'1 process' = repeats inside one worker process (correlated; use --trials >= 2 "
           "for independent samples); IQR/median>10% = high variance")
-BAND, ALPHA = 0.02, 0.05
 
 
 @dataclass
@@ -94,13 +94,15 @@ def build_report(store, run_id: int, hypotheses: bool = True, trials: list | Non
     run's rows when the caller has loaded them already; the per-call latency rows
     (nine in ten of a run's rows) are not needed there: only the latency table uses
     them, and it reads them apart, narrowly (Store.latency_calls)."""
-    from dlbench.comparisons import analyse, within_run
+    from dlbench.analysis.comparisons import analyse, within_run
     from dlbench.report.hypotheses import hypothesis_rows, hypothesis_table
-    from dlbench.summary import latency_percentiles, summarize
-    from dlbench.sweeps import largest_batch_table, sweep_table, sweeps
-    from dlbench.tables import (case_label, common_settings, latency_table, skipped_table, summary_tables,
+    from dlbench.analysis.summary import latency_percentiles, summarize
+    from dlbench.analysis.sweeps import sweeps
+    from dlbench.report.sweep_tables import largest_batch_table, sweep_table
+    from dlbench.cases import case_label
+    from dlbench.report.tables import (common_settings, latency_table, skipped_table, summary_tables,
                                 telemetry_tables, trials_table)
-    from dlbench.verdict_tables import omnibus_table, verdict_table
+    from dlbench.report.verdict_tables import omnibus_table, verdict_table
 
     row = store.run(run_id)
     trials = store.trials(run_id) if trials is None else trials

@@ -64,7 +64,7 @@ class _Run:
     """The rows of one run, indexed the ways the figures need them."""
 
     def __init__(self, trials: list, rows: list) -> None:
-        from dlbench import comparisons
+        from dlbench.analysis import comparisons
 
         self._samples = comparisons.samples
         self.trials = trials

@@ -1,8 +1,9 @@
 """The format-neutral table every report renderer consumes.
 
-A table is built once, as plain strings, by dlbench.tables / dlbench.verdict_tables
+A table is built once, as plain strings, by dlbench.report.tables / dlbench.report.verdict_tables
 / dlbench.report.hypotheses; console (rich), Markdown, LaTeX, HTML and CSV are
 renderings of the same TableData, so the formats cannot disagree on a number.
+The data does not draw itself: each format's module renders it.
 """
 
 from __future__ import annotations
@@ -29,9 +30,3 @@ class TableData:
 
     def alignment(self, i: int) -> str:
         return self.align[i] if i < len(self.align) else "left"
-
-    def __rich__(self):
-        # Lets `console.print(table)` keep working wherever a rich Table used to be returned.
-        from dlbench.report.console import rich_table
-
-        return rich_table(self)

@@ -16,47 +16,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# (phase, metric, label, scale, unit shown)
-HEADLINE = (
-    ("train", "time", "train time", 1.0, "s"),
-    ("infer", "time", "infer time", 1000.0, "ms"),
-    ("accuracy", "accuracy", "accuracy", 100.0, "%"),
-    # Time-to-accuracy runs only (tables appear when a case has values).
-    ("tta", "time", "time to target accuracy, training only", 1.0, "s"),
-    ("tta", "epochs", "epochs to target accuracy", 1.0, "epochs"),
-)
-OPTIONAL_HEADLINE = {("tta", "time"), ("tta", "epochs")}
-VARIANCE_WARNING = 0.10  # IQR / median above this is flagged (torch.utils.benchmark's rule)
-
-
-@dataclass(frozen=True)
-class Stats:
-    n: int
-    mean: float
-    sd: float
-    median: float
-    q1: float
-    q3: float
-    minimum: float
-    maximum: float
-
-    @property
-    def iqr(self) -> float:
-        return self.q3 - self.q1
-
-    @property
-    def noisy(self) -> bool:
-        return self.median != 0 and self.iqr / abs(self.median) > VARIANCE_WARNING
-
+from dlbench.analysis.stats import Summary as Stats
+from dlbench.analysis.stats import summary
 
 def describe(values: Sequence[float]) -> Stats | None:
-    x = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
-    if x.size == 0:
-        return None
-    q1, med, q3 = np.percentile(x, [25, 50, 75])
-    sd = float(x.std(ddof=1)) if x.size > 1 else float("nan")
-    return Stats(int(x.size), float(x.mean()), sd, float(med), float(q1), float(q3),
-                 float(x.min()), float(x.max()))
+    """stats.summary of the finite values, or None when there are none."""
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    return summary(finite) if finite else None
 
 
 @dataclass
@@ -112,16 +78,3 @@ def latency_percentiles(measurements: Iterable) -> dict[str, dict[str, tuple[int
             p50, p90, p99 = np.percentile(values, [50, 90, 99])
             out[key][phase] = (len(values), float(p50), float(p90), float(p99))
     return out
-
-
-def format_stat(stats: Stats | None, scale: float, digits: int = 3, fixed: bool = False) -> dict[str, str]:
-    """Table cells of a Stats: `digits` significant digits, or `digits` decimals when fixed."""
-    if stats is None:
-        return {"n": "0", "mean ± sd": "—", "median": "—", "Q1": "—", "Q3": "—"}
-    spec = f".{digits}{'f' if fixed else 'g'}"
-
-    def f(v: float) -> str:
-        return "—" if not math.isfinite(v) else format(v * scale, spec)
-
-    return {"n": str(stats.n), "mean ± sd": f"{f(stats.mean)} ± {f(stats.sd)}", "median": f(stats.median),
-            "Q1": f(stats.q1), "Q3": f(stats.q3)}

@@ -65,17 +65,29 @@ MAGNITUDES = ((0.147, "negligible"), (0.33, "small"), (0.474, "medium"), (math.i
 
 @dataclass(frozen=True)
 class Summary:
+    """Descriptive statistics of one sample (NaN and inf dropped)."""
+
     n: int
     mean: float
-    sd: float
+    sd: float  # ddof=1; NaN for one value
     median: float
     q1: float
     q3: float
-    iqr: float
-    cv: float
     min: float
     max: float
-    noisy: bool
+
+    @property
+    def iqr(self) -> float:
+        return self.q3 - self.q1
+
+    @property
+    def cv(self) -> float:
+        return self.sd / self.mean if self.mean != 0 else math.nan
+
+    @property
+    def noisy(self) -> bool:
+        """IQR / median above VARIANCE_WARNING."""
+        return self.median != 0 and self.iqr / abs(self.median) > VARIANCE_WARNING
 
 
 @dataclass(frozen=True)
@@ -94,6 +106,27 @@ class Normality:
     def normal(self) -> bool:
         """Neither test rejects normality at alpha (not evidence that the data are normal)."""
         return self.testable and self.shapiro_p >= self.alpha and self.ks_p >= self.alpha
+
+
+# Why a verdict is what it is. Decided: "faster", "slower", "inside band". Undecided:
+# "too few" (the exact test cannot reach alpha at these sizes, whatever the data),
+# "too few for quantile", "undefined ratio", "overlaps band" (significant, CI across
+# the band's edge), "few non-zero" (paired: too many zero differences), "not significant".
+CAUSES = ("faster", "slower", "inside band", "too few", "too few for quantile", "undefined ratio",
+          "overlaps band", "few non-zero", "not significant")
+
+
+@dataclass(frozen=True)
+class Why:
+    cause: str  # one of CAUSES
+    need: int | None = None  # the smallest sample that could decide: pairs, or values per side
+    smallest_p: float | None = None  # "too few": the smallest (Holm-scaled) p reachable now
+    # "overlaps band" / "not significant": about how many pairs (or values per side) at this
+    # spread would decide, and how: "inside" (CI inside the band), "clear" (CI clear of it),
+    # "edge" (the ratio sits on the band's edge: no sample size decides), "futile" (more than
+    # FUTILE_SAMPLES would be needed).
+    projected: int | None = None
+    projection: str = ""
 
 
 @dataclass(frozen=True)
@@ -121,7 +154,7 @@ class Comparison:
     band: float
     alpha: float
     verdict: str  # faster / slower / no meaningful difference / undecided (a relative to b)
-    reason: str
+    why: Why | None  # the numbers behind the verdict (dlbench.report.words says it in words)
     quantile: float = 0.5  # which quantile estimate_a, estimate_b and the ratio are of
 
     @property
@@ -157,7 +190,7 @@ def _finite(x) -> np.ndarray:
     return x[np.isfinite(x)]
 
 
-def _finite_pairs(a, b) -> tuple[np.ndarray, np.ndarray]:
+def finite_pairs(a, b) -> tuple[np.ndarray, np.ndarray]:
     a, b = np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
     if a.shape != b.shape:
         raise ValueError(f"paired samples need equal lengths, got {a.size} and {b.size}")
@@ -170,12 +203,9 @@ def summary(x) -> Summary:
     if x.size == 0:
         raise ValueError("summary of an empty sample")
     q1, med, q3 = np.percentile(x, [25, 50, 75])  # linear interpolation (Hyndman & Fan type 7)
-    mean = float(x.mean())
     sd = float(x.std(ddof=1)) if x.size > 1 else math.nan
-    iqr = float(q3 - q1)
-    return Summary(int(x.size), mean, sd, float(med), float(q1), float(q3), iqr,
-                   sd / mean if mean != 0 else math.nan, float(x.min()), float(x.max()),
-                   bool(med != 0 and iqr / abs(med) > VARIANCE_WARNING))
+    return Summary(int(x.size), float(x.mean()), sd, float(med), float(q1), float(q3), float(x.min()),
+                   float(x.max()))
 
 
 def normality(x, alpha: float = 0.05, n_mc: int = N_BOOT, seed: int = 0) -> Normality:
@@ -349,34 +379,26 @@ def _mannwhitney(a: np.ndarray, b: np.ndarray, seed: int) -> tuple[float, float,
     return float(res.statistic), float(res.pvalue), label
 
 
-def _fmt(v: float) -> str:
-    return f"{v:.4g}"
-
-
-def _decide(c: Comparison) -> tuple[str, str]:
+def _decide(c: Comparison) -> tuple[str, Why]:
     lo_band, hi_band = 1 - c.band, 1 + c.band
     m = c.family_size
     short = _too_few(c)
-    if short:
+    if short is not None:
         return "undecided", short
     lo, hi = c.ratio_ci
     if not (math.isfinite(lo) and math.isfinite(hi)):
-        return "undecided", f"ratio of {c.estimator}s undefined ({c.estimator} of b is not positive)"
-    ci = f"ratio {_fmt(c.ratio)} [95% CI {_fmt(lo)}, {_fmt(hi)}]"
-    p = f"p = {_fmt(c.p)}" + (" (Holm)" if c.p_adjusted is not None else "")
+        return "undecided", Why("undefined ratio")
     if c.p < c.alpha and hi < lo_band:
-        return "faster", f"{p} < {c.alpha:g} and {ci} below {_fmt(lo_band)}"
+        return "faster", Why("faster")
     if c.p < c.alpha and lo > hi_band:
-        return "slower", f"{p} < {c.alpha:g} and {ci} above {_fmt(hi_band)}"
+        return "slower", Why("slower")
     if lo_band <= lo and hi <= hi_band:
-        return "no meaningful difference", f"{ci} inside ±{c.band:.0%} ({p}{', significant' if c.p < c.alpha else ''})"
+        return "no meaningful difference", Why("inside band")
     if c.p < c.alpha:
-        return "undecided", f"{p} < {c.alpha:g} but {ci} overlaps the ±{c.band:.0%} band{_projection(c)}"
+        return "undecided", _projection(c, "overlaps band")
     if c.paired and c.min_p * m >= c.alpha:
-        return "undecided", (f"{ci} not inside ±{c.band:.0%}, and only {c.n_nonzero} of {c.n_a} differences are "
-                             f"non-zero: the Wilcoxon test needs {min_pairs(c.alpha / m)}{_family(m)} to reach "
-                             f"p < {c.alpha:g}")
-    return "undecided", f"{p} ≥ {c.alpha:g} and {ci} not inside ±{c.band:.0%}: more samples needed{_projection(c)}"
+        return "undecided", Why("few non-zero", need=min_pairs(c.alpha / m))
+    return "undecided", _projection(c, "not significant")
 
 
 # Beyond this many samples a projection says "more samples alone will hardly decide"
@@ -393,64 +415,52 @@ def samples_needed(n: int, half: float, target: float) -> int | None:
     return max(n + 1, math.ceil(n * (half / target) ** 2))
 
 
-def _projection(c: Comparison) -> str:
+def _projection(c: Comparison, cause: str) -> Why:
     """How far from a verdict an undecided comparison is, in samples: the ratio CI
     must either fit inside the band ("no meaningful difference") or clear it
-    (faster/slower), whichever the point estimate allows. Says so when it sits on the
+    (faster/slower), whichever the point estimate allows; "edge" when it sits on the
     band's edge, where more samples alone cannot decide."""
     lo, hi = c.ratio_ci
     half, off = max(hi - c.ratio, c.ratio - lo), abs(c.ratio - 1)
-    unit = "pairs" if c.paired else "samples per side"
     n = c.n_a if c.paired else min(c.n_a, c.n_b)
     inside, clear = samples_needed(n, half, c.band - off), samples_needed(n, half, off - c.band)
     if inside is None and clear is None:
-        return f"; the ratio {_fmt(c.ratio)} sits on the band's edge, where more samples alone cannot decide"
+        return Why(cause, projection="edge")
     if min(inside or math.inf, clear or math.inf) > FUTILE_SAMPLES:
-        return (f"; at this spread more than {FUTILE_SAMPLES:,} {unit} would be needed for the ratio "
-                f"{_fmt(c.ratio)}: more samples alone will hardly decide")
+        return Why(cause, projection="futile", projected=FUTILE_SAMPLES)
     if inside is not None:
-        return (f"; at this spread about {inside} {unit} would put the CI inside ±{c.band:.0%} "
-                f"if the ratio stays at {_fmt(c.ratio)}")
-    return (f"; at this spread about {clear} {unit} would clear the ±{c.band:.0%} band "
-            f"if the ratio stays at {_fmt(c.ratio)}")
+        return Why(cause, projection="inside", projected=inside)
+    return Why(cause, projection="clear", projected=clear)
 
 
-def _family(m: int) -> str:
-    return f" for {m} Holm-adjusted comparisons" if m > 1 else ""
-
-
-def _too_few(c: Comparison) -> str:
-    """Why the sample is too small for any verdict ("" when it is not): the exact test
+def _too_few(c: Comparison) -> Why | None:
+    """Why the sample is too small for any verdict (None when it is not): the exact test
     could not reach alpha even on the most extreme data. Every Holm-adjusted p is at
     least m times the smallest raw p, so a family of m needs the sizes for alpha / m."""
-    m, alpha, family = c.family_size, c.alpha, _family(c.family_size)
+    m, alpha = c.family_size, c.alpha
     if c.paired:
         smallest = min(1.0, min_p_wilcoxon(c.n_a) * m)
         if smallest >= alpha:
-            return (f"needs at least {min_pairs(alpha / m)} pairs{family}: the exact two-sided Wilcoxon "
-                    f"signed-rank test cannot reach p < {alpha:g} with {c.n_a} (smallest p = {_fmt(smallest)})")
+            return Why("too few", need=min_pairs(alpha / m), smallest_p=smallest)
         return _too_few_for_quantile(c)
     smallest = min(1.0, min_p_mannwhitney(c.n_a, c.n_b) * m)
     if smallest >= alpha:
-        need = min_group_size(alpha / m)
-        return (f"needs at least {need} + {need} samples{family}: the exact two-sided Mann-Whitney test "
-                f"cannot reach p < {alpha:g} with {c.n_a} + {c.n_b} (smallest p = {_fmt(smallest)})")
+        return Why("too few", need=min_group_size(alpha / m), smallest_p=smallest)
     return _too_few_for_quantile(c)
 
 
-def _too_few_for_quantile(c: Comparison) -> str:
+def _too_few_for_quantile(c: Comparison) -> Why | None:
     need, n = min_quantile_n(c.quantile), min(c.n_a, c.n_b)
     if c.quantile == 0.5 or n >= need:
-        return ""  # the median's own minimum (4) is below what the tests need
-    return (f"the {c.estimator} of {n} values rests on fewer than two values beyond it: "
-            f"needs at least {need} per side")
+        return None  # the median's own minimum (4) is below what the tests need
+    return Why("too few for quantile", need=need)
 
 
 def adjust(c: Comparison, p_adjusted: float, family_size: int) -> Comparison:
     """The comparison with a multiplicity-adjusted p-value and the verdict redone with it."""
     c = replace(c, p_adjusted=float(p_adjusted), family_size=int(family_size))
-    verdict, reason = _decide(c)
-    return replace(c, verdict=verdict, reason=reason)
+    verdict, why = _decide(c)
+    return replace(c, verdict=verdict, why=why)
 
 
 def compare_two(a, b, paired: bool, band: float = 0.02, alpha: float = 0.05, n_boot: int = N_BOOT,
@@ -458,10 +468,10 @@ def compare_two(a, b, paired: bool, band: float = 0.02, alpha: float = 0.05, n_b
     """a against b (lower is better: times). Verdict "faster"/"slower" needs p < alpha
     and the ratio CI entirely outside [1 - band, 1 + band]; "no meaningful difference"
     needs the ratio CI entirely inside it; anything else, or too few samples, is
-    "undecided" with the reason. The ratio is of medians, or of another `quantile`
+    "undecided", with the numbers of why (Why). The ratio is of medians, or of another `quantile`
     (see the module's docstring); the rank test is the same either way."""
     check_quantile(quantile)
-    a, b = _finite_pairs(a, b) if paired else (_finite(a), _finite(b))
+    a, b = finite_pairs(a, b) if paired else (_finite(a), _finite(b))
     if a.size == 0 or b.size == 0:
         raise ValueError("compare_two needs at least one finite value in each sample")
     if paired:
@@ -480,9 +490,9 @@ def compare_two(a, b, paired: bool, band: float = 0.02, alpha: float = 0.05, n_b
     c = Comparison(paired, int(a.size), int(b.size), n_nonzero, est_a, est_b,
                    est_a / est_b if est_b > 0 else math.nan, _ratio_ci(a, b, paired, n_boot, seed, quantile),
                    ci_method, test, method, stat_name, statistic, p, None, 1, min_p, delta, a12(a, b),
-                   magnitude(delta), band, alpha, "", "", quantile)
-    verdict, reason = _decide(c)
-    return replace(c, verdict=verdict, reason=reason)
+                   magnitude(delta), band, alpha, "", None, quantile)
+    verdict, why = _decide(c)
+    return replace(c, verdict=verdict, why=why)
 
 
 def compare_many(groups: dict[str, object], paired: bool, alpha: float = 0.05, band: float = 0.02,
@@ -540,68 +550,3 @@ def ci_converged(x, pct: float, seed: int = 0, min_n: int | None = None, n_boot:
     if n < (min_pairs() if min_n is None else min_n):
         return False
     return median_ci_halfwidth(x, n_boot, seed) <= pct
-
-
-def _normality_words(label: str, nm: Normality) -> str:
-    if not nm.testable:
-        return f"{label}: not testable ({nm.reason})"
-    verdict = "consistent with normal" if nm.normal else "not normal"
-    return (f"{label}: {verdict} (Shapiro-Wilk W={nm.shapiro_w:.3f}, p={_fmt(nm.shapiro_p)}; "
-            f"Lilliefors KS D={nm.ks_d:.3f}, p={_fmt(nm.ks_p)})")
-
-
-def hypothesis_row(metric: str, phase: str, a_name: str, b_name: str, a, b, paired: bool, alpha: float = 0.05,
-                   adjusted_p: float | None = None, family_size: int = 1, band: float = 0.02,
-                   n_boot: int = N_BOOT, seed: int = 0, comparison: Comparison | None = None,
-                   normality_cache: dict | None = None) -> dict:
-    """One hypothesis as seed 002 reports it (H0/H1, normality check, test, statistic,
-    p-value, decision), with the effect size and the ratio of medians beside it.
-
-    `comparison`: the compare_two result for (a, b), already Holm-adjusted, when the
-    caller has it (then adjusted_p is ignored). `normality_cache`: name -> Normality,
-    so a sample in several pairs is tested once."""
-    if comparison is not None:
-        c = comparison
-    else:
-        c = compare_two(a, b, paired, band, alpha, n_boot, seed)
-        if adjusted_p is not None:
-            c = adjust(c, adjusted_p, family_size)
-    cache = normality_cache if normality_cache is not None else {}
-
-    def normal_of(name: str, x) -> Normality:
-        if name not in cache:
-            cache[name] = normality(x, alpha, seed=seed)
-        return cache[name]
-
-    what = f"{phase} {metric}"
-    if paired:
-        a_, b_ = _finite_pairs(a, b)
-        checks = [_normality_words(f"differences {a_name} − {b_name}", normality(a_ - b_, alpha, seed=seed))]
-        h0 = (f"the {what} of {a_name} and {b_name} do not differ: the paired differences "
-              f"{a_name} − {b_name} are symmetric about zero")
-        h1 = f"the paired differences {a_name} − {b_name} in {what} are not symmetric about zero (two-sided)"
-        why = "paired blocks (one run of each in every interleaved block)"
-    else:
-        checks = [_normality_words(name, normal_of(name, x)) for name, x in ((a_name, a), (b_name, b))]
-        h0 = f"the {what} of {a_name} and {b_name} do not differ: P({a_name} > {b_name}) = P({a_name} < {b_name})"
-        h1 = f"P({a_name} > {b_name}) ≠ P({a_name} < {b_name}) for {what} (two-sided)"
-        why = "independent samples"
-    chosen = f"{'paired ' if paired else ''}{c.test}, {c.test_method}"
-    test_reason = (f"{chosen}: {why}; a rank test whatever the normality check says "
-                   f"(reported as a diagnostic: {'; '.join(checks)})")
-    short = _too_few(c)
-    if short:
-        decision = "not decidable: " + short
-    else:
-        decision = f"reject H0 at alpha={alpha:g}" if c.p < alpha else f"do not reject H0 at alpha={alpha:g}"
-    return {
-        "metric": metric, "phase": phase, "a": a_name, "b": b_name, "paired": paired,
-        "n_a": c.n_a, "n_b": c.n_b, "n_nonzero": c.n_nonzero, "H0": h0, "H1": h1,
-        "normality": "; ".join(checks), "test": chosen, "test_reason": test_reason,
-        "statistic_name": c.statistic_name, "statistic": c.statistic, "p_value": c.p_value,
-        "p_adjusted": c.p_adjusted, "p_used": c.p, "alpha": alpha, "decision": decision,
-        "median_a": c.estimate_a, "median_b": c.estimate_b, "ratio": c.ratio,
-        "ratio_ci_low": c.ratio_ci[0], "ratio_ci_high": c.ratio_ci[1], "ci_method": c.ci_method,
-        "cliffs_delta": c.cliffs_delta, "a12": c.a12, "magnitude": c.magnitude,
-        "verdict": c.verdict, "reason": c.reason,
-    }

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dlbench.report.render import TableData
+from dlbench.report.words import reason
 
-from dlbench.comparisons import PairVerdict, RunDiff
-from dlbench.stats import estimator_name
-from dlbench.tables import case_label
+from dlbench.analysis.comparisons import PairVerdict, RunDiff
+from dlbench.analysis.stats import estimator_name
+from dlbench.cases import case_label
 
 
 def _p(c) -> str:
@@ -56,6 +57,6 @@ def compare_table(diffs: list[RunDiff], a_name: str, b_name: str, threshold: flo
             continue
         t.add_row(case_label(d.case), d.metric, f"{c.estimate_b:.4g}", f"{c.estimate_a:.4g}",
                   f"{c.ratio:.3f} [{c.ratio_ci[0]:.3f}, {c.ratio_ci[1]:.3f}]", _p(c),
-                  "REGRESSION" if d.regression else c.verdict, c.reason if c.verdict == "undecided" else "",
+                  "REGRESSION" if d.regression else c.verdict, reason(c) if c.verdict == "undecided" else "",
                   d.sample)
     return t

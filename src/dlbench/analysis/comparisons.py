@@ -24,7 +24,12 @@ from datetime import datetime
 
 import numpy as np
 
-from dlbench import stats
+from dlbench.analysis import stats
+from dlbench.cases import case_label
+
+# The analysis defaults: a difference within ±BAND is "no meaningful difference";
+# tests decide at ALPHA (family-wise, Holm within each comparison set and metric).
+BAND, ALPHA = 0.02, 0.05
 
 # Lower is better for these; they are what verdicts speak of.
 TIMED = (("train", "time", "train time"), ("infer", "time", "inference time"),
@@ -65,7 +70,7 @@ def comparison_sets(cases: dict[str, dict]) -> list[list[str]]:
 
 
 def label(case: dict) -> str:
-    return f"{case['framework']}:{case['variant']}"
+    return case_label(case, setting=False)
 
 
 @dataclass(frozen=True)
@@ -80,9 +85,7 @@ class PairVerdict:
 
 def set_label(case: dict) -> str:
     """What the cases of one comparison set share, in words."""
-    return " ".join(str(x) for x in (
-        case["model"], case["dataset"], f"b{case['batch_size']}", case["init"], case["optimizer"],
-        f"lr={case['lr']:g}" if case["lr"] else "") if x and x != "none")
+    return case_label(case, framework=False)
 
 
 @dataclass(frozen=True)

@@ -2,30 +2,19 @@
 
 Builders take plain data and return TableData (dlbench.report.render): rows of
 strings that the console (rich), Markdown, LaTeX, HTML and CSV renderers share.
-TableData renders itself with rich, so `console.print(plan_table(p))` works.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 
+from dlbench.cases import case_label
 from dlbench.plan import Plan
 from dlbench.report.render import TableData
-from dlbench.summary import HEADLINE, OPTIONAL_HEADLINE, CaseSummary, format_stat
-
-
-def case_label(case: dict) -> str:
-    parts = [f"{case['framework']}:{case['variant']}", case["model"], case["dataset"], f"b{case['batch_size']}"]
-    if case.get("input_shape"):
-        parts.append(f"in{case['input_shape']}")
-    parts += [case[k] for k in ("precision", "layout") if case.get(k) not in (None, "float32", "native")]
-    if case.get("pipeline") not in (None, "preloaded"):
-        parts.append(f"{case['pipeline']}-augment")
-    if case.get("optimizer") not in (None, "none"):
-        parts += [case["init"], f"{case['optimizer']} lr={case['lr']:g}"]
-        parts.append(f"{case['epochs']} ep" if case.get("epochs") else f"{case['steps']} steps")
-    return " ".join(parts)
+from dlbench.analysis.stats import Summary
+from dlbench.analysis.summary import CaseSummary
 
 
 def plan_table(plan: Plan) -> TableData:
@@ -50,6 +39,31 @@ def skipped_table(skipped: Iterable[tuple[dict, str]]) -> TableData | None:
     for cell, reason in rows:
         t.add_row(*(str(cell.get(k, "")) for k in (*fixed, *extra)), reason)
     return t
+
+
+# (phase, metric, label, scale, unit shown)
+HEADLINE = (
+    ("train", "time", "train time", 1.0, "s"),
+    ("infer", "time", "infer time", 1000.0, "ms"),
+    ("accuracy", "accuracy", "accuracy", 100.0, "%"),
+    # Time-to-accuracy runs only (tables appear when a case has values).
+    ("tta", "time", "time to target accuracy, training only", 1.0, "s"),
+    ("tta", "epochs", "epochs to target accuracy", 1.0, "epochs"),
+)
+OPTIONAL_HEADLINE = {("tta", "time"), ("tta", "epochs")}
+
+
+def format_stat(stats: Summary | None, scale: float, digits: int = 3, fixed: bool = False) -> dict[str, str]:
+    """Table cells of a Summary: `digits` significant digits, or `digits` decimals when fixed."""
+    if stats is None:
+        return {"n": "0", "mean ± sd": "—", "median": "—", "Q1": "—", "Q3": "—"}
+    spec = f".{digits}{'f' if fixed else 'g'}"
+
+    def f(v: float) -> str:
+        return "—" if not math.isfinite(v) else format(v * scale, spec)
+
+    return {"n": str(stats.n), "mean ± sd": f"{f(stats.mean)} ± {f(stats.sd)}", "median": f(stats.median),
+            "Q1": f(stats.q1), "Q3": f(stats.q3)}
 
 
 CASE_COLUMNS = ("framework", "variant", "model", "dataset", "batch_size", "input_shape", "init", "optimizer",

@@ -1,0 +1,33 @@
+"""How a case is named in words: the one labelling function every module uses.
+
+A case is the dict a plan cell becomes (framework, variant, model, dataset,
+batch_size, ...; see dlbench.plan.Case.as_dict). The progress bar, the runner's
+messages, the tables, the verdicts and the figures all call case_label, so one
+case reads the same everywhere. Nothing here imports the rest of dlbench.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def case_label(case: Mapping[str, Any], *, framework: bool = True, setting: bool = True) -> str:
+    """"torch:eager mlp digits b32 adam lr=0.001 10 ep": the framework and variant,
+    then what the case measures. framework=False gives what the cases of one
+    comparison set share (they differ only in framework); setting=False gives the
+    framework and variant alone ("torch:eager")."""
+    parts: list[str] = []
+    if framework:
+        parts.append(f"{case['framework']}:{case['variant']}")
+    if setting:
+        parts += [str(case["model"]), str(case["dataset"]), f"b{case['batch_size']}"]
+        if case.get("input_shape"):
+            parts.append(f"in{case['input_shape']}")
+        parts += [str(case[k]) for k in ("precision", "layout") if case.get(k) not in (None, "float32", "native")]
+        if case.get("pipeline") not in (None, "preloaded"):
+            parts.append(f"{case['pipeline']}-augment")
+        if case.get("optimizer") not in (None, "none"):
+            parts += [str(case["init"]), f"{case['optimizer']} lr={case['lr']:g}"]
+            parts.append(f"{case['epochs']} ep" if case.get("epochs") else f"{case['steps']} steps")
+    return " ".join(parts)

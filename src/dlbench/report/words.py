@@ -1,0 +1,77 @@
+"""Verdicts in words: why a comparison is faster, slower, equal or undecided.
+
+dlbench.analysis.stats decides and records why in numbers (stats.Why); this
+module writes the sentence a table, the answer block or the hypothesis report
+shows. Keeping the words here lets the analysis stay numbers-only and every
+format say the same thing.
+"""
+
+from __future__ import annotations
+
+import math
+
+from dlbench.analysis.stats import FUTILE_SAMPLES, Comparison, min_pairs
+
+
+def num(v: float) -> str:
+    """Four significant digits, as every verdict sentence shows numbers."""
+    return f"{v:.4g}"
+
+
+def family(m: int) -> str:
+    return f" for {m} Holm-adjusted comparisons" if m > 1 else ""
+
+
+def p_words(c: Comparison) -> str:
+    return f"p = {num(c.p)}" + (" (Holm)" if c.p_adjusted is not None else "")
+
+
+def _projection(c: Comparison) -> str:
+    why = c.why
+    assert why is not None
+    unit = "pairs" if c.paired else "samples per side"
+    if why.projection == "edge":
+        return f"; the ratio {num(c.ratio)} sits on the band's edge, where more samples alone cannot decide"
+    if why.projection == "futile":
+        return (f"; at this spread more than {FUTILE_SAMPLES:,} {unit} would be needed for the ratio "
+                f"{num(c.ratio)}: more samples alone will hardly decide")
+    if why.projection == "inside":
+        return (f"; at this spread about {why.projected} {unit} would put the CI inside ±{c.band:.0%} "
+                f"if the ratio stays at {num(c.ratio)}")
+    return (f"; at this spread about {why.projected} {unit} would clear the ±{c.band:.0%} band "
+            f"if the ratio stays at {num(c.ratio)}")
+
+
+def reason(c: Comparison) -> str:
+    """The verdict's reason, e.g. "p = 0.002 (Holm) < 0.05 and ratio 0.81 [95% CI 0.78, 0.85] below 0.98"."""
+    why = c.why
+    if why is None:
+        return ""
+    m, alpha, cause = c.family_size, c.alpha, why.cause
+    if cause == "too few":
+        if c.paired:
+            return (f"needs at least {why.need} pairs{family(m)}: the exact two-sided Wilcoxon signed-rank test "
+                    f"cannot reach p < {alpha:g} with {c.n_a} (smallest p = {num(why.smallest_p or math.nan)})")
+        return (f"needs at least {why.need} + {why.need} samples{family(m)}: the exact two-sided Mann-Whitney "
+                f"test cannot reach p < {alpha:g} with {c.n_a} + {c.n_b} (smallest p = "
+                f"{num(why.smallest_p or math.nan)})")
+    if cause == "too few for quantile":
+        return (f"the {c.estimator} of {min(c.n_a, c.n_b)} values rests on fewer than two values beyond it: "
+                f"needs at least {why.need} per side")
+    if cause == "undefined ratio":
+        return f"ratio of {c.estimator}s undefined ({c.estimator} of b is not positive)"
+    lo, hi = c.ratio_ci
+    ci = f"ratio {num(c.ratio)} [95% CI {num(lo)}, {num(hi)}]"
+    p = p_words(c)
+    if cause == "faster":
+        return f"{p} < {alpha:g} and {ci} below {num(1 - c.band)}"
+    if cause == "slower":
+        return f"{p} < {alpha:g} and {ci} above {num(1 + c.band)}"
+    if cause == "inside band":
+        return f"{ci} inside ±{c.band:.0%} ({p}{', significant' if c.p < alpha else ''})"
+    if cause == "overlaps band":
+        return f"{p} < {alpha:g} but {ci} overlaps the ±{c.band:.0%} band{_projection(c)}"
+    if cause == "few non-zero":
+        return (f"{ci} not inside ±{c.band:.0%}, and only {c.n_nonzero} of {c.n_a} differences are non-zero: "
+                f"the Wilcoxon test needs {min_pairs(alpha / m)}{family(m)} to reach p < {alpha:g}")
+    return f"{p} ≥ {alpha:g} and {ci} not inside ±{c.band:.0%}: more samples needed{_projection(c)}"

@@ -1,0 +1,98 @@
+"""The package's import graph, read from the source (AST), not from a running import.
+
+Imports run one way: cli -> runner / report -> analysis -> store. These tests walk
+every module of src/dlbench and fail on a cycle, on an import from a module that
+report/ depends on back into report/, and on the runner or the worker reaching
+report/ at all. `from package import name` counts as importing the submodule when
+`name` is one, else the package itself.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in (SRC / "dlbench").rglob("*.py"):
+        parts = path.relative_to(SRC).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = _modules()
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    origin = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    origin = node.module or ""
+                for alias in node.names:
+                    sub = f"{origin}.{alias.name}"
+                    targets.append(sub if sub in modules else origin)
+            elif isinstance(node, ast.Import):
+                targets += [alias.name for alias in node.names]
+            found |= {t for t in targets if t in modules and t != name}
+        graph[name] = found
+    return graph
+
+
+def _reach(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for nxt in graph[todo.pop()]:
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def test_the_walker_sees_known_edges():
+    graph = import_graph()
+    assert "dlbench.analysis.stats" in graph["dlbench.analysis.comparisons"]
+    assert "dlbench.report.render" in graph["dlbench.report.console"]
+    assert "dlbench.datasets.fetch" in graph["dlbench.datasets.mnist"]  # from dlbench.datasets import fetch
+
+
+def test_no_import_cycle():
+    graph = import_graph()
+    cycles = sorted(name for name in graph if name in _reach(graph, name))
+    assert not cycles, f"modules on an import cycle: {cycles}"
+
+
+def test_nothing_report_depends_on_imports_report():
+    graph = import_graph()
+    report = {m for m in graph if m == "dlbench.report" or m.startswith("dlbench.report.")}
+    below = set().union(*(_reach(graph, m) for m in report)) - report
+    back = sorted((m, sorted(graph[m] & report)) for m in below if graph[m] & report)
+    assert not back, f"modules below report/ that import report/: {back}"
+
+
+@pytest.mark.parametrize("module", ["dlbench.runner", "dlbench.worker", "dlbench.progress",
+                                    "dlbench.analysis.comparisons", "dlbench.analysis.stats",
+                                    "dlbench.analysis.summary", "dlbench.analysis.sweeps", "dlbench.store"])
+def test_runner_worker_and_analysis_never_reach_report_or_cli(module):
+    reached = _reach(import_graph(), module)
+    bad = sorted(m for m in reached if m.startswith(("dlbench.report", "dlbench.cli")))
+    assert not bad, f"{module} reaches {bad}"
+
+
+def test_analysis_imports_nothing_above_it():
+    graph = import_graph()
+    above = ("dlbench.report", "dlbench.cli", "dlbench.runner", "dlbench.worker", "dlbench.progress")
+    bad = sorted((m, sorted(t for t in graph[m] if t.startswith(above)))
+                 for m in graph if m.startswith("dlbench.analysis") and any(t.startswith(above) for t in graph[m]))
+    assert not bad, bad
