@@ -219,11 +219,6 @@ def conv_out(size: int, kernel: int, padding: int = 0, stride: int = 1) -> int:
     return (size + 2 * padding - kernel) // stride + 1
 
 
-def same_out(size: int, stride: int) -> int:
-    """Output length of a 'same'-padded convolution or pooling with `stride`."""
-    return -(-size // stride)
-
-
 def dense_params(fan_in: int, units: int) -> int:
     return fan_in * units + units
 

@@ -52,10 +52,6 @@ class Report:
     def title(self) -> str:
         return f"dlbench run {self.run['id']}: {self.run['name']}"
 
-    def header_line(self) -> str:
-        r = self.run
-        return f"run {r['id']} '{r['name']}' ({r['status']}), started {r['started_at']}: {r['command']}"
-
     def environment_table(self) -> TableData:
         t = TableData("environment fingerprint", ["key", "value"])
         for key, value in self.environment.items():

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dlbench.models.spec import FRACTION, ModelSpec, Shape, conv_out, conv_params, dense_params
+from dlbench.models.spec import FRACTION, ModelSpec, Shape, conv_params, dense_params
 
 WIDTHS = (64, 192, 384, 256, 256)
 HIDDEN = 4096
@@ -42,19 +42,11 @@ CONV_INDEX = (0, 3, 6, 8, 10)
 FC_INDEX = (1, 4, 6)
 
 
-def feature_size(n: int) -> int:
-    """Spatial length after the features stack (before the adaptive pool)."""
-    n = conv_out(n, 11, padding=2, stride=4)
-    n = conv_out(n, 3, stride=2)
-    n = conv_out(n, 3, stride=2)  # conv2 (5x5 pad 2) keeps the size
-    return conv_out(n, 3, stride=2)  # conv3-5 (3x3 pad 1) keep it too
-
-
 def check_input(shape: Shape) -> str | None:
     if len(shape) != 3:
         return f"alexnet takes (H, W, C) images; got shape {shape}"
     h, w, _ = shape
-    # conv_out goes below 1 (or a pool window does not fit) for inputs under 63.
+    # Below 63 the stack of convolutions and pools shrinks an axis below one pixel.
     if min(h, w) < 63:
         return f"alexnet needs input of at least 63x63 (11x11/4 conv and three 3x3/2 pools); got {h}x{w}"
     return None
