@@ -68,7 +68,7 @@ def finished_run(tmp_path_factory):
 
 def test_run_stores_every_repeat_and_reports(finished_run):
     db, output = finished_run
-    assert "train time (s)" in output and "accuracy (%)" in output
+    assert "summary: medians, fastest first" in output and "accuracy %" in output and "train s" in output
     assert "inference latency per call (ms)" in output
     assert "trials: 2 ok" in output
     with Store(db) as store:
@@ -107,7 +107,8 @@ def test_run_stores_telemetry_and_says_what_is_unavailable(finished_run):
     """On this VM: utilization, steal and peak memory are measured; RAPL, sensors and
     NVML are stored as unavailable with their reasons (and measured where present)."""
     db, output = finished_run
-    assert "telemetry samplers" in output and "utilization, temperature and memory per phase" in output
+    # The samplers table before the run, once; after it, one line (no table twice).
+    assert output.count("telemetry samplers") == 1 and "telemetry: cpu, memory measured" in output
     with Store(db) as store:
         run_id = store.run()["id"]
         table = {r["name"]: r for r in store.samplers(run_id)}
@@ -136,7 +137,10 @@ def test_run_stores_telemetry_and_says_what_is_unavailable(finished_run):
 def test_report_export_runs_plan_list_env(finished_run, tmp_path):
     db, _ = finished_run
     result = runner.invoke(app, ["report", "--db", str(db)])
-    assert result.exit_code == 0 and "infer time (ms)" in result.output
+    assert result.exit_code == 0 and "infer ms" in result.output
+    details = runner.invoke(app, ["report", "--db", str(db), "--details"])
+    assert details.exit_code == 0 and "infer time (ms)" in details.output
+    assert "utilization, temperature and memory per phase" in details.output
     out = tmp_path / "m.csv"
     result = runner.invoke(app, ["export", str(out), "--db", str(db)])
     assert result.exit_code == 0

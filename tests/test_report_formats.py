@@ -135,8 +135,14 @@ def _parse(html: str) -> _Collector:
 
 
 # -- console, markdown, csv -----------------------------------------------------------------
-def test_console_keeps_its_tables(real_run):
-    result = runner.invoke(app, ["report", "--db", str(real_run)])
+def test_console_leads_with_the_answer_and_details_keep_every_table(real_run):
+    short = runner.invoke(app, ["report", "--db", str(real_run)])
+    assert short.exit_code == 0, short.output
+    lines = short.output.splitlines()
+    assert "Answer" in lines[:8], lines[:8]
+    assert "summary: medians, fastest first" in short.output and "train time (s)" not in short.output
+    assert "telemetry samplers" not in short.output and "telemetry: " in short.output  # one line, not the table
+    result = runner.invoke(app, ["report", "--db", str(real_run), "--details"])
     assert result.exit_code == 0, result.output
     for title in ("train time (s)", "infer time (ms)", "accuracy (%)", "inference latency per call (ms)",
                   "telemetry samplers", "utilization, temperature and memory per phase"):

@@ -22,8 +22,21 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=N
                        "TensorFlow and JAX.")
 # Logs and CI output are not terminals; rich would wrap them at 80 columns.
 # markup=False: error texts, paths and TOML table names ("[protocol]") are printed verbatim.
-console = Console(markup=False) if sys.stdout.isatty() else Console(width=150, markup=False)
-err_console = Console(stderr=True, markup=False) if sys.stderr.isatty() else Console(stderr=True, width=150, markup=False)
+
+
+def _width_off_terminal() -> int:
+    """Off a terminal rich would assume 80 columns: COLUMNS when it is set (a pager,
+    a CI log, `COLUMNS=100 dlbench run | tee`), else 150 so that logs keep whole rows."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        return 150
+    return columns if 40 <= columns <= 1000 else 150
+
+
+console = Console(markup=False) if sys.stdout.isatty() else Console(width=_width_off_terminal(), markup=False)
+err_console = (Console(stderr=True, markup=False) if sys.stderr.isatty()
+               else Console(stderr=True, width=_width_off_terminal(), markup=False))
 
 DB = Annotated[Path, typer.Option("--db", help="SQLite results database.")]
 ListOpt = Annotated[Optional[str], typer.Option(help="Comma-separated values; each value is a matrix factor level.")]
@@ -287,12 +300,13 @@ def _print_skipped(rows) -> None:
         _show(table)
 
 
-def _print_report(store, run_id: int) -> None:
-    """The run's tables on the console: summaries, latency, telemetry, verdicts, failed trials."""
+def _print_report(store, run_id: int, details: bool = False) -> None:
+    """The run's report on the console: the answer, one row per case, latency, failures;
+    with details every table of the written formats."""
     from dlbench.report.console import print_report
     from dlbench.report.model import build_report
 
-    print_report(console, build_report(store, run_id, hypotheses=False))
+    print_report(console, build_report(store, run_id, hypotheses=False), details)
 
 
 @app.command()
@@ -400,10 +414,14 @@ def report(
                                                 "(default: standard output).")] = None,
     figures: Annotated[Optional[Path], typer.Option("--figures", help="Also write every figure (PNG and SVG) "
                                                     "into this directory.")] = None,
+    details: Annotated[bool, typer.Option("--details", help="Console: every table (per-metric statistics, "
+                                          "telemetry, verdicts, skipped cells), not only the answer and the "
+                                          "one-row-per-case summary.")] = False,
     db: DB = Path("dlbench.db"),
 ) -> None:
-    """Report of a stored run: summary tables (n, mean ± sd, median, Q1, Q3), latency, telemetry,
-    verdicts; as console tables, Markdown, LaTeX, HTML or CSV."""
+    """Report of a stored run, the answer first (who is faster, by how much, is it real), then summary
+    tables (n, mean ± sd, median, Q1, Q3), latency, telemetry and verdicts; as console tables, Markdown,
+    LaTeX, HTML or CSV."""
     from dlbench.report.formats import FORMATS
     from dlbench.store import StoreError
 
@@ -427,10 +445,8 @@ def report(
         console.print(f"wrote {len(made)} figures (PNG and SVG) to {figures}: "
                       + ", ".join(f.name for f in made), highlight=False)
     if fmt == "console":
-        console.print(f"run {row['id']} '{row['name']}' ({row['status']}), started {row['started_at']}: "
-                      f"{row['command']}")
-        _print_report(store, row["id"])
-        _print_skipped([(json.loads(s["cell_json"]), s["reason"]) for s in store.skipped(row["id"])])
+        console.print(f"command: {row['command']}", highlight=False)
+        _print_report(store, row["id"], details)
         return
     from dlbench.report.formats import render
 

@@ -97,14 +97,15 @@ class Groups:
     paired: bool                        # trial medians paired by block
 
 
-def comparison_groups(trials, measurements) -> list[Groups]:
-    """For every comparison set and timed metric, the samples of each framework."""
+def comparison_groups(trials, measurements, metrics=None) -> list[Groups]:
+    """For every comparison set and metric (default: the timed ones), the samples of each framework."""
+    metrics = TIMED if metrics is None else metrics
     cases = {t["case_key"]: json.loads(t["case_json"]) for t in trials}
     # One pass over the measurements per metric, not one per comparison set.
-    by_metric = {(phase, metric): samples(trials, measurements, phase, metric) for phase, metric, _ in TIMED}
+    by_metric = {(phase, metric): samples(trials, measurements, phase, metric) for phase, metric, _ in metrics}
     out = []
     for keys in comparison_sets(cases):
-        for phase, metric, name in TIMED:
+        for phase, metric, name in metrics:
             smp = by_metric[(phase, metric)]
             present = [k for k in keys if k in smp and smp[k].values]
             if len(present) < 2:
@@ -138,6 +139,63 @@ def within_run(trials, measurements, band: float = 0.02, alpha: float = 0.05,
         for a, b, comp in result.pairwise:
             verdicts.append(PairVerdict(g.set_label, g.metric, a, b, comp, g.paired))
     return verdicts, omnibus
+
+
+ACCURACY = (("accuracy", "accuracy", "accuracy"),)
+
+
+@dataclass(frozen=True)
+class Standing:
+    """One framework/variant of a comparison set against the best of the set."""
+
+    name: str
+    estimate: float                      # its median
+    comparison: stats.Comparison | None  # name relative to the best (ratio = name / best); None: the best
+    difference_ci: tuple[float, float] | None = None  # accuracy: CI of median(name) - median(best)
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """A comparison set and metric with its members best first: lowest time, highest accuracy."""
+
+    set_label: str
+    phase: str
+    metric: str
+    paired: bool          # trial medians paired by block; else repeats or trial medians, unpaired
+    standings: tuple[Standing, ...]
+
+    @property
+    def best(self) -> Standing:
+        return self.standings[0]
+
+
+def _oriented(result: stats.Omnibus, name: str, best: str) -> stats.Comparison:
+    for a, b, comp in result.pairwise:
+        if (a, b) == (name, best):
+            return comp
+        if (a, b) == (best, name):
+            return stats.reverse(comp)
+    raise KeyError(f"no comparison of {name} with {best}")
+
+
+def rankings(analysed: list[tuple[Groups, stats.Omnibus]], accuracy: list[tuple[Groups, stats.Omnibus]] = (),
+             ) -> list[Ranking]:
+    """Every comparison set and metric, ranked: times lowest first, accuracy highest first.
+    Each member carries its comparison with the best (Holm-adjusted within the set)."""
+    out = []
+    for groups, higher_better in ((analysed, False), (accuracy, True)):
+        for g, result in groups:
+            medians = {name: float(np.median(v)) for name, v in g.values.items() if len(v)}
+            if len(medians) < 2:
+                continue
+            order = sorted(medians, key=lambda k: -medians[k] if higher_better else medians[k])
+            best = order[0]
+            standings = [Standing(best, medians[best], None)]
+            for name in order[1:]:
+                ci = (stats.difference_ci(g.values[name], g.values[best], g.paired) if higher_better else None)
+                standings.append(Standing(name, medians[name], _oriented(result, name, best), ci))
+            out.append(Ranking(g.set_label, g.phase, g.metric, g.paired, tuple(standings)))
+    return out
 
 
 @dataclass(frozen=True)

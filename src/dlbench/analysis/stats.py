@@ -495,6 +495,34 @@ def compare_two(a, b, paired: bool, band: float = 0.02, alpha: float = 0.05, n_b
     return replace(c, verdict=verdict, why=why)
 
 
+def reverse(c: Comparison) -> Comparison:
+    """The same comparison read the other way round: b relative to a."""
+    lo, hi = c.ratio_ci
+    flipped = {"faster": "slower", "slower": "faster"}
+    why = c.why
+    if why is not None and why.cause in flipped:
+        why = replace(why, cause=flipped[why.cause])
+    return replace(c, n_a=c.n_b, n_b=c.n_a, estimate_a=c.estimate_b, estimate_b=c.estimate_a,
+                   ratio=1 / c.ratio if c.ratio else math.nan,
+                   ratio_ci=(1 / hi if hi else math.nan, 1 / lo if lo else math.nan),
+                   cliffs_delta=-c.cliffs_delta, a12=1 - c.a12, verdict=flipped.get(c.verdict, c.verdict), why=why)
+
+
+def difference_ci(a, b, paired: bool, n_boot: int = N_BOOT, seed: int = 0) -> tuple[float, float]:
+    """95% percentile-bootstrap CI of median(a) - median(b) (pairs resampled jointly
+    when paired): how accuracy differences are stated, in the metric's own units."""
+    a, b = finite_pairs(a, b) if paired else (_finite(a), _finite(b))
+    if min(a.size, b.size) < 2:
+        return math.nan, math.nan
+
+    def diff(x, y, axis=-1):
+        return np.median(x, axis=axis) - np.median(y, axis=axis)
+
+    res = st.bootstrap((a, b), diff, paired=paired, vectorized=True, n_resamples=n_boot, method="percentile",
+                       rng=np.random.default_rng(seed))
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
 def compare_many(groups: dict[str, object], paired: bool, alpha: float = 0.05, band: float = 0.02,
                  n_boot: int = N_BOOT, seed: int = 0) -> Omnibus:
     """Friedman (paired blocks) or Kruskal-Wallis, then every pair with Holm-adjusted

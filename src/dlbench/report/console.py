@@ -1,7 +1,10 @@
 """Console rendering (rich) of TableData and of a whole report.
 
 The default `dlbench report` output and the report `dlbench run` prints at the
-end: the same tables as every other format, drawn with rich box characters.
+end. A table is fitted to the console's width without breaking a word inside a
+cell: each column is at least as wide as its longest word, and when that cannot
+fit, the columns the table marks optional are dropped, in its order. The answer
+block comes first; `--details` adds every table of the written formats.
 """
 
 from __future__ import annotations
@@ -12,26 +15,91 @@ from rich.text import Text
 
 from dlbench.report.render import TableData
 
+# What a rich table adds around its cells: "│ " before each column, " │" at the end.
+_BORDER_PER_COLUMN, _BORDER_END = 3, 1
 
-def rich_table(data: TableData) -> RenderableType:
-    """A rich Table; with notes, the table followed by the note lines."""
+
+def _longest_word(texts: list[str]) -> int:
+    return max((len(word) for text in texts for word in text.split()), default=0)
+
+
+def _fitted(data: TableData, width: int | None) -> tuple[list[int], list[int]]:
+    """(kept column indices, their minimum widths) so that no word breaks within `width`."""
+    kept = list(range(len(data.columns)))
+
+    def minimum(i: int) -> int:
+        cells = [row[i] for row in data.rows]
+        if data.columns[i] in data.nowrap:  # one value ("1.23 ± 0.04"): its whole length
+            return max([len(data.columns[i].split()[0]) if data.columns[i] else 0, *map(len, cells)])
+        return _longest_word([data.columns[i], *cells])
+
+    mins = {i: minimum(i) for i in kept}
+    if width is not None:
+        for name in data.optional:
+            if sum(mins[i] + _BORDER_PER_COLUMN for i in kept) + _BORDER_END <= width:
+                break
+            if name in data.columns and data.columns.index(name) in kept:
+                kept.remove(data.columns.index(name))
+    return kept, [mins[i] for i in kept]
+
+
+def _widths(data: TableData, kept: list[int], mins: list[int], width: int) -> list[int] | None:
+    """Fixed column widths that fill at most `width`: every column its minimum, then the
+    room left shared out in proportion to what each column would need to keep its
+    cells on one line. None when even the minimums do not fit (rich then decides)."""
+    room = width - len(kept) * _BORDER_PER_COLUMN - _BORDER_END
+    natural = [max([len(data.columns[i]), *(len(row[i]) for row in data.rows)]) for i in kept]
+    if sum(mins) > room:
+        return None
+    spare = room - sum(mins)
+    wants = [n - m for n, m in zip(natural, mins)]
+    if sum(wants) <= spare:
+        return natural
+    given = [m + (spare * w) // sum(wants) for m, w in zip(mins, wants)]
+    return given
+
+
+def rich_table(data: TableData, width: int | None = None) -> RenderableType:
+    """A rich Table; with notes, the table followed by the note lines. With a width,
+    optional columns are dropped until every column fits its longest word, and the
+    columns get fixed widths no narrower than that."""
+    kept, mins = _fitted(data, width)
+    fixed = _widths(data, kept, mins, width) if width is not None else None
     t = Table(title=data.title, caption=data.caption or None)
-    for i, col in enumerate(data.columns):
-        # fold: long error texts and sampler reasons wrap inside their cell instead of
-        # being cut with an ellipsis; numbers never wrap inside "1.2 ± 0.3".
-        t.add_column(col, justify=data.alignment(i), overflow="fold", no_wrap=col in data.nowrap)
+    for n, (i, minimum) in enumerate(zip(kept, mins)):
+        col = data.columns[i]
+        t.add_column(col, justify=data.alignment(i), overflow="fold", no_wrap=col in data.nowrap,
+                     min_width=minimum, width=fixed[n] if fixed else None)
     for row in data.rows:
-        t.add_row(*row)
-    if not data.notes:
+        t.add_row(*(row[i] for i in kept))
+    dropped = [data.columns[i] for i in range(len(data.columns)) if i not in kept]
+    notes = [*data.notes, *([f"(left out to fit {width} columns: {', '.join(dropped)})"] if dropped else [])]
+    if not notes:
         return t
-    return Group(t, *(Text(note) for note in data.notes))
+    return Group(t, *(Text(note) for note in notes))
 
 
-def print_report(console: Console, report) -> None:
-    """Print a dlbench.report.model.Report: the settings line, then every table in
-    the order the run command has always printed them."""
-    if report.settings:
-        console.print(f"settings shared by every case: {report.settings}", highlight=False)
-        console.print("notes: " + report.legend, highlight=False)
-    for table in report.console_tables():
-        console.print(rich_table(table))
+def print_report(console: Console, report, details: bool = False) -> None:
+    """Print a dlbench.report.model.Report: the answer first, then one row per case,
+    then what only some runs have (sweeps, latency, failures); `details` adds every
+    table of the written formats."""
+    width = console.width
+    for line in report.lead_lines():
+        console.print(line, highlight=False)
+    console.print()
+    console.print(Text("Answer", style="bold"))
+    for line in report.answer.lines():
+        console.print("  " + line, highlight=False)
+    for note in report.answer.notes:
+        console.print(Text("  " + note, style="dim"))
+    for table in report.console_tables(details):
+        console.print()
+        console.print(rich_table(table, width))
+    console.print()
+    for line in (report.samplers_line, report.energy_note):
+        if line:
+            console.print(line, highlight=False)
+    console.print("notes: " + report.legend, highlight=False)
+    if not details:
+        console.print(f"more: dlbench report --run {report.run['id']} --details (every table), "
+                      "--format html --out report.html (with figures)", highlight=False)

@@ -60,7 +60,7 @@ def render(report, figures=(), figures_note: str = "") -> str:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
                              autoescape=True, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True)
-    sections = [("summary", "Summary", report.summary),
+    sections = [("summary", "Summary statistics", report.summary),
                 ("sweeps", "Batch-size sweeps", report.sweeps),
                 ("latency", "Inference latency", [report.latency] if report.latency else []),
                 ("telemetry", "Telemetry", report.telemetry),

@@ -18,7 +18,7 @@ _SPECIAL = {
     # OT1 text fonts print < > | as other glyphs.
     "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}",
     "±": r"$\pm$", "—": "---", "–": "--", "−": "$-$", "δ": r"$\delta$", "°": r"\textdegree{}",
-    "≥": r"$\geq$", "≤": r"$\leq$", "≠": r"$\neq$", "×": r"$\times$", "…": r"\ldots{}",
+    "≥": r"$\geq$", "≤": r"$\leq$", "≠": r"$\neq$", "×": r"$\times$", "…": r"\ldots{}", "µ": r"\textmu{}",
 }
 
 
@@ -69,6 +69,27 @@ def _hypotheses(rows: list[dict]) -> str:
     return "\n".join(out) + "\n"
 
 
+def answer(report) -> list[str]:
+    """The answer block: a paragraph per compared setting, an item per framework."""
+    a = report.answer
+    out = ["\\subsection*{Answer}"]
+    if not a.items:
+        return out + [escape(a.empty) + "\\par"]
+    subject = None
+    for item in a.items:
+        if item.subject != subject:
+            if subject is not None:
+                out.append("\\end{itemize}")
+            subject = item.subject
+            out += [f"\\paragraph{{{escape(subject)}}}", "\\begin{itemize}"]
+        out.append(f"\\item \\emph{{{escape(item.metric)}}}: {escape(item.best)}")
+        if item.others:
+            out += ["\\begin{itemize}", *(f"\\item {escape(line)}" for line in item.others), "\\end{itemize}"]
+    out.append("\\end{itemize}")
+    out += [f"{{\\small {escape(n)}\\par}}" for n in a.notes]
+    return out
+
+
 def render(report) -> str:
     r = report.run
     out = ["\\documentclass[a4paper]{article}", "\\usepackage[T1]{fontenc}", "\\usepackage[utf8]{inputenc}",
@@ -78,6 +99,7 @@ def render(report) -> str:
            f"Status {escape(r['status'])}, started {escape(r['started_at'])}"
            + (f", finished {escape(r['finished_at'])}" if r.get("finished_at") else "")
            + f", dlbench {escape(r.get('dlbench_version') or '?')}.\\par\\medskip",
+           *answer(report),
            "Command:\\par", _tt_block(r.get("command") or "")]
     if report.settings:
         out.append(f"\\medskip Settings shared by every case: {escape(report.settings)}.\\par")

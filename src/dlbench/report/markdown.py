@@ -41,9 +41,28 @@ def table(t: TableData) -> str:
     return "\n".join(lines)
 
 
+def answer(report) -> list[str]:
+    """The answer block: a heading per compared setting, a bullet per framework."""
+    a = report.answer
+    parts = ["## Answer", ""]
+    if not a.items:
+        return parts + [escape(a.empty), ""]
+    subject = None
+    for item in a.items:
+        if item.subject != subject:
+            subject = item.subject
+            parts += [f"**{escape(subject)}**", ""]
+        parts.append(f"- *{escape(item.metric)}*: {escape(item.best)}")
+        parts += [f"  - {escape(line)}" for line in item.others]
+    parts.append("")
+    for note in a.notes:
+        parts += [f"*{escape(note)}*", ""]
+    return parts
+
+
 def render(report) -> str:
     r = report.run
-    parts = [f"# {escape(report.title)}", "",
+    parts = [f"# {escape(report.title)}", "", *answer(report),
              f"Status **{escape(r['status'])}**, started {escape(r['started_at'])}"
              + (f", finished {escape(r['finished_at'])}" if r.get("finished_at") else "")
              + f", dlbench {escape(r.get('dlbench_version') or '?')}.", "",

@@ -11,10 +11,11 @@ import json
 from dataclasses import dataclass, field
 
 from dlbench.analysis.comparisons import ALPHA, BAND
+from dlbench.report.answer import Answer, build_answer
 from dlbench.report.render import TableData
 
 LEGEND = ("'1 process' = repeats inside one worker process (correlated; use --trials >= 2 "
-          "for independent samples); IQR/median>10% = high variance")
+          "for independent samples); 'noisy' or IQR/median>10% = high variance")
 
 
 @dataclass
@@ -47,6 +48,17 @@ class Report:
     sweeps: list[TableData] = field(default_factory=list)
     # The numbers behind the summary tables (full precision, for CSV and the answer block).
     summaries: list = field(default_factory=list)
+    answer: Answer = field(default_factory=Answer)
+    glance: TableData | None = None  # every case on one row, fastest first (the console's summary)
+    energy_note: str = ""  # one line when no energy source measured anything
+    samplers_line: str = ""
+
+    def lead_lines(self) -> list[str]:
+        """What shows before any table: the run, the settings every case shares."""
+        lines = [f"run {self.run['id']} '{self.run['name']}' ({self.run['status']}), started {self.run['started_at']}"]
+        if self.settings:
+            lines.append(f"settings shared by every case: {self.settings}")
+        return lines
 
     @property
     def title(self) -> str:
@@ -64,15 +76,21 @@ class Report:
             t.add_row(key, text)
         return t
 
-    def console_tables(self) -> list[TableData]:
-        """What `dlbench report` and the end of `dlbench run` print, in that order."""
-        return [*self.summary, *self.sweeps, *(t for t in (self.latency,) if t), *self.telemetry,
-                *(t for t in (self.omnibus, self.verdicts, self.failed) if t)]
+    def console_tables(self, details: bool = False) -> list[TableData]:
+        """What `dlbench report` and the end of `dlbench run` print, in that order: the
+        one-row-per-case summary, sweeps, latency and failures; with details, every
+        table of the written formats too (per-metric statistics, telemetry, verdicts).
+        The samplers table is left out unless details: `dlbench run` printed it before
+        the run, and samplers_line says the same in one line."""
+        if details:
+            return [*self.summary, *self.sweeps, *(t for t in (self.latency,) if t), *self.telemetry,
+                    *(t for t in (self.omnibus, self.verdicts, self.failed, self.skipped) if t)]
+        return [*(t for t in (self.glance,) if t), *self.sweeps, *(t for t in (self.latency, self.failed) if t)]
 
     def document_tables(self) -> list[tuple[str, list[TableData]]]:
         """Sections of the written formats (Markdown, LaTeX), each a heading and its tables."""
         sections = [("Environment", [self.environment_table()]),
-                    ("Summary", self.summary),
+                    ("Summary", [*(t for t in (self.glance,) if t), *self.summary]),
                     ("Batch-size sweeps", self.sweeps),
                     ("Latency", [self.latency] if self.latency else []),
                     ("Telemetry", self.telemetry),
@@ -90,14 +108,15 @@ def build_report(store, run_id: int, hypotheses: bool = True, trials: list | Non
     run's rows when the caller has loaded them already; the per-call latency rows
     (nine in ten of a run's rows) are not needed there: only the latency table uses
     them, and it reads them apart, narrowly (Store.latency_calls)."""
-    from dlbench.analysis.comparisons import analyse, within_run
+    from dlbench.analysis import stats
+    from dlbench.analysis.comparisons import ACCURACY, analyse, comparison_groups, rankings, within_run
     from dlbench.report.hypotheses import hypothesis_rows, hypothesis_table
     from dlbench.analysis.summary import latency_percentiles, summarize
     from dlbench.analysis.sweeps import sweeps
     from dlbench.report.sweep_tables import largest_batch_table, sweep_table
     from dlbench.cases import case_label
-    from dlbench.report.tables import (common_settings, latency_table, skipped_table, summary_tables,
-                                telemetry_tables, trials_table)
+    from dlbench.report.tables import (common_settings, energy_note, glance_table, latency_table, samplers_line,
+                                       skipped_table, summary_tables, telemetry_tables, trials_table)
     from dlbench.report.verdict_tables import omnibus_table, verdict_table
 
     row = store.run(run_id)
@@ -106,6 +125,9 @@ def build_report(store, run_id: int, hypotheses: bool = True, trials: list | Non
     summaries = summarize(trials, measurements)
     found = sweeps(summaries)
     analysed = analyse(list(trials), measurements, band=BAND, alpha=ALPHA)
+    accuracy = [(g, stats.compare_many(g.values, paired=g.paired, alpha=ALPHA, band=BAND))
+                for g in comparison_groups(list(trials), measurements, ACCURACY)]
+    sampler_rows = store.samplers(run_id)
     verdicts, omnibus = within_run(list(trials), measurements, analysed=analysed)
     failed = [t for t in trials if t["status"] != "ok"]
     manifests = [Manifest(t["id"], t["block"], case_label(json.loads(t["case_json"])), t["status"],
@@ -120,7 +142,7 @@ def build_report(store, run_id: int, hypotheses: bool = True, trials: list | Non
         legend=LEGEND,
         summary=summary_tables(summaries),
         latency=latency_table(summaries, latency_percentiles(store.latency_calls(run_id))),
-        telemetry=telemetry_tables(summaries, measurements, store.samplers(run_id)),
+        telemetry=telemetry_tables(summaries, measurements, sampler_rows),
         omnibus=omnibus_table(omnibus) if omnibus else None,
         verdicts=verdict_table(verdicts, band=BAND, alpha=ALPHA) if verdicts else None,
         failed=trials_table(failed) if failed else None,
@@ -129,4 +151,8 @@ def build_report(store, run_id: int, hypotheses: bool = True, trials: list | Non
         hypothesis_table=hypothesis_table(rows),
         sweeps=[t for t in (sweep_table(found), largest_batch_table(found)) if t],
         summaries=summaries,
+        answer=build_answer(rankings(analysed, accuracy)),
+        glance=glance_table(summaries),
+        energy_note=energy_note(summaries, measurements, sampler_rows),
+        samplers_line=samplers_line(sampler_rows) if sampler_rows else "",
     )

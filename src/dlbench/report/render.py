@@ -22,6 +22,9 @@ class TableData:
     align: list[str] = field(default_factory=list)
     # Columns whose cells must not wrap on the console ("1.23 ± 0.04" is one value).
     nowrap: frozenset[str] = frozenset()
+    # Columns the console may leave out, in this order, when the table is wider than the
+    # console (the written formats always show every column).
+    optional: tuple[str, ...] = ()
 
     def add_row(self, *cells: object) -> None:
         if len(cells) != len(self.columns):

@@ -109,7 +109,10 @@ def common_settings(cases: list[dict]) -> str:
     for c in CASE_COLUMNS:
         values = _applicable(cases, c)
         if c not in varying and len(values) == 1:
-            out.append(f"{c}={json.loads(values.pop())}")
+            value = json.loads(values.pop())
+            if value in (None, 0, {}, "") and c in ("input_shape", "model_options", "steps"):
+                continue  # not set: saying so adds nothing
+            out.append(f"{c}={value}")
     return ", ".join(out)
 
 
@@ -160,6 +163,79 @@ def summary_tables(summaries: list[CaseSummary]) -> list[TableData]:
         if any_row:
             tables.append(t)
     return tables
+
+
+GLANCE = (("train", "time", "train", 1.0, "s"), ("infer", "time", "infer", 1000.0, "ms"),
+          ("accuracy", "accuracy", "accuracy", 100.0, "%"))
+
+
+def _set_key(case: dict) -> str:
+    return json.dumps({k: v for k, v in case.items() if k not in ("framework", "variant")}, sort_keys=True,
+                      default=str)
+
+
+def ratio_text(ratio: float) -> str:
+    """"19.6×", "5.17×", "1.00×": three significant digits, two decimals below 10."""
+    return f"{ratio:.1f}×" if ratio >= 10 else f"{ratio:.2f}×"
+
+
+def glance_table(summaries: list[CaseSummary]) -> TableData | None:
+    """Every case on one row, fastest first within its comparison set: median train
+    time, inference time and accuracy, each time with its ratio to the fastest case
+    of the set ("1.00×" is the fastest). The console's summary; the per-metric tables
+    (n, mean ± sd, median, quartiles) follow in the written formats."""
+    timed = [s for s in summaries if s.stats]
+    if not timed:
+        return None
+    columns = [c for c in varying_fields([s.case for s in timed]) if c not in ("framework", "variant")]
+    present = [g for g in GLANCE if any((g[0], g[1]) in s.stats for s in timed)]
+
+    def median(s: CaseSummary, phase: str, metric: str) -> float | None:
+        st = s.stats.get((phase, metric))
+        return st.median if st is not None else None
+
+    first_timed = next((g for g in present if g[0] != "accuracy"), None)
+    sets: dict[str, list[CaseSummary]] = {}
+    for s in timed:
+        sets.setdefault(_set_key(s.case), []).append(s)
+    head = []
+    for phase, _, label, _, unit in present:
+        head.append(f"{label} {unit}")
+        if phase != "accuracy":
+            head.append(f"{label} ×")
+    t = TableData("summary: medians, fastest first (× = time relative to the fastest of the same setting)",
+                  ["framework", *_case_columns(columns), *head, "n", "note"],
+                  align=["left"] * (len(columns) + 1) + ["right"] * (len(head) + 1) + ["left"],
+                  nowrap=frozenset(head), optional=("n",))
+    order = ("model", "dataset", "batch_size", "input_shape", "init", "optimizer", "lr", "epochs", "steps")
+    for key in sorted(sets, key=lambda k: tuple(json.dumps(sets[k][0].case.get(f), default=str) for f in order)):
+        members = sets[key]
+        if first_timed is not None:
+            members.sort(key=lambda s: (median(s, *first_timed[:2]) is None, median(s, *first_timed[:2]) or 0.0))
+        fastest = {(ph, me): min((v for v in (median(s, ph, me) for s in members) if v is not None), default=None)
+                   for ph, me, *_ in present}
+        for s in members:
+            cells = []
+            for phase, metric, _, scale, unit in present:
+                value = median(s, phase, metric)
+                digits = ".2f" if unit == "%" else ".4g"
+                cells.append("—" if value is None else format(value * scale, digits))
+                if phase != "accuracy":
+                    best = fastest[(phase, metric)]
+                    cells.append("—" if value is None or not best else ratio_text(value / best))
+            notes = []
+            if any(st.noisy for (ph, _), st in s.stats.items() if ph != "accuracy"):
+                notes.append("noisy")
+            if s.within_process and any(st.n > 1 for st in s.stats.values()):
+                notes.append("1 process")
+            bad = {k: v for k, v in s.statuses.items() if k != "ok"}
+            if bad:
+                notes.append(", ".join(f"{v} {k}" for k, v in bad.items()))
+            first = s.stats.get(first_timed[:2]) if first_timed else None
+            n = first.n if first is not None else max(st.n for st in s.stats.values())
+            t.add_row(case_label(s.case, setting=False), *(cell(s.case, c) for c in columns), *cells, str(n),
+                      "; ".join(notes))
+    return t
 
 
 def latency_table(summaries: list[CaseSummary], latencies: dict) -> TableData | None:
@@ -240,6 +316,27 @@ def _telemetry_values(measurements, flagged: set | None = None) -> dict[tuple[st
     return out
 
 
+NO_ENERGY = "no energy source was available: "
+
+
+def energy_note(summaries: list[CaseSummary], measurements, sampler_rows) -> str:
+    """One line when no energy was measured (naming each source's reason), else ""."""
+    if not sampler_rows:
+        return ""
+    caption = energy_table(summaries, measurements, sampler_rows).caption
+    return "energy: not measured; " + caption.removeprefix(NO_ENERGY) if caption.startswith(NO_ENERGY) else ""
+
+
+def samplers_line(sampler_rows) -> str:
+    """The telemetry sources in one line: which measured, which could not (details: the samplers table)."""
+    if not sampler_rows:
+        return "telemetry: none selected"
+    on = [r["name"] for r in sampler_rows if r["available"]]
+    off = [r["name"] for r in sampler_rows if not r["available"]]
+    return ("telemetry: " + (", ".join(on) or "nothing") + " measured"
+            + (f"; unavailable here: {', '.join(off)}" if off else ""))
+
+
 def energy_table(summaries: list[CaseSummary], measurements, sampler_rows) -> TableData:
     """Seed 000's Table VI shape: energy per case and source, train and inference."""
     values = _telemetry_values(measurements)
@@ -270,7 +367,7 @@ def energy_table(summaries: list[CaseSummary], measurements, sampler_rows) -> Ta
         t.add_row(*(cell(s.case, c) for c in columns), *cells)
     if not any_value:
         reasons = [f"{r['name']}: {r['reason']}" for r in sampler_rows if r["name"] in ("rapl", "nvml") and not r["available"]]
-        t.caption = "no energy source was available: " + ("; ".join(reasons) or "rapl and nvml were not selected")
+        t.caption = NO_ENERGY + ("; ".join(reasons) or "rapl and nvml were not selected")
     return t
 
 
@@ -323,7 +420,10 @@ def telemetry_tables(summaries: list[CaseSummary], measurements, sampler_rows) -
         return []
     order = ("model", "dataset", "batch_size", "init", "optimizer", "lr", "framework", "variant")
     summaries = sorted(summaries, key=lambda s: tuple(json.dumps(s.case.get(k)) for k in order))
-    out = [samplers_table(sampler_rows), energy_table(summaries, measurements, sampler_rows)]
+    out = [samplers_table(sampler_rows)]
+    energy = energy_table(summaries, measurements, sampler_rows)
+    if not energy.caption.startswith(NO_ENERGY):  # a table of dashes says less than its caption: one line
+        out.append(energy)
     util = utilization_table(summaries, measurements)
     if util is not None:
         out.append(util)

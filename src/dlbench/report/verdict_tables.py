@@ -19,7 +19,8 @@ def verdict_table(verdicts: list[PairVerdict], band: float = 0.02, alpha: float 
     t = TableData("framework vs framework (A relative to B; ratio of medians with bootstrap 95% CI)",
                   ["set", "metric", "A", "B", "ratio A/B [95% CI]", "test", "p", "Cliff's δ", "verdict", "sample"],
                   notes=[f"verdicts: faster/slower need p < {alpha} and the ratio CI outside ±{band:.0%}; "
-                         f"'no meaningful difference' = ratio CI inside ±{band:.0%}"])
+                         f"'no meaningful difference' = ratio CI inside ±{band:.0%}"],
+                  optional=("sample", "test", "Cliff's δ"))
     for v in verdicts:
         c = v.comparison
         t.add_row(v.set_label, v.metric, v.a, v.b, f"{c.ratio:.3f} [{c.ratio_ci[0]:.3f}, {c.ratio_ci[1]:.3f}]",

@@ -1,0 +1,149 @@
+"""The answer first: who is faster, by how much, and whether it is real, in plain words.
+
+Every report opens with this block (console, Markdown, LaTeX, HTML). Per
+comparison set (cases that differ only in framework/variant) and metric it names
+the fastest (or most accurate) framework, then each other one as
+"5.17× slower [95% CI 4.38, 7.31], p = 0.0022 (Holm): slower" — hyperfine's
+"ran 1.8 ± 0.1 times faster than" is the tone. An undecided comparison says why
+and how many trials or repeats would decide. Accuracy differences are stated in
+percentage points. The numbers come from dlbench.analysis.comparisons.rankings;
+this module only words them, as plain data (Answer) that each format lays out.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from dlbench.analysis.comparisons import ALPHA, BAND, Ranking, Standing
+from dlbench.analysis.stats import FUTILE_SAMPLES, Comparison
+from dlbench.report.tables import ratio_text
+from dlbench.report.words import reason
+
+
+@dataclass(frozen=True)
+class AnswerItem:
+    subject: str          # what the compared cases share: "mlp digits b32 adam lr=0.001 3 ep"
+    metric: str           # "train time", "inference time", "accuracy"
+    best: str             # "jax:jit is fastest: median 38.2 ms"
+    others: tuple[str, ...]  # one line per other framework/variant
+
+
+@dataclass
+class Answer:
+    items: list[AnswerItem] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what every line rests on, and warnings (busy machine)
+    empty: str = ""       # why there is nothing to answer (one framework only, no values)
+
+    def lines(self) -> list[str]:
+        """The block as plain text lines (console and anything line-based)."""
+        out: list[str] = []
+        subject = None
+        for item in self.items:
+            if item.subject != subject:
+                subject = item.subject
+                out.append(subject)
+            out.append(f"  {item.metric}: {item.best}")
+            out += [f"    {line}" for line in item.others]
+        return out or [self.empty]
+
+
+def duration(seconds: float) -> str:
+    """A time with a unit that keeps 3 significant digits readable: 38.2 ms, 1.52 s, 712 µs."""
+    if not math.isfinite(seconds):
+        return "—"
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
+        if abs(seconds) >= scale or unit == "µs":
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds:.3g} s"
+
+
+def _units(ranking: Ranking) -> str:
+    # Paired samples are one median per trial, paired by block: more trials decide.
+    # Unpaired ones are (almost always) the repeats of one trial per case.
+    return "trials" if ranking.paired else "repeats"
+
+
+def undecided_words(c: Comparison, units: str) -> str:
+    """Why a comparison is undecided, short, with what would decide it."""
+    why = c.why
+    if why is None:
+        return "undecided"
+    if why.cause == "too few":
+        return (f"undecided: too few {units}; the exact test needs at least {why.need} {units} per "
+                f"framework{' (Holm-adjusted for ' + str(c.family_size) + ' comparisons)' if c.family_size > 1 else ''}")
+    if why.cause in ("overlaps band", "not significant"):
+        if why.projection == "edge":
+            return f"undecided: the ratio sits on the ±{c.band:.0%} band's edge; more {units} alone cannot decide"
+        if why.projection == "futile":
+            return f"undecided: more than {FUTILE_SAMPLES:,} {units} would be needed at this spread"
+        return f"undecided: about {why.projected} {units} per framework would decide at this spread"
+    return "undecided: " + reason(c)
+
+
+def p_short(c: Comparison) -> str:
+    """"p = 0.0022": two significant digits are what a reader compares with alpha."""
+    return f"p = {c.p:.2g}"
+
+
+def _time_line(s: Standing, best: str, units: str) -> str:
+    c = s.comparison
+    assert c is not None
+    lo, hi = c.ratio_ci
+    ratio = ratio_text(c.ratio)
+    ci = f"[95% CI {lo:.3g}, {hi:.3g}]" if math.isfinite(lo) and math.isfinite(hi) else "[CI undefined]"
+    p = p_short(c)
+    if c.verdict == "slower":
+        verdict = "slower"
+    elif c.verdict == "no meaningful difference":
+        verdict = f"no meaningful difference (within ±{c.band:.0%})"
+    elif c.verdict == "faster":  # cannot happen for a ranked median, but never hide it
+        verdict = "faster"
+    else:
+        verdict = undecided_words(c, units)
+    return f"{s.name} {ratio} slower than {best} {ci}, {p}: {verdict}"
+
+
+def _accuracy_line(s: Standing, best: Standing, units: str) -> str:
+    c = s.comparison
+    assert c is not None
+    diff = 100 * (s.estimate - best.estimate)
+    lo, hi = (100 * x for x in (s.difference_ci or (math.nan, math.nan)))
+    ci = f"[95% CI {lo:+.2f}, {hi:+.2f}]" if math.isfinite(lo) and math.isfinite(hi) else "[CI undefined]"
+    p = p_short(c)
+    if c.why is not None and c.why.cause in ("too few", "too few for quantile"):
+        verdict = undecided_words(c, units)
+    elif c.p < c.alpha and math.isfinite(hi) and hi < 0:
+        verdict = "less accurate"
+    else:
+        verdict = "no significant difference"
+    return f"{s.name} {abs(diff):.2f} pp lower {ci}, {p}: {verdict}"
+
+
+def build_answer(rankings: list[Ranking]) -> Answer:
+    """The answer block from the rankings."""
+    answer = Answer()
+    for r in rankings:
+        units = _units(r)
+        best = r.best
+        if r.phase == "accuracy":
+            head = f"{best.name} is most accurate: median {100 * best.estimate:.2f}%"
+            others = tuple(_accuracy_line(s, best, units) for s in r.standings[1:])
+        else:
+            head = f"{best.name} is fastest: median {duration(best.estimate)}"
+            others = tuple(_time_line(s, best.name, units) for s in r.standings[1:])
+        answer.items.append(AnswerItem(r.set_label, r.metric, head, others))
+    # Times first within each subject, accuracy last, subjects in their first-seen order.
+    subjects = list(dict.fromkeys(i.subject for i in answer.items))
+    answer.items.sort(key=lambda i: (subjects.index(i.subject), i.metric == "accuracy"))
+    if answer.items:
+        paired = any(r.paired for r in rankings)
+        answer.notes.append(
+            "ratio of medians, 95% bootstrap CI; "
+            + ("paired Wilcoxon over trial medians" if paired else "Mann-Whitney over repeats")
+            + f", Holm-adjusted; 'slower' = p < {ALPHA:g} and CI clear of ±{BAND:.0%}")
+        if not paired:
+            answer.notes.append("repeats in one process per case are correlated: --trials 2+ gives independent samples")
+    else:
+        answer.empty = "nothing to compare: every comparison needs two frameworks or variants with values"
+    return answer
