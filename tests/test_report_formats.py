@@ -307,6 +307,20 @@ def test_html_figures_from_plots(real_run, tmp_path):
     assert all(a["src"].startswith("data:image/svg+xml;base64,") for a in imgs)
 
 
+def test_every_format_opens_with_the_answer(compared_run, tmp_path):
+    """The answer comes before any table, figure or environment: first in the HTML body
+    (after the title and one line of metadata), first section of Markdown and LaTeX."""
+    html = _render(compared_run, "html", tmp_path)
+    order = [html.index(f'id="{anchor}"') for anchor in ("answer", "figures", "hypotheses", "how", "environment")]
+    assert order == sorted(order), order
+    assert "× slower than" in html.split('id="figures"')[0]
+    md = _render(compared_run, "markdown", tmp_path)
+    assert md.split("\n## ")[1].startswith("Answer")  # the first section
+    assert md.index("## Answer") < md.index("Command:") and "× slower than" in md
+    tex = _render(compared_run, "latex", tmp_path)
+    assert tex.index("\\subsection*{Answer}") < tex.index("Command:") and "$\\times$ slower than" in tex
+
+
 def test_html_hypotheses_in_seed_002_form(compared_run, tmp_path):
     html = _render(compared_run, "html", tmp_path)
     doc = _parse(html)
