@@ -206,7 +206,10 @@ def glance_table(summaries: list[CaseSummary]) -> TableData | None:
     t = TableData("summary: medians, fastest first (× = time relative to the fastest of the same setting)",
                   ["framework", *_case_columns(columns), *head, "n", "note"],
                   align=["left"] * (len(columns) + 1) + ["right"] * (len(head) + 1) + ["left"],
-                  nowrap=frozenset(head), optional=("n",))
+                  optional=("n",))
+    everywhere_one_process = all(s.within_process and any(st.n > 1 for st in s.stats.values()) for s in timed)
+    if everywhere_one_process:  # said once under the table, not on every row
+        t.caption = "every case: repeats in 1 process (correlated; --trials 2+ for independent samples)"
     order = ("model", "dataset", "batch_size", "input_shape", "init", "optimizer", "lr", "epochs", "steps")
     for key in sorted(sets, key=lambda k: tuple(json.dumps(sets[k][0].case.get(f), default=str) for f in order)):
         members = sets[key]
@@ -226,7 +229,7 @@ def glance_table(summaries: list[CaseSummary]) -> TableData | None:
             notes = []
             if any(st.noisy for (ph, _), st in s.stats.items() if ph != "accuracy"):
                 notes.append("noisy")
-            if s.within_process and any(st.n > 1 for st in s.stats.values()):
+            if s.within_process and any(st.n > 1 for st in s.stats.values()) and not everywhere_one_process:
                 notes.append("1 process")
             bad = {k: v for k, v in s.statuses.items() if k != "ok"}
             if bad:
@@ -324,7 +327,12 @@ def energy_note(summaries: list[CaseSummary], measurements, sampler_rows) -> str
     if not sampler_rows:
         return ""
     caption = energy_table(summaries, measurements, sampler_rows).caption
-    return "energy: not measured; " + caption.removeprefix(NO_ENERGY) if caption.startswith(NO_ENERGY) else ""
+    if not caption.startswith(NO_ENERGY):
+        return ""
+    # Each source's reason up to its first colon: the cause; the samplers table (--details) has the rest.
+    reasons = [f"{r['name']}: {str(r['reason']).split(':')[0]}" for r in sampler_rows
+               if r["name"] in ("rapl", "nvml") and not r["available"]]
+    return "energy: not measured (" + ("; ".join(reasons) or "rapl and nvml were not selected") + ")"
 
 
 def samplers_line(sampler_rows) -> str:
