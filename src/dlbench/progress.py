@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.text import Text
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn,
                            TimeRemainingColumn)
 
 from dlbench.cases import case_label
@@ -28,7 +28,7 @@ class RunProgress:
                                  # worker runs steals cycles from OpenMP thread pools (torch
                                  # spin-waits), so the bar is redrawn only on events.
                                  auto_refresh=False)
-        self.task = None
+        self.task: TaskID | None = None
         self.trial_units = 0
         self.done_in_trial = 0
 
@@ -36,8 +36,13 @@ class RunProgress:
         self.progress.__enter__()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, *exc: Any) -> None:
         self.progress.__exit__(*exc)
+
+    def _bar(self) -> TaskID:
+        # Every event but run_start comes after it, and run_start creates the bar.
+        assert self.task is not None, "progress event before run_start"
+        return self.task
 
     def on_event(self, kind: str, **info: Any) -> None:
         if kind == "run_start":
@@ -48,7 +53,7 @@ class RunProgress:
                 self.task = self.progress.add_task(f"run {self.run_id}", total=units)
             else:  # adaptive mode: a new block of trials extends the bar
                 done = self.progress.tasks[0].completed
-                self.progress.update(self.task, total=done + units)
+                self.progress.update(self._bar(), total=done + units)
             self.progress.refresh()
         elif kind == "trial_start":
             case = info["case"]
@@ -56,13 +61,13 @@ class RunProgress:
             row = next(t for t in self.store.trials(self.run_id) if t["id"] == info["trial_id"])
             proto = json.loads(row["protocol_json"])
             self.trial_units = proto["warmup"] + proto["repeats"]
-            self.progress.update(self.task, description=case_label(case))
+            self.progress.update(self._bar(), description=case_label(case))
             self.progress.refresh()
         elif kind == "worker_event":
             event = info["event"]
             if event.get("event") == "measurements" and event.get("repeat") is not None:
                 self.done_in_trial += 1
-                self.progress.advance(self.task)
+                self.progress.advance(self._bar())
                 self.progress.refresh()
         elif kind == "block_added":
             self.progress.console.print(f"adaptive: confidence intervals still too wide, adding block {info['block']}",
@@ -72,7 +77,7 @@ class RunProgress:
         elif kind == "trial_end":
             outcome = info["outcome"]
             # A trial that stopped early still uses up its share of the bar.
-            self.progress.advance(self.task, max(0, self.trial_units - self.done_in_trial))
+            self.progress.advance(self._bar(), max(0, self.trial_units - self.done_in_trial))
             self.progress.refresh()
             style = "green" if outcome.status == "ok" else "red"
             first_line = (outcome.error or "").splitlines()[0][:150] if outcome.error else ""

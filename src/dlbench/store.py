@@ -406,7 +406,7 @@ class Store:
                     if len(problems) > 1 else "")
             raise self._corrupt(f"integrity check: {problems[0]}{more}")
         self._check_schema(db, version, migrations)
-        return version
+        return int(version)
 
     def _check_schema(self, db: sqlite3.Connection, version: int, migrations: Sequence[str]) -> None:
         path, latest = self.path, len(migrations)
@@ -499,7 +499,7 @@ class Store:
 
     @property
     def version(self) -> int:
-        return self.db.execute("PRAGMA user_version").fetchone()[0]
+        return int(self.db.execute("PRAGMA user_version").fetchone()[0])
 
     def close(self) -> None:
         self.db.close()
@@ -512,9 +512,9 @@ class Store:
 
     # -- runs -------------------------------------------------------------
     def create_run(self, *, name: str, command: str, config_source: str, config_text: str,
-                   experiment: dict, environment: dict, version: str, trials: Sequence[dict] = (),
-                   skipped: Iterable[tuple[dict, str]] = (), samplers: Iterable = (),
-                   owner: dict | None = None) -> int:
+                   experiment: dict[str, Any], environment: dict[str, Any], version: str, trials: Sequence[dict[str, Any]] = (),
+                   skipped: Iterable[tuple[dict[str, Any], str]] = (), samplers: Iterable[Any] = (),
+                   owner: dict[str, Any] | None = None) -> int:
         """The run with its planned trials (see add_trials), skipped cells, sampler table
         and owner, in ONE transaction: a run killed while being created leaves nothing,
         never a run with part of its trials (which a resume would call finished)."""
@@ -525,6 +525,7 @@ class Store:
                 (name, "running", now(), command, config_source, config_text,
                  json.dumps(experiment, default=str), json.dumps(environment, default=str), version,
                  json.dumps(owner) if owner else None))
+            assert cur.lastrowid is not None  # an INSERT always sets it
             run_id = int(cur.lastrowid)
             self._insert_trials(run_id, trials)
             self.db.executemany("INSERT INTO skipped (run_id, cell_json, reason) VALUES (?,?,?)",
@@ -533,7 +534,7 @@ class Store:
         return run_id
 
     # -- the run's owner (dlbench.runlock decides who is alive) ------------------
-    def claim_run(self, run_id: int, owner: dict, alive: Callable[[dict], bool]) -> dict | None:
+    def claim_run(self, run_id: int, owner: dict[str, Any], alive: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
         """Make `owner` the process that executes the run, unless another live one is:
         then return that one and change nothing. Read and write happen in one
         IMMEDIATE transaction, so two processes claiming at once cannot both win."""
@@ -541,7 +542,7 @@ class Store:
         self.db.execute("BEGIN IMMEDIATE")
         try:
             row = self.db.execute("SELECT owner_json FROM runs WHERE id=?", (run_id,)).fetchone()
-            holder = json.loads(row[0]) if row is not None and row[0] else None
+            holder: dict[str, Any] | None = json.loads(row[0]) if row is not None and row[0] else None
             if holder is not None and holder != owner and alive(holder):
                 self.db.rollback()
                 return holder
@@ -552,7 +553,7 @@ class Store:
             raise
         return None
 
-    def release_run(self, run_id: int, owner: dict) -> None:
+    def release_run(self, run_id: int, owner: dict[str, Any]) -> None:
         with self.db:
             self.db.execute("UPDATE runs SET owner_json=NULL WHERE id=? AND owner_json=?",
                             (run_id, json.dumps(owner)))
@@ -569,12 +570,14 @@ class Store:
             row = self.db.execute("SELECT * FROM runs ORDER BY id DESC LIMIT 1").fetchone()
             if row is None:
                 raise StoreError(f"{self.path}: holds no runs yet")
-            return row
+            found: sqlite3.Row = row
+            return found
         row = self.db.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
         if row is None:
             ids = [r[0] for r in self.db.execute("SELECT id FROM runs ORDER BY id")]
             raise StoreError(f"{self.path}: no run {run_id}; runs here: {ids or 'none'}")
-        return row
+        result: sqlite3.Row = row
+        return result
 
     def runs(self) -> list[sqlite3.Row]:
         return self.db.execute(
@@ -587,7 +590,7 @@ class Store:
 
     # -- trials -----------------------------------------------------------
     # A trial dict for add_trials / create_run: case_key, block, position, case, protocol.
-    def _insert_trials(self, run_id: int, trials: Iterable[dict]) -> None:
+    def _insert_trials(self, run_id: int, trials: Iterable[dict[str, Any]]) -> None:
         self.db.executemany(
             "INSERT INTO trials (run_id, case_key, block, position, framework, variant, model,"
             " dataset, batch_size, case_json, protocol_json, status, attempt) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -596,14 +599,14 @@ class Store:
               json.dumps(t["case"], sort_keys=True), json.dumps(t["protocol"], sort_keys=True), "pending", 1)
              for t in trials])
 
-    def add_trials(self, run_id: int, trials: Sequence[dict]) -> None:
+    def add_trials(self, run_id: int, trials: Sequence[dict[str, Any]]) -> None:
         """Planned trials (status pending), all or none: an adaptive or extended block
         is never left half inserted."""
         with self.db:
             self._insert_trials(run_id, trials)
 
-    def add_trial(self, run_id: int, *, case_key: str, block: int, position: int, case: dict,
-                  protocol: dict) -> int:
+    def add_trial(self, run_id: int, *, case_key: str, block: int, position: int, case: dict[str, Any],
+                  protocol: dict[str, Any]) -> int:
         with self.db:
             self._insert_trials(run_id, [{"case_key": case_key, "block": block, "position": position,
                                           "case": case, "protocol": protocol}])
@@ -649,7 +652,7 @@ class Store:
                 retired += 1
         return retired
 
-    def set_manifest(self, trial_id: int, manifest: dict) -> None:
+    def set_manifest(self, trial_id: int, manifest: dict[str, Any]) -> None:
         with self.db:
             self.db.execute("UPDATE trials SET manifest_json=? WHERE id=?",
                             (json.dumps(manifest, sort_keys=True, default=str), trial_id))
@@ -689,7 +692,7 @@ class Store:
                 " VALUES (?,?,?,?,?,?,?,?,?,?)", values)
         return len(values)
 
-    def add_telemetry(self, trial_id: int, series: Iterable, markers: Iterable[dict],
+    def add_telemetry(self, trial_id: int, series: Iterable[Any], markers: Iterable[dict[str, Any]],
                       rows: Iterable[Measurement], notes: dict[str, list[str]]) -> None:
         """Raw series (t in monotonic seconds), phase markers, per-phase rows and
         sampler notes of one trial, in one transaction."""
@@ -703,7 +706,7 @@ class Store:
             self.db.execute("UPDATE trials SET telemetry_notes=? WHERE id=?", (json.dumps(notes), trial_id))
         self.add_measurements(trial_id, rows)
 
-    def _insert_samplers(self, run_id: int, table: Iterable) -> None:
+    def _insert_samplers(self, run_id: int, table: Iterable[Any]) -> None:
         self.db.executemany(
             "INSERT INTO samplers (run_id, name, available, reason, hint, interval_s) VALUES (?,?,?,?,?,?)",
             [(run_id, a.name, int(a.available), a.reason, a.hint, a.interval_s) for a in table])
@@ -711,7 +714,7 @@ class Store:
     def samplers(self, run_id: int) -> list[sqlite3.Row]:
         return self.db.execute("SELECT * FROM samplers WHERE run_id=? ORDER BY id", (run_id,)).fetchall()
 
-    def set_idle(self, run_id: int, idle: dict) -> None:
+    def set_idle(self, run_id: int, idle: dict[str, Any]) -> None:
         with self.db:
             self.db.execute("UPDATE runs SET idle_json=? WHERE id=?", (json.dumps(idle), run_id))
 

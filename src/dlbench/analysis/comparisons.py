@@ -22,9 +22,12 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 
+from typing import Any
+
 import numpy as np
 
 from dlbench.analysis import stats
+from dlbench.analysis.rows import Case, Row, Rows
 from dlbench.cases import case_label
 
 # The analysis defaults: a difference within ±BAND is "no meaningful difference";
@@ -42,7 +45,7 @@ class Sample:
     independent: bool          # one value per trial (True) or repeats inside one process
 
 
-def samples(trials, measurements, phase: str, metric: str) -> dict[str, Sample]:
+def samples(trials: Rows, measurements: Rows, phase: str, metric: str) -> dict[str, Sample]:
     """case_key -> the sample of (phase, metric) used for statistics."""
     block_of = {t["id"]: t["block"] for t in trials if t["status"] == "ok"}
     per_trial: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -60,7 +63,7 @@ def samples(trials, measurements, phase: str, metric: str) -> dict[str, Sample]:
     return out
 
 
-def comparison_sets(cases: dict[str, dict]) -> list[list[str]]:
+def comparison_sets(cases: dict[str, Case]) -> list[list[str]]:
     """Groups of case keys that differ only in framework and variant."""
     groups: dict[str, list[str]] = defaultdict(list)
     for key, case in cases.items():
@@ -69,7 +72,7 @@ def comparison_sets(cases: dict[str, dict]) -> list[list[str]]:
     return [keys for keys in groups.values() if len(keys) >= 2]
 
 
-def label(case: dict) -> str:
+def label(case: Case) -> str:
     return case_label(case, setting=False)
 
 
@@ -83,7 +86,7 @@ class PairVerdict:
     independent: bool
 
 
-def set_label(case: dict) -> str:
+def set_label(case: Case) -> str:
     """What the cases of one comparison set share, in words."""
     return case_label(case, framework=False)
 
@@ -97,7 +100,8 @@ class Groups:
     paired: bool                        # trial medians paired by block
 
 
-def comparison_groups(trials, measurements, metrics=None) -> list[Groups]:
+def comparison_groups(trials: Rows, measurements: Rows,
+                      metrics: tuple[tuple[str, str, str], ...] | None = None) -> list[Groups]:
     """For every comparison set and metric (default: the timed ones), the samples of each framework."""
     metrics = TIMED if metrics is None else metrics
     cases = {t["case_key"]: json.loads(t["case_json"]) for t in trials}
@@ -120,19 +124,19 @@ def comparison_groups(trials, measurements, metrics=None) -> list[Groups]:
     return out
 
 
-def analyse(trials, measurements, band: float = 0.02, alpha: float = 0.05) -> list[tuple[Groups, stats.Omnibus]]:
+def analyse(trials: Rows, measurements: Rows, band: float = 0.02, alpha: float = 0.05) -> list[tuple[Groups, stats.Omnibus]]:
     """Every comparison set x timed metric with its tests (omnibus + Holm-adjusted pairs),
     computed once: the verdict tables and the hypothesis report both read from it."""
     return [(g, stats.compare_many(g.values, paired=g.paired, alpha=alpha, band=band))
             for g in comparison_groups(trials, measurements)]
 
 
-def within_run(trials, measurements, band: float = 0.02, alpha: float = 0.05,
-               analysed: list[tuple[Groups, stats.Omnibus]] | None = None) -> tuple[list[PairVerdict], list]:
+def within_run(trials: Rows, measurements: Rows, band: float = 0.02, alpha: float = 0.05,
+               analysed: list[tuple[Groups, stats.Omnibus]] | None = None) -> tuple[list[PairVerdict], list[tuple[str, str, stats.Omnibus]]]:
     """Pairwise verdicts between frameworks for every comparison set and timed metric,
     and the omnibus tests (Friedman / Kruskal-Wallis) for sets of three or more."""
     verdicts: list[PairVerdict] = []
-    omnibus = []
+    omnibus: list[tuple[str, str, stats.Omnibus]] = []
     for g, result in (analysed if analysed is not None else analyse(trials, measurements, band, alpha)):
         if result.test != "none":
             omnibus.append((g.set_label, g.metric, result))
@@ -178,12 +182,12 @@ def _oriented(result: stats.Omnibus, name: str, best: str) -> stats.Comparison:
     raise KeyError(f"no comparison of {name} with {best}")
 
 
-def rankings(analysed: list[tuple[Groups, stats.Omnibus]], accuracy: list[tuple[Groups, stats.Omnibus]] = (),
+def rankings(analysed: list[tuple[Groups, stats.Omnibus]], accuracy: list[tuple[Groups, stats.Omnibus]] | None = None,
              ) -> list[Ranking]:
     """Every comparison set and metric, ranked: times lowest first, accuracy highest first.
     Each member carries its comparison with the best (Holm-adjusted within the set)."""
     out = []
-    for groups, higher_better in ((analysed, False), (accuracy, True)):
+    for groups, higher_better in ((analysed, False), (accuracy or [], True)):
         for g, result in groups:
             medians = {name: float(np.median(v)) for name, v in g.values.items() if len(v)}
             if len(medians) < 2:
@@ -200,7 +204,7 @@ def rankings(analysed: list[tuple[Groups, stats.Omnibus]], accuracy: list[tuple[
 
 @dataclass(frozen=True)
 class RunDiff:
-    case: dict
+    case: Case
     metric: str
     comparison: stats.Comparison | None   # B relative to A; None if one side has no values
     regression: bool
@@ -212,11 +216,11 @@ class RunDiff:
 MACHINE_FIELDS = ("threads",)
 
 
-def match_key(case: dict) -> str:
+def match_key(case: Case) -> str:
     return json.dumps({k: v for k, v in case.items() if k not in MACHINE_FIELDS}, sort_keys=True)
 
 
-def blocks_alternated(a_trials, b_trials) -> bool:
+def blocks_alternated(a_trials: Rows, b_trials: Rows) -> bool:
     """Whether two runs took turns block by block, as `dlbench extend A B` runs them:
     every block number of either run was run, in both runs, between the end of the
     previous block number and the start of the next (trial start and finish times).
@@ -224,7 +228,7 @@ def blocks_alternated(a_trials, b_trials) -> bool:
     and a pair of them is what a paired test needs: the machine's slow phases, which
     last seconds to minutes, then fall on both members of a pair. Two runs taken one
     after the other fail this (block 0 of A and block 0 of B are a run apart)."""
-    def ran(trials) -> list:
+    def ran(trials: Rows) -> list[Row]:
         return [t for t in trials if t["started_at"] and t["finished_at"]]
 
     a_ran, b_ran = ran(a_trials), ran(b_trials)
@@ -250,7 +254,7 @@ def _sample_words(sa: Sample, sb: Sample, paired: bool, pairs: int) -> str:
     return f"{len(sa.values)}+{len(sb.values)} {what}, unpaired"
 
 
-def run_vs_run(a_trials, a_measurements, b_trials, b_measurements, threshold: float = 0.05,
+def run_vs_run(a_trials: Rows, a_measurements: Rows, b_trials: Rows, b_measurements: Rows, threshold: float = 0.05,
                alpha: float = 0.05, quantile: float = 0.5) -> list[RunDiff]:
     """Every case present in both runs (matched on everything but machine settings
     such as threads), B relative to A (ratio > 1: B slower), as the ratio of medians
@@ -294,7 +298,7 @@ ENVIRONMENT_FIELDS = ("hostname", "cpu_model", "physical_cores", "logical_cores"
                       "cpu_governor", "os", "kernel", "python", "gpus", "dlbench_version", "dlbench_git")
 
 
-def environment_changes(env_a: dict, env_b: dict) -> tuple[list[str], set[str]]:
+def environment_changes(env_a: dict[str, Any], env_b: dict[str, Any]) -> tuple[list[str], set[str]]:
     """What differs between two runs' recorded environments: lines "field: A → B", and
     the names of the packages whose versions differ."""
     lines = [f"{f}: {env_a.get(f)} → {env_b.get(f)}" for f in ENVIRONMENT_FIELDS if env_a.get(f) != env_b.get(f)]
@@ -304,7 +308,7 @@ def environment_changes(env_a: dict, env_b: dict) -> tuple[list[str], set[str]]:
     return lines, packages
 
 
-def drift_notes(diffs: list[RunDiff], env_a: dict, env_b: dict) -> list[str]:
+def drift_notes(diffs: list[RunDiff], env_a: dict[str, Any], env_b: dict[str, Any]) -> list[str]:
     """Whether the verdicts can be laid at the door of what changed between the runs.
 
     Two runs are taken at different times: a shared machine's speed can change
@@ -329,9 +333,9 @@ def drift_notes(diffs: list[RunDiff], env_a: dict, env_b: dict) -> list[str]:
     notes = [("recorded differences between A and B: " + "; ".join(changes)) if changes else
              "nothing dlbench records differs between A and B (machine, packages, dlbench)"]
     if moved:
-        ratios = sorted(d.comparison.ratio for d in moved)
+        ratios = sorted(d.comparison.ratio for d in moved if d.comparison is not None)
         span = f"×{ratios[0]:.3g}" + (f" to ×{ratios[-1]:.3g}" if len(ratios) > 1 else "")
-        if all(d.comparison.paired for d in moved):
+        if all(d.comparison is not None and d.comparison.paired for d in moved):
             # Pairs ran back to back: a change of the machine's speed over time fell on both members.
             cause = ("A and B took turns block by block, so the machine's speed over time fell on both alike: what "
                      "moved them ran with one run's trials only (code or settings dlbench does not record, or other "

@@ -35,11 +35,14 @@ Pure functions over numpy arrays; scipy.stats does every test it has. Decisions:
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from itertools import combinations
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 
 class _SciPyStats:
@@ -47,7 +50,7 @@ class _SciPyStats:
     (which use this module's summaries but no test) are drawn in forked processes that
     would otherwise wait for it or each import it again."""
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> Any:
         from scipy import stats
 
         return getattr(stats, name)
@@ -185,12 +188,12 @@ class Omnibus:
         raise KeyError(f"no comparison {a} vs {b}; pairs are {[(x, y) for x, y, _ in self.pairwise]}")
 
 
-def _finite(x) -> np.ndarray:
-    x = np.asarray(x, dtype=float).ravel()
-    return x[np.isfinite(x)]
+def _finite(x: ArrayLike) -> NDArray[np.float64]:
+    flat: NDArray[np.float64] = np.asarray(x, dtype=np.float64).ravel()
+    return flat[np.isfinite(flat)]
 
 
-def finite_pairs(a, b) -> tuple[np.ndarray, np.ndarray]:
+def finite_pairs(a: ArrayLike, b: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     a, b = np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
     if a.shape != b.shape:
         raise ValueError(f"paired samples need equal lengths, got {a.size} and {b.size}")
@@ -198,7 +201,7 @@ def finite_pairs(a, b) -> tuple[np.ndarray, np.ndarray]:
     return a[keep], b[keep]
 
 
-def summary(x) -> Summary:
+def summary(x: ArrayLike) -> Summary:
     x = _finite(x)
     if x.size == 0:
         raise ValueError("summary of an empty sample")
@@ -208,7 +211,7 @@ def summary(x) -> Summary:
                    float(x.max()))
 
 
-def normality(x, alpha: float = 0.05, n_mc: int = N_BOOT, seed: int = 0) -> Normality:
+def normality(x: ArrayLike, alpha: float = 0.05, n_mc: int = N_BOOT, seed: int = 0) -> Normality:
     """Shapiro-Wilk and Lilliefors KS: KS distance to the normal with x's mean and sample
     sd (ddof=1, scipy's fit for norm), its p-value by Monte Carlo (goodness_of_fit refits
     every simulated normal sample the same way: Lilliefors' test without his table)."""
@@ -251,14 +254,14 @@ def _dominance(a: np.ndarray, b: np.ndarray) -> tuple[int, int]:
     return int(greater), int(less)
 
 
-def cliffs_delta(a, b) -> float:
+def cliffs_delta(a: ArrayLike, b: ArrayLike) -> float:
     """P(a > b) - P(a < b) over all pairs of one value from each sample."""
     a, b = _finite(a), _finite(b)
     greater, less = _dominance(a, b)
     return (greater - less) / (a.size * b.size)
 
 
-def a12(a, b) -> float:
+def a12(a: ArrayLike, b: ArrayLike) -> float:
     """Vargha-Delaney A12 = P(a > b) + 0.5 P(a = b)."""
     a, b = _finite(a), _finite(b)
     greater, less = _dominance(a, b)
@@ -270,7 +273,7 @@ def magnitude(delta: float) -> str:
     return next(label for bound, label in MAGNITUDES if abs(delta) < bound)
 
 
-def holm(pvalues) -> list[float]:
+def holm(pvalues: ArrayLike) -> list[float]:
     """Holm step-down adjusted p-values: the i-th smallest p times (m - i + 1), made
     monotone by a running maximum, capped at 1; returned in the input order."""
     p = np.asarray(pvalues, dtype=float).ravel()
@@ -334,7 +337,7 @@ def min_quantile_n(quantile: float) -> int:
     return max(4, math.ceil(2 / min(quantile, 1 - quantile) - 1e-9))
 
 
-def location(x: np.ndarray, quantile: float, axis=-1):
+def location(x: NDArray[np.float64], quantile: float, axis: int = -1) -> Any:
     # np.median for the median: bit-identical to what earlier versions stored and reported
     return np.median(x, axis=axis) if quantile == 0.5 else np.quantile(x, quantile, axis=axis)
 
@@ -344,7 +347,7 @@ def _ratio_ci(a: np.ndarray, b: np.ndarray, paired: bool, n_boot: int, seed: int
     if min(a.size, b.size) < 2 or location(b, quantile) <= 0:
         return math.nan, math.nan
 
-    def ratio(x, y, axis=-1):
+    def ratio(x: NDArray[np.float64], y: NDArray[np.float64], axis: int = -1) -> Any:
         return location(x, quantile, axis) / location(y, quantile, axis)
 
     res = st.bootstrap((a, b), ratio, paired=paired, vectorized=True, n_resamples=n_boot,
@@ -463,7 +466,7 @@ def adjust(c: Comparison, p_adjusted: float, family_size: int) -> Comparison:
     return replace(c, verdict=verdict, why=why)
 
 
-def compare_two(a, b, paired: bool, band: float = 0.02, alpha: float = 0.05, n_boot: int = N_BOOT,
+def compare_two(a: ArrayLike, b: ArrayLike, paired: bool, band: float = 0.02, alpha: float = 0.05, n_boot: int = N_BOOT,
                 seed: int = 0, quantile: float = 0.5) -> Comparison:
     """a against b (lower is better: times). Verdict "faster"/"slower" needs p < alpha
     and the ratio CI entirely outside [1 - band, 1 + band]; "no meaningful difference"
@@ -508,14 +511,14 @@ def reverse(c: Comparison) -> Comparison:
                    cliffs_delta=-c.cliffs_delta, a12=1 - c.a12, verdict=flipped.get(c.verdict, c.verdict), why=why)
 
 
-def difference_ci(a, b, paired: bool, n_boot: int = N_BOOT, seed: int = 0) -> tuple[float, float]:
+def difference_ci(a: ArrayLike, b: ArrayLike, paired: bool, n_boot: int = N_BOOT, seed: int = 0) -> tuple[float, float]:
     """95% percentile-bootstrap CI of median(a) - median(b) (pairs resampled jointly
     when paired): how accuracy differences are stated, in the metric's own units."""
     a, b = finite_pairs(a, b) if paired else (_finite(a), _finite(b))
     if min(a.size, b.size) < 2:
         return math.nan, math.nan
 
-    def diff(x, y, axis=-1):
+    def diff(x: NDArray[np.float64], y: NDArray[np.float64], axis: int = -1) -> Any:
         return np.median(x, axis=axis) - np.median(y, axis=axis)
 
     res = st.bootstrap((a, b), diff, paired=paired, vectorized=True, n_resamples=n_boot, method="percentile",
@@ -523,7 +526,7 @@ def difference_ci(a, b, paired: bool, n_boot: int = N_BOOT, seed: int = 0) -> tu
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
-def compare_many(groups: dict[str, object], paired: bool, alpha: float = 0.05, band: float = 0.02,
+def compare_many(groups: Mapping[str, ArrayLike], paired: bool, alpha: float = 0.05, band: float = 0.02,
                  n_boot: int = N_BOOT, seed: int = 0) -> Omnibus:
     """Friedman (paired blocks) or Kruskal-Wallis, then every pair with Holm-adjusted
     p-values. Holm alone controls the family-wise error over the pairs, so pairwise
@@ -532,7 +535,7 @@ def compare_many(groups: dict[str, object], paired: bool, alpha: float = 0.05, b
     if len(names) < 2:
         raise ValueError(f"compare_many needs at least two groups, got {names}")
     if paired:
-        sizes = {k: int(np.size(groups[k])) for k in names}
+        sizes = {k: int(np.asarray(groups[k]).size) for k in names}
         if len(set(sizes.values())) != 1:
             raise ValueError(f"paired groups need equal-length blocks, got {sizes}")
         matrix = np.column_stack([np.asarray(groups[k], dtype=float).ravel() for k in names])
@@ -553,7 +556,7 @@ def compare_many(groups: dict[str, object], paired: bool, alpha: float = 0.05, b
     return Omnibus(test, stat, df, p_omni, method, names, tuple(s.size for s in samples), pairwise)
 
 
-def median_ci_halfwidth(x, n_boot: int = N_BOOT, seed: int = 0) -> float:
+def median_ci_halfwidth(x: ArrayLike, n_boot: int = N_BOOT, seed: int = 0) -> float:
     """Half-width of the 95% percentile-bootstrap CI of the median, relative to the
     median: the larger of its two sides, so that "within ±pct" holds on both sides of
     an asymmetric interval."""
@@ -567,7 +570,7 @@ def median_ci_halfwidth(x, n_boot: int = N_BOOT, seed: int = 0) -> float:
     return max(med - lo, hi - med) / abs(med)
 
 
-def ci_converged(x, pct: float, seed: int = 0, min_n: int | None = None, n_boot: int = N_BOOT) -> bool:
+def ci_converged(x: ArrayLike, pct: float, seed: int = 0, min_n: int | None = None, n_boot: int = N_BOOT) -> bool:
     """Stopping rule for adaptive repetition: the 95% CI of the median lies within
     ±pct (a fraction: 0.02 = ±2%) of it. Never before min_n values (default: the pairs
     the Wilcoxon test needs), because a percentile interval from a handful of values is

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dlbench.analysis.rows import Case, Rows
 from dlbench.analysis.stats import Summary as Stats
 from dlbench.analysis.stats import summary
 
@@ -28,14 +29,14 @@ def describe(values: Sequence[float]) -> Stats | None:
 @dataclass
 class CaseSummary:
     case_key: str
-    case: dict
+    case: Case
     trials: int
     statuses: dict[str, int]
     within_process: bool
     stats: dict[tuple[str, str], Stats]
 
 
-def summarize(trials: Iterable, measurements: Iterable) -> list[CaseSummary]:
+def summarize(trials: Rows, measurements: Rows) -> list[CaseSummary]:
     """trials: rows of the trials table; measurements: rows of Store.measurements()."""
     by_case: dict[str, CaseSummary] = {}
     for t in trials:
@@ -63,7 +64,7 @@ def summarize(trials: Iterable, measurements: Iterable) -> list[CaseSummary]:
     return list(by_case.values())
 
 
-def latency_percentiles(measurements: Iterable) -> dict[str, dict[str, tuple[int, float, float, float]]]:
+def latency_percentiles(measurements: Rows) -> dict[str, dict[str, tuple[int, float, float, float]]]:
     """Per case and latency phase (latency_b<B>): (n, p50, p90, p99) in seconds over
     every measured single-batch call of the case's ok trials (warm-ups excluded)."""
     pooled: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))

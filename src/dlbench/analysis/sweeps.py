@@ -33,8 +33,8 @@ class Sweep:
     @property
     def fastest(self) -> SweepPoint | None:
         """The batch size with the lowest inference time per sample."""
-        timed = [p for p in self.points if p.infer_per_sample is not None]
-        return min(timed, key=lambda p: p.infer_per_sample) if timed else None
+        timed = [(p.infer_per_sample, p) for p in self.points if p.infer_per_sample is not None]
+        return min(timed, key=lambda t: t[0])[1] if timed else None
 
     @property
     def largest_ok(self) -> int | None:

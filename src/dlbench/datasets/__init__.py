@@ -35,7 +35,7 @@ def _check_name(name: str) -> None:
 
 
 def dataset_shape(name: str, synthetic: SyntheticOptions | None = None
-                  ) -> tuple[tuple[int, int, int], int]:
+                  ) -> tuple[tuple[int, ...], int]:
     """(H, W, C) of one image and the number of classes; touches no file."""
     _check_name(name)
     if name == "synthetic":

@@ -44,7 +44,7 @@ NOISE = 0.5
 
 
 def _positive_int(value: object) -> bool:
-    return isinstance(value, int | np.integer) and not isinstance(value, bool) and value > 0
+    return bool(isinstance(value, int | np.integer) and not isinstance(value, bool) and value > 0)
 
 
 @dataclass(frozen=True)

@@ -163,7 +163,7 @@ def _mixed(compute: Any) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
 
 
 def _make_step(model: nn.Module, tx: optax.GradientTransformation, task: str = "classify",
-               compute: Any = None) -> Callable[..., Any]:
+               compute: Any = None) -> tuple[Callable[..., Any], Callable[..., Any]]:
     loss_of = _loss(task)
     cast_params, cast_x = _mixed(compute)
 

@@ -152,7 +152,7 @@ class NumpyData:
     y_train: np.ndarray
     x_test: np.ndarray
     y_test: np.ndarray
-    input_shape: tuple[int, int, int]
+    input_shape: tuple[int, ...]
     num_classes: int
 
 

@@ -68,7 +68,7 @@ def rich_table(data: TableData, width: int | None = None) -> RenderableType:
     t = Table(title=data.title, caption=data.caption or None)
     for n, (i, minimum) in enumerate(zip(kept, mins)):
         col = data.columns[i]
-        t.add_column(col, justify=data.alignment(i), overflow="fold", no_wrap=col in data.nowrap,
+        t.add_column(col, justify="right" if data.alignment(i) == "right" else "left", overflow="fold", no_wrap=col in data.nowrap,
                      min_width=minimum, width=fixed[n] if fixed else None)
     for row in data.rows:
         t.add_row(*(row[i] for i in kept))

@@ -32,7 +32,7 @@ def _read(data: object) -> bytes:
     """A figure file's bytes: given as bytes, or the path make_figures wrote."""
     if isinstance(data, (bytes, bytearray)):
         return bytes(data)
-    return Path(data).read_bytes()
+    return Path(str(data)).read_bytes()
 
 
 def _data_uri(f) -> str:

@@ -80,7 +80,7 @@ def _applicable(cases: list[dict], field: str) -> set[str]:
     if field == "model_options":
         per_model: dict[str, set[str]] = {}
         for x in cases:
-            per_model.setdefault(x.get("model"), set()).add(json.dumps(x.get(field), sort_keys=True))
+            per_model.setdefault(str(x.get("model")), set()).add(json.dumps(x.get(field), sort_keys=True))
         widest = max(per_model.values(), key=len, default=set())
         return widest if len(widest) > 1 else (widest if len(per_model) == 1 else set())
     return {json.dumps(x.get(field)) for x in cases
@@ -402,7 +402,7 @@ def utilization_table(summaries: list[CaseSummary], measurements) -> TableData |
                 elif label.startswith("max temp"):
                     wanted = temps
                 else:
-                    wanted = [metric]
+                    wanted = [metric] if metric is not None else []
                 per_repeat: dict = {}
                 unreliable = any((s.case_key, phase, mname) in flagged for mname in wanted)
                 for mname in wanted:

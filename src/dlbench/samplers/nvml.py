@@ -132,7 +132,8 @@ class NvmlSampler:
     default_interval_s = NVML_REFRESH_S
 
     def __init__(self, nvml: Any | None = None, devices: list[int] | None = None) -> None:
-        self._nvml, self._missing = _load(nvml)
+        loaded, self._missing = _load(nvml)
+        self._nvml: Any = loaded  # None: unavailable, checked before every use
         self._wanted = list(devices) if devices is not None else None
         self._devices: list[_Device] = []
         self._pid = 0

@@ -114,7 +114,8 @@ def blocks(width_mult: float = 1.0, blocks_a: int = 3, blocks_c: int = 4,
           (_same(s(384), 1, 1), split),
           (_same(s(448), 1, 1), _same(s(384), 3, 3), split),
           (AVG, _same(s(192), 1, 1)))] * blocks_e
-    return a + b + c + d + e
+    out: list[tuple[Branch, ...]] = [*a, *b, *c, *d, *e]
+    return out
 
 
 def step_channels(step: Step, in_ch: int) -> int:

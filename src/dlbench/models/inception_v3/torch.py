@@ -68,7 +68,7 @@ class InceptionV3(nn.Module):
         super().__init__()
         self.stem = branch(stem(options["width_mult"]), input_shape[2], bn_momentum)
         mixed, ch = [], branch_channels(stem(options["width_mult"]), input_shape[2])
-        for block in blocks(**options):
+        for block in blocks(**options):  # type: ignore[arg-type]  # width_mult float, the counts int
             mixed.append(Mixed(block, ch, bn_momentum))
             ch = block_channels(block, ch)
         self.mixed = nn.Sequential(*mixed)

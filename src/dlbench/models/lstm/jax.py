@@ -18,7 +18,7 @@ recurrent kernels, zero biases, Embed's own normal init).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeAlias
 
 import flax.linen as nn
 import jax
@@ -26,7 +26,7 @@ import jax.numpy as jnp
 
 from dlbench.models.lstm import EMBED_INIT_LIMIT, check_options, resolve_vocab
 
-Initializer = nn.initializers.Initializer
+Initializer: TypeAlias = Any  # flax.linen.initializers.Initializer (Flax is typed as Any here)
 DEFAULT_KERNEL_INIT = nn.Dense.kernel_init
 DEFAULT_BIAS_INIT = nn.Dense.bias_init
 

@@ -19,7 +19,7 @@ from torch import nn
 from dlbench.models.lstm import check_options, resolve_vocab
 
 
-def freeze_recurrent_biases(rnn: nn.LSTM) -> None:
+def freeze_recurrent_biases(rnn: nn.LSTM | nn.GRU) -> None:
     """Zero and freeze b_hh of every layer and direction (one trainable bias per gate)."""
     for name, param in rnn.named_parameters():
         if name.startswith("bias_hh"):
