@@ -102,7 +102,7 @@ def _signal_name(returncode: int) -> str:
         return f"signal {-returncode}"
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _kill_group(proc: subprocess.Popen[str]) -> None:
     """SIGTERM the worker's process group, SIGKILL whatever is left after a grace period."""
     for sig, wait in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, None)):
         try:
@@ -117,14 +117,14 @@ def _kill_group(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def _close_quietly(stream) -> None:
+def _close_quietly(stream: Any) -> None:
     try:
         stream.close()
     except OSError:  # BrokenPipeError: the worker is gone already
         pass
 
 
-def _read_events(stream, q: queue.Queue) -> None:
+def _read_events(stream: Any, q: queue.Queue[Any]) -> None:
     for line in stream:
         q.put(line)
     q.put(None)  # end of stream
@@ -144,11 +144,11 @@ def _memory_rows(event: dict[str, Any], warmup: int) -> list[Measurement]:
     return rows
 
 
-def _work(rows: list[Measurement], case: dict[str, Any]) -> dict[tuple[str, int], dict[str, float]]:
+def _work(rows: list[Measurement], case: dict[str, Any]) -> dict[tuple[str, int | None], dict[str, float]]:
     """Samples (and epochs, passes) each phase's telemetry window spans, for energy per
     sample / epoch / pass. The inference window holds `infer.passes` passes (one in
     runs stored before the pass count existed)."""
-    work: dict[tuple[str, int], dict[str, float]] = {}
+    work: dict[tuple[str, int | None], dict[str, float]] = {}
     by = {(m.phase, m.repeat, m.metric): m.value for m in rows}
     for (phase, repeat, metric), value in by.items():
         if phase == "train" and metric == "steps" and value:
@@ -161,7 +161,7 @@ def _work(rows: list[Measurement], case: dict[str, Any]) -> dict[tuple[str, int]
     return work
 
 
-def _start_poller(spec: dict[str, Any]):
+def _start_poller(spec: dict[str, Any]) -> Any:
     from dlbench import samplers
     from dlbench.samplers.poller import Poller
 
@@ -170,7 +170,7 @@ def _start_poller(spec: dict[str, Any]):
     return Poller(active) if active else None
 
 
-def _store_telemetry(store: Store, trial_id: int, spec: dict[str, Any], poller, markers: list[dict],
+def _store_telemetry(store: Store, trial_id: int, spec: dict[str, Any], poller: Any, markers: list[dict[str, Any]],
                      rows: list[Measurement], memory_notes: list[str]) -> None:
     from dlbench import telemetry
 
@@ -191,7 +191,7 @@ def execute_trial(store: Store, trial_id: int, spec: dict[str, Any], *, timeout:
     store.start_trial(trial_id)
     oom_before = oom_kills()
     poller = _start_poller(spec)
-    markers: list[dict] = []
+    markers: list[dict[str, Any]] = []
     rows: list[Measurement] = []
     memory_notes: set[str] = set()
     expected = spec["protocol"]["warmup"] + spec["protocol"]["repeats"]
@@ -209,11 +209,12 @@ def execute_trial(store: Store, trial_id: int, spec: dict[str, Any], *, timeout:
             # One line, and stdin stays open: it is the worker's lifeline. When this
             # process dies, however it dies, the worker reads end-of-file and stops
             # its whole process group (worker.die_with_parent).
+            assert proc.stdin is not None  # started with stdin=PIPE
             proc.stdin.write(json.dumps(spec) + "\n")
             proc.stdin.flush()
         except BrokenPipeError:
             pass  # the worker died at once; its exit status says why
-        q: queue.Queue = queue.Queue()
+        q: queue.Queue[Any] = queue.Queue()
         reader = threading.Thread(target=_read_events, args=(proc.stdout, q), daemon=True)
         reader.start()
         try:
@@ -417,7 +418,7 @@ def adaptive_decision(store: Store, run_id: int, started: float) -> str | None:
     return None
 
 
-def _widest(trials, wide: list, pct: float) -> str:
+def _widest(trials: Any, wide: list[tuple[str, str, list[float]]], pct: float) -> str:
     """The unconverged median with the widest CI, and about how many blocks it would
     take at the spread seen so far (the half-width shrinks as 1/sqrt(n)), so that a
     user learns whether more blocks or a quieter machine is what is missing."""
@@ -441,7 +442,7 @@ def add_block(store: Store, run_id: int, seed: int) -> int:
     import random
 
     trials = store.trials(run_id)
-    block = 1 + max(t["block"] for t in trials)
+    block = 1 + max(int(t["block"]) for t in trials)
     cases = {t["case_key"]: t for t in trials}
     order = list(cases)
     random.Random(seed * 1_000_003 + block).shuffle(order)

@@ -89,7 +89,7 @@ def gauge_stats(points: list[tuple[int, float]], w: Window) -> tuple[float, floa
 
 
 def phase_measurements(series: list[Series], wins: list[Window], warmup_repeats: int,
-                       work: dict[tuple[str, int], dict[str, float]],
+                       work: dict[tuple[str, int | None], dict[str, float]],
                        idle_power_w: dict[str, float] | None = None) -> tuple[list[Measurement], list[str]]:
     """Per-phase telemetry rows, and notes on what could not be computed.
 

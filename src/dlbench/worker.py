@@ -182,7 +182,7 @@ def _synthetic_kind(model: str, options: dict[str, Any]) -> dict[str, Any]:
     return kind
 
 
-def load_arrays(case: dict[str, Any], protocol: dict[str, Any]):
+def load_arrays(case: dict[str, Any], protocol: dict[str, Any]) -> Any:
     from dlbench.datasets import SyntheticOptions, load
     from dlbench.datasets.arrays import Arrays
 

@@ -12,6 +12,7 @@ import importlib
 import importlib.metadata
 import importlib.util
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ class FrameworkInfo:
                 out[dist] = "not installed"
         return out
 
-    def load_adapter(self):
+    def load_adapter(self) -> Any:
         module, _, attr = self.adapter.partition(":")
         return getattr(importlib.import_module(module), attr)()
 
