@@ -96,12 +96,17 @@ def _experiment(file: Path | None, matrix: dict[str, list[Any] | None], protocol
                 options: list[str] | None = None):
     from dlbench import config
 
+    from dlbench.config_toml import resolved
+
+    given = {k: v for k, v in matrix.items() if v is not None}
+    flags_given = bool(given or options or any(v is not None for v in protocol.values()))
     try:
         exp = config.load(file) if file is not None else config.default()
-        return config.override(exp, {k: v for k, v in matrix.items() if v is not None}, protocol,
-                               model_options=config.parse_option_flags(options or []))
+        exp = config.override(exp, given, protocol, model_options=config.parse_option_flags(options or []))
     except config.ConfigError as exc:
         _fail(str(exc))
+    # What is stored and reported is what runs: the file and the flags merged.
+    return resolved(exp, flags_given)
 
 
 def _plan(file, framework, model, dataset, batch_size, init, optimizer, lr, protocol,

@@ -1,0 +1,86 @@
+"""The stored experiment is the one that ran: file and flags merged, and it reads back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dlbench import config
+from dlbench.cli import app
+from dlbench.config_toml import derived_name, resolved, to_toml, value
+from dlbench.plan import expand
+
+EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.toml"))
+RICH = """
+[experiment]
+name = "odd \\"name\\" ü"
+description = "line one\\nline two"
+[matrix]
+framework = ["numpy", "sklearn"]
+model = ["mlp", "knn"]
+dataset = ["digits", "synthetic"]
+batch_size = [16, 64]
+lr = [1e-05, 0.3]
+[protocol]
+steps = 7
+repeats = 3
+memory_limit = "+512MiB"
+[synthetic]
+shape = [12, 10, 3]
+classes = 4
+[[include]]
+framework = ["sklearn"]
+model = ["knn"]
+[[exclude]]
+framework = ["numpy"]
+dataset = ["synthetic"]
+[models.lstm]
+hidden = 33
+"""
+
+
+def _same(a: config.Experiment, b: config.Experiment) -> None:
+    for field in ("name", "description", "matrix", "protocol", "synthetic", "include", "exclude", "model_options"):
+        assert getattr(a, field) == getattr(b, field), field
+
+
+@pytest.mark.parametrize("exp", [config.default(), config.parse(RICH, "rich.toml"),
+                                 *(config.load(p) for p in EXAMPLES)], ids=lambda e: e.source)
+def test_the_written_experiment_parses_back_to_the_same_plan(exp):
+    again = config.parse(to_toml(exp), "again.toml")
+    _same(exp, again)
+    assert [t.case.key for t in expand(again).trials] == [t.case.key for t in expand(exp).trials]
+
+
+def test_flags_on_the_default_are_what_is_stored_and_name_the_run():
+    exp = config.override(config.default(), {"model": ["mlp"], "framework": ["torch", "jax"]}, {"epochs": 2})
+    run = resolved(exp, flags_given=True)
+    assert run.name == derived_name(exp) == "mlp on digits: torch, jax"
+    assert "epochs = 2" in run.text and 'model = ["mlp"]' in run.text
+    assert "knn" not in run.text and "[[include]]" not in run.text  # --framework narrowed the knn cell away
+    assert run.source == "<embedded default.toml> with command-line flags"
+    assert resolved(config.default(), flags_given=False).name == "default"
+
+
+def test_values_are_toml():
+    assert [value(x) for x in (True, 3, 0.001, 1e-05, 2.0, "a\"b", [1, "x"], {"k": 1})] == \
+        ["true", "3", "0.001", "1e-05", "2.0", '"a\\"b"', '[1, "x"]', "{ k = 1 }"]
+    with pytest.raises(ValueError):
+        value(float("nan"))
+
+
+def test_a_run_reports_the_configuration_that_ran(tmp_path):
+    db = tmp_path / "r.db"
+    runner = CliRunner()
+    result = runner.invoke(app, ["run", "--framework", "numpy", "--model", "mlp", "--dataset", "digits",
+                                 "--epochs", "2", "--repeats", "2", "--warmup", "0", "--samplers", "none",
+                                 "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    md = runner.invoke(app, ["report", "--db", str(db), "--format", "markdown"]).output
+    configuration = md.split("```toml")[1].split("```")[0]
+    assert "epochs = 2" in configuration and 'model = ["mlp"]' in configuration
+    assert "knn" not in configuration and "epochs = 10" not in configuration
+    runs = runner.invoke(app, ["runs", "--db", str(db)]).output
+    assert "mlp on digits: numpy" in runs
