@@ -214,6 +214,7 @@ def run(
             run_id = runner.create_run(store, plan, command=command_line, environment=env.fingerprint())
             console.print(f"run {run_id}: {len(plan.trials)} trials, {len(plan.skipped)} skipped cells -> {db}")
             _print_skipped([(s.cell, s.reason) for s in plan.skipped])
+            _design_note(plan)
             _print_samplers(store.samplers(run_id))
             p = plan.experiment.protocol
             if p.idle_baseline > 0:
@@ -305,6 +306,25 @@ def _print_skipped(rows) -> None:
         _show(table)
 
 
+def _design_note(plan: Any) -> None:
+    """Say before anything runs when the design cannot reach a verdict, and the smallest that can."""
+    from dlbench.analysis.design import check
+
+    d = check(plan)
+    if d is None or d.decidable:
+        return
+    test = "Wilcoxon signed-rank test (trial medians paired by block)" if d.paired else "Mann-Whitney test"
+    sample = f"{d.n} trials per case" if d.paired else f"1 trial of {d.n} repeats per case"
+    fix = (f"--trials {d.trials_needed} (paired blocks), or --trials 1 --repeats {d.repeats_needed} (repeats in one "
+           f"process: correlated)" if d.paired else
+           f"--repeats {d.repeats_needed}, or --trials {d.trials_needed} (independent trials paired by block)")
+    err_console.print(
+        f"warning: this design cannot reach a verdict: {d.members} frameworks/variants per comparison set give "
+        f"{d.family} Holm-adjusted comparison{'s' if d.family > 1 else ''}, and with {sample} the exact {test} "
+        f"cannot go below p = {d.smallest_p:.3g} >= {d.alpha:g}, however large the difference. "
+        f"Smallest design that can: {fix}.", highlight=False, soft_wrap=False)
+
+
 def _print_report(store, run_id: int, details: bool = False) -> None:
     """The run's report on the console: the answer, one row per case, latency, failures;
     with details every table of the written formats."""
@@ -336,6 +356,7 @@ def plan(
               input_shape, precision, layout, option, pipeline)
     _show(plan_table(p))
     _print_skipped([(s.cell, s.reason) for s in p.skipped])
+    _design_note(p)
 
 
 @app.command("list")
