@@ -120,8 +120,15 @@ def _accuracy_line(s: Standing, best: Standing, units: str) -> str:
     return f"{s.name} {abs(diff):.2f} pp lower {ci}, {p}: {verdict}"
 
 
-def build_answer(rankings: list[Ranking]) -> Answer:
-    """The answer block from the rankings."""
+BUSY_WORDS = ("a busy loop on one core made a 2-thread torch cnn train 50x slower on a 2-core machine: "
+              "re-measure on a quiet machine, or pin a 1-thread worker (--threads 1 under taskset)")
+
+
+def build_answer(rankings: list[Ranking], busy: dict[str, float] | None = None) -> Answer:
+    """The answer block from the rankings. busy: full case label -> the share of the CPU
+    (% of all cores) other processes took while it ran, for the cases measured on a busy
+    machine (dlbench.analysis.busy); their lines and a note say so."""
+    busy = busy or {}
     answer = Answer()
     for r in rankings:
         units = _units(r)
@@ -132,7 +139,11 @@ def build_answer(rankings: list[Ranking]) -> Answer:
         else:
             head = f"{best.name} is fastest: median {duration(best.estimate)}"
             others = tuple(_time_line(s, best.name, units) for s in r.standings[1:])
-        answer.items.append(AnswerItem(r.set_label, r.metric, head, others))
+        marked = tuple(line + (" — measured on a busy machine" if f"{s.name} {r.set_label}" in busy else "")
+                       for line, s in zip(others, r.standings[1:]))
+        if f"{best.name} {r.set_label}" in busy:
+            head += " — measured on a busy machine"
+        answer.items.append(AnswerItem(r.set_label, r.metric, head, marked))
     # Times first within each subject, accuracy last, subjects in their first-seen order.
     subjects = list(dict.fromkeys(i.subject for i in answer.items))
     answer.items.sort(key=lambda i: (subjects.index(i.subject), i.metric == "accuracy"))
@@ -146,4 +157,8 @@ def build_answer(rankings: list[Ranking]) -> Answer:
             answer.notes.append("repeats in one process per case are correlated: --trials 2+ gives independent samples")
     else:
         answer.empty = "nothing to compare: every comparison needs two frameworks or variants with values"
+    if busy:
+        worst = max(busy.values())
+        answer.notes.insert(0, f"measured on a busy machine: other processes took up to {worst:.0f}% of the CPU "
+                               f"during {len(busy)} case(s) ({', '.join(sorted(busy))}); {BUSY_WORDS}")
     return answer

@@ -10,12 +10,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from dlbench.analysis.busy import BUSY_THRESHOLD
 from dlbench.analysis.comparisons import ALPHA, BAND
 from dlbench.report.answer import Answer, build_answer
 from dlbench.report.render import TableData
 
 LEGEND = ("'1 process' = repeats inside one worker process (correlated; use --trials >= 2 "
-          "for independent samples); 'noisy' or IQR/median>10% = high variance")
+          "for independent samples); 'noisy' or IQR/median>10% = high variance; BUSY = other processes took "
+          f"at least {BUSY_THRESHOLD:g}% of the CPU while the case ran (re-measure it)")
 
 
 @dataclass
@@ -109,6 +111,7 @@ def build_report(store, run_id: int, hypotheses: bool = True, trials: list | Non
     (nine in ten of a run's rows) are not needed there: only the latency table uses
     them, and it reads them apart, narrowly (Store.latency_calls)."""
     from dlbench.analysis import stats
+    from dlbench.analysis.busy import busy_cases
     from dlbench.analysis.comparisons import ACCURACY, analyse, comparison_groups, rankings, within_run
     from dlbench.report.hypotheses import hypothesis_rows, hypothesis_table
     from dlbench.analysis.summary import latency_percentiles, summarize
@@ -128,6 +131,8 @@ def build_report(store, run_id: int, hypotheses: bool = True, trials: list | Non
     accuracy = [(g, stats.compare_many(g.values, paired=g.paired, alpha=ALPHA, band=BAND))
                 for g in comparison_groups(list(trials), measurements, ACCURACY)]
     sampler_rows = store.samplers(run_id)
+    busy = busy_cases(measurements)
+    labels = {s.case_key: case_label(s.case) for s in summaries}
     verdicts, omnibus = within_run(list(trials), measurements, analysed=analysed)
     failed = [t for t in trials if t["status"] != "ok"]
     manifests = [Manifest(t["id"], t["block"], case_label(json.loads(t["case_json"])), t["status"],
@@ -140,7 +145,7 @@ def build_report(store, run_id: int, hypotheses: bool = True, trials: list | Non
         manifests=manifests,
         settings=common_settings([s.case for s in summaries]) if summaries else "",
         legend=LEGEND,
-        summary=summary_tables(summaries),
+        summary=summary_tables(summaries, busy),
         latency=latency_table(summaries, latency_percentiles(store.latency_calls(run_id))),
         telemetry=telemetry_tables(summaries, measurements, sampler_rows),
         omnibus=omnibus_table(omnibus) if omnibus else None,
@@ -151,8 +156,8 @@ def build_report(store, run_id: int, hypotheses: bool = True, trials: list | Non
         hypothesis_table=hypothesis_table(rows),
         sweeps=[t for t in (sweep_table(found), largest_batch_table(found)) if t],
         summaries=summaries,
-        answer=build_answer(rankings(analysed, accuracy)),
-        glance=glance_table(summaries),
+        answer=build_answer(rankings(analysed, accuracy), {labels[k]: v for k, v in busy.items() if k in labels}),
+        glance=glance_table(summaries, busy),
         energy_note=energy_note(summaries, measurements, sampler_rows),
         samplers_line=samplers_line(sampler_rows) if sampler_rows else "",
     )

@@ -120,7 +120,7 @@ def _case_columns(columns: list[str]) -> list[str]:
     return [c.replace("batch_size", "batch") for c in columns]
 
 
-def summary_tables(summaries: list[CaseSummary]) -> list[TableData]:
+def summary_tables(summaries: list[CaseSummary], busy: dict[str, float] | None = None) -> list[TableData]:
     """One table per headline metric, one row per case: n, mean ± sd, median, Q1, Q3."""
     # Rows grouped the way the seed tables are: by model and dataset, then framework.
     order = ("model", "dataset", "batch_size", "init", "optimizer", "lr", "framework", "variant")
@@ -147,6 +147,8 @@ def summary_tables(summaries: list[CaseSummary]) -> list[TableData]:
             else:
                 cells = format_stat(stats, scale, digits=4)
             notes = []
+            if busy and s.case_key in busy:
+                notes.append(f"BUSY: others took {busy[s.case_key]:.0f}% CPU")
             if stats is not None and stats.noisy and phase != "accuracy":
                 notes.append("IQR/median>10%")
             if s.within_process and stats is not None and stats.n > 1:
@@ -179,7 +181,7 @@ def ratio_text(ratio: float) -> str:
     return f"{ratio:.1f}×" if ratio >= 10 else f"{ratio:.2f}×"
 
 
-def glance_table(summaries: list[CaseSummary]) -> TableData | None:
+def glance_table(summaries: list[CaseSummary], busy: dict[str, float] | None = None) -> TableData | None:
     """Every case on one row, fastest first within its comparison set: median train
     time, inference time and accuracy, each time with its ratio to the fastest case
     of the set ("1.00×" is the fastest). The console's summary; the per-metric tables
@@ -227,6 +229,8 @@ def glance_table(summaries: list[CaseSummary]) -> TableData | None:
                     best = fastest[(phase, metric)]
                     cells.append("—" if value is None or not best else ratio_text(value / best))
             notes = []
+            if busy and s.case_key in busy:
+                notes.append("BUSY")
             if any(st.noisy for (ph, _), st in s.stats.items() if ph != "accuracy"):
                 notes.append("noisy")
             if s.within_process and any(st.n > 1 for st in s.stats.values()) and not everywhere_one_process:
@@ -293,7 +297,7 @@ ENERGY_GROUPS = (("CPU package", lambda n: n.startswith("rapl.") and "package" i
                  ("DRAM", lambda n: n.startswith("rapl.") and n.endswith("dram")),
                  ("GPU", lambda n: n.startswith("gpu") and n.endswith(".energy")))
 UTILIZATION = (("process CPU %", "cpu.process_util:mean"), ("system CPU %", "cpu.system_util:mean"),
-               ("steal %", "cpu.steal:mean"), ("GPU %", None), ("max temp °C", None),
+               ("steal %", "cpu.steal:mean"), ("others' CPU %", "cpu.others_util:mean"), ("GPU %", None), ("max temp °C", None),
                ("peak RSS MiB", "memory.peak_rss"))
 
 

@@ -1,0 +1,63 @@
+"""Was the machine busy while a trial ran? The share of the CPU other processes took.
+
+The CPU sampler stores, per phase window and repeat, `cpu.others_util:mean`: the
+share of all cores busy with something other than the worker (system busy time
+minus the worker's own, steal included), in %. A trial whose measured train or
+inference windows have a median share of at least BUSY_THRESHOLD is flagged.
+
+Why it matters more than it looks: on a 2-core VM one busy loop on one core made
+torch's cnn on digits (2 OpenMP threads) train 50x slower, 1.5 s -> 74-90 s a
+repeat, because its thread pool waits on the descheduled thread; a 1-thread worker
+pinned beside the same loop slows about 2x.
+
+The threshold, measured on that VM (numpy mlp on digits, 60 epochs, --threads 1,
+everything under `taskset -c 0`): quiet, the train windows read 3-6% and the
+short inference windows 6-14% (median of a trial's repeats at most 6%); beside a
+busy loop pinned to the worker's core, 20-26% (the worker gets half its core:
+25% of two cores goes to the loop) and training ran 2.1-2.3x slower. 15% sits
+between them. On more cores one interfering process is a smaller share of the
+machine; the flag then catches broad load (a build, another benchmark) rather than
+a single thread, and --threads with pinning is the remedy for the latter.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+
+from dlbench.analysis.rows import Rows
+
+BUSY_THRESHOLD = 15.0  # % of all cores that other processes took, median over a trial's measured windows
+METRIC = "cpu.others_util:mean"
+PHASES = ("train", "infer")
+
+
+def others_share(measurements: Rows) -> dict[int, float]:
+    """Trial id -> the larger of its train and inference medians of the others' share
+    (% of all cores) over measured repeats of ok trials; trials without the metric are absent."""
+    per: dict[tuple[int, str], list[float]] = defaultdict(list)
+    for m in measurements:
+        if (m["metric"] == METRIC and m["phase"] in PHASES and not m["warmup"] and m["value"] is not None
+                and m["status"] == "ok"):
+            per[(m["trial_id"], m["phase"])].append(float(m["value"]))
+    out: dict[int, float] = {}
+    for (trial, _), values in per.items():
+        out[trial] = max(out.get(trial, 0.0), statistics.median(values))
+    return out
+
+
+def busy_trials(measurements: Rows, threshold: float = BUSY_THRESHOLD) -> dict[int, float]:
+    """Trial id -> its share (see others_share), for the trials at or above the threshold."""
+    return {t: share for t, share in others_share(measurements).items() if share >= threshold}
+
+
+def busy_cases(measurements: Rows, threshold: float = BUSY_THRESHOLD) -> dict[str, float]:
+    """Case key -> the largest share among its busy trials."""
+    trial_case = {}
+    for m in measurements:
+        trial_case.setdefault(m["trial_id"], m["case_key"])
+    out: dict[str, float] = {}
+    for trial, share in busy_trials(measurements, threshold).items():
+        key = trial_case[trial]
+        out[key] = max(out.get(key, 0.0), share)
+    return out
