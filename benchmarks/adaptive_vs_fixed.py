@@ -28,10 +28,33 @@ from dlbench.store import Store  # noqa: E402
 
 
 def run(args, db: Path, extra: list[str]) -> tuple[float, int, dict]:
-    cmd = [args.python, "-m", "dlbench", "run", "--framework", args.frameworks, "--model", args.model,
-           "--dataset", args.dataset, "--epochs", str(args.epochs), "--repeats", str(args.repeats),
-           "--warmup", "1", "--latency-batches", "0", "--samplers", "none", "--threads", str(args.threads),
-           "--db", str(db), *extra]
+    cmd = [
+        args.python,
+        "-m",
+        "dlbench",
+        "run",
+        "--framework",
+        args.frameworks,
+        "--model",
+        args.model,
+        "--dataset",
+        args.dataset,
+        "--epochs",
+        str(args.epochs),
+        "--repeats",
+        str(args.repeats),
+        "--warmup",
+        "1",
+        "--latency-batches",
+        "0",
+        "--samplers",
+        "none",
+        "--threads",
+        str(args.threads),
+        "--db",
+        str(db),
+        *extra,
+    ]
     t0 = time.perf_counter()
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     wall = time.perf_counter() - t0
@@ -67,8 +90,10 @@ def ci_trajectory(db: Path, watch: str) -> None:
             name = next(f"{t['framework']}:{t['variant']}" for t in trials if t["case_key"] == key)
             ks = range(stats.min_pairs(), len(ordered) + 1)
             widths = ", ".join(f"{k}: {100 * stats.median_ci_halfwidth(ordered[:k]):.1f}" for k in ks)
-            print(f"  {phase}.{metric} {name}: between-trial CV {100 * stats.summary(ordered).cv:.1f}%; "
-                  f"after k blocks {widths}")
+            print(
+                f"  {phase}.{metric} {name}: between-trial CV {100 * stats.summary(ordered).cv:.1f}%; "
+                f"after k blocks {widths}"
+            )
 
 
 def main() -> None:
@@ -97,9 +122,11 @@ def main() -> None:
         tmp = args.keep or Path(scratch)
         tmp.mkdir(parents=True, exist_ok=True)
         print(f"adaptive (--until-ci {args.until_ci:g} --max-repeats {args.fixed}) ...", flush=True)
-        wa, ba, va = run(args, Path(tmp) / "adaptive.db",
-                         ["--until-ci", str(args.until_ci), "--max-repeats", str(args.fixed),
-                          "--until-ci-metrics", args.watch])
+        wa, ba, va = run(
+            args,
+            Path(tmp) / "adaptive.db",
+            ["--until-ci", str(args.until_ci), "--max-repeats", str(args.fixed), "--until-ci-metrics", args.watch],
+        )
         print(f"fixed ({args.fixed} blocks) ...", flush=True)
         wf, bf, vf = run(args, Path(tmp) / "fixed.db", ["--trials", str(args.fixed)])
         ci_trajectory(Path(tmp) / "fixed.db", args.watch)
@@ -113,13 +140,17 @@ def main() -> None:
         is_watched = key[1] in watched_names
         watched += is_watched
         same += is_watched and a[0] == f[0]
-        print(f"  {'*' if is_watched else ' '} {key[0]} {key[1]} {key[2]} vs {key[3]}: fixed {f[0]} "
-              f"(ratio {f[1]:.3f}), adaptive {a[0]} (ratio {a[1]:.3f})")
+        print(
+            f"  {'*' if is_watched else ' '} {key[0]} {key[1]} {key[2]} vs {key[3]}: fixed {f[0]} "
+            f"(ratio {f[1]:.3f}), adaptive {a[0]} (ratio {a[1]:.3f})"
+        )
     ratio = wa / wf
     ok = ratio <= 0.5 and watched > 0 and same == watched
     print(f"* watched by the adaptive rule ({args.watch})")
-    print(f"same verdicts on watched metrics: {same}/{watched}; wall time adaptive/fixed = {ratio:.3f} "
-          f"(target <= 0.5): {'PASS' if ok else 'FAIL'}")
+    print(
+        f"same verdicts on watched metrics: {same}/{watched}; wall time adaptive/fixed = {ratio:.3f} "
+        f"(target <= 0.5): {'PASS' if ok else 'FAIL'}"
+    )
     sys.exit(0 if ok else 1)
 
 

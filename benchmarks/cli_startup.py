@@ -29,8 +29,10 @@ def main() -> None:
         med = statistics.median(t)
         verdict = "" if target is None else ("  PASS" if med < target else "  FAIL") + f" (target < {target} s)"
         print(f"dlbench {' '.join(args):8s} median {med:.3f} s  min {min(t):.3f}  max {max(t):.3f}{verdict}")
-    code = ("import sys; from dlbench.cli import app\ntry: app(['list'])\nexcept SystemExit: pass\n"
-            f"print('heavy modules imported by `dlbench list`:', [m for m in {HEAVY!r} if m in sys.modules])")
+    code = (
+        "import sys; from dlbench.cli import app\ntry: app(['list'])\nexcept SystemExit: pass\n"
+        f"print('heavy modules imported by `dlbench list`:', [m for m in {HEAVY!r} if m in sys.modules])"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     print(out.stdout.strip().splitlines()[-1])
 

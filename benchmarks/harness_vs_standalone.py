@@ -54,22 +54,32 @@ def default_threads() -> int:
 
 
 def parse_args() -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--frameworks", default=",".join(FRAMEWORKS),
-                   help="comma-separated subset of " + ", ".join(FRAMEWORKS))
-    p.add_argument("--train-samples", type=int, default=0,
-                   help="first N training samples (0 = all 60,000: 600 steps per epoch)")
+    p = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--frameworks", default=",".join(FRAMEWORKS), help="comma-separated subset of " + ", ".join(FRAMEWORKS)
+    )
+    p.add_argument(
+        "--train-samples", type=int, default=0, help="first N training samples (0 = all 60,000: 600 steps per epoch)"
+    )
     p.add_argument("--repeats", type=int, default=5, help="measured repeats per process")
     p.add_argument("--warmup", type=int, default=1, help="warm-up repeats per process (not counted)")
     p.add_argument("--rounds", type=int, default=2, help="interleaved rounds (ABBA order)")
     p.add_argument("--threads", type=int, help="threads for both sides (default: physical cores)")
-    p.add_argument("--cpus", help="comma-separated CPU ids both sides run on (children inherit this "
-                   "process's affinity and pin to its first --threads CPUs); default: all allowed")
+    p.add_argument(
+        "--cpus",
+        help="comma-separated CPU ids both sides run on (children inherit this "
+        "process's affinity and pin to its first --threads CPUs); default: all allowed",
+    )
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--python", default=str(ROOT / ".venv" / "bin" / "python")
-                   if (ROOT / ".venv" / "bin" / "python").exists() else sys.executable,
-                   help="interpreter with dlbench and the frameworks installed")
+    p.add_argument(
+        "--python",
+        default=str(ROOT / ".venv" / "bin" / "python")
+        if (ROOT / ".venv" / "bin" / "python").exists()
+        else sys.executable,
+        help="interpreter with dlbench and the frameworks installed",
+    )
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per child process")
     p.add_argument("--json", type=Path, help="also write every raw time here")
     args = p.parse_args()
@@ -89,8 +99,10 @@ def parse_args() -> argparse.Namespace:
 def _run(cmd: list[str], timeout: float) -> str:
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
     if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} exited with {proc.returncode}\n"
-                           f"stdout tail:\n{proc.stdout[-3000:]}\nstderr tail:\n{proc.stderr[-3000:]}")
+        raise RuntimeError(
+            f"{' '.join(cmd)} exited with {proc.returncode}\n"
+            f"stdout tail:\n{proc.stdout[-3000:]}\nstderr tail:\n{proc.stderr[-3000:]}"
+        )
     return proc.stdout
 
 
@@ -99,11 +111,40 @@ def run_dlbench(fw: str, args: argparse.Namespace, workdir: Path, tag: str) -> d
     from dlbench.store import Store  # sqlite3 only: no framework is imported here
 
     db = workdir / f"{tag}.db"
-    cmd = [args.python, "-m", "dlbench", "run", "--framework", fw, "--model", "lenet5",
-           "--dataset", "fashion-mnist", "--epochs", "1", "--batch-size", "100", "--optimizer", "sgd",
-           "--lr", "0.01", "--init", "glorot-uniform", "--repeats", str(args.repeats),
-           "--warmup", str(args.warmup), "--latency-batches", "0", "--threads", str(args.threads),
-           "--seed", str(args.seed), "--db", str(db)]
+    cmd = [
+        args.python,
+        "-m",
+        "dlbench",
+        "run",
+        "--framework",
+        fw,
+        "--model",
+        "lenet5",
+        "--dataset",
+        "fashion-mnist",
+        "--epochs",
+        "1",
+        "--batch-size",
+        "100",
+        "--optimizer",
+        "sgd",
+        "--lr",
+        "0.01",
+        "--init",
+        "glorot-uniform",
+        "--repeats",
+        str(args.repeats),
+        "--warmup",
+        str(args.warmup),
+        "--latency-batches",
+        "0",
+        "--threads",
+        str(args.threads),
+        "--seed",
+        str(args.seed),
+        "--db",
+        str(db),
+    ]
     if args.train_samples:
         cmd += ["--train-samples", str(args.train_samples)]
     _run(cmd, args.timeout)
@@ -119,8 +160,20 @@ def run_dlbench(fw: str, args: argparse.Namespace, workdir: Path, tag: str) -> d
 
 def run_standalone(fw: str, args: argparse.Namespace) -> dict[str, Any]:
     script = STANDALONE / f"{fw}_lenet5.py"
-    cmd = [args.python, str(script), "--repeats", str(args.repeats), "--warmup", str(args.warmup),
-           "--threads", str(args.threads), "--seed", str(args.seed), "--train-samples", str(args.train_samples)]
+    cmd = [
+        args.python,
+        str(script),
+        "--repeats",
+        str(args.repeats),
+        "--warmup",
+        str(args.warmup),
+        "--threads",
+        str(args.threads),
+        "--seed",
+        str(args.seed),
+        "--train-samples",
+        str(args.train_samples),
+    ]
     out = _run(cmd, args.timeout)
     lines = [ln for ln in out.splitlines() if ln.startswith("{")]
     if not lines:
@@ -153,8 +206,9 @@ def verdict(ratio: float, ci: tuple[float, float]) -> str:
 def summarize(fw: str, rounds: list[dict[str, dict[str, Any]]], rng: np.random.Generator) -> dict[str, Any]:
     a = np.array([t for r in rounds for t in r["dlbench"]["train_times"]])
     b = np.array([t for r in rounds for t in r["standalone"]["train_times"]])
-    per_round = [float(np.median(r["dlbench"]["train_times"]) / np.median(r["standalone"]["train_times"]))
-                 for r in rounds]
+    per_round = [
+        float(np.median(r["dlbench"]["train_times"]) / np.median(r["standalone"]["train_times"])) for r in rounds
+    ]
     ratio = float(np.median(a) / np.median(b))
     ci = bootstrap_ratio(a, b, rng)
     # Interference from other processes only ever adds time, so the ratio of the
@@ -165,43 +219,65 @@ def summarize(fw: str, rounds: list[dict[str, dict[str, Any]]], rng: np.random.G
         q1, q3 = np.percentile(x, [25, 75])
         return float((q3 - q1) / np.median(x))
 
-    return {"framework": fw, "dlbench_median": float(np.median(a)), "standalone_median": float(np.median(b)),
-            "dlbench_iqr_rel": iqr_rel(a), "standalone_iqr_rel": iqr_rel(b), "ratio": ratio,
-            "ci95": ci, "min_ratio": min_ratio, "round_ratios": per_round, "verdict": verdict(ratio, ci),
-            "dlbench_loss": float(np.mean([x for r in rounds for x in r["dlbench"]["train_losses"]])),
-            "standalone_loss": float(np.mean([x for r in rounds for x in r["standalone"]["train_losses"]]))}
+    return {
+        "framework": fw,
+        "dlbench_median": float(np.median(a)),
+        "standalone_median": float(np.median(b)),
+        "dlbench_iqr_rel": iqr_rel(a),
+        "standalone_iqr_rel": iqr_rel(b),
+        "ratio": ratio,
+        "ci95": ci,
+        "min_ratio": min_ratio,
+        "round_ratios": per_round,
+        "verdict": verdict(ratio, ci),
+        "dlbench_loss": float(np.mean([x for r in rounds for x in r["dlbench"]["train_losses"]])),
+        "standalone_loss": float(np.mean([x for r in rounds for x in r["standalone"]["train_losses"]])),
+    }
 
 
 def print_summary(s: dict[str, Any]) -> None:
     rr = ", ".join(f"{x:.3f}" for x in s["round_ratios"])
-    print(f"  {s['framework']}: dlbench median {s['dlbench_median']:.3f} s (IQR/median {s['dlbench_iqr_rel']:.1%}), "
-          f"standalone median {s['standalone_median']:.3f} s (IQR/median {s['standalone_iqr_rel']:.1%})\n"
-          f"  ratio dlbench/standalone {s['ratio']:.3f}, bootstrap 95% CI [{s['ci95'][0]:.3f}, {s['ci95'][1]:.3f}], "
-          f"per-round ratios [{rr}], ratio of minimums {s['min_ratio']:.3f} -> {s['verdict']}\n"
-          f"  mean epoch loss: dlbench {s['dlbench_loss']:.4f}, standalone {s['standalone_loss']:.4f} "
-          "(same work: should be close)", flush=True)
+    print(
+        f"  {s['framework']}: dlbench median {s['dlbench_median']:.3f} s (IQR/median {s['dlbench_iqr_rel']:.1%}), "
+        f"standalone median {s['standalone_median']:.3f} s (IQR/median {s['standalone_iqr_rel']:.1%})\n"
+        f"  ratio dlbench/standalone {s['ratio']:.3f}, bootstrap 95% CI [{s['ci95'][0]:.3f}, {s['ci95'][1]:.3f}], "
+        f"per-round ratios [{rr}], ratio of minimums {s['min_ratio']:.3f} -> {s['verdict']}\n"
+        f"  mean epoch loss: dlbench {s['dlbench_loss']:.4f}, standalone {s['standalone_loss']:.4f} "
+        "(same work: should be close)",
+        flush=True,
+    )
 
 
 def print_table(summaries: list[dict[str, Any]], args: argparse.Namespace) -> None:
     steps = (args.train_samples or 60000) // 100
-    print(f"\nLeNet-5, Fashion-MNIST, {steps} steps/epoch, batch 100, SGD 0.01, {args.threads} threads, "
-          f"{args.rounds} rounds x {args.repeats} repeats (+{args.warmup} warm-up) per side; target +/-{TOLERANCE:.0%}")
-    header = f"{'framework':<11} {'dlbench s':>10} {'standalone s':>13} {'ratio':>7} {'95% CI':>15} {'round ratios':>22} {'min ratio':>9}  verdict"
+    print(
+        f"\nLeNet-5, Fashion-MNIST, {steps} steps/epoch, batch 100, SGD 0.01, {args.threads} threads, "
+        f"{args.rounds} rounds x {args.repeats} repeats (+{args.warmup} warm-up) per side; target +/-{TOLERANCE:.0%}"
+    )
+    header = (
+        f"{'framework':<11} {'dlbench s':>10} {'standalone s':>13} {'ratio':>7} {'95% CI':>15} "
+        f"{'round ratios':>22} {'min ratio':>9}  verdict"
+    )
     print(header)
     print("-" * len(header))
     for s in summaries:
         ci = f"[{s['ci95'][0]:.3f}, {s['ci95'][1]:.3f}]"
         rr = " ".join(f"{x:.3f}" for x in s["round_ratios"])
-        print(f"{s['framework']:<11} {s['dlbench_median']:>10.3f} {s['standalone_median']:>13.3f} "
-              f"{s['ratio']:>7.3f} {ci:>15} {rr:>22} {s['min_ratio']:>9.3f}  {s['verdict']}")
+        print(
+            f"{s['framework']:<11} {s['dlbench_median']:>10.3f} {s['standalone_median']:>13.3f} "
+            f"{s['ratio']:>7.3f} {ci:>15} {rr:>22} {s['min_ratio']:>9.3f}  {s['verdict']}"
+        )
 
 
 def main() -> int:
     args = parse_args()
     rng = np.random.default_rng(12345)
     results: dict[str, list[dict[str, dict[str, Any]]]] = {fw: [] for fw in args.frameworks}
-    print(f"threads {args.threads}, cpus {sorted(os.sched_getaffinity(0))}, python {args.python}, "
-          f"load average at start {os.getloadavg()}", flush=True)
+    print(
+        f"threads {args.threads}, cpus {sorted(os.sched_getaffinity(0))}, python {args.python}, "
+        f"load average at start {os.getloadavg()}",
+        flush=True,
+    )
     with tempfile.TemporaryDirectory(prefix="dlbench_vs_standalone_") as tmp:
         for rnd in range(args.rounds):
             order = ("dlbench", "standalone") if rnd % 2 == 0 else ("standalone", "dlbench")
@@ -210,13 +286,19 @@ def main() -> int:
                 for side in order:
                     load = os.getloadavg()[0]
                     t0 = time.monotonic()
-                    entry[side] = (run_dlbench(fw, args, Path(tmp), f"{fw}_{rnd}") if side == "dlbench"
-                                   else run_standalone(fw, args))
+                    entry[side] = (
+                        run_dlbench(fw, args, Path(tmp), f"{fw}_{rnd}")
+                        if side == "dlbench"
+                        else run_standalone(fw, args)
+                    )
                     entry[side]["load_before"] = load
                     entry[side]["wall_s"] = time.monotonic() - t0
                     times = " ".join(f"{t:.3f}" for t in entry[side]["train_times"])
-                    print(f"round {rnd} {fw:<10} {side:<10} train times [{times}] s "
-                          f"(process {entry[side]['wall_s']:.0f} s, load avg before {load:.2f})", flush=True)
+                    print(
+                        f"round {rnd} {fw:<10} {side:<10} train times [{times}] s "
+                        f"(process {entry[side]['wall_s']:.0f} s, load avg before {load:.2f})",
+                        flush=True,
+                    )
                 results[fw].append(entry)
 
     print("\nper framework:")
@@ -226,9 +308,16 @@ def main() -> int:
         print_summary(summaries[-1])
     print_table(summaries, args)
     if args.json:
-        args.json.write_text(json.dumps({"args": {k: (str(v) if isinstance(v, Path) else v)
-                                                  for k, v in vars(args).items()},
-                                         "results": results, "summaries": summaries}, indent=1))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+                    "results": results,
+                    "summaries": summaries,
+                },
+                indent=1,
+            )
+        )
     return 0 if all(s["verdict"].startswith("PASS") for s in summaries) else 1
 
 

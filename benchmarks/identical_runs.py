@@ -54,10 +54,32 @@ def dlbench(args, *argv: str) -> subprocess.CompletedProcess:
 
 
 def start_run(args, db: Path, trials: int) -> None:
-    out = dlbench(args, "run", "--framework", args.frameworks, "--model", args.model, "--dataset", args.dataset,
-                  "--epochs", str(args.epochs), "--repeats", str(args.repeats), "--warmup", "1",
-                  "--latency-batches", "0", "--samplers", "none", "--threads", str(args.threads),
-                  "--trials", str(trials), "--db", str(db))
+    out = dlbench(
+        args,
+        "run",
+        "--framework",
+        args.frameworks,
+        "--model",
+        args.model,
+        "--dataset",
+        args.dataset,
+        "--epochs",
+        str(args.epochs),
+        "--repeats",
+        str(args.repeats),
+        "--warmup",
+        "1",
+        "--latency-batches",
+        "0",
+        "--samplers",
+        "none",
+        "--threads",
+        str(args.threads),
+        "--trials",
+        str(trials),
+        "--db",
+        str(db),
+    )
     if out.returncode != 0:
         raise SystemExit(f"dlbench run failed:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
 
@@ -78,7 +100,7 @@ def in_turns(args, a: Path, b: Path, loaded) -> None:
     """As `alternate`, one `dlbench extend` call per run and block, with busy loops
     beside the blocks for which loaded(block, db) is true."""
     for block in range(args.blocks):
-        for db in ((a, b) if block % 2 == 0 else (b, a)):  # ABBA
+        for db in (a, b) if block % 2 == 0 else (b, a):  # ABBA
             with busy_loops(args.busy if loaded(block, db) else 0, args.threads):
                 if block == 0:
                     start_run(args, db, 1)
@@ -107,9 +129,13 @@ def busy_loops(n: int, threads: int):
     first `threads` allowed CPUs, as dlbench.worker pins itself). Unpinned, the
     scheduler moved two loops to the other core of this 2-core VM and the 1-thread
     worker slowed by only 6% (torch train time x1.058)."""
-    cpus = sorted(os.sched_getaffinity(0))[:max(1, threads)]
-    procs = [subprocess.Popen([sys.executable, "-c", f"import os; os.sched_setaffinity(0, {{{cpus[i % len(cpus)]}}})\n"
-                               "while True: pass"]) for i in range(n)]
+    cpus = sorted(os.sched_getaffinity(0))[: max(1, threads)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", f"import os; os.sched_setaffinity(0, {{{cpus[i % len(cpus)]}}})\nwhile True: pass"]
+        )
+        for i in range(n)
+    ]
     try:
         yield
     finally:
@@ -133,15 +159,17 @@ def verdicts_of(a: Path, b: Path, quantile: float, unpaired: bool = False) -> Co
         ra, rb = sa.run()["id"], sb.run()["id"]
         b_trials = [dict(t, started_at=None) for t in sb.trials(rb)] if unpaired else sb.trials(rb)
         diffs = run_vs_run(sa.trials(ra), sa.measurements(ra), b_trials, sb.measurements(rb), quantile=quantile)
-    return Counter("regression" if d.regression else d.comparison.verdict if d.comparison else "no values"
-                   for d in diffs)
+    return Counter(
+        "regression" if d.regression else d.comparison.verdict if d.comparison else "no values" for d in diffs
+    )
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--design", choices=("alternate", "sequential", "slowed", "noisy", "both"), default="alternate")
-    ap.add_argument("--busy", type=int, default=1,
-                    help="busy loops on the workers' cores beside the loaded blocks (slowed, noisy)")
+    ap.add_argument(
+        "--busy", type=int, default=1, help="busy loops on the workers' cores beside the loaded blocks (slowed, noisy)"
+    )
     ap.add_argument("--seed", type=int, default=0, help="which blocks the noisy design loads")
     ap.add_argument("--blocks", type=int, default=20)
     ap.add_argument("--frameworks", default="torch,jax")
@@ -184,8 +212,11 @@ def main() -> int:
             else:
                 passed = same > total / 2 and out.returncode == 0
             ok &= passed
-            print(f"{design}, quantile {q}: {same}/{total} no meaningful difference; all verdicts "
-                  f"{dict(verdicts)}; compare exit {out.returncode}  {'PASS' if passed else 'FAIL'}", flush=True)
+            print(
+                f"{design}, quantile {q}: {same}/{total} no meaningful difference; all verdicts "
+                f"{dict(verdicts)}; compare exit {out.returncode}  {'PASS' if passed else 'FAIL'}",
+                flush=True,
+            )
             if design == "noisy":
                 print(f"  for contrast, unpaired: {dict(verdicts_of(a, b, q, unpaired=True))}", flush=True)
             print(flush=True)

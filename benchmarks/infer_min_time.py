@@ -33,10 +33,36 @@ from dlbench.store import Store  # noqa: E402
 
 
 def run(args, db: Path, min_time: float) -> None:
-    cmd = [args.python, "-m", "dlbench", "run", "--framework", args.frameworks, "--model", "mlp",
-           "--dataset", "digits", "--epochs", "1", "--repeats", str(args.repeats), "--warmup", "1",
-           "--trials", str(args.trials), "--latency-batches", "0", "--samplers", "none",
-           "--threads", str(args.threads), "--infer-min-time", str(min_time), "--db", str(db)]
+    cmd = [
+        args.python,
+        "-m",
+        "dlbench",
+        "run",
+        "--framework",
+        args.frameworks,
+        "--model",
+        "mlp",
+        "--dataset",
+        "digits",
+        "--epochs",
+        "1",
+        "--repeats",
+        str(args.repeats),
+        "--warmup",
+        "1",
+        "--trials",
+        str(args.trials),
+        "--latency-batches",
+        "0",
+        "--samplers",
+        "none",
+        "--threads",
+        str(args.threads),
+        "--infer-min-time",
+        str(min_time),
+        "--db",
+        str(db),
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     if out.returncode != 0:
         raise SystemExit(f"dlbench run failed:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
@@ -89,19 +115,25 @@ def main() -> int:
 
     one, many = values(dbs[0.0]), values(dbs[args.min_time])
     ok = True
-    print(f"\n{'framework':<10} {'setting':<12} {'median/pass':>12} {'CV repeats':>11} {'CV trials':>10} "
-          f"{'trials':>7} {'passes':>9}")
+    print(
+        f"\n{'framework':<10} {'setting':<12} {'median/pass':>12} {'CV repeats':>11} {'CV trials':>10} "
+        f"{'trials':>7} {'passes':>9}"
+    )
     for fw in sorted(one):
         for name, v in (("one pass", one[fw]), (f"{args.min_time:g} s", many[fw])):
             passes = f"{min(v['passes']):g}-{max(v['passes']):g}" if v["passes"] else "—"
-            print(f"{fw:<10} {name:<12} {1e3 * statistics.median(v['repeats']):>10.4f}ms "
-                  f"{100 * cv(v['repeats']):>10.1f}% {100 * cv(v['trials']):>9.1f}% {len(v['trials']):>7} {passes:>9}")
+            print(
+                f"{fw:<10} {name:<12} {1e3 * statistics.median(v['repeats']):>10.4f}ms "
+                f"{100 * cv(v['repeats']):>10.1f}% {100 * cv(v['trials']):>9.1f}% {len(v['trials']):>7} {passes:>9}"
+            )
         ratio = cv(many[fw]["trials"]) / cv(one[fw]["trials"])
         shift = statistics.median(many[fw]["repeats"]) / statistics.median(one[fw]["repeats"])
         passed = ratio <= 0.5
         ok &= passed
-        print(f"{fw:<10} CV of trial medians {args.min_time:g} s / one pass = {ratio:.3f}; "
-              f"median per pass {args.min_time:g} s / one pass = {shift:.3f}  {'PASS' if passed else 'FAIL'}")
+        print(
+            f"{fw:<10} CV of trial medians {args.min_time:g} s / one pass = {ratio:.3f}; "
+            f"median per pass {args.min_time:g} s / one pass = {shift:.3f}  {'PASS' if passed else 'FAIL'}"
+        )
     print(f"\ndatabases: {where}")
     return 0 if ok else 1
 

@@ -63,10 +63,12 @@ def _limit_threads(threads: int, module: str) -> None:
     os.environ["OMP_NUM_THREADS"] = str(threads)
     if module == "torch":
         import torch
+
         torch.set_num_threads(threads)
         torch.set_num_interop_threads(1)
     elif module == "tensorflow":
         import tensorflow as tf
+
         tf.config.threading.set_intra_op_parallelism_threads(threads)
         tf.config.threading.set_inter_op_parallelism_threads(threads)
 
@@ -84,9 +86,11 @@ def run_one(label: str, args: argparse.Namespace) -> dict:
     del x
     if module == "jax":
         import jax
+
         finish = jax.block_until_ready
     elif module == "torch":
         import torch
+
         finish = (lambda b: torch.cuda.synchronize()) if xt.is_cuda else (lambda b: b)
     else:
         finish = lambda b: b  # noqa: E731  (numpy and tf.data hand out finished arrays)
@@ -100,8 +104,7 @@ def run_one(label: str, args: argparse.Namespace) -> dict:
             count += args.batch_size
         if epoch:
             times.append(time.perf_counter() - start)
-    return {"pipeline": label, "data": what, "images": count, "times": times,
-            "settings": aug.settings()}
+    return {"pipeline": label, "data": what, "images": count, "times": times, "settings": aug.settings()}
 
 
 def main() -> None:
@@ -120,16 +123,31 @@ def main() -> None:
         return
     results = []
     for label in args.pipelines.split(","):
-        cmd = [sys.executable, __file__, "--one", label, "--samples", str(args.samples),
-               "--batch-size", str(args.batch_size), "--epochs", str(args.epochs),
-               "--threads", str(args.threads), "--seed", str(args.seed)]
+        cmd = [
+            sys.executable,
+            __file__,
+            "--one",
+            label,
+            "--samples",
+            str(args.samples),
+            "--batch-size",
+            str(args.batch_size),
+            "--epochs",
+            str(args.epochs),
+            "--threads",
+            str(args.threads),
+            "--seed",
+            str(args.seed),
+        ]
         env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
         out = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if out.returncode != 0:
             raise SystemExit(f"{label} failed:\n{out.stderr[-3000:]}")
         results.append(json.loads(out.stdout.strip().splitlines()[-1]))
-    print(f"data: {results[0]['data']}; batch {args.batch_size}, {args.threads} thread(s), "
-          f"{args.epochs} timed epoch(s) after one warm-up, partial batch dropped")
+    print(
+        f"data: {results[0]['data']}; batch {args.batch_size}, {args.threads} thread(s), "
+        f"{args.epochs} timed epoch(s) after one warm-up, partial batch dropped"
+    )
     rates = {r["pipeline"]: r["images"] / statistics.median(r["times"]) for r in results}
     base = rates.get("numpy")
     print(f"{'pipeline':<24}{'images/s':>12}{'epoch s':>10}{'vs numpy':>10}")

@@ -35,37 +35,71 @@ BATCHES = (32, 64, 128)
 
 def populate(store: Store, blocks: int = 10, repeats: int = 6, latency: int = 50) -> int:
     rng = np.random.default_rng(0)
-    run_id = store.create_run(name="scale", command="synthetic", config_source="-", config_text="",
-                              experiment={}, environment={"cpu_model": "synthetic"}, version="0")
+    run_id = store.create_run(
+        name="scale",
+        command="synthetic",
+        config_source="-",
+        config_text="",
+        experiment={},
+        environment={"cpu_model": "synthetic"},
+        version="0",
+    )
     n = 0
     for block in range(blocks):
         position = 0
         for fw, variant, speed in FRAMEWORKS:
             for mi, model in enumerate(MODELS):
                 for batch in BATCHES:
-                    case = {"framework": fw, "variant": variant, "model": model, "dataset": "synthetic",
-                            "batch_size": batch, "init": "glorot-uniform", "optimizer": "sgd", "lr": 0.01,
-                            "momentum": 0.0, "epochs": 1, "steps": None, "device": "cpu", "threads": 2,
-                            "precision": "float32", "seed": 0, "train_samples": 0, "test_samples": 0,
-                            "synthetic": None}
+                    case = {
+                        "framework": fw,
+                        "variant": variant,
+                        "model": model,
+                        "dataset": "synthetic",
+                        "batch_size": batch,
+                        "init": "glorot-uniform",
+                        "optimizer": "sgd",
+                        "lr": 0.01,
+                        "momentum": 0.0,
+                        "epochs": 1,
+                        "steps": None,
+                        "device": "cpu",
+                        "threads": 2,
+                        "precision": "float32",
+                        "seed": 0,
+                        "train_samples": 0,
+                        "test_samples": 0,
+                        "synthetic": None,
+                    }
                     key = json.dumps(case, sort_keys=True)
-                    tid = store.add_trial(run_id, case_key=str(abs(hash(key)) % 10**12), block=block,
-                                          position=position, case=case, protocol={"repeats": 5, "warmup": 1})
+                    tid = store.add_trial(
+                        run_id,
+                        case_key=str(abs(hash(key)) % 10**12),
+                        block=block,
+                        position=position,
+                        case=case,
+                        protocol={"repeats": 5, "warmup": 1},
+                    )
                     position += 1
                     rows = []
                     base = speed * (1 + mi) * 64 / batch
                     for r in range(repeats):
                         warm = r == 0
                         train_s, infer_s = base * rng.lognormal(0, 0.05), base / 10 * rng.lognormal(0, 0.05)
-                        rows += [Measurement(r, warm, "train", "time", train_s, "s"),
-                                 Measurement(r, warm, "train", "throughput", 60000 / train_s, "samples/s"),
-                                 Measurement(r, warm, "infer", "time", infer_s, "s"),
-                                 Measurement(r, warm, "infer", "throughput", 10000 / infer_s, "samples/s"),
-                                 Measurement(r, warm, "accuracy", "accuracy", 0.9 + rng.normal(0, 0.01), "fraction"),
-                                 Measurement(r, warm, "train", "cpu.process_util:mean", 180 + rng.normal(0, 5), "%"),
-                                 Measurement(r, warm, "train", "memory.peak_rss", 5e8, "bytes")]
-                        rows += [Measurement(r, warm, f"latency_b{batch}", "time", base / 300 * rng.lognormal(0, .1),
-                                             "s", i) for i in range(latency)]
+                        rows += [
+                            Measurement(r, warm, "train", "time", train_s, "s"),
+                            Measurement(r, warm, "train", "throughput", 60000 / train_s, "samples/s"),
+                            Measurement(r, warm, "infer", "time", infer_s, "s"),
+                            Measurement(r, warm, "infer", "throughput", 10000 / infer_s, "samples/s"),
+                            Measurement(r, warm, "accuracy", "accuracy", 0.9 + rng.normal(0, 0.01), "fraction"),
+                            Measurement(r, warm, "train", "cpu.process_util:mean", 180 + rng.normal(0, 5), "%"),
+                            Measurement(r, warm, "train", "memory.peak_rss", 5e8, "bytes"),
+                        ]
+                        rows += [
+                            Measurement(
+                                r, warm, f"latency_b{batch}", "time", base / 300 * rng.lognormal(0, 0.1), "s", i
+                            )
+                            for i in range(latency)
+                        ]
                     store.start_trial(tid)
                     n += store.add_measurements(tid, rows)
                     store.finish_trial(tid, status="ok", error=None, returncode=0, wall_s=1.0, stderr="")
@@ -105,8 +139,13 @@ def main(repeats: int = 3) -> None:
             for _ in range(repeats):  # the median of a few: this VM's speed drifts by ±25%
                 kernel.append(reference_kernel())
                 t0 = time.perf_counter()
-                done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT,
-                                      env={**os.environ, "PYTHONPATH": str(ROOT / "src"), "COLUMNS": "150"})
+                done = subprocess.run(
+                    cmd,
+                    capture_output=True,
+                    text=True,
+                    cwd=ROOT,
+                    env={**os.environ, "PYTHONPATH": str(ROOT / "src"), "COLUMNS": "150"},
+                )
                 times.append(time.perf_counter() - t0)
                 if done.returncode != 0:
                     raise SystemExit(f"{' '.join(cmd)} failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
@@ -114,11 +153,13 @@ def main(repeats: int = 3) -> None:
             median = statistics.median(times)
             worst = max(worst, median)
             relative = statistics.median(t / k for t, k in zip(times, kernel))
-            print(f"dlbench report --format {fmt:8s}: median {median:5.2f} s of {', '.join(f'{t:.2f}' for t in times)}"
-                  f" ({size:,} bytes); {relative:4.1f} x the reference kernel "
-                  f"(median {statistics.median(kernel):.3f} s)", flush=True)
-    print(f"slowest format (median, fresh process each) {worst:.2f} s; target < 5 s: "
-          f"{'PASS' if worst < 5 else 'FAIL'}")
+            print(
+                f"dlbench report --format {fmt:8s}: median {median:5.2f} s of {', '.join(f'{t:.2f}' for t in times)}"
+                f" ({size:,} bytes); {relative:4.1f} x the reference kernel "
+                f"(median {statistics.median(kernel):.3f} s)",
+                flush=True,
+            )
+    print(f"slowest format (median, fresh process each) {worst:.2f} s; target < 5 s: {'PASS' if worst < 5 else 'FAIL'}")
     sys.exit(0 if worst < 5 else 1)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-PLUGIN_INFO = '''
+PLUGIN_INFO = """
 from dlbench.frameworks import FrameworkInfo
 
 INFO = FrameworkInfo(
@@ -22,7 +22,7 @@ GHOST = FrameworkInfo(
     name="ghost", variants=("default",), default_variant="default", modules=("dlbench_ghost_runtime",),
     distributions=("dlbench-ghost-runtime",), install_hint="pip install dlbench-ghost-runtime",
     adapter="dlbench_ghost_runtime:Ghost", in_default_suite=False, models=("mlp",))
-'''
+"""
 
 PLUGIN_ADAPTER = '''
 """A framework adapter that fails in the way its variant names, inside train()."""
@@ -81,7 +81,9 @@ def faulty_plugin(tmp_path_factory, monkeypatch) -> Path:
     dist = root / "dlbench_faulty-0.1.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: dlbench-faulty\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[dlbench.frameworks]\nfaulty = dlbench_faulty:INFO\nghost = dlbench_faulty:GHOST\n")
+    (dist / "entry_points.txt").write_text(
+        "[dlbench.frameworks]\nfaulty = dlbench_faulty:INFO\nghost = dlbench_faulty:GHOST\n"
+    )
     monkeypatch.syspath_prepend(str(root))
     src = str(Path(__file__).resolve().parents[1] / "src")
     monkeypatch.setenv("PYTHONPATH", f"{root}:{src}")

@@ -56,6 +56,7 @@ _MESSAGES = {
 
 class NVMLError(Exception):
     """pynvml's base error: NVMLError(code) builds the code's own subclass."""
+
     _valClassMapping: dict[int, type] = {}
 
     def __new__(cls, value: int):
@@ -79,6 +80,7 @@ def _error_classes() -> dict[str, type]:
 
         def new(cls, *args, _code=code):
             return NVMLError.__new__(cls, _code)
+
         cls = type(name, (NVMLError,), {"__new__": new, "__module__": __name__})
         NVMLError._valClassMapping[code] = cls
         classes[name] = cls
@@ -94,18 +96,25 @@ Script = Any  # a constant, a list (value per call; the last repeats) or a calla
 @dataclass
 class FakeDevice:
     """One GPU: what it supports, what it returns at each call, where it fails."""
+
     name: str = "NVIDIA Fake V100-SXM2-16GB"
     memory_total: int = 16 * 2**30
     unsupported: set[str] = field(default_factory=set)
-    errors: dict[str, dict[int, int]] = field(default_factory=dict)   # key -> {call number: code}
+    errors: dict[str, dict[int, int]] = field(default_factory=dict)  # key -> {call number: code}
     values: dict[str, Script] = field(default_factory=dict)
     calls: Counter = field(default_factory=Counter)
-    returned: dict[str, list] = field(default_factory=dict)           # every value handed out
+    returned: dict[str, list] = field(default_factory=dict)  # every value handed out
 
     DEFAULTS = {
-        "power": 150_000, "energy": lambda n: 5_000_000 + 20_000 * n, "utilization": (50, 30),
-        "memory": 2 * 2**30, "processes": [], "temperature": 61, "sm_clock": 1380,
-        "event_reasons": 0x4, "throttle_reasons": 0x4,
+        "power": 150_000,
+        "energy": lambda n: 5_000_000 + 20_000 * n,
+        "utilization": (50, 30),
+        "memory": 2 * 2**30,
+        "processes": [],
+        "temperature": 61,
+        "sm_clock": 1380,
+        "event_reasons": 0x4,
+        "throttle_reasons": 0x4,
     }
 
     def answer(self, key: str) -> Any:
@@ -133,8 +142,9 @@ class _Handle:
         self.index = index
 
 
-def make_nvml(devices: list[FakeDevice], *, init_error: int | None = None,
-              driver: str = "550.54.15", event_reasons: bool = True) -> types.ModuleType:
+def make_nvml(
+    devices: list[FakeDevice], *, init_error: int | None = None, driver: str = "550.54.15", event_reasons: bool = True
+) -> types.ModuleType:
     """A module object with pynvml's API over `devices`.
 
     init_error: nvmlInit raises NVMLError(init_error) (e.g. NVML_ERROR_LIBRARY_NOT_FOUND).
@@ -199,9 +209,10 @@ def make_nvml(devices: list[FakeDevice], *, init_error: int | None = None,
         return types.SimpleNamespace(gpu=gpu, memory=memory)
 
     def nvmlDeviceGetComputeRunningProcesses(h: _Handle) -> list[types.SimpleNamespace]:
-        return [types.SimpleNamespace(pid=pid, usedGpuMemory=used, gpuInstanceId=None,
-                                      computeInstanceId=None)
-                for pid, used in device(h).answer("processes")]
+        return [
+            types.SimpleNamespace(pid=pid, usedGpuMemory=used, gpuInstanceId=None, computeInstanceId=None)
+            for pid, used in device(h).answer("processes")
+        ]
 
     def nvmlDeviceGetTemperature(h: _Handle, sensor: int) -> int:
         if sensor != NVML_TEMPERATURE_GPU:

@@ -40,8 +40,9 @@ def test_too_few_repeats_says_how_many_would_decide():
 
 def test_three_frameworks_count_the_holm_family():
     base = [1.0, 1.01, 0.99, 1.02, 0.98]
-    answer = build_answer(rankings(_analysed({"a:x": base, "b:y": [2 * v for v in base],
-                                              "c:z": [3 * v for v in base]})))
+    answer = build_answer(
+        rankings(_analysed({"a:x": base, "b:y": [2 * v for v in base], "c:z": [3 * v for v in base]}))
+    )
     lines = answer.items[0].others
     assert [line.split()[0] for line in lines] == ["b:y", "c:z"]  # fastest first, then in order
     # 5 + 5 separated: p = 2/252 = 0.0079, times 3 for Holm is 0.024 < 0.05: still decidable
@@ -63,7 +64,7 @@ def test_durations_keep_three_digits_with_a_unit():
 
 def test_console_never_breaks_a_word_and_drops_optional_columns_first():
     t = TableData("t", ["framework", "model", "train s", "n", "note"], optional=("n",), nowrap=frozenset({"train s"}))
-    for i in range(3):
+    for _ in range(3):
         t.add_row("tensorflow:eager", "mobilenet_v2", "0.03822", "6", "noisy; 1 process; measured on a busy machine")
     buf = io.StringIO()
     Console(file=buf, width=58).print(rich_table(t, 58))

@@ -81,9 +81,19 @@ def test_nothing_report_depends_on_imports_report():
     assert not back, f"modules below report/ that import report/: {back}"
 
 
-@pytest.mark.parametrize("module", ["dlbench.runner", "dlbench.worker", "dlbench.progress",
-                                    "dlbench.analysis.comparisons", "dlbench.analysis.stats",
-                                    "dlbench.analysis.summary", "dlbench.analysis.sweeps", "dlbench.store"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "dlbench.runner",
+        "dlbench.worker",
+        "dlbench.progress",
+        "dlbench.analysis.comparisons",
+        "dlbench.analysis.stats",
+        "dlbench.analysis.summary",
+        "dlbench.analysis.sweeps",
+        "dlbench.store",
+    ],
+)
 def test_runner_worker_and_analysis_never_reach_report_or_cli(module):
     reached = _reach(import_graph(), module)
     bad = sorted(m for m in reached if m.startswith(("dlbench.report", "dlbench.cli")))
@@ -93,6 +103,9 @@ def test_runner_worker_and_analysis_never_reach_report_or_cli(module):
 def test_analysis_imports_nothing_above_it():
     graph = import_graph()
     above = ("dlbench.report", "dlbench.cli", "dlbench.runner", "dlbench.worker", "dlbench.progress")
-    bad = sorted((m, sorted(t for t in graph[m] if t.startswith(above)))
-                 for m in graph if m.startswith("dlbench.analysis") and any(t.startswith(above) for t in graph[m]))
+    bad = sorted(
+        (m, sorted(t for t in graph[m] if t.startswith(above)))
+        for m in graph
+        if m.startswith("dlbench.analysis") and any(t.startswith(above) for t in graph[m])
+    )
     assert not bad, bad

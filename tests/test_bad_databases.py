@@ -6,11 +6,10 @@ the same bytes, the same mtime, and no -wal or -shm file beside it that was not 
 
 from __future__ import annotations
 
-import json
-
 import ctypes
 import gc
 import hashlib
+import json
 import multiprocessing
 import os
 import re
@@ -31,9 +30,29 @@ from dlbench.store import MIGRATIONS, Measurement, Store, StoreError
 
 runner = CliRunner()
 CASE = {"framework": "numpy", "variant": "default", "model": "mlp", "dataset": "synthetic", "batch_size": 8}
-TINY_RUN = ["run", "--framework", "numpy", "--model", "mlp", "--dataset", "synthetic", "--epochs", "1",
-            "--repeats", "1", "--warmup", "0", "--latency-batches", "0", "--train-samples", "256",
-            "--test-samples", "64", "--samplers", "none"]
+TINY_RUN = [
+    "run",
+    "--framework",
+    "numpy",
+    "--model",
+    "mlp",
+    "--dataset",
+    "synthetic",
+    "--epochs",
+    "1",
+    "--repeats",
+    "1",
+    "--warmup",
+    "0",
+    "--latency-batches",
+    "0",
+    "--train-samples",
+    "256",
+    "--test-samples",
+    "64",
+    "--samplers",
+    "none",
+]
 
 
 # -- building the files ---------------------------------------------------------
@@ -43,12 +62,18 @@ def real_db(path: Path, migrations=MIGRATIONS, trials: int = 3, rows: int = 100)
     if len(migrations) < len(MIGRATIONS):
         return _old_db(path, migrations, trials, rows)
     with Store(path, migrations=migrations) as s:
-        run_id = s.create_run(name="t", command="c", config_source="s", config_text="x", experiment={},
-                              environment={"cpu": "x"}, version="0")
+        run_id = s.create_run(
+            name="t",
+            command="c",
+            config_source="s",
+            config_text="x",
+            experiment={},
+            environment={"cpu": "x"},
+            version="0",
+        )
         for block in range(trials):
             tid = s.add_trial(run_id, case_key="k", block=block, position=0, case=CASE, protocol={"repeats": 1})
-            s.add_measurements(tid, [Measurement(r, False, "train", "time", 1.0 + r / 100, "s")
-                                     for r in range(rows)])
+            s.add_measurements(tid, [Measurement(r, False, "train", "time", 1.0 + r / 100, "s") for r in range(rows)])
             s.finish_trial(tid, status="ok", error=None, returncode=0, wall_s=1.0, stderr="")
         s.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     assert siblings(path) == [path.name]
@@ -59,17 +84,33 @@ def _old_db(path: Path, migrations, trials: int, rows: int) -> Path:
     """A database at an older schema version, written with that version's columns
     (today's Store methods write columns that later migrations added)."""
     with Store(path, migrations=migrations) as s, s.db:
-        run_id = s.db.execute("INSERT INTO runs (name, status, started_at, command) VALUES ('t', 'finished', 'x', 'c')"
-                              ).lastrowid
+        run_id = s.db.execute(
+            "INSERT INTO runs (name, status, started_at, command) VALUES ('t', 'finished', 'x', 'c')"
+        ).lastrowid
         for block in range(trials):
             tid = s.db.execute(
                 "INSERT INTO trials (run_id, case_key, block, position, framework, variant, model, dataset,"
                 " batch_size, case_json, protocol_json, status) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                (run_id, "k", block, 0, CASE["framework"], CASE["variant"], CASE["model"], CASE["dataset"],
-                 CASE["batch_size"], json.dumps(CASE), '{"repeats": 1}', "ok")).lastrowid
-            s.db.executemany("INSERT INTO measurements (trial_id, repeat, warmup, phase, metric, value, unit)"
-                             " VALUES (?,?,?,?,?,?,?)",
-                             [(tid, r, 0, "train", "time", 1.0 + r / 100, "s") for r in range(rows)])
+                (
+                    run_id,
+                    "k",
+                    block,
+                    0,
+                    CASE["framework"],
+                    CASE["variant"],
+                    CASE["model"],
+                    CASE["dataset"],
+                    CASE["batch_size"],
+                    json.dumps(CASE),
+                    '{"repeats": 1}',
+                    "ok",
+                ),
+            ).lastrowid
+            s.db.executemany(
+                "INSERT INTO measurements (trial_id, repeat, warmup, phase, metric, value, unit)"
+                " VALUES (?,?,?,?,?,?,?)",
+                [(tid, r, 0, "train", "time", 1.0 + r / 100, "s") for r in range(rows)],
+            )
     with Store(path, migrations=migrations) as s:
         s.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     assert siblings(path) == [path.name]
@@ -83,10 +124,10 @@ def corrupt(path: Path, fill: bytes = b"\xa5") -> Path:
     page_size = struct.unpack(">H", data[16:18])[0]
     for number in range(2, len(data) // page_size + 1):
         page = (number - 1) * page_size
-        content_start = struct.unpack(">H", data[page + 5:page + 7])[0]
+        content_start = struct.unpack(">H", data[page + 5 : page + 7])[0]
         if data[page] == 0x0D and 0 < content_start < page_size // 2:
             middle = page + page_size // 2
-            data[middle:middle + 64] = fill * 64
+            data[middle : middle + 64] = fill * 64
             break
     else:
         raise AssertionError("no full data page")
@@ -149,26 +190,41 @@ def one_error_line(output: str) -> str:
 # The three ways SQLite's quick_check meets the 64 damaged bytes, by what they hold: a list
 # of problems, an abort at a page it cannot walk, an allocation for a damaged record size.
 BAD = {
-    "corrupt": (lambda p: corrupt(real_db(p), b"\x5a"),
-                r"database disk image is malformed \(integrity check: On tree page \d+ cell \d+: .*\); dlbench "
-                r"neither reads nor writes it; recover a copy with `sqlite3 \S*bad\.db \.recover \| sqlite3 "
-                r"\S*bad\.db\.recovered`"),
-    "corrupt-page": (lambda p: corrupt(real_db(p), b"\xa5"),
-                     r"database disk image is malformed \(integrity check: stopped at a damaged page\); dlbench "
-                     r"neither reads nor writes it; recover a copy with"),
-    "corrupt-size": (lambda p: corrupt(real_db(p), b"\xff"),
-                     r"database disk image is malformed \(integrity check: SQLite ran out of memory reading a "
-                     r"damaged record\); dlbench neither reads nor writes it; recover a copy with"),
-    "foreign": (foreign_db, r"not a dlbench database: it has no dlbench schema version but holds tables "
-                            r"\(contacts\); dlbench neither reads nor writes it; use another database file"),
-    "version-without-tables": (lambda p: versioned_empty_db(p, len(MIGRATIONS)),
-                               rf"not a dlbench database: its schema version is {len(MIGRATIONS)}, but it has none "
-                               r"of dlbench's tables; dlbench neither reads nor writes it; use another database file"),
-    "newer": (lambda p: versioned_empty_db(p, 99),
-              rf"schema version 99 is newer than this dlbench understands \({len(MIGRATIONS)}\); dlbench neither "
-              r"reads nor writes it; upgrade dlbench"),
-    "junk": (lambda p: p.write_bytes(b"this is not sqlite" * 100) and p,
-             r"not a dlbench database: not an SQLite file \(it does not start with the SQLite header\)"),
+    "corrupt": (
+        lambda p: corrupt(real_db(p), b"\x5a"),
+        r"database disk image is malformed \(integrity check: On tree page \d+ cell \d+: .*\); dlbench "
+        r"neither reads nor writes it; recover a copy with `sqlite3 \S*bad\.db \.recover \| sqlite3 "
+        r"\S*bad\.db\.recovered`",
+    ),
+    "corrupt-page": (
+        lambda p: corrupt(real_db(p), b"\xa5"),
+        r"database disk image is malformed \(integrity check: stopped at a damaged page\); dlbench "
+        r"neither reads nor writes it; recover a copy with",
+    ),
+    "corrupt-size": (
+        lambda p: corrupt(real_db(p), b"\xff"),
+        r"database disk image is malformed \(integrity check: SQLite ran out of memory reading a "
+        r"damaged record\); dlbench neither reads nor writes it; recover a copy with",
+    ),
+    "foreign": (
+        foreign_db,
+        r"not a dlbench database: it has no dlbench schema version but holds tables "
+        r"\(contacts\); dlbench neither reads nor writes it; use another database file",
+    ),
+    "version-without-tables": (
+        lambda p: versioned_empty_db(p, len(MIGRATIONS)),
+        rf"not a dlbench database: its schema version is {len(MIGRATIONS)}, but it has none "
+        r"of dlbench's tables; dlbench neither reads nor writes it; use another database file",
+    ),
+    "newer": (
+        lambda p: versioned_empty_db(p, 99),
+        rf"schema version 99 is newer than this dlbench understands \({len(MIGRATIONS)}\); dlbench neither "
+        r"reads nor writes it; upgrade dlbench",
+    ),
+    "junk": (
+        lambda p: p.write_bytes(b"this is not sqlite" * 100) and p,
+        r"not a dlbench database: not an SQLite file \(it does not start with the SQLite header\)",
+    ),
 }
 
 
@@ -195,8 +251,11 @@ def test_a_partly_missing_schema_is_named(tmp_path):
     db.execute("ALTER TABLE runs DROP COLUMN idle_json")
     db.execute("DROP TABLE samplers")
     db.close()
-    with pytest.raises(StoreError, match=rf"its schema version is {len(MIGRATIONS)}, but it lacks table samplers; "
-                                         r"column runs\.idle_json; dlbench neither"):
+    with pytest.raises(
+        StoreError,
+        match=rf"its schema version is {len(MIGRATIONS)}, but it lacks table samplers; "
+        r"column runs\.idle_json; dlbench neither",
+    ):
         Store(path)
 
 
@@ -207,8 +266,11 @@ def test_a_copy_that_lost_its_version_is_told_how_to_copy(tmp_path):
     db = sqlite3.connect(copy)
     db.executescript("\n".join(sqlite3.connect(source).iterdump()))
     db.close()
-    with pytest.raises(StoreError, match=r"holds tables \(markers, measurements, .*\) \(a copy made with "
-                                         r"`\.dump` loses the schema version"):
+    with pytest.raises(
+        StoreError,
+        match=r"holds tables \(markers, measurements, .*\) \(a copy made with "
+        r"`\.dump` loses the schema version",
+    ):
         Store(copy, readonly=True)
 
 
@@ -243,8 +305,9 @@ def test_readonly_sees_what_a_running_writer_committed(tmp_path):
     path = real_db(tmp_path / "live.db")
     with Store(path) as writer:
         writer.db.execute("PRAGMA wal_autocheckpoint=0")  # the new run stays in the -wal
-        writer.create_run(name="second", command="c", config_source="s", config_text="x", experiment={},
-                          environment={}, version="0")
+        writer.create_run(
+            name="second", command="c", config_source="s", config_text="x", experiment={}, environment={}, version="0"
+        )
         assert (tmp_path / "live.db-wal").stat().st_size > 0
         with Store(path, readonly=True) as reader:
             assert [r["name"] for r in reader.runs()] == ["t", "second"]
@@ -268,13 +331,15 @@ def test_a_failed_migration_leaves_the_previous_version(tmp_path):
 
 
 def test_migrations_split_on_statements_not_on_every_semicolon(tmp_path):
-    extra = MIGRATIONS + ["""
+    extra = MIGRATIONS + [
+        """
         CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT DEFAULT 'a; b');
         CREATE TRIGGER notes_touch AFTER INSERT ON notes BEGIN
             UPDATE notes SET text = text || ';' WHERE id = new.id;
         END;
         -- a comment; with a semicolon
-    """]
+    """
+    ]
     with Store(tmp_path / "s.db", migrations=extra) as s:
         assert s.version == len(MIGRATIONS) + 1
         with s.db:
@@ -316,18 +381,21 @@ def good_db(tmp_path):
 
 
 def _commands(path: Path, good: Path, out: Path) -> dict[str, list[str]]:
-    return {"runs": ["runs", "--db", str(path)],
-            "report": ["report", "--db", str(path)],
-            "report-html": ["report", "--format", "html", "--out", str(out), "--db", str(path)],
-            "export": ["export", str(out), "--db", str(path)],
-            "compare-a": ["compare", str(path), str(good), "--db", str(good)],
-            "compare-b": ["compare", "1", f"{path}:1", "--db", str(good)],
-            "run": [*TINY_RUN, "--db", str(path)],
-            "extend": ["extend", str(path)]}
+    return {
+        "runs": ["runs", "--db", str(path)],
+        "report": ["report", "--db", str(path)],
+        "report-html": ["report", "--format", "html", "--out", str(out), "--db", str(path)],
+        "export": ["export", str(out), "--db", str(path)],
+        "compare-a": ["compare", str(path), str(good), "--db", str(good)],
+        "compare-b": ["compare", "1", f"{path}:1", "--db", str(good)],
+        "run": [*TINY_RUN, "--db", str(path)],
+        "extend": ["extend", str(path)],
+    }
 
 
-@pytest.mark.parametrize("kind", ["corrupt", "corrupt-page", "corrupt-size", "foreign", "version-without-tables",
-                                  "newer"])
+@pytest.mark.parametrize(
+    "kind", ["corrupt", "corrupt-page", "corrupt-size", "foreign", "version-without-tables", "newer"]
+)
 def test_every_command_refuses_a_bad_database_in_one_line_and_writes_nothing(tmp_path, good_db, kind):
     make, message = BAD[kind]
     path = tmp_path / "bad.db"
@@ -393,8 +461,14 @@ def unprivileged(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
     command = [sys.executable, *args] if args[0] == "-c" else [sys.executable, "-m", "dlbench", *args]
     try:
-        return subprocess.run(command, capture_output=True, text=True, env=env, timeout=120,
-                              preexec_fn=_drop_file_permission_override if os.geteuid() == 0 else None)
+        return subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            preexec_fn=_drop_file_permission_override if os.geteuid() == 0 else None,
+        )
     except subprocess.SubprocessError as exc:
         pytest.skip(f"running as root and cannot drop CAP_DAC_OVERRIDE: {exc}")
 
@@ -418,8 +492,10 @@ def test_a_readonly_file_can_be_reported_but_not_run_into(tmp_path, good_db):
     result = unprivileged(*TINY_RUN, "--db", str(good_db))
     assert result.returncode == 2, result.stdout + result.stderr
     flat = one_error_line(result.stderr)
-    assert (f"error: {good_db}: cannot store results: the file is read-only (no write permission); nothing was "
-            "written; make it writable or use another database file") in flat, flat
+    assert (
+        f"error: {good_db}: cannot store results: the file is read-only (no write permission); nothing was "
+        "written; make it writable or use another database file"
+    ) in flat, flat
     assert state(good_db)[:2] == before[:2]
 
 
@@ -448,8 +524,9 @@ def test_a_readonly_directory_with_wal_content_is_refused_not_misread(tmp_path, 
     live = real_db(tmp_path / "live.db")
     writer = Store(live)
     writer.db.execute("PRAGMA wal_autocheckpoint=0")
-    writer.create_run(name="second", command="c", config_source="s", config_text="x", experiment={},
-                      environment={}, version="0")
+    writer.create_run(
+        name="second", command="c", config_source="s", config_text="x", experiment={}, environment={}, version="0"
+    )
     path = readonly_dir / "r.db"
     shutil.copy(live, path)
     shutil.copy(tmp_path / "live.db-wal", readonly_dir / "r.db-wal")

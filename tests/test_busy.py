@@ -18,19 +18,27 @@ from dlbench.store import Store
 
 
 def _row(trial, phase, value, warmup=0, metric="cpu.others_util:mean", status="ok", case="k1"):
-    return {"trial_id": trial, "case_key": case, "phase": phase, "metric": metric, "value": value,
-            "warmup": warmup, "status": status, "repeat": 1}
+    return {
+        "trial_id": trial,
+        "case_key": case,
+        "phase": phase,
+        "metric": metric,
+        "value": value,
+        "warmup": warmup,
+        "status": status,
+        "repeat": 1,
+    }
 
 
 def test_a_window_subtracts_the_workers_own_share():
     # 2 cores: system 50% busy, the worker used half a core (50% of one core = 25% of two)
     assert share_of_window(50.0, 50.0, 2) == 25.0
     assert share_of_window(100.0, 200.0, 2) == 0.0  # the worker alone fills both cores
-    assert share_of_window(40.0, 100.0, 2) == 0.0   # never below zero (counters read apart)
+    assert share_of_window(40.0, 100.0, 2) == 0.0  # never below zero (counters read apart)
 
 
 def test_trials_are_flagged_on_the_median_of_their_measured_windows():
-    rows = [_row(1, "train", v) for v in (3.0, 5.0, 40.0)]          # one spike: median 5
+    rows = [_row(1, "train", v) for v in (3.0, 5.0, 40.0)]  # one spike: median 5
     rows += [_row(2, "train", v, case="k2") for v in (20.0, 25.0, 30.0)]  # median 25
     rows += [_row(2, "infer", v, case="k2") for v in (10.0, 12.0)]
     rows += [_row(3, "train", 90.0, warmup=1, case="k3"), _row(3, "train", 1.0, case="k3")]  # warm-up ignored
@@ -47,9 +55,30 @@ def _run(db, pinned_loop: bool) -> str:
         loop = subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c", "while True: pass"])
         time.sleep(0.3)
     try:
-        result = CliRunner().invoke(app, ["run", "--framework", "numpy", "--model", "mlp", "--dataset", "digits",
-                                          "--epochs", "40", "--repeats", "3", "--warmup", "0", "--threads", "1",
-                                          "--samplers", "cpu", "--db", str(db)])
+        result = CliRunner().invoke(
+            app,
+            [
+                "run",
+                "--framework",
+                "numpy",
+                "--model",
+                "mlp",
+                "--dataset",
+                "digits",
+                "--epochs",
+                "40",
+                "--repeats",
+                "3",
+                "--warmup",
+                "0",
+                "--threads",
+                "1",
+                "--samplers",
+                "cpu",
+                "--db",
+                str(db),
+            ],
+        )
     finally:
         if loop is not None:
             loop.kill()
@@ -76,7 +105,9 @@ def test_a_trial_beside_a_busy_loop_on_its_core_is_flagged_and_a_quiet_one_is_no
     with Store(tmp_path / "quiet.db") as store:
         share = others_share(store.measurements(1, latency=False))
     if load > 2 * BUSY_THRESHOLD and share[1] >= BUSY_THRESHOLD:
-        pytest.skip(f"the machine was busy without our loop ({load:.0f}% CPU): the quiet run read "
-                    f"{share[1]:.0f}%, a correct flag")
+        pytest.skip(
+            f"the machine was busy without our loop ({load:.0f}% CPU): the quiet run read "
+            f"{share[1]:.0f}%, a correct flag"
+        )
     assert share[1] < BUSY_THRESHOLD, share
     assert "measured on a busy machine" not in quiet_out

@@ -28,9 +28,11 @@ def test_every_command_has_help_text():
 
 
 def test_help_imports_nothing_heavy():
-    code = ("import sys\nfrom dlbench.cli import app\n"
-            "try:\n    app(['--help'])\nexcept SystemExit:\n    pass\n"
-            f"print([m for m in {HEAVY!r} if m in sys.modules] + [m for m in ('numpy', 'scipy') if m in sys.modules])")
+    code = (
+        "import sys\nfrom dlbench.cli import app\n"
+        "try:\n    app(['--help'])\nexcept SystemExit:\n    pass\n"
+        f"print([m for m in {HEAVY!r} if m in sys.modules] + [m for m in ('numpy', 'scipy') if m in sys.modules])"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"
 
@@ -59,9 +61,32 @@ def test_parent_never_imports_a_framework(tmp_path):
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory):
     db = tmp_path_factory.mktemp("cli") / "run.db"
-    result = runner.invoke(app, ["run", "--framework", "numpy,sklearn", "--model", "mlp,knn", "--dataset", "digits",
-                                 "--epochs", "2", "--repeats", "3", "--warmup", "1", "--optimizer", "adam",
-                                 "--lr", "0.002", "--latency-batches", "3", "--db", str(db)])
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "--framework",
+            "numpy,sklearn",
+            "--model",
+            "mlp,knn",
+            "--dataset",
+            "digits",
+            "--epochs",
+            "2",
+            "--repeats",
+            "3",
+            "--warmup",
+            "1",
+            "--optimizer",
+            "adam",
+            "--lr",
+            "0.002",
+            "--latency-batches",
+            "3",
+            "--db",
+            str(db),
+        ],
+    )
     assert result.exit_code == 0, result.output
     return db, result.output
 
@@ -79,8 +104,11 @@ def test_run_stores_every_repeat_and_reports(finished_run):
         assert env["physical_cores"] >= 1 and "numpy" in env["packages"]
         rows = store.measurements(run["id"])
         for fw in ("numpy", "sklearn"):
-            train = [(r["repeat"], r["warmup"]) for r in rows
-                     if r["framework"] == fw and r["phase"] == "train" and r["metric"] == "time"]
+            train = [
+                (r["repeat"], r["warmup"])
+                for r in rows
+                if r["framework"] == fw and r["phase"] == "train" and r["metric"] == "time"
+            ]
             assert train == [(0, 1), (1, 0), (2, 0), (3, 0)]
             acc = [r["value"] for r in rows if r["framework"] == fw and r["metric"] == "accuracy"]
             assert len(acc) == 4 and min(acc) > 0.85
@@ -88,8 +116,9 @@ def test_run_stores_every_repeat_and_reports(finished_run):
             assert len(lat) == 4 * 3 and sorted({r["seq"] for r in lat}) == [0, 1, 2]
             assert [r for r in rows if r["framework"] == fw and r["phase"] == "latency_b1"]
             # Inference fills at least 0.1 s per repeat; from repeat 1 on, the count calibrated in repeat 0.
-            infer = {(r["repeat"], r["metric"]): r["value"] for r in rows
-                     if r["framework"] == fw and r["phase"] == "infer"}
+            infer = {
+                (r["repeat"], r["metric"]): r["value"] for r in rows if r["framework"] == fw and r["phase"] == "infer"
+            }
             passes = [infer[(rep, "passes")] for rep in range(4)]
             assert passes[0] >= 2 and len(set(passes[1:])) == 1, passes
             # Per pass: time x throughput is the samples of one pass, the same in every repeat.
@@ -119,8 +148,9 @@ def test_run_stores_telemetry_and_says_what_is_unavailable(finished_run):
             assert row["available"] == 1 or (row["reason"] and row["hint"]), name
         rows = store.measurements(run_id)
         for fw in ("numpy", "sklearn"):
-            train = {r["metric"]: r for r in rows if r["framework"] == fw and r["phase"] == "train"
-                     and r["repeat"] == 1}
+            train = {
+                r["metric"]: r for r in rows if r["framework"] == fw and r["phase"] == "train" and r["repeat"] == 1
+            }
             for metric in ("cpu.process_util:mean", "cpu.system_util:mean", "cpu.steal:mean", "memory.peak_rss"):
                 assert metric in train, (fw, metric)
             assert 0 <= train["cpu.steal:mean"]["value"] <= 100
@@ -180,10 +210,36 @@ def test_env_lists_every_sampler_with_reason_or_available():
 
 def test_idle_baseline_and_sampler_selection_are_recorded(tmp_path):
     db = tmp_path / "idle.db"
-    result = runner.invoke(app, ["run", "--framework", "numpy", "--model", "mlp", "--dataset", "synthetic",
-                                 "--epochs", "1", "--repeats", "1", "--warmup", "0", "--latency-batches", "0",
-                                 "--train-samples", "256", "--test-samples", "64", "--samplers", "cpu,rapl",
-                                 "--idle-baseline", "0.5", "--db", str(db)])
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "--framework",
+            "numpy",
+            "--model",
+            "mlp",
+            "--dataset",
+            "synthetic",
+            "--epochs",
+            "1",
+            "--repeats",
+            "1",
+            "--warmup",
+            "0",
+            "--latency-batches",
+            "0",
+            "--train-samples",
+            "256",
+            "--test-samples",
+            "64",
+            "--samplers",
+            "cpu,rapl",
+            "--idle-baseline",
+            "0.5",
+            "--db",
+            str(db),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "measuring idle power for 0.5 s" in result.output
     with Store(db) as store:
@@ -206,10 +262,29 @@ def test_recorded_command_repeats_a_repeatable_option_per_value():
 
     from dlbench.cli import _command_line
 
-    ctx = SimpleNamespace(info_name="run", params={
-        "file": Path("exp.toml"), "framework": "torch,jax", "option": ("lstm.hidden=650", "transformer.preset=x y"),
-        "pipeline": None, "epochs": 3, "resume": None})
+    ctx = SimpleNamespace(
+        info_name="run",
+        params={
+            "file": Path("exp.toml"),
+            "framework": "torch,jax",
+            "option": ("lstm.hidden=650", "transformer.preset=x y"),
+            "pipeline": None,
+            "epochs": 3,
+            "resume": None,
+        },
+    )
     words = shlex.split(_command_line(ctx))
-    assert words == ["dlbench", "run", "exp.toml", "--framework", "torch,jax", "--option", "lstm.hidden=650",
-                     "--option", "transformer.preset=x y", "--epochs", "3"]
+    assert words == [
+        "dlbench",
+        "run",
+        "exp.toml",
+        "--framework",
+        "torch,jax",
+        "--option",
+        "lstm.hidden=650",
+        "--option",
+        "transformer.preset=x y",
+        "--epochs",
+        "3",
+    ]
     assert "--option" not in _command_line(SimpleNamespace(info_name="run", params={"option": ()}))

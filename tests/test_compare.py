@@ -25,17 +25,36 @@ def wide_console(monkeypatch):
 
 def _run(db, plugin, seconds: float) -> None:
     (plugin / "dlbench_faulty" / "train_seconds").write_text(str(seconds))
-    result = runner.invoke(app, ["run", "--framework", "faulty", "--model", "mlp", "--dataset", "synthetic",
-                                 "--repeats", "8", "--warmup", "1", "--latency-batches", "0",
-                                 "--samplers", "none", "--db", str(db)])
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "--framework",
+            "faulty",
+            "--model",
+            "mlp",
+            "--dataset",
+            "synthetic",
+            "--repeats",
+            "8",
+            "--warmup",
+            "1",
+            "--latency-batches",
+            "0",
+            "--samplers",
+            "none",
+            "--db",
+            str(db),
+        ],
+    )
     assert result.exit_code == 0, result.output
 
 
 def test_identical_runs_show_no_difference_and_a_slowdown_is_a_regression(tmp_path, faulty_plugin):
     db = tmp_path / "c.db"
-    _run(db, faulty_plugin, 0.1)    # run 1
-    _run(db, faulty_plugin, 0.1)    # run 2: the same code
-    _run(db, faulty_plugin, 0.15)   # run 3: 50% slower training
+    _run(db, faulty_plugin, 0.1)  # run 1
+    _run(db, faulty_plugin, 0.1)  # run 2: the same code
+    _run(db, faulty_plugin, 0.15)  # run 3: 50% slower training
     same = runner.invoke(app, ["compare", "1", "2", "--db", str(db)])
     assert same.exit_code == 0, same.output
     assert "no meaningful difference" in same.output and "REGRESSION" not in same.output
@@ -77,12 +96,20 @@ def _diff(framework: str, verdict: str, ratio: float, paired: bool = False):
     from dlbench.analysis.comparisons import RunDiff
 
     c = stats.compare_two([1.0, 1.1, 0.9, 1.05, 0.95, 1.0], [1.0, 1.1, 0.9, 1.05, 0.95, 1.0], paired=paired)
-    return RunDiff({"framework": framework}, "train time", replace(c, verdict=verdict, ratio=ratio),
-                   verdict == "slower")
+    return RunDiff(
+        {"framework": framework}, "train time", replace(c, verdict=verdict, ratio=ratio), verdict == "slower"
+    )
 
 
-ENV = {"hostname": "box", "cpu_model": "Xeon", "logical_cores": 2, "python": "3.11.7", "dlbench_git": "abc",
-       "cwd": "/a", "packages": {"torch": "2.13.0", "jax": "0.10.2", "jaxlib": "0.10.2", "numpy": "2.4.6"}}
+ENV = {
+    "hostname": "box",
+    "cpu_model": "Xeon",
+    "logical_cores": 2,
+    "python": "3.11.7",
+    "dlbench_git": "abc",
+    "cwd": "/a",
+    "packages": {"torch": "2.13.0", "jax": "0.10.2", "jaxlib": "0.10.2", "numpy": "2.4.6"},
+}
 
 
 def test_drift_notes_name_what_differs_and_unchanged_cases_that_moved():
@@ -101,8 +128,9 @@ def test_drift_notes_name_what_differs_and_unchanged_cases_that_moved():
     upgraded = dict(ENV, packages=dict(ENV["packages"], torch="2.14.0"))
     notes = drift_notes([_diff("torch", "slower", 1.3), _diff("jax", "slower", 1.2)], ENV, upgraded)
     assert notes[0] == "recorded differences between A and B: torch: 2.13.0 → 2.14.0"
-    assert notes[1].startswith("1 comparison(s) of cases whose framework packages, machine and dlbench are the "
-                               "same in both runs moved (×1.2)")
+    assert notes[1].startswith(
+        "1 comparison(s) of cases whose framework packages, machine and dlbench are the same in both runs moved (×1.2)"
+    )
     # Only the upgraded framework moved: no warning.
     assert drift_notes([_diff("torch", "slower", 1.3), _diff("jax", "undecided", 1.0)], ENV, upgraded) == notes[:1]
     # Another machine: no case is a control, and the notes say what differs.
@@ -112,16 +140,26 @@ def test_drift_notes_name_what_differs_and_unchanged_cases_that_moved():
 
 def _trial(tid: int, block: int, start: float, end: float | None = None) -> dict:
     """A stored trial row: one case, its block, and when it ran (seconds after 12:00)."""
+
     def at(s):
         return None if s is None else f"2026-01-01T12:{int(s) // 60:02d}:{s % 60:06.3f}+00:00"
-    return {"id": tid, "case_key": "k", "case_json": json.dumps({"framework": "x", "variant": "v", "model": "m"}),
-            "block": block, "status": "ok", "started_at": at(start), "finished_at": at(start + 1 if end is None
-                                                                                       else end)}
+
+    return {
+        "id": tid,
+        "case_key": "k",
+        "case_json": json.dumps({"framework": "x", "variant": "v", "model": "m"}),
+        "block": block,
+        "status": "ok",
+        "started_at": at(start),
+        "finished_at": at(start + 1 if end is None else end),
+    }
 
 
 def _rows(trials: list[dict], values: list[float]) -> list[dict]:
-    return [{"trial_id": t["id"], "case_key": "k", "phase": "train", "metric": "time", "warmup": 0, "repeat": 0,
-             "value": v} for t, v in zip(trials, values)]
+    return [
+        {"trial_id": t["id"], "case_key": "k", "phase": "train", "metric": "time", "warmup": 0, "repeat": 0, "value": v}
+        for t, v in zip(trials, values)
+    ]
 
 
 def test_blocks_alternated_only_when_every_block_ran_back_to_back():
@@ -180,18 +218,60 @@ def test_compare_pairs_runs_extended_in_turn(tmp_path, faulty_plugin):
     a, b, c = tmp_path / "a.db", tmp_path / "b.db", tmp_path / "c.db"
     for db in (a, b):
         (faulty_plugin / "dlbench_faulty" / "train_seconds").write_text("0.02")
-        result = runner.invoke(app, ["run", "--framework", "faulty", "--model", "mlp", "--dataset", "synthetic",
-                                     "--repeats", "2", "--warmup", "0", "--latency-batches", "0",
-                                     "--samplers", "none", "--trials", "1", "--db", str(db)])
+        result = runner.invoke(
+            app,
+            [
+                "run",
+                "--framework",
+                "faulty",
+                "--model",
+                "mlp",
+                "--dataset",
+                "synthetic",
+                "--repeats",
+                "2",
+                "--warmup",
+                "0",
+                "--latency-batches",
+                "0",
+                "--samplers",
+                "none",
+                "--trials",
+                "1",
+                "--db",
+                str(db),
+            ],
+        )
         assert result.exit_code == 0, result.output
     extended = runner.invoke(app, ["extend", str(a), str(b), "--blocks", "5"])
     assert extended.exit_code == 0, extended.output
     paired = runner.invoke(app, ["compare", str(a), str(b)])
     assert paired.exit_code == 0 and paired.output.count("6 pairs of trial medians, by block") == 2, paired.output
     # The same run compared with one taken after it: unpaired.
-    result = runner.invoke(app, ["run", "--framework", "faulty", "--model", "mlp", "--dataset", "synthetic",
-                                 "--repeats", "2", "--warmup", "0", "--latency-batches", "0",
-                                 "--samplers", "none", "--trials", "6", "--db", str(c)])
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "--framework",
+            "faulty",
+            "--model",
+            "mlp",
+            "--dataset",
+            "synthetic",
+            "--repeats",
+            "2",
+            "--warmup",
+            "0",
+            "--latency-batches",
+            "0",
+            "--samplers",
+            "none",
+            "--trials",
+            "6",
+            "--db",
+            str(c),
+        ],
+    )
     assert result.exit_code == 0, result.output
     unpaired = runner.invoke(app, ["compare", str(a), str(c)])
     assert unpaired.exit_code == 0 and unpaired.output.count("6+6 trial medians, unpaired") == 2, unpaired.output
@@ -201,11 +281,32 @@ def test_compare_pairs_runs_extended_in_turn(tmp_path, faulty_plugin):
 def test_a_case_with_no_values_on_one_side_fails_the_gate_unless_allowed(tmp_path, faulty_plugin):
     """Every trial of B timed out: comparing nothing must not pass a CI gate."""
     db = tmp_path / "m.db"
-    _run(db, faulty_plugin, 0.01)                                   # run 1
+    _run(db, faulty_plugin, 0.01)  # run 1
     (faulty_plugin / "dlbench_faulty" / "train_seconds").write_text("30")
-    timed_out = runner.invoke(app, ["run", "--framework", "faulty", "--model", "mlp", "--dataset", "synthetic",
-                                    "--repeats", "8", "--warmup", "1", "--latency-batches", "0", "--timeout", "2",
-                                    "--samplers", "none", "--db", str(db)])  # run 2: the same case, timed out
+    timed_out = runner.invoke(
+        app,
+        [
+            "run",
+            "--framework",
+            "faulty",
+            "--model",
+            "mlp",
+            "--dataset",
+            "synthetic",
+            "--repeats",
+            "8",
+            "--warmup",
+            "1",
+            "--latency-batches",
+            "0",
+            "--timeout",
+            "2",
+            "--samplers",
+            "none",
+            "--db",
+            str(db),
+        ],
+    )  # run 2: the same case, timed out
     assert timed_out.exit_code == 1 and "1 timeout" in timed_out.output, timed_out.output
     gate = runner.invoke(app, ["compare", "1", "2", "--db", str(db)])
     assert gate.exit_code == 3, gate.output

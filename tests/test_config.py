@@ -21,27 +21,36 @@ def test_defaults_and_embedded_suite():
     assert exp.protocol.infer_min_time == 0.1
 
 
-@pytest.mark.parametrize("text,needle", [
-    ("[matrix]\nframwork = ['torch']", "faults.toml [matrix]: unknown key 'framwork'; allowed keys: framework, model"),
-    ("[matrix]\nframework = ['pytorch']", "framework = 'pytorch': unknown framework; allowed: torch, tensorflow, jax"),
-    ("[matrix]\nframework = ['torch:jit']", "unknown variant of torch; allowed: eager, compile"),
-    ("[matrix]\nmodel = ['resnet']", "model = 'resnet': unknown model; allowed: mlp, lenet5, cnn, knn"),
-    ("[matrix]\ndataset = ['cifar']", "unknown dataset; allowed: digits, mnist, fashion-mnist"),
-    ("[matrix]\ninit = ['he']", "unknown init; allowed: framework-default, glorot-uniform"),
-    ("[matrix]\noptimizer = ['rmsprop']", "unknown optimizer; allowed: sgd, adam"),
-    ("[matrix]\nbatch_size = [0]", "batch_size must be a positive integer"),
-    ("[matrix]\nlr = [-1]", "lr must be a positive number"),
-    ("[protocol]\nrepeats = 0", "repeats = 0: must be >= 1"),
-    ("[protocol]\nrepeats = 'five'", "repeats = 'five': expected an integer"),
-    ("[protocol]\nepochs = 1\nsteps = 5", "set exactly one of epochs and steps"),
-    ("[protocol]\ninfer_min_time = -0.1", "infer_min_time = -0.1: must be in [0, 60] seconds (0 = one pass)"),
-    ("[protocol]\nwarm_up = 1", "unknown key 'warm_up'; allowed keys: epochs, steps, repeats, warmup"),
-    ("[protocol]\ndevice = 'tpu'", "device = 'tpu': allowed: cpu, cuda"),
-    ("[synthetic]\nshape = [32, 32]", "shape = [32, 32]: expected [height, width, channels]"),
-    ("[[exclude]]\nfw = 'torch'", "[[exclude]] #1: unknown key 'fw'"),
-    ("[experimnt]\nname = 'x'", "faults.toml: unknown key 'experimnt'; allowed keys: experiment, matrix"),
-    ("[matrix\n", "faults.toml: not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "text,needle",
+    [
+        (
+            "[matrix]\nframwork = ['torch']",
+            "faults.toml [matrix]: unknown key 'framwork'; allowed keys: framework, model",
+        ),
+        (
+            "[matrix]\nframework = ['pytorch']",
+            "framework = 'pytorch': unknown framework; allowed: torch, tensorflow, jax",
+        ),
+        ("[matrix]\nframework = ['torch:jit']", "unknown variant of torch; allowed: eager, compile"),
+        ("[matrix]\nmodel = ['resnet']", "model = 'resnet': unknown model; allowed: mlp, lenet5, cnn, knn"),
+        ("[matrix]\ndataset = ['cifar']", "unknown dataset; allowed: digits, mnist, fashion-mnist"),
+        ("[matrix]\ninit = ['he']", "unknown init; allowed: framework-default, glorot-uniform"),
+        ("[matrix]\noptimizer = ['rmsprop']", "unknown optimizer; allowed: sgd, adam"),
+        ("[matrix]\nbatch_size = [0]", "batch_size must be a positive integer"),
+        ("[matrix]\nlr = [-1]", "lr must be a positive number"),
+        ("[protocol]\nrepeats = 0", "repeats = 0: must be >= 1"),
+        ("[protocol]\nrepeats = 'five'", "repeats = 'five': expected an integer"),
+        ("[protocol]\nepochs = 1\nsteps = 5", "set exactly one of epochs and steps"),
+        ("[protocol]\ninfer_min_time = -0.1", "infer_min_time = -0.1: must be in [0, 60] seconds (0 = one pass)"),
+        ("[protocol]\nwarm_up = 1", "unknown key 'warm_up'; allowed keys: epochs, steps, repeats, warmup"),
+        ("[protocol]\ndevice = 'tpu'", "device = 'tpu': allowed: cpu, cuda"),
+        ("[synthetic]\nshape = [32, 32]", "shape = [32, 32]: expected [height, width, channels]"),
+        ("[[exclude]]\nfw = 'torch'", "[[exclude]] #1: unknown key 'fw'"),
+        ("[experimnt]\nname = 'x'", "faults.toml: unknown key 'experimnt'; allowed keys: experiment, matrix"),
+        ("[matrix\n", "faults.toml: not valid TOML"),
+    ],
+)
 def test_bad_input_names_file_key_and_allowed_values(text, needle):
     with pytest.raises(ConfigError) as err:
         config.parse(text, "faults.toml")

@@ -46,8 +46,11 @@ def _same(a: config.Experiment, b: config.Experiment) -> None:
         assert getattr(a, field) == getattr(b, field), field
 
 
-@pytest.mark.parametrize("exp", [config.default(), config.parse(RICH, "rich.toml"),
-                                 *(config.load(p) for p in EXAMPLES)], ids=lambda e: e.source)
+@pytest.mark.parametrize(
+    "exp",
+    [config.default(), config.parse(RICH, "rich.toml"), *(config.load(p) for p in EXAMPLES)],
+    ids=lambda e: e.source,
+)
 def test_the_written_experiment_parses_back_to_the_same_plan(exp):
     again = config.parse(to_toml(exp), "again.toml")
     _same(exp, again)
@@ -65,8 +68,16 @@ def test_flags_on_the_default_are_what_is_stored_and_name_the_run():
 
 
 def test_values_are_toml():
-    assert [value(x) for x in (True, 3, 0.001, 1e-05, 2.0, "a\"b", [1, "x"], {"k": 1})] == \
-        ["true", "3", "0.001", "1e-05", "2.0", '"a\\"b"', '[1, "x"]', "{ k = 1 }"]
+    assert [value(x) for x in (True, 3, 0.001, 1e-05, 2.0, 'a"b', [1, "x"], {"k": 1})] == [
+        "true",
+        "3",
+        "0.001",
+        "1e-05",
+        "2.0",
+        '"a\\"b"',
+        '[1, "x"]',
+        "{ k = 1 }",
+    ]
     with pytest.raises(ValueError):
         value(float("nan"))
 
@@ -74,9 +85,28 @@ def test_values_are_toml():
 def test_a_run_reports_the_configuration_that_ran(tmp_path):
     db = tmp_path / "r.db"
     runner = CliRunner()
-    result = runner.invoke(app, ["run", "--framework", "numpy", "--model", "mlp", "--dataset", "digits",
-                                 "--epochs", "2", "--repeats", "2", "--warmup", "0", "--samplers", "none",
-                                 "--db", str(db)])
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "--framework",
+            "numpy",
+            "--model",
+            "mlp",
+            "--dataset",
+            "digits",
+            "--epochs",
+            "2",
+            "--repeats",
+            "2",
+            "--warmup",
+            "0",
+            "--samplers",
+            "none",
+            "--db",
+            str(db),
+        ],
+    )
     assert result.exit_code == 0, result.output
     md = runner.invoke(app, ["report", "--db", str(db), "--format", "markdown"]).output
     configuration = md.split("```toml")[1].split("```")[0]

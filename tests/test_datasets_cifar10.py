@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from local_http import serving
 
 import dlbench.datasets as datasets
 from dlbench.datasets import cifar10, fetch
+from local_http import serving
 
 PER_BATCH = 20
 
@@ -28,8 +28,7 @@ PER_BATCH = 20
 def _images(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """``n`` random uint8 NHWC images and labels 0..9."""
     rng = np.random.default_rng(seed)
-    return (rng.integers(0, 256, size=(n, 32, 32, 3), dtype=np.uint8),
-            rng.integers(0, 10, size=n, dtype=np.uint8))
+    return (rng.integers(0, 256, size=(n, 32, 32, 3), dtype=np.uint8), rng.integers(0, 10, size=n, dtype=np.uint8))
 
 
 def _encode(x: np.ndarray, y: np.ndarray) -> bytes:
@@ -45,8 +44,10 @@ def _encode(x: np.ndarray, y: np.ndarray) -> bytes:
 @pytest.fixture(scope="module")
 def official() -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """File name -> (uint8 images, labels) for the five training batches and the test batch."""
-    return {name: _images(PER_BATCH if name != cifar10.TEST_BATCH else 10, seed)
-            for seed, name in enumerate(cifar10.BATCHES)}
+    return {
+        name: _images(PER_BATCH if name != cifar10.TEST_BATCH else 10, seed)
+        for seed, name in enumerate(cifar10.BATCHES)
+    }
 
 
 def _write_folder(directory: Path, official: dict) -> Path:
@@ -81,8 +82,7 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _use_archive(monkeypatch: pytest.MonkeyPatch, data: bytes, **changes) -> cifar10.CifarDataset:
     """Make the registry's checksum table describe ``data`` (our small archive)."""
-    spec = dataclasses.replace(cifar10.CIFAR10, md5=fetch.bytes_digest(data), size=len(data),
-                               **changes)
+    spec = dataclasses.replace(cifar10.CIFAR10, md5=fetch.bytes_digest(data), size=len(data), **changes)
     monkeypatch.setitem(cifar10.SPECS, "cifar10", spec)
     return spec
 
@@ -140,8 +140,7 @@ def test_search_order(isolated: Path, monkeypatch: pytest.MonkeyPatch, official:
     assert datasets.locate("cifar10", str(arg))[0] == env / "cifar10" / cifar10.FOLDER
 
 
-def test_archive_loads_and_extracts_safely(isolated: Path, monkeypatch: pytest.MonkeyPatch,
-                                           official: dict) -> None:
+def test_archive_loads_and_extracts_safely(isolated: Path, monkeypatch: pytest.MonkeyPatch, official: dict) -> None:
     evil = []
     for name in ("../escape.bin", "/tmp/dlbench-absolute.bin", f"{cifar10.FOLDER}/../up.bin"):
         info = tarfile.TarInfo(name)
@@ -165,8 +164,7 @@ def test_archive_loads_and_extracts_safely(isolated: Path, monkeypatch: pytest.M
     _expect(datasets.load("cifar10", str(isolated / "data")), official)
 
 
-def test_archive_link_member_is_ignored(isolated: Path, monkeypatch: pytest.MonkeyPatch,
-                                        official: dict) -> None:
+def test_archive_link_member_is_ignored(isolated: Path, monkeypatch: pytest.MonkeyPatch, official: dict) -> None:
     link = tarfile.TarInfo(f"{cifar10.FOLDER}/data_batch_2.bin")
     link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
     data = _tar_bytes(official, [link], skip="data_batch_2.bin")
@@ -177,8 +175,7 @@ def test_archive_link_member_is_ignored(isolated: Path, monkeypatch: pytest.Monk
     assert not (isolated / cifar10.FOLDER).exists()
 
 
-def test_wrong_archive_is_checksum_mismatch(isolated: Path, monkeypatch: pytest.MonkeyPatch,
-                                            official: dict) -> None:
+def test_wrong_archive_is_checksum_mismatch(isolated: Path, monkeypatch: pytest.MonkeyPatch, official: dict) -> None:
     data = _tar_bytes(official)
     (isolated / cifar10.CIFAR10.archive).write_bytes(data)
     # The real table: our small archive has the wrong size.
@@ -198,8 +195,10 @@ def test_truncated_batch_names_the_file(isolated: Path, official: dict) -> None:
     folder = _write_folder(isolated / cifar10.FOLDER, official)
     bad = folder / "data_batch_3.bin"
     bad.write_bytes(bad.read_bytes()[:-5])
-    for call in (lambda: datasets.load("cifar10", str(isolated)),
-                 lambda: datasets.ensure("cifar10", str(isolated), download=False)):
+    for call in (
+        lambda: datasets.load("cifar10", str(isolated)),
+        lambda: datasets.ensure("cifar10", str(isolated), download=False),
+    ):
         with pytest.raises(datasets.CifarFormatError) as err:
             call()
         message = str(err.value)
@@ -216,12 +215,13 @@ def test_label_out_of_range(isolated: Path, official: dict) -> None:
         datasets.load("cifar10", str(isolated))
 
 
-def test_not_found_lists_places_and_how_to_get_it(isolated: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_not_found_lists_places_and_how_to_get_it(isolated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DLBENCH_DATA", str(isolated / "env"))
     _, searched = datasets.locate("cifar10", str(isolated / "arg"))
-    for call in (lambda: datasets.ensure("cifar10", str(isolated / "arg"), download=False),
-                 lambda: datasets.load("cifar10", str(isolated / "arg"))):
+    for call in (
+        lambda: datasets.ensure("cifar10", str(isolated / "arg"), download=False),
+        lambda: datasets.load("cifar10", str(isolated / "arg")),
+    ):
         with pytest.raises(datasets.DatasetNotFound) as err:
             call()
         message = str(err.value)
@@ -257,8 +257,9 @@ def server(official: dict) -> Iterator[str]:
         yield url
 
 
-def test_download_verifies_and_extracts(server: str, isolated: Path,
-                                        monkeypatch: pytest.MonkeyPatch, official: dict) -> None:
+def test_download_verifies_and_extracts(
+    server: str, isolated: Path, monkeypatch: pytest.MonkeyPatch, official: dict
+) -> None:
     _use_archive(monkeypatch, _Handler.body, mirrors=(f"{server}/good/",))
     folder = datasets.ensure("cifar10")
     cache = isolated / "xdg" / "dlbench" / "cifar10"
@@ -269,8 +270,7 @@ def test_download_verifies_and_extracts(server: str, isolated: Path,
     assert datasets.ensure("cifar10") == folder and len(_Handler.hits) == 1  # not fetched again
 
 
-def test_download_with_wrong_checksum_is_rejected(server: str, isolated: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_download_with_wrong_checksum_is_rejected(server: str, isolated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _use_archive(monkeypatch, _Handler.body, mirrors=(f"{server}/corrupt/",))
     with pytest.raises(datasets.DatasetNotFound) as err:
         datasets.ensure("cifar10")

@@ -16,10 +16,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from local_http import serving
 
 import dlbench.datasets as datasets
 from dlbench.datasets import fetch, mnist
+from local_http import serving
 
 SHARED_MNIST = Path(__file__).resolve().parents[2] / "shared" / "data" / "mnist"
 T10K = {f.gz_name: f for f in mnist.MNIST.files if f.name.startswith("t10k")}
@@ -86,8 +86,9 @@ def _leftovers(directory: Path) -> list[str]:
 
 def test_good_download_lands_verified(server: str, tmp_path: Path, hits: list[str]) -> None:
     calls: list[tuple[str, int, int | None]] = []
-    dest = fetch.download([f"{server}/good/{NAME}"], tmp_path / "cache" / NAME, MD5,
-                          progress=lambda *a: calls.append(a))
+    dest = fetch.download(
+        [f"{server}/good/{NAME}"], tmp_path / "cache" / NAME, MD5, progress=lambda *a: calls.append(a)
+    )
     assert dest == tmp_path / "cache" / NAME
     assert fetch.file_digest(dest) == MD5
     assert _leftovers(dest.parent) == [NAME]  # no temporary file left
@@ -159,8 +160,9 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "xdg" / "dlbench"
 
 
-def test_ensure_downloads_into_cache(server: str, isolated: Path, monkeypatch: pytest.MonkeyPatch,
-                                     hits: list[str]) -> None:
+def test_ensure_downloads_into_cache(
+    server: str, isolated: Path, monkeypatch: pytest.MonkeyPatch, hits: list[str]
+) -> None:
     spec = _t10k_spec((f"{server}/missing/", f"{server}/good"))
     monkeypatch.setitem(mnist.SPECS, "mnist", spec)
     assert datasets.locate("mnist")[0] is None
@@ -174,8 +176,7 @@ def test_ensure_downloads_into_cache(server: str, isolated: Path, monkeypatch: p
     assert datasets.ensure("mnist") == found and hits == []  # found: nothing fetched again
 
 
-def test_ensure_reports_failed_download(server: str, isolated: Path,
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ensure_reports_failed_download(server: str, isolated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     spec = _t10k_spec((f"{server}/cut/",))
     monkeypatch.setitem(mnist.SPECS, "mnist", spec)
     with pytest.raises(datasets.DatasetNotFound) as err:
@@ -186,9 +187,9 @@ def test_ensure_reports_failed_download(server: str, isolated: Path,
     assert _leftovers(isolated / "mnist") == []
 
 
-def test_ensure_without_download_fetches_nothing(server: str, isolated: Path,
-                                                 monkeypatch: pytest.MonkeyPatch,
-                                                 hits: list[str]) -> None:
+def test_ensure_without_download_fetches_nothing(
+    server: str, isolated: Path, monkeypatch: pytest.MonkeyPatch, hits: list[str]
+) -> None:
     monkeypatch.setitem(mnist.SPECS, "mnist", _t10k_spec((f"{server}/good/",)))
     with pytest.raises(datasets.DatasetNotFound, match="Download was not allowed"):
         datasets.ensure("mnist", download=False)

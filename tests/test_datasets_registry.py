@@ -42,12 +42,15 @@ def test_names_and_shapes() -> None:
     assert datasets.dataset_shape("synthetic", opts) == ((16, 16, 3), 4)
 
 
-@pytest.mark.parametrize("call", [
-    lambda: datasets.dataset_shape("imagenet"),
-    lambda: datasets.locate("imagenet"),
-    lambda: datasets.ensure("imagenet"),
-    lambda: datasets.load("imagenet"),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: datasets.dataset_shape("imagenet"),
+        lambda: datasets.locate("imagenet"),
+        lambda: datasets.ensure("imagenet"),
+        lambda: datasets.load("imagenet"),
+    ],
+)
 def test_unknown_name_is_keyerror_naming_choices(call) -> None:
     with pytest.raises(KeyError) as err:
         call()
@@ -66,12 +69,10 @@ def _fake_set(directory: Path) -> Path:
 
 def test_locate_search_order(isolated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     system = isolated / "system"
-    monkeypatch.setitem(mnist.SPECS, "fashion-mnist",
-                        dataclasses.replace(mnist.FASHION_MNIST, system_dirs=(system,)))
+    monkeypatch.setitem(mnist.SPECS, "fashion-mnist", dataclasses.replace(mnist.FASHION_MNIST, system_dirs=(system,)))
     arg, env, cache = isolated / "arg", isolated / "env", isolated / "xdg" / "dlbench"
     monkeypatch.setenv("DLBENCH_DATA", str(env))
-    expected = [arg, arg / "fashion-mnist", env, env / "fashion-mnist",
-                cache / "fashion-mnist", system]
+    expected = [arg, arg / "fashion-mnist", env, env / "fashion-mnist", cache / "fashion-mnist", system]
     assert datasets.locate("fashion-mnist", str(arg)) == (None, expected)
 
     # Fill every place, then empty them from the first: each time the next one wins.
@@ -96,19 +97,19 @@ def test_plain_files_count_as_present(isolated: Path) -> None:
     assert datasets.locate("mnist", str(d))[0] == d
 
 
-def test_not_found_message_lists_every_place(isolated: Path, monkeypatch: pytest.MonkeyPatch
-                                             ) -> None:
+def test_not_found_message_lists_every_place(isolated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     system = isolated / "usr-share"
-    monkeypatch.setitem(mnist.SPECS, "fashion-mnist",
-                        dataclasses.replace(mnist.FASHION_MNIST, system_dirs=(system,)))
+    monkeypatch.setitem(mnist.SPECS, "fashion-mnist", dataclasses.replace(mnist.FASHION_MNIST, system_dirs=(system,)))
     monkeypatch.setenv("DLBENCH_DATA", str(isolated / "env"))
     partial = isolated / "arg"
     partial.mkdir()
     (partial / FILE_NAMES[0]).write_bytes(b"")
     _, searched = datasets.locate("fashion-mnist", str(partial))
     assert len(searched) == 6
-    for call in (lambda: datasets.ensure("fashion-mnist", str(partial), download=False),
-                 lambda: datasets.load("fashion-mnist", str(partial))):
+    for call in (
+        lambda: datasets.ensure("fashion-mnist", str(partial), download=False),
+        lambda: datasets.load("fashion-mnist", str(partial)),
+    ):
         with pytest.raises(datasets.DatasetNotFound) as err:
             call()
         message = str(err.value)
@@ -172,8 +173,10 @@ def test_corrupt_local_file_names_file_and_digests(t10k_as_full_set: Path) -> No
     raw[8] = (raw[8] + 1) % 10  # one wrong label, still a valid IDX file
     labels.write_bytes(gzip.compress(bytes(raw)))
     expected = next(f for f in mnist.MNIST.files if f.name == "t10k-labels-idx1-ubyte")
-    for call in (lambda: datasets.ensure("mnist", str(t10k_as_full_set), download=False),
-                 lambda: datasets.load("mnist", str(t10k_as_full_set))):
+    for call in (
+        lambda: datasets.ensure("mnist", str(t10k_as_full_set), download=False),
+        lambda: datasets.load("mnist", str(t10k_as_full_set)),
+    ):
         with pytest.raises(datasets.ChecksumMismatch) as err:
             call()
         message = str(err.value)
@@ -202,12 +205,12 @@ def test_load_files_written_here(isolated: Path, monkeypatch: pytest.MonkeyPatch
         for kind, array in (("images-idx3-ubyte", images), ("labels-idx1-ubyte", labels)):
             packed = gzip.compress(encode_idx(array))
             (d / f"{split}-{kind}.gz").write_bytes(packed)
-            files.append(mnist.IdxFile(f"{split}-{kind}", fetch.bytes_digest(packed),
-                                       fetch.bytes_digest(encode_idx(array))))
+            files.append(
+                mnist.IdxFile(f"{split}-{kind}", fetch.bytes_digest(packed), fetch.bytes_digest(encode_idx(array)))
+            )
         if split == "train":
             train_images, train_labels = images, labels
-    monkeypatch.setitem(mnist.SPECS, "fashion-mnist",
-                        dataclasses.replace(mnist.FASHION_MNIST, files=tuple(files)))
+    monkeypatch.setitem(mnist.SPECS, "fashion-mnist", dataclasses.replace(mnist.FASHION_MNIST, files=tuple(files)))
     arrays = datasets.load("fashion-mnist", str(d))
     assert len(arrays.train) == 12 and len(arrays.test) == 5
     np.testing.assert_array_equal(arrays.train.x[..., 0] * 255, train_images.astype(np.float32))
@@ -257,14 +260,17 @@ def test_synthetic() -> None:
     assert datasets.ensure("synthetic") is None
 
 
-@pytest.mark.parametrize(("kwargs", "match"), [
-    ({"shape": (28, 28)}, "three positive integers"),
-    ({"shape": (28, 0, 1)}, "three positive integers"),
-    ({"classes": 1}, "classes must be an integer >= 2"),
-    ({"train_size": 0}, "train_size must be a positive integer"),
-    ({"test_size": -3}, "test_size must be a positive integer"),
-    ({"test_size": 2.5}, "test_size must be a positive integer"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"shape": (28, 28)}, "three positive integers"),
+        ({"shape": (28, 0, 1)}, "three positive integers"),
+        ({"classes": 1}, "classes must be an integer >= 2"),
+        ({"train_size": 0}, "train_size must be a positive integer"),
+        ({"test_size": -3}, "test_size must be a positive integer"),
+        ({"test_size": 2.5}, "test_size must be a positive integer"),
+    ],
+)
 def test_synthetic_options_validated(kwargs: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         SyntheticOptions(**kwargs)
@@ -277,9 +283,11 @@ def test_synthetic_shape_list_becomes_tuple() -> None:
 
 def test_package_stays_light() -> None:
     """The parent imports this package: no deep-learning framework, no scikit-learn."""
-    code = ("import sys, dlbench.datasets as d; d.load('synthetic'); d.ensure('digits'); "
-            "d.dataset_shape('mnist'); "
-            "print([m for m in ('torch', 'tensorflow', 'jax', 'keras', 'sklearn') "
-            "if m in sys.modules])")
+    code = (
+        "import sys, dlbench.datasets as d; d.load('synthetic'); d.ensure('digits'); "
+        "d.dataset_shape('mnist'); "
+        "print([m for m in ('torch', 'tensorflow', 'jax', 'keras', 'sklearn') "
+        "if m in sys.modules])"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -32,11 +32,13 @@ def test_token_classification_keywords() -> None:
     a = load(SyntheticOptions((16,), 5, 400, 100, "tokens", "classify", vocab=50), seed=2)
     assert a.train.x.shape == (400, 16) and a.train.y.shape == (400,)
     assert np.all(a.train.x[:, 0] == 0) and a.train.x.max() < 50 and a.train.x[:, 1:].min() >= 1
+
     # A bag-of-words nearest-class-mean classifier already beats chance by far.
     def bags(x):
         return np.stack([np.bincount(r, minlength=50) for r in x]).astype(float)
+
     means = np.stack([bags(a.train.x[a.train.y == c]).mean(0) for c in range(5)])
-    pred = np.argmax(bags(a.test.x) @ means.T - 0.5 * (means ** 2).sum(1), 1)
+    pred = np.argmax(bags(a.test.x) @ means.T - 0.5 * (means**2).sum(1), 1)
     assert np.mean(pred == a.test.y) > 0.8
 
 
@@ -51,17 +53,20 @@ def test_ctc_utterances() -> None:
     assert np.all(np.diff((y < 0).astype(int), axis=1) >= 0)  # padding only at the end
 
 
-@pytest.mark.parametrize(("kwargs", "match"), [
-    ({"shape": (28, 28), "input_kind": "image"}, "three positive integers"),
-    ({"shape": (28, 28), "input_kind": "tokens", "task": "next-token"}, "one positive integer"),
-    ({"shape": (28,), "input_kind": "spectrogram", "task": "ctc"}, "two positive integers"),
-    ({"shape": (4, 10), "input_kind": "spectrogram", "task": "ctc"}, "at least 8 frames"),
-    ({"shape": (8,), "input_kind": "tokens", "task": "ctc"}, "supports task"),
-    ({"input_kind": "audio"}, "input_kind must be one of"),
-    ({"shape": (8,), "input_kind": "tokens", "task": "next-token", "vocab": 11}, "must equal classes"),
-    ({"shape": (8,), "input_kind": "tokens", "task": "classify", "vocab": 5}, "vocab > classes"),
-    ({"vocab": 100}, "token inputs only"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"shape": (28, 28), "input_kind": "image"}, "three positive integers"),
+        ({"shape": (28, 28), "input_kind": "tokens", "task": "next-token"}, "one positive integer"),
+        ({"shape": (28,), "input_kind": "spectrogram", "task": "ctc"}, "two positive integers"),
+        ({"shape": (4, 10), "input_kind": "spectrogram", "task": "ctc"}, "at least 8 frames"),
+        ({"shape": (8,), "input_kind": "tokens", "task": "ctc"}, "supports task"),
+        ({"input_kind": "audio"}, "input_kind must be one of"),
+        ({"shape": (8,), "input_kind": "tokens", "task": "next-token", "vocab": 11}, "must equal classes"),
+        ({"shape": (8,), "input_kind": "tokens", "task": "classify", "vocab": 5}, "vocab > classes"),
+        ({"vocab": 100}, "token inputs only"),
+    ],
+)
 def test_options_validated(kwargs: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         SyntheticOptions(**kwargs)

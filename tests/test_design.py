@@ -11,8 +11,9 @@ from dlbench.plan import expand
 
 
 def _plan(frameworks: list[str], repeats: int, trials: int = 1):
-    exp = config.override(config.default(), {"framework": frameworks, "model": ["mlp"]},
-                          {"repeats": repeats, "trials": trials})
+    exp = config.override(
+        config.default(), {"framework": frameworks, "model": ["mlp"]}, {"repeats": repeats, "trials": trials}
+    )
     return expand(exp)
 
 

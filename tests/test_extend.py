@@ -17,9 +17,30 @@ runner = CliRunner()
 
 def _run(db, plugin) -> None:
     (plugin / "dlbench_faulty" / "train_seconds").write_text("0.01")
-    result = runner.invoke(app, ["run", "--framework", "faulty", "--model", "mlp", "--dataset", "synthetic",
-                                 "--repeats", "2", "--warmup", "0", "--latency-batches", "0",
-                                 "--samplers", "none", "--trials", "1", "--db", str(db)])
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "--framework",
+            "faulty",
+            "--model",
+            "mlp",
+            "--dataset",
+            "synthetic",
+            "--repeats",
+            "2",
+            "--warmup",
+            "0",
+            "--latency-batches",
+            "0",
+            "--samplers",
+            "none",
+            "--trials",
+            "1",
+            "--db",
+            str(db),
+        ],
+    )
     assert result.exit_code == 0, result.output
 
 
@@ -32,7 +53,13 @@ def test_extend_adds_blocks_to_two_runs_in_turn(tmp_path, faulty_plugin):
     turns = re.findall(r"block (\d)/3: (\S+) \(run 1\) block (\d) done", result.output)
     # ABBA: A, B | B, A | A, B; each run's blocks numbered on from its first (block 0)
     assert [(int(i), ref, int(blk)) for i, ref, blk in turns] == [
-        (1, str(a), 1), (1, f"{b}:1", 1), (2, f"{b}:1", 2), (2, str(a), 2), (3, str(a), 3), (3, f"{b}:1", 3)]
+        (1, str(a), 1),
+        (1, f"{b}:1", 1),
+        (2, f"{b}:1", 2),
+        (2, str(a), 2),
+        (3, str(a), 3),
+        (3, f"{b}:1", 3),
+    ]
     for db in (a, b):
         with Store(db) as store:
             trials = store.trials(1)
@@ -40,8 +67,10 @@ def test_extend_adds_blocks_to_two_runs_in_turn(tmp_path, faulty_plugin):
             assert {t["status"] for t in trials} == {"ok"} and store.run(1)["status"] == "finished"
             # every new trial has the case and protocol of the first
             assert len({(t["case_json"], t["protocol_json"]) for t in trials}) == 1
-            n = store.db.execute("SELECT COUNT(*) FROM measurements m JOIN trials t ON t.id = m.trial_id "
-                                 "WHERE t.block = 3 AND m.phase = 'train' AND m.metric = 'time'").fetchone()[0]
+            n = store.db.execute(
+                "SELECT COUNT(*) FROM measurements m JOIN trials t ON t.id = m.trial_id "
+                "WHERE t.block = 3 AND m.phase = 'train' AND m.metric = 'time'"
+            ).fetchone()[0]
             assert n == 2  # the two measured repeats of the last block are stored
     flat = "".join(result.output.split())  # the console wraps long paths
     assert flat.count("4ok") == 2 and f"dlbenchcompare{a}{b}:1" in flat

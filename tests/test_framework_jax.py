@@ -22,9 +22,10 @@ from dlbench.frameworks.protocol import TrainSettings  # noqa: E402
 
 def _arrays(shape=(28, 28, 1), classes=10, n_train=96, n_test=40) -> Arrays:
     rng = np.random.default_rng(0)
+
     def split(n):
-        return ArraySplit(rng.random((n, *shape), dtype=np.float32),
-                          rng.integers(0, classes, n).astype(np.int64))
+        return ArraySplit(rng.random((n, *shape), dtype=np.float32), rng.integers(0, classes, n).astype(np.int64))
+
     return Arrays("tiny", split(n_train), split(n_test), classes)
 
 
@@ -96,7 +97,8 @@ def test_framework_default_is_flax_lecun_normal(fw):
     assert not np.any(np.asarray(trainer.params["fc1"]["bias"]))
     glorot = fw.build(native, _settings("cnn", init="glorot-uniform"))
     assert np.std(np.asarray(glorot.params["fc1"]["kernel"])) == pytest.approx(
-        math.sqrt(2.0 / sum(fc1.shape)), rel=0.03)
+        math.sqrt(2.0 / sum(fc1.shape)), rel=0.03
+    )
 
 
 def test_fresh_model_with_same_shapes_does_not_recompile(fw, native):
@@ -170,8 +172,12 @@ def test_evaluate_covers_the_partial_batch(fw):
     data = _arrays(n_train=32, n_test=1003)  # 1003 = one full eval batch + 3
     native = fw.prepare(data)
     trainer = fw.build(native, _settings("mlp"))
-    logits = np.concatenate([np.asarray(trainer.fns.predict(trainer.params, trainer.state, native.test_x[i:i + 500]))
-                             for i in range(0, 1003, 500)])
+    logits = np.concatenate(
+        [
+            np.asarray(trainer.fns.predict(trainer.params, trainer.state, native.test_x[i : i + 500]))
+            for i in range(0, 1003, 500)
+        ]
+    )
     expected = float(np.mean(logits.argmax(-1) == data.test.y))
     assert trainer.evaluate() == pytest.approx(expected, abs=1e-12)
 

@@ -15,7 +15,7 @@ import pytest
 
 from dlbench.datasets import digits
 from dlbench.datasets.arrays import Arrays
-from dlbench.frameworks.numpy import Adam, NumpyFramework, SGD
+from dlbench.frameworks.numpy import SGD, Adam, NumpyFramework
 from dlbench.frameworks.protocol import TrainSettings
 from dlbench.models.mlp import numpy as mlp_numpy
 
@@ -83,8 +83,9 @@ def test_same_trajectory_as_torch_in_float64(optimizer):
     x = rng.random((16, 8, 8, 1))
     y = rng.integers(0, 10, 16)
 
-    net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 128), torch.nn.ReLU(),
-                              torch.nn.Linear(128, 10)).double()
+    net = torch.nn.Sequential(
+        torch.nn.Flatten(), torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10)
+    ).double()
     with torch.no_grad():
         for layer, name in ((net[1], "dense1"), (net[3], "dense2")):
             layer.weight.copy_(torch.from_numpy(model.params[f"{name}.kernel"].T))  # torch is (out, in)

@@ -47,8 +47,7 @@ def test_knn_reaches_95_percent_on_digits_through_the_protocol(fw, data):
     accuracy = trainer.evaluate()
     assert accuracy >= 0.95
     # The adapter adds nothing to scikit-learn: same predictions as the plain estimator.
-    plain = KNeighborsClassifier(n_neighbors=N_NEIGHBORS).fit(data.train.x.reshape(len(data.train), -1),
-                                                              data.train.y)
+    plain = KNeighborsClassifier(n_neighbors=N_NEIGHBORS).fit(data.train.x.reshape(len(data.train), -1), data.train.y)
     expected = plain.predict(data.test.x.reshape(len(data.test), -1))
     assert accuracy == pytest.approx(np.mean(expected == data.test.y))
 

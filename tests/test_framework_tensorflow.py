@@ -13,8 +13,9 @@ from dlbench.datasets.arrays import Arrays, ArraySplit
 from dlbench.frameworks import FRAMEWORKS
 from dlbench.frameworks.protocol import TrainSettings
 
-pytestmark = pytest.mark.skipif(FRAMEWORKS["tensorflow"].unavailable_reason() is not None,
-                                reason=str(FRAMEWORKS["tensorflow"].unavailable_reason()))
+pytestmark = pytest.mark.skipif(
+    FRAMEWORKS["tensorflow"].unavailable_reason() is not None, reason=str(FRAMEWORKS["tensorflow"].unavailable_reason())
+)
 
 THREADS = 2  # the conformance suite uses 2 as well: TF keeps the first value set in a process
 
@@ -22,6 +23,7 @@ THREADS = 2  # the conformance suite uses 2 as well: TF keeps the first value se
 @pytest.fixture(scope="module")
 def tfmod():
     from dlbench.frameworks import tensorflow as tfmod
+
     return tfmod
 
 
@@ -165,10 +167,13 @@ def test_epochs_and_steps_count_optimizer_steps(fw, tfmod):
     assert trainer.model.optimizer.iterations.numpy() == 10
 
 
-@pytest.mark.parametrize("init,expected", [
-    ("framework-default", {}),  # nothing passed: Keras' own layer defaults apply
-    ("glorot-uniform", {"kernel_initializer": "glorot_uniform", "bias_initializer": "zeros"}),
-])
+@pytest.mark.parametrize(
+    "init,expected",
+    [
+        ("framework-default", {}),  # nothing passed: Keras' own layer defaults apply
+        ("glorot-uniform", {"kernel_initializer": "glorot_uniform", "bias_initializer": "zeros"}),
+    ],
+)
 def test_init_setting_reaches_the_model_builder(fw, tfmod, monkeypatch, init, expected):
     import keras
 

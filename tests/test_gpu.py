@@ -32,9 +32,30 @@ def test_short_training_trial_on_cuda(tmp_path, framework):
     if reason:
         pytest.skip(reason)
     db = tmp_path / "gpu.db"
-    cmd = [sys.executable, "-m", "dlbench", "run", "--framework", framework, "--model", "lenet5",
-           "--dataset", "synthetic", "--device", "cuda", "--epochs", "1", "--repeats", "2", "--warmup", "1",
-           "--latency-batches", "5", "--db", str(db)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "dlbench",
+        "run",
+        "--framework",
+        framework,
+        "--model",
+        "lenet5",
+        "--dataset",
+        "synthetic",
+        "--device",
+        "cuda",
+        "--epochs",
+        "1",
+        "--repeats",
+        "2",
+        "--warmup",
+        "1",
+        "--latency-batches",
+        "5",
+        "--db",
+        str(db),
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     with Store(db) as store:
         trial = store.trials(1)[0]

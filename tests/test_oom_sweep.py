@@ -64,9 +64,32 @@ def test_torch_below_its_import_footprint_is_oom_at_once_not_a_timeout(tmp_path)
     from dlbench.cli import app
     from dlbench.store import Store
 
-    result = CliRunner().invoke(app, ["run", "--framework", "torch", "--model", "mlp", "--dataset", "digits",
-                                      "--epochs", "1", "--repeats", "1", "--warmup", "0", "--samplers", "none",
-                                      "--memory-limit", "300MiB", "--timeout", "120", "--db", str(tmp_path / "r.db")])
+    result = CliRunner().invoke(
+        app,
+        [
+            "run",
+            "--framework",
+            "torch",
+            "--model",
+            "mlp",
+            "--dataset",
+            "digits",
+            "--epochs",
+            "1",
+            "--repeats",
+            "1",
+            "--warmup",
+            "0",
+            "--samplers",
+            "none",
+            "--memory-limit",
+            "300MiB",
+            "--timeout",
+            "120",
+            "--db",
+            str(tmp_path / "r.db"),
+        ],
+    )
     assert result.exit_code == 0, result.output  # an oom cell is a result
     with Store(tmp_path / "r.db") as store:
         trial = store.trials(1)[0]

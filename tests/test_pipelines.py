@@ -20,8 +20,7 @@ from dlbench.pipelines.params import EpochParams, channel_stats, epoch_params
 
 N, BATCH, SEED = 37, 8, 11
 # (module name, extra Augmenter arguments): TensorFlow in both of its orders.
-VARIANTS = [("torch", {}), ("tensorflow", {"vectorized": True}),
-            ("tensorflow", {"vectorized": False}), ("jax", {})]
+VARIANTS = [("torch", {}), ("tensorflow", {"vectorized": True}), ("tensorflow", {"vectorized": False}), ("jax", {})]
 IDS = ["torch", "tensorflow-vectorized", "tensorflow-per-sample", "jax"]
 
 
@@ -42,11 +41,11 @@ def _host(t: Any, name: str) -> np.ndarray:
     return a.transpose(0, 2, 3, 1) if name == "torch" and a.ndim == 4 else a
 
 
-def _batches(aug: Any, name: str, x: np.ndarray, y: np.ndarray, params: EpochParams,
-             batch_size: int = BATCH) -> list[tuple[np.ndarray, np.ndarray]]:
+def _batches(
+    aug: Any, name: str, x: np.ndarray, y: np.ndarray, params: EpochParams, batch_size: int = BATCH
+) -> list[tuple[np.ndarray, np.ndarray]]:
     xt, yt = aug.prepare(x, y)
-    return [(_host(xb, name), _host(yb, name))
-            for xb, yb in aug.epoch_batches(xt, yt, params, batch_size)]
+    return [(_host(xb, name), _host(yb, name)) for xb, yb in aug.epoch_batches(xt, yt, params, batch_size)]
 
 
 def _one(dy: int, dx: int, flip: bool, n: int = 1) -> EpochParams:
@@ -118,7 +117,7 @@ def test_numpy_batches_follow_params(data: tuple) -> None:
     assert len(batches) == N // BATCH  # partial last batch dropped
     k = 13  # a sample in the second batch, checked the slow, obvious way
     padded = np.pad(x[params.perm[k]], ((4, 4), (4, 4), (0, 0)))
-    crop = padded[params.dy[k]:params.dy[k] + 32, params.dx[k]:params.dx[k] + 32]
+    crop = padded[params.dy[k] : params.dy[k] + 32, params.dx[k] : params.dx[k] + 32]
     crop = crop[:, ::-1] if params.flip[k] else crop
     np.testing.assert_allclose(batches[1][0][k - BATCH], (crop - mean) / std, atol=1e-6)
     assert batches[1][1][k - BATCH] == y[params.perm[k]]

@@ -11,13 +11,15 @@ def _exp(text: str):
 
 
 def test_matrix_is_crossed_and_skips_say_why():
-    plan = expand(_exp("""
+    plan = expand(
+        _exp("""
 [matrix]
 framework = ["torch", "sklearn"]
 model = ["mlp", "lenet5", "knn"]
 dataset = ["digits"]
 batch_size = [16, 32]
-"""))
+""")
+    )
     labels = {(t.case.framework, t.case.model, t.case.batch_size) for t in plan.trials}
     assert labels == {("torch", "mlp", 16), ("torch", "mlp", 32), ("sklearn", "knn", 16), ("sklearn", "knn", 32)}
     reasons = {(s.cell["framework"], s.cell["model"]): s.reason for s in plan.skipped}
@@ -28,7 +30,8 @@ batch_size = [16, 32]
 
 
 def test_exclude_and_include():
-    plan = expand(_exp("""
+    plan = expand(
+        _exp("""
 [matrix]
 framework = ["torch", "jax"]
 model = ["mlp", "cnn"]
@@ -38,10 +41,15 @@ model = "cnn"
 [[include]]
 framework = "torch:compile"
 model = ["cnn"]
-"""))
+""")
+    )
     cells = {(t.case.framework, t.case.variant, t.case.model) for t in plan.trials}
-    assert cells == {("torch", "eager", "mlp"), ("torch", "eager", "cnn"), ("jax", "jit", "mlp"),
-                     ("torch", "compile", "cnn")}
+    assert cells == {
+        ("torch", "eager", "mlp"),
+        ("torch", "eager", "cnn"),
+        ("jax", "jit", "mlp"),
+        ("torch", "compile", "cnn"),
+    }
 
 
 def test_trials_form_interleaved_blocks_in_seeded_random_order():
@@ -57,9 +65,21 @@ def test_trials_form_interleaved_blocks_in_seeded_random_order():
 
 
 def test_case_key_is_stable_and_content_addressed():
-    kw = dict(framework="torch", variant="eager", model="mlp", dataset="digits", batch_size=32,
-              init="glorot-uniform", optimizer="sgd", lr=0.01, momentum=0.0, epochs=1, steps=None,
-              device="cpu", threads=2)
+    kw = dict(
+        framework="torch",
+        variant="eager",
+        model="mlp",
+        dataset="digits",
+        batch_size=32,
+        init="glorot-uniform",
+        optimizer="sgd",
+        lr=0.01,
+        momentum=0.0,
+        epochs=1,
+        steps=None,
+        device="cpu",
+        threads=2,
+    )
     assert Case(**kw).key == Case(**kw).key
     assert Case(**kw).key != Case(**{**kw, "batch_size": 64}).key
     assert len(Case(**kw).key) == 16
@@ -80,8 +100,7 @@ def test_framework_not_installed_is_listed_and_skipped_with_reason(faulty_plugin
     plan = expand(_exp('[matrix]\nframework = ["ghost", "faulty"]\nmodel = ["mlp"]\ndataset = ["synthetic"]'))
     assert [t.case.framework for t in plan.trials] == ["faulty"]
     (skip,) = plan.skipped
-    assert skip.reason == ("ghost is not installed (missing: dlbench_ghost_runtime; "
-                           "pip install dlbench-ghost-runtime)")
+    assert skip.reason == ("ghost is not installed (missing: dlbench_ghost_runtime; pip install dlbench-ghost-runtime)")
     listed = CliRunner().invoke(app, ["list"])
     assert listed.exit_code == 0
     assert "ghost is not installed" in listed.output

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tests.conformance.test_models import _framework, _real_mnist
 
 from dlbench.frameworks.protocol import TrainSettings
-from tests.conformance.test_models import _framework, _real_mnist
 
 NN = ("torch", "tensorflow", "jax")
 

@@ -35,10 +35,12 @@ def real_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("report")
     toml = tmp / "hostile.toml"
     name = HOSTILE.replace("\\", "\\\\")
-    toml.write_text(f'[experiment]\nname = "{name}"\ndescription = "escaping test"\n\n'
-                    '[matrix]\nframework = ["numpy", "sklearn"]\nmodel = ["mlp", "knn"]\ndataset = ["digits"]\n'
-                    'batch_size = [32]\noptimizer = ["adam"]\nlr = [0.002]\n\n'
-                    '[protocol]\nepochs = 1\nrepeats = 2\nwarmup = 0\ntrials = 2\nlatency_batches = 2\n')
+    toml.write_text(
+        f'[experiment]\nname = "{name}"\ndescription = "escaping test"\n\n'
+        '[matrix]\nframework = ["numpy", "sklearn"]\nmodel = ["mlp", "knn"]\ndataset = ["digits"]\n'
+        'batch_size = [32]\noptimizer = ["adam"]\nlr = [0.002]\n\n'
+        "[protocol]\nepochs = 1\nrepeats = 2\nwarmup = 0\ntrials = 2\nlatency_batches = 2\n"
+    )
     db = tmp / "real.db"
     result = runner.invoke(app, ["run", str(toml), "--db", str(db)])
     assert result.exit_code == 0, result.output
@@ -46,9 +48,20 @@ def real_run(tmp_path_factory):
 
 
 def _case(framework: str, variant: str) -> dict:
-    return {"framework": framework, "variant": variant, "model": "mlp", "dataset": "digits", "batch_size": 32,
-            "init": "glorot-uniform", "optimizer": "adam", "lr": 0.001, "epochs": 1, "steps": None,
-            "threads": 2, "device": "cpu"}
+    return {
+        "framework": framework,
+        "variant": variant,
+        "model": "mlp",
+        "dataset": "digits",
+        "batch_size": 32,
+        "init": "glorot-uniform",
+        "optimizer": "adam",
+        "lr": 0.001,
+        "epochs": 1,
+        "steps": None,
+        "threads": 2,
+        "device": "cpu",
+    }
 
 
 @pytest.fixture(scope="module")
@@ -58,24 +71,34 @@ def compared_run(tmp_path_factory):
     times), one hostile variant name and one failed trial with a hostile error text."""
     db = tmp_path_factory.mktemp("compared") / "c.db"
     store = Store(db)
-    run_id = store.create_run(name="three-way", command="dlbench run three.toml", config_source="three.toml",
-                              config_text="[experiment]\nname = \"three-way\"\n", experiment={},
-                              environment={"hostname": "test", "packages": {"numpy": "2"}}, version="0.1.0")
+    run_id = store.create_run(
+        name="three-way",
+        command="dlbench run three.toml",
+        config_source="three.toml",
+        config_text='[experiment]\nname = "three-way"\n',
+        experiment={},
+        environment={"hostname": "test", "packages": {"numpy": "2"}},
+        version="0.1.0",
+    )
     cases = {"fast": _case("torch", "eager"), "mid": _case("jax", "jit"), "slow": _case("numpy", EVIL_VARIANT)}
     base = {"fast": 1.0, "mid": 1.5, "slow": 3.0}
     for block in range(8):
         for pos, (key, case) in enumerate(cases.items()):
             tid = store.add_trial(run_id, case_key=key, block=block, position=pos, case=case, protocol={})
             store.set_manifest(tid, {"threads": {"intra_op": 2}, "variant": case["variant"]})
-            rows = [Measurement(r, False, "train", "time", base[key] * (1 + 0.01 * block + 0.003 * r), "s")
-                    for r in range(3)]
-            rows += [Measurement(r, False, "infer", "time", base[key] / 100 * (1 + 0.02 * block), "s")
-                     for r in range(3)]
+            rows = [
+                Measurement(r, False, "train", "time", base[key] * (1 + 0.01 * block + 0.003 * r), "s")
+                for r in range(3)
+            ]
+            rows += [
+                Measurement(r, False, "infer", "time", base[key] / 100 * (1 + 0.02 * block), "s") for r in range(3)
+            ]
             rows += [Measurement(r, False, "accuracy", "accuracy", 0.9, "fraction") for r in range(3)]
             store.add_measurements(tid, rows)
             store.finish_trial(tid, status="ok", error=None, returncode=0, wall_s=1.0, stderr="")
-    tid = store.add_trial(run_id, case_key="broken", block=0, position=3, case=_case("tensorflow", "graph"),
-                          protocol={})
+    tid = store.add_trial(
+        run_id, case_key="broken", block=0, position=3, case=_case("tensorflow", "graph"), protocol={}
+    )
     store.finish_trial(tid, status="failed", error=f"RuntimeError: {HOSTILE}", returncode=1, wall_s=0.5, stderr="")
     store.finish_run(run_id, "finished")
     store.close()
@@ -91,12 +114,17 @@ def _render(db: Path, fmt: str, tmp_path: Path) -> str:
 
 def tiny_png(width: int = 3, height: int = 2) -> bytes:
     """A valid RGB PNG written by hand: signature, IHDR, IDAT (zlib), IEND."""
+
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
     raw = b"".join(b"\x00" + bytes([200, 40, 40]) * width for _ in range(height))
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(raw))
+        + chunk(b"IEND", b"")
+    )
 
 
 class _Collector(HTMLParser):
@@ -144,8 +172,14 @@ def test_console_leads_with_the_answer_and_details_keep_every_table(real_run):
     assert "telemetry samplers" not in short.output and "telemetry: " in short.output  # one line, not the table
     result = runner.invoke(app, ["report", "--db", str(real_run), "--details"])
     assert result.exit_code == 0, result.output
-    for title in ("train time (s)", "infer time (ms)", "accuracy (%)", "inference latency per call (ms)",
-                  "telemetry samplers", "utilization, temperature and memory per phase"):
+    for title in (
+        "train time (s)",
+        "infer time (ms)",
+        "accuracy (%)",
+        "inference latency per call (ms)",
+        "telemetry samplers",
+        "utilization, temperature and memory per phase",
+    ):
         assert title in result.output
     assert "│ numpy" in result.output and HOSTILE in result.output  # the console prints text verbatim
 
@@ -185,7 +219,10 @@ def test_unknown_format_and_console_out_are_errors(real_run, tmp_path):
 
 
 # -- latex ---------------------------------------------------------------------------
-_LATEX_ESCAPED = r"\textless{}script\textgreater{}alert('x')\textless{}/script\textgreater{} R\&D\_1\%\$\#\{\textasciitilde{}\textasciicircum{}\}\textbackslash{}"
+_LATEX_ESCAPED = (
+    r"\textless{}script\textgreater{}alert('x')\textless{}/script\textgreater{} "
+    r"R\&D\_1\%\$\#\{\textasciitilde{}\textasciicircum{}\}\textbackslash{}"
+)
 
 
 def _check_latex(tex: str) -> None:
@@ -221,7 +258,9 @@ def test_latex_booktabs_and_escaping(real_run, tmp_path):
     tex = _render(real_run, "latex", tmp_path)
     assert tex.startswith("\\documentclass") and "\\usepackage{booktabs}" in tex
     assert tex.count("\\begin{tabular}") >= 5
-    assert tex.count("\\toprule") == tex.count("\\midrule") == tex.count("\\bottomrule") == tex.count("\\begin{tabular}")
+    assert (
+        tex.count("\\toprule") == tex.count("\\midrule") == tex.count("\\bottomrule") == tex.count("\\begin{tabular}")
+    )
     assert "\\caption{train time (s)}" in tex and "\\caption{accuracy (\\%)}" in tex
     assert _LATEX_ESCAPED in tex
     assert "<script>" not in tex and "±" not in tex and "—" not in tex
@@ -246,16 +285,23 @@ def test_html_is_self_contained_and_escaped(real_run, tmp_path):
     assert not re.search(r"https?://", html)
     assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; R&amp;D_1%$#" in html
     captions = "".join(doc.text)
-    for title in ("train time (s)", "accuracy (%)", "inference latency per call (ms): p50 / p90 / p99",
-                  "telemetry samplers", "environment fingerprint"):
+    for title in (
+        "train time (s)",
+        "accuracy (%)",
+        "inference latency per call (ms): p50 / p90 / p99",
+        "telemetry samplers",
+        "environment fingerprint",
+    ):
         assert title in captions
     assert tags.count("table") >= 7 and tags.count("details") >= 4  # config + one manifest per trial
     assert '"intra_op"' in html or "intra_op" in captions  # the fairness manifest is shown
 
 
-TINY_SVG = (b'<?xml version="1.0" encoding="utf-8"?>\n<svg xmlns="http://www.w3.org/2000/svg" width="40" '
-            b'height="20" viewBox="0 0 40 20"><rect width="40" height="20" fill="#c82828"/>'
-            b'<text x="2" y="14">a &lt;b&gt;</text></svg>\n')
+TINY_SVG = (
+    b'<?xml version="1.0" encoding="utf-8"?>\n<svg xmlns="http://www.w3.org/2000/svg" width="40" '
+    b'height="20" viewBox="0 0 40 20"><rect width="40" height="20" fill="#c82828"/>'
+    b'<text x="2" y="14">a &lt;b&gt;</text></svg>\n'
+)
 
 
 def test_html_inlines_svg_figures_as_data_uris(real_run, tmp_path):
@@ -278,8 +324,9 @@ def test_html_inlines_svg_figures_as_data_uris(real_run, tmp_path):
 def test_html_inlines_figures_as_png_data_uris(real_run, tmp_path):
     png = tmp_path / "fig.png"
     png.write_bytes(tiny_png())
-    fig = SimpleNamespace(name="train_time", title="train time <by> framework", png=png, svg=None,
-                          caption="boxes & whiskers")
+    fig = SimpleNamespace(
+        name="train_time", title="train time <by> framework", png=png, svg=None, caption="boxes & whiskers"
+    )
     with Store(real_run) as store:
         html = html_report.render(build_report(store, store.run()["id"], hypotheses=False), [fig])
     doc = _parse(html)
@@ -329,8 +376,11 @@ def test_html_hypotheses_in_seed_002_form(compared_run, tmp_path):
     import base64
     import xml.etree.ElementTree as ET
 
-    svgs = [ET.fromstring(base64.b64decode(a["src"].split(",", 1)[1])) for t, a in doc.tags
-            if t == "img" and a["src"].startswith("data:image/svg+xml;base64,")]
+    svgs = [
+        ET.fromstring(base64.b64decode(a["src"].split(",", 1)[1]))
+        for t, a in doc.tags
+        if t == "img" and a["src"].startswith("data:image/svg+xml;base64,")
+    ]
     assert svgs
     texts = ["".join(e.itertext()) for svg in svgs for e in svg.iter("{http://www.w3.org/2000/svg}text")]
     assert any(EVIL_VARIANT in t for t in texts)
@@ -376,9 +426,22 @@ def _chromium() -> str | None:
 
 
 def _browse(browser: str, page: Path, profile: Path, *extra: str) -> subprocess.CompletedProcess:
-    cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-           "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
-           "--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000", *extra, page.as_uri()]
+    cmd = [
+        browser,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        f"--user-data-dir={profile}",
+        "--enable-logging=stderr",
+        "--v=0",
+        "--virtual-time-budget=5000",
+        *extra,
+        page.as_uri(),
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
 
@@ -406,8 +469,9 @@ def test_html_renders_in_headless_chromium(real_run, tmp_path):
     probed.write_text(html.replace("</body>", PROBE + "</body>"), encoding="utf-8")
     result = _browse(browser, probed, tmp_path / "profile2", "--dump-dom")
     assert "Uncaught" not in result.stderr, result.stderr[-2000:]
-    m = re.search(r'<div id="probe" data-images="(\d+)" data-broken="(\d+)" data-tables="(\d+)" data-rows="(\d+)"',
-                  result.stdout)
+    m = re.search(
+        r'<div id="probe" data-images="(\d+)" data-broken="(\d+)" data-tables="(\d+)" data-rows="(\d+)"', result.stdout
+    )
     assert m, result.stdout[-2000:] + result.stderr[-2000:]
     images, broken, tables, rows = map(int, m.groups())
     assert images == 2 and broken == 0  # the PNG and the SVG decoded

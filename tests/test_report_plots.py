@@ -17,8 +17,16 @@ from dlbench.report.plots import make_figures
 from dlbench.store import Measurement, Store
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-ALL = {"01_box_train_time", "02_box_infer_time", "03_runs_train_time", "04_relative_time", "05_batch_size",
-       "06_accuracy_runs", "07_energy_runs", "08_telemetry"}
+ALL = {
+    "01_box_train_time",
+    "02_box_infer_time",
+    "03_runs_train_time",
+    "04_relative_time",
+    "05_batch_size",
+    "06_accuracy_runs",
+    "07_energy_runs",
+    "08_telemetry",
+}
 
 
 def check_files(figures) -> None:
@@ -33,10 +41,34 @@ def check_files(figures) -> None:
 @pytest.fixture(scope="module")
 def real_run(tmp_path_factory):
     db = tmp_path_factory.mktemp("plots") / "real.db"
-    result = CliRunner().invoke(app, [
-        "run", "--framework", "numpy,sklearn", "--model", "mlp,knn", "--dataset", "digits",
-        "--batch-size", "32,64", "--trials", "2", "--repeats", "2", "--warmup", "1", "--epochs", "1",
-        "--latency-batches", "1", "--samplers", "cpu,memory", "--db", str(db)])
+    result = CliRunner().invoke(
+        app,
+        [
+            "run",
+            "--framework",
+            "numpy,sklearn",
+            "--model",
+            "mlp,knn",
+            "--dataset",
+            "digits",
+            "--batch-size",
+            "32,64",
+            "--trials",
+            "2",
+            "--repeats",
+            "2",
+            "--warmup",
+            "1",
+            "--epochs",
+            "1",
+            "--latency-batches",
+            "1",
+            "--samplers",
+            "cpu,memory",
+            "--db",
+            str(db),
+        ],
+    )
     assert result.exit_code == 0, result.output
     store = Store(db)
     yield store, store.run()["id"]
@@ -60,9 +92,15 @@ def test_real_run_figures(real_run, tmp_path):
         fw = label.split(":")[0]
         batch = int(label.split(" b")[-1])
         # Two trials: the sample is one median of the measured repeats per trial, warm-ups left out.
-        expected = sorted(statistics.median(r["value"] for r in rows if r["trial_id"] == t["id"]
-                                            and r["phase"] == "train" and r["metric"] == "time" and not r["warmup"])
-                          for t in trials if t["framework"] == fw and t["batch_size"] == batch)
+        expected = sorted(
+            statistics.median(
+                r["value"]
+                for r in rows
+                if r["trial_id"] == t["id"] and r["phase"] == "train" and r["metric"] == "time" and not r["warmup"]
+            )
+            for t in trials
+            if t["framework"] == fw and t["batch_size"] == batch
+        )
         assert len(values) == 2 and sorted(values) == pytest.approx(expected)
 
     runs = by_name["03_runs_train_time"].data
@@ -72,8 +110,12 @@ def test_real_run_figures(real_run, tmp_path):
             assert not series["partial"] and not series["gaps"]
 
     curves = by_name["05_batch_size"].data
-    assert set(curves) == {"mlp | train time per sample", "mlp | inference throughput",
-                           "knn | train time per sample", "knn | inference throughput"}
+    assert set(curves) == {
+        "mlp | train time per sample",
+        "mlp | inference throughput",
+        "knn | train time per sample",
+        "knn | inference throughput",
+    }
     for panel in curves.values():
         (line,) = panel.values()
         assert line["x"] == [32, 64] and None not in line["y"] and not line["gaps"]
@@ -90,9 +132,11 @@ def test_import_is_light_and_files_are_deterministic(real_run, tmp_path):
     assert out.stdout.strip() == "False"
     # scipy.stats (0.7-1 s to import) waits for the first test statistic: the figures'
     # forked children, which compute none, never import it.
-    code = ("import sys, dlbench.analysis.stats as s, dlbench.analysis.comparisons; print('scipy.stats' in sys.modules); "
-            "s.summary([1.0, 2.0]); print('scipy.stats' in sys.modules); "
-            "print(s.st.norm.cdf(0.0), 'scipy.stats' in sys.modules)")
+    code = (
+        "import sys, dlbench.analysis.stats as s, dlbench.analysis.comparisons; print('scipy.stats' in sys.modules); "
+        "s.summary([1.0, 2.0]); print('scipy.stats' in sys.modules); "
+        "print(s.st.norm.cdf(0.0), 'scipy.stats' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False", "0.5", "True"]
     store, run_id = real_run
@@ -102,8 +146,19 @@ def test_import_is_light_and_files_are_deterministic(real_run, tmp_path):
 
 
 # -- a synthetic store with failures -----------------------------------------------------------------
-CASE = {"dataset": "mnist", "device": "cpu", "epochs": 1, "init": "glorot-uniform", "lr": 0.01,
-        "momentum": 0.0, "optimizer": "sgd", "precision": "float32", "seed": 0, "steps": None, "threads": 2}
+CASE = {
+    "dataset": "mnist",
+    "device": "cpu",
+    "epochs": 1,
+    "init": "glorot-uniform",
+    "lr": 0.01,
+    "momentum": 0.0,
+    "optimizer": "sgd",
+    "precision": "float32",
+    "seed": 0,
+    "steps": None,
+    "threads": 2,
+}
 WARMUP_TIME = 100.0  # far above every measured value: a warm-up in a statistic would show
 
 
@@ -118,16 +173,29 @@ def synthetic(tmp_path_factory):
     torch lenet5 b128 runs out of memory in both blocks; torch mlp b64 fails in block 1
     after its warm-up and one measured repeat."""
     store = Store(tmp_path_factory.mktemp("synthetic") / "s.db")
-    run_id = store.create_run(name="synthetic", command="test", config_source="test", config_text="",
-                              experiment={}, environment={}, version="0")
+    run_id = store.create_run(
+        name="synthetic",
+        command="test",
+        config_source="test",
+        config_text="",
+        experiment={},
+        environment={},
+        version="0",
+    )
     position = 0
     for block in (0, 1):
         for fw, variant in (("tensorflow", "default"), ("torch", "eager")):
             for model in ("mlp", "lenet5"):
                 for batch in (32, 64, 128):
                     case = {**CASE, "framework": fw, "variant": variant, "model": model, "batch_size": batch}
-                    tid = store.add_trial(run_id, case_key=f"{fw}-{model}-{batch}", block=block,
-                                          position=position, case=case, protocol={"repeats": 3, "warmup": 1})
+                    tid = store.add_trial(
+                        run_id,
+                        case_key=f"{fw}-{model}-{batch}",
+                        block=block,
+                        position=position,
+                        case=case,
+                        protocol={"repeats": 3, "warmup": 1},
+                    )
                     position += 1
                     store.start_trial(tid)
                     status = "ok"
@@ -141,17 +209,25 @@ def synthetic(tmp_path_factory):
                     for r in repeats:
                         warm = r == 0
                         t = WARMUP_TIME if warm else train_time(fw, model, batch, r)
-                        rows += [Measurement(r, warm, "train", "time", t, "s"),
-                                 Measurement(r, warm, "train", "throughput", 1000 / t, "samples/s"),
-                                 Measurement(r, warm, "accuracy", "accuracy", 0.9 + 0.01 * r, "fraction"),
-                                 Measurement(r, warm, "infer", "time", t / 10, "s"),
-                                 Measurement(r, warm, "infer", "throughput", 10000 / t, "samples/s"),
-                                 Measurement(r, warm, "train", "energy:rapl-package", 30 * t, "J"),
-                                 Measurement(r, warm, "train", "cpu.process_util:mean", 90.0 + r, "%"),
-                                 Measurement(r, warm, "train", "temp.coretemp.package:max", 60.0 + r, "C")]
+                        rows += [
+                            Measurement(r, warm, "train", "time", t, "s"),
+                            Measurement(r, warm, "train", "throughput", 1000 / t, "samples/s"),
+                            Measurement(r, warm, "accuracy", "accuracy", 0.9 + 0.01 * r, "fraction"),
+                            Measurement(r, warm, "infer", "time", t / 10, "s"),
+                            Measurement(r, warm, "infer", "throughput", 10000 / t, "samples/s"),
+                            Measurement(r, warm, "train", "energy:rapl-package", 30 * t, "J"),
+                            Measurement(r, warm, "train", "cpu.process_util:mean", 90.0 + r, "%"),
+                            Measurement(r, warm, "train", "temp.coretemp.package:max", 60.0 + r, "C"),
+                        ]
                     store.add_measurements(tid, rows)
-                    store.finish_trial(tid, status=status, error=None if status == "ok" else status,
-                                       returncode=0, wall_s=1.0, stderr="")
+                    store.finish_trial(
+                        tid,
+                        status=status,
+                        error=None if status == "ok" else status,
+                        returncode=0,
+                        wall_s=1.0,
+                        stderr="",
+                    )
     yield store, run_id
     store.close()
 
@@ -164,8 +240,8 @@ def test_synthetic_figures_show_failures_as_gaps(synthetic, tmp_path):
     check_files(figures)
 
     box = by_name["01_box_train_time"].data
-    assert box["lenet5"]["torch:eager lenet5 b128"] == []        # OOM: a gap, not a zero
-    assert len(box["lenet5"]["tensorflow:default lenet5 b128"]) == 2   # one median per trial
+    assert box["lenet5"]["torch:eager lenet5 b128"] == []  # OOM: a gap, not a zero
+    assert len(box["lenet5"]["tensorflow:default lenet5 b128"]) == 2  # one median per trial
     # One trial of torch mlp b64 failed: the other's three measured repeats are the sample.
     assert box["mlp"]["torch:eager mlp b64"] == pytest.approx([train_time("torch", "mlp", 64, r) for r in (1, 2, 3)])
     assert max(v for panel in box.values() for values in panel.values() for v in values) < WARMUP_TIME
@@ -173,8 +249,12 @@ def test_synthetic_figures_show_failures_as_gaps(synthetic, tmp_path):
     runs = by_name["03_runs_train_time"].data
     failed = runs["mlp"]["torch:eager mlp b64"]
     assert failed["gaps"] == ["failed"] and len(failed["partial"]) == 1 and len(failed["warmup"]) == 2
-    assert runs["lenet5"]["torch:eager lenet5 b128"] == {"measured": [], "warmup": [], "partial": [],
-                                                         "gaps": ["OOM", "OOM"]}
+    assert runs["lenet5"]["torch:eager lenet5 b128"] == {
+        "measured": [],
+        "warmup": [],
+        "partial": [],
+        "gaps": ["OOM", "OOM"],
+    }
 
     relative = by_name["04_relative_time"].data
     train = relative["train time: torch:eager / tensorflow:default"]
@@ -211,6 +291,7 @@ def test_baseline_choice(synthetic, tmp_path):
 
 def test_nothing_to_draw(tmp_path):
     with Store(tmp_path / "empty.db") as store:
-        run_id = store.create_run(name="e", command="", config_source="", config_text="", experiment={},
-                                  environment={}, version="0")
+        run_id = store.create_run(
+            name="e", command="", config_source="", config_text="", experiment={}, environment={}, version="0"
+        )
         assert make_figures(store, run_id, tmp_path / "out") == []

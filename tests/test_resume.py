@@ -11,9 +11,12 @@ from dlbench.store import Store
 
 
 def test_interrupt_then_resume(tmp_path, faulty_plugin):
-    exp = config.parse('[matrix]\nframework = ["faulty"]\nmodel = ["mlp"]\ndataset = ["synthetic"]\n'
-                       '[protocol]\ntrials = 3\nrepeats = 1\nwarmup = 0\n'
-                       '[synthetic]\nshape = [2, 2, 1]\ntrain_size = 8\ntest_size = 8\n', "r.toml")
+    exp = config.parse(
+        '[matrix]\nframework = ["faulty"]\nmodel = ["mlp"]\ndataset = ["synthetic"]\n'
+        "[protocol]\ntrials = 3\nrepeats = 1\nwarmup = 0\n"
+        "[synthetic]\nshape = [2, 2, 1]\ntrain_size = 8\ntest_size = 8\n",
+        "r.toml",
+    )
     plan = expand(exp)
     with Store(tmp_path / "r.db") as store:
         run_id = create_run(store, plan, command="test", environment={})
@@ -35,4 +38,4 @@ def test_interrupt_then_resume(tmp_path, faulty_plugin):
         assert counts == {"ok": 3}
         assert store.run(run_id)["status"] == "finished"
         # The first trial was not re-run: its rows are the same rows.
-        assert [m["trial_id"] for m in store.measurements(run_id)][:len(first_ids)] == first_ids
+        assert [m["trial_id"] for m in store.measurements(run_id)][: len(first_ids)] == first_ids

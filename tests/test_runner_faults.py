@@ -47,10 +47,15 @@ def test_each_fault_is_a_stored_result_and_the_run_goes_on(tmp_path, faulty_plug
         assert rows["oom"]["status"] == "oom" and "MemoryError" in rows["oom"]["error"]
         assert "exited with code 3" in rows["exit"]["error"] and "about to exit" in rows["exit"]["stderr"]
         assert rows["ok"]["status"] == "ok"
+
         # Repeats finished before the fault are kept: warm-up repeat 0 of 'raise' and 'segfault'.
         def repeats(variant):
-            return {m["repeat"] for m in store.measurements(run_id)
-                    if m["trial_id"] == rows[variant]["id"] and m["phase"] == "train" and m["metric"] == "time"}
+            return {
+                m["repeat"]
+                for m in store.measurements(run_id)
+                if m["trial_id"] == rows[variant]["id"] and m["phase"] == "train" and m["metric"] == "time"
+            }
+
         assert repeats("raise") == {0}
         assert repeats("segfault") == {0}
         assert repeats("ok") == {0, 1, 2}
@@ -84,8 +89,9 @@ def test_a_crash_under_a_memory_limit_is_stored_as_inferred_oom(tmp_path, faulty
         run_id, counts = run_plan(store, plan, command_line="test", environment={})
         assert counts == {"oom": 2}
         rows = {json.loads(r["case_json"])["variant"]: r for r in store.trials(run_id)}
-        assert rows["segfault"]["error"].startswith("out of memory (inferred): the worker died by SIGSEGV "
-                                                    "while capped at 8192 MiB")
+        assert rows["segfault"]["error"].startswith(
+            "out of memory (inferred): the worker died by SIGSEGV while capped at 8192 MiB"
+        )
         assert "MemoryError" in rows["oom"]["error"]
         manifest = json.loads(rows["oom"]["manifest_json"])
         assert manifest["memory_limit"] == 8 * 2**30
@@ -128,12 +134,21 @@ def test_a_run_is_created_whole_or_not_at_all(tmp_path):
     broken = good + [{"case_key": "k399", "block": 0, "position": 399, "case": {}, "protocol": {}}]
     with Store(tmp_path / "r.db") as store:
         with pytest.raises(KeyError):
-            store.create_run(name="n", command="c", config_source="s", config_text="", experiment={},
-                             environment={}, version="0", trials=broken)
+            store.create_run(
+                name="n",
+                command="c",
+                config_source="s",
+                config_text="",
+                experiment={},
+                environment={},
+                version="0",
+                trials=broken,
+            )
         assert store.runs() == [] and store.db.execute("SELECT COUNT(*) FROM trials").fetchone()[0] == 0
         # A run without trials (stored by an older dlbench killed while creating it) is refused by a resume.
-        run_id = store.create_run(name="n", command="c", config_source="s", config_text="", experiment={},
-                                  environment={}, version="0")
+        run_id = store.create_run(
+            name="n", command="c", config_source="s", config_text="", experiment={}, environment={}, version="0"
+        )
         from dlbench.runner import execute_run
 
         with pytest.raises(StoreError, match=f"run {run_id} has no trials .*nothing to resume"):

@@ -19,8 +19,17 @@ import fake_nvml as fake
 from dlbench.samplers.base import Sampler
 from dlbench.samplers.nvml import NvmlSampler, describe_devices
 
-ALL_KEYS = ("power", "energy", "utilization", "memory", "processes", "temperature", "sm_clock",
-            "event_reasons", "throttle_reasons")
+ALL_KEYS = (
+    "power",
+    "energy",
+    "utilization",
+    "memory",
+    "processes",
+    "temperature",
+    "sm_clock",
+    "event_reasons",
+    "throttle_reasons",
+)
 
 
 def run(sampler: NvmlSampler, polls: int = 3, pid: int | None = None) -> dict[str, object]:
@@ -79,13 +88,16 @@ def test_counter_energy_gives_exact_deltas_and_all_gauges():
 
 def test_power_only_device_integrates_power_and_says_so():
     trace = [100_000, 200_000, 50_000, 300_000, 300_000, 0]
-    sampler = NvmlSampler(nvml=fake.make_nvml([fake.FakeDevice(unsupported={"energy"},
-                                                               values={"power": trace})]))
+    sampler = NvmlSampler(nvml=fake.make_nvml([fake.FakeDevice(unsupported={"energy"}, values={"power": trace})]))
     series = run(sampler, polls=4)
     power, energy = series["gpu0.power"], series["gpu0.energy"]
     assert values(power) == [100.0, 200.0, 50.0, 300.0, 300.0, 0.0]  # a real 0 W reading is kept
-    assert (energy.kind, energy.unit, energy.method, energy.update_period_s) == \
-        ("counter", "J", "integrated-power", 0.1)
+    assert (energy.kind, energy.unit, energy.method, energy.update_period_s) == (
+        "counter",
+        "J",
+        "integrated-power",
+        0.1,
+    )
     expected, total = [0.0], 0.0
     for (t0, w0), (t1, w1) in zip(power.points, power.points[1:]):
         total += (w0 + w1) / 2 * (t1 - t0) / 1e9
@@ -98,22 +110,26 @@ def test_power_only_device_integrates_power_and_says_so():
 
 
 def test_device_with_neither_counter_nor_power_has_no_energy_series():
-    sampler = NvmlSampler(nvml=fake.make_nvml([fake.FakeDevice(unsupported={"energy", "power"}),
-                                               fake.FakeDevice()]))
+    sampler = NvmlSampler(nvml=fake.make_nvml([fake.FakeDevice(unsupported={"energy", "power"}), fake.FakeDevice()]))
     series = run(sampler)
     assert "gpu0.energy" not in series and "gpu0.power" not in series
     assert series["gpu1.energy"].method == "counter"  # the other device is unaffected
-    assert any(n.startswith("gpu0.energy: not available") and "nvmlDeviceGetTotalEnergyConsumption" in n
-               for n in sampler.notes())
+    assert any(
+        n.startswith("gpu0.energy: not available") and "nvmlDeviceGetTotalEnergyConsumption" in n
+        for n in sampler.notes()
+    )
 
 
-@pytest.mark.parametrize("key, names, api", [
-    ("temperature", ["gpu0.temperature"], "nvmlDeviceGetTemperature"),
-    ("utilization", ["gpu0.util", "gpu0.mem_util"], "nvmlDeviceGetUtilizationRates"),
-    ("memory", ["gpu0.memory_used"], "nvmlDeviceGetMemoryInfo"),
-    ("sm_clock", ["gpu0.sm_clock"], "nvmlDeviceGetClockInfo"),
-    ("processes", ["gpu0.process_memory"], "nvmlDeviceGetComputeRunningProcesses"),
-])
+@pytest.mark.parametrize(
+    "key, names, api",
+    [
+        ("temperature", ["gpu0.temperature"], "nvmlDeviceGetTemperature"),
+        ("utilization", ["gpu0.util", "gpu0.mem_util"], "nvmlDeviceGetUtilizationRates"),
+        ("memory", ["gpu0.memory_used"], "nvmlDeviceGetMemoryInfo"),
+        ("sm_clock", ["gpu0.sm_clock"], "nvmlDeviceGetClockInfo"),
+        ("processes", ["gpu0.process_memory"], "nvmlDeviceGetComputeRunningProcesses"),
+    ],
+)
 def test_unsupported_metric_is_absent_and_noted(key, names, api):
     sampler = NvmlSampler(nvml=fake.make_nvml([fake.FakeDevice(unsupported={key})]))
     series = run(sampler)
@@ -128,8 +144,9 @@ def test_throttle_reasons_fall_back_to_the_older_call():
     series = run(NvmlSampler(nvml=fake.make_nvml([old], event_reasons=False)))
     assert values(series["gpu0.throttle_reasons"]) == [4.0] * 5 and old.calls["throttle_reasons"] == 5
     # New bindings on an old driver: the new call exists but the library lacks it.
-    dev = fake.FakeDevice(errors={"event_reasons": {0: fake.NVML_ERROR_FUNCTION_NOT_FOUND}},
-                          values={"throttle_reasons": 0x20})
+    dev = fake.FakeDevice(
+        errors={"event_reasons": {0: fake.NVML_ERROR_FUNCTION_NOT_FOUND}}, values={"throttle_reasons": 0x20}
+    )
     series = run(NvmlSampler(nvml=fake.make_nvml([dev])))
     assert values(series["gpu0.throttle_reasons"]) == [32.0] * 5
     neither = fake.FakeDevice(unsupported={"event_reasons", "throttle_reasons"})
@@ -139,12 +156,16 @@ def test_throttle_reasons_fall_back_to_the_older_call():
 
 
 def test_transient_error_is_a_missing_point_not_a_zero():
-    dev = fake.FakeDevice(errors={"power": {2: fake.NVML_ERROR_UNKNOWN},
-                                  "energy": {1: fake.NVML_ERROR_GPU_IS_LOST, 3: fake.NVML_ERROR_TIMEOUT},
-                                  "temperature": {4: fake.NVML_ERROR_TIMEOUT}})
+    dev = fake.FakeDevice(
+        errors={
+            "power": {2: fake.NVML_ERROR_UNKNOWN},
+            "energy": {1: fake.NVML_ERROR_GPU_IS_LOST, 3: fake.NVML_ERROR_TIMEOUT},
+            "temperature": {4: fake.NVML_ERROR_TIMEOUT},
+        }
+    )
     sampler = NvmlSampler(nvml=fake.make_nvml([dev]))
     series = run(sampler, polls=3)
-    stamps = [t for t, _ in series["gpu0.util"].points]        # one per reading, none failed
+    stamps = [t for t, _ in series["gpu0.util"].points]  # one per reading, none failed
     assert len(stamps) == 5
     assert [t for t, _ in series["gpu0.power"].points] == stamps[:2] + stamps[3:]
     assert values(series["gpu0.power"]) == [150.0] * 4
@@ -152,17 +173,22 @@ def test_transient_error_is_a_missing_point_not_a_zero():
     assert series["gpu0.energy"].points == [(stamps[0], 0.0), (stamps[2], 40.0), (stamps[4], 80.0)]
     assert [t for t, _ in series["gpu0.temperature"].points] == stamps[:4]
     notes = sampler.notes()
-    assert "gpu0: nvmlDeviceGetPowerUsage failed 1 of 5 reads (Unknown Error); " \
-           "those points are missing, not filled in" in notes
+    assert (
+        "gpu0: nvmlDeviceGetPowerUsage failed 1 of 5 reads (Unknown Error); "
+        "those points are missing, not filled in" in notes
+    )
     assert any("nvmlDeviceGetTotalEnergyConsumption failed 2 of 5 reads (Timeout)" in n for n in notes)
 
 
 def test_power_gap_widens_the_integration_interval():
-    dev = fake.FakeDevice(unsupported={"energy"}, values={"power": [100_000, 100_000, 999_000, 100_000]},
-                          errors={"power": {2: fake.NVML_ERROR_UNKNOWN}})
+    dev = fake.FakeDevice(
+        unsupported={"energy"},
+        values={"power": [100_000, 100_000, 999_000, 100_000]},
+        errors={"power": {2: fake.NVML_ERROR_UNKNOWN}},
+    )
     series = run(NvmlSampler(nvml=fake.make_nvml([dev])), polls=2)
     power, energy = series["gpu0.power"], series["gpu0.energy"]
-    assert values(power) == [100.0, 100.0, 100.0]          # the failed read is not 999 W or 0 W
+    assert values(power) == [100.0, 100.0, 100.0]  # the failed read is not 999 W or 0 W
     (t0, _), _, (t2, _) = power.points
     assert energy.points[-1][1] == pytest.approx(100.0 * (t2 - t0) / 1e9, rel=1e-12)
 
@@ -171,8 +197,9 @@ def test_process_memory_counts_the_measured_process_tree_only():
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         me, stranger = os.getpid(), 1  # pid 1 is never a descendant of the test process
-        dev = fake.FakeDevice(values={"processes": lambda n: [(me, 300 * 2**20), (child.pid, 100 * 2**20),
-                                                               (stranger, 9 * 2**30)]})
+        dev = fake.FakeDevice(
+            values={"processes": lambda n: [(me, 300 * 2**20), (child.pid, 100 * 2**20), (stranger, 9 * 2**30)]}
+        )
         series = run(NvmlSampler(nvml=fake.make_nvml([dev])), pid=me)
         assert values(series["gpu0.process_memory"]) == [400.0 * 2**20] * 5
         # Measuring the child alone: the parent's memory is not its own.
@@ -190,7 +217,7 @@ def test_process_memory_not_available_or_not_listed_gives_no_point():
     absent = fake.FakeDevice(values={"processes": [(1, 5 * 2**30)]})
     sampler = NvmlSampler(nvml=fake.make_nvml([dev, absent]))
     series = run(sampler, polls=3, pid=me)
-    assert values(series["gpu0.process_memory"]) == [64.0 * 2**20] * 3   # calls 0, 2, 4
+    assert values(series["gpu0.process_memory"]) == [64.0 * 2**20] * 3  # calls 0, 2, 4
     assert series["gpu1.process_memory"].points == []
     notes = " | ".join(sampler.notes())
     assert "gpu0.process_memory: NVML reported usedGpuMemory as not available at 2 reading(s)" in notes
@@ -251,13 +278,14 @@ def test_unavailable_on_this_machine_names_the_nvml_error():
 
 
 def test_describe_devices():
-    devs = [fake.FakeDevice(name="NVIDIA A100-SXM4-40GB", memory_total=40 * 2**30),
-            fake.FakeDevice(unsupported={"name"})]
+    devs = [
+        fake.FakeDevice(name="NVIDIA A100-SXM4-40GB", memory_total=40 * 2**30),
+        fake.FakeDevice(unsupported={"name"}),
+    ]
     nvml = fake.make_nvml(devs, driver="535.104.05")
     assert describe_devices(nvml) == [
         {"index": 0, "driver": "535.104.05", "name": "NVIDIA A100-SXM4-40GB", "memory_total_bytes": 40 * 2**30},
-        {"index": 1, "driver": "535.104.05", "name_unavailable": "Not Supported",
-         "memory_total_bytes": 16 * 2**30},
+        {"index": 1, "driver": "535.104.05", "name_unavailable": "Not Supported", "memory_total_bytes": 16 * 2**30},
     ]
     assert nvml.state["refcount"] == 0
 
@@ -266,14 +294,17 @@ def test_no_nvml_path_ever_fabricates_a_number():
     always = range(10_000)
     unsupported = fake.FakeDevice(unsupported=set(ALL_KEYS))
     lost = fake.FakeDevice(errors={k: {n: fake.NVML_ERROR_GPU_IS_LOST for n in always} for k in ALL_KEYS})
-    flaky = fake.FakeDevice(errors={k: {n: (fake.NVML_ERROR_UNKNOWN, fake.NVML_ERROR_TIMEOUT)[n % 2]
-                                        for n in always} for k in ALL_KEYS})
+    flaky = fake.FakeDevice(
+        errors={k: {n: (fake.NVML_ERROR_UNKNOWN, fake.NVML_ERROR_TIMEOUT)[n % 2] for n in always} for k in ALL_KEYS}
+    )
     # Answers the probe in start(), then fails every read: only the probe's real values may appear.
-    fading = fake.FakeDevice(values={"processes": [(os.getpid(), 5 * 2**20)]},
-                             errors={k: {n: fake.NVML_ERROR_UNKNOWN for n in range(1, 10_000)}
-                                     for k in ALL_KEYS})
-    fading_power = fake.FakeDevice(unsupported={"energy"},
-                                   errors={"power": {n: fake.NVML_ERROR_UNKNOWN for n in range(1, 10_000)}})
+    fading = fake.FakeDevice(
+        values={"processes": [(os.getpid(), 5 * 2**20)]},
+        errors={k: {n: fake.NVML_ERROR_UNKNOWN for n in range(1, 10_000)} for k in ALL_KEYS},
+    )
+    fading_power = fake.FakeDevice(
+        unsupported={"energy"}, errors={"power": {n: fake.NVML_ERROR_UNKNOWN for n in range(1, 10_000)}}
+    )
     sampler = NvmlSampler(nvml=fake.make_nvml([unsupported, lost, flaky, fading, fading_power]))
     series = run(sampler, polls=20)
     for name, s in series.items():
@@ -281,10 +312,16 @@ def test_no_nvml_path_ever_fabricates_a_number():
             assert s.points == [], name
     start = series["gpu3.power"].points[0][0]
     assert {n: s.points for n, s in series.items() if n.startswith("gpu3.")} == {
-        "gpu3.power": [(start, 150.0)], "gpu3.util": [(start, 50.0)], "gpu3.mem_util": [(start, 30.0)],
-        "gpu3.memory_used": [(start, 2.0 * 2**30)], "gpu3.temperature": [(start, 61.0)],
-        "gpu3.sm_clock": [(start, 1380.0)], "gpu3.throttle_reasons": [(start, 4.0)],
-        "gpu3.energy": [(start, 0.0)], "gpu3.process_memory": [(start, 5.0 * 2**20)]}
+        "gpu3.power": [(start, 150.0)],
+        "gpu3.util": [(start, 50.0)],
+        "gpu3.mem_util": [(start, 30.0)],
+        "gpu3.memory_used": [(start, 2.0 * 2**30)],
+        "gpu3.temperature": [(start, 61.0)],
+        "gpu3.sm_clock": [(start, 1380.0)],
+        "gpu3.throttle_reasons": [(start, 4.0)],
+        "gpu3.energy": [(start, 0.0)],
+        "gpu3.process_memory": [(start, 5.0 * 2**20)],
+    }
     # The integrated energy has its baseline and nothing after: no power, no energy.
     assert series["gpu4.energy"].points == [(start, 0.0)] and len(series["gpu4.power"].points) == 1
     notes = " | ".join(sampler.notes())

@@ -17,8 +17,7 @@ INTEL_MAX = 262_143_328_850  # max_energy_range_uj of a typical Intel package
 PLATYPUS = "(restricted since the 2020 PLATYPUS fix, CVE-2020-8694)"
 
 
-def zone(parent: Path, dirname: str, name: str, energy: int | None = 0,
-         max_range: int | None = INTEL_MAX) -> Path:
+def zone(parent: Path, dirname: str, name: str, energy: int | None = 0, max_range: int | None = INTEL_MAX) -> Path:
     d = parent / dirname
     d.mkdir(parents=True)
     (d / "name").write_text(name + "\n")
@@ -72,7 +71,12 @@ def test_is_a_sampler():
 def test_read_domains_finds_zones_and_subzones_in_order(powercap):
     domains = read_domains(powercap)
     assert [(d.zone, d.name) for d in domains] == [
-        ("0", "package-0"), ("0:0", "core"), ("0:1", "uncore"), ("0:2", "dram"), ("1", "psys")]
+        ("0", "package-0"),
+        ("0:0", "core"),
+        ("0:1", "uncore"),
+        ("0:2", "dram"),
+        ("1", "psys"),
+    ]
     assert [d.series_name for d in domains][:2] == ["rapl.0.package-0", "rapl.0:0.core"]
     assert all(d.problem is None and d.max_energy_range_uj == INTEL_MAX for d in domains)
 
@@ -101,8 +105,7 @@ def test_energy_deltas_are_exact_joules(powercap):
     assert pkg.points[-1][1] == 3.0  # stop()'s last reading: unchanged counter
     assert series["rapl.0:0.core"].points[1] == (10, 1.0)
     assert series["rapl.1.psys"].points[1] == (10, 0.0)
-    assert set(series) == {"rapl.0.package-0", "rapl.0:0.core", "rapl.0:1.uncore",
-                           "rapl.0:2.dram", "rapl.1.psys"}
+    assert set(series) == {"rapl.0.package-0", "rapl.0:0.core", "rapl.0:1.uncore", "rapl.0:2.dram", "rapl.1.psys"}
     assert s.notes() == []
 
 
@@ -111,7 +114,7 @@ def test_wrap_around_is_undone(powercap):
     set_energy(pkg, INTEL_MAX - 1000)
     s = RaplSampler(powercap)
     s.start(pid=1)
-    set_energy(pkg, 500)             # wrapped: 1000 uJ to the top, then 500 more
+    set_energy(pkg, 500)  # wrapped: 1000 uJ to the top, then 500 more
     s.poll(1)
     set_energy(pkg, 2500)
     s.poll(2)
@@ -138,8 +141,9 @@ def test_mmio_mirror_is_skipped_when_msr_zones_exist(powercap):
     s.start(pid=1)
     names = {x.name for x in s.stop()}
     assert not any("mmio" in n for n in names)
-    assert s.notes() == ["intel-rapl-mmio:0 (package-0) skipped: the MMIO interface mirrors "
-                         "the intel-rapl package counter"]
+    assert s.notes() == [
+        "intel-rapl-mmio:0 (package-0) skipped: the MMIO interface mirrors the intel-rapl package counter"
+    ]
 
 
 def test_mmio_alone_is_used_under_a_distinct_name(tmp_path):
@@ -154,25 +158,24 @@ def test_mmio_alone_is_used_under_a_distinct_name(tmp_path):
 
 def test_no_powercap_root(tmp_path):
     s = RaplSampler(tmp_path / "powercap")
-    assert s.unavailable() == (f"no {tmp_path / 'powercap'}: the kernel exposes no powercap "
-                               "interface (not Linux, or a VM)")
+    assert s.unavailable() == (
+        f"no {tmp_path / 'powercap'}: the kernel exposes no powercap interface (not Linux, or a VM)"
+    )
     assert "bare-metal" in s.enable_hint()
 
 
 def test_root_without_rapl_zones(tmp_path):
-    (tmp_path / "intel-rapl").mkdir()          # control type registered, no zone
-    zone(tmp_path, "dtpm:0", "dtpm")           # another powercap driver: not RAPL
+    (tmp_path / "intel-rapl").mkdir()  # control type registered, no zone
+    zone(tmp_path, "dtpm:0", "dtpm")  # another powercap driver: not RAPL
     s = RaplSampler(tmp_path)
-    assert s.unavailable() == (f"no RAPL domains under {tmp_path}: this CPU or VM does not "
-                               "expose RAPL")
+    assert s.unavailable() == (f"no RAPL domains under {tmp_path}: this CPU or VM does not expose RAPL")
     assert read_domains(tmp_path) == []
 
 
 def test_permission_denied_names_the_file_and_platypus(powercap, monkeypatch):
     deny(monkeypatch, *powercap.glob("intel-rapl:*/energy_uj"))
     s = RaplSampler(powercap)
-    assert s.unavailable() == (f"{powercap}/intel-rapl:0/energy_uj is readable by root only "
-                               f"{PLATYPUS}")
+    assert s.unavailable() == (f"{powercap}/intel-rapl:0/energy_uj is readable by root only {PLATYPUS}")
     hint = s.enable_hint()
     assert "root" in hint and f"sudo chmod o+r {powercap}/intel-rapl:*/energy_uj" in hint
     s.start(pid=1)
@@ -185,7 +188,8 @@ def test_permission_denied_by_the_real_file_mode(powercap):
     for f in powercap.glob("intel-rapl:*/energy_uj"):
         f.chmod(0)
     assert RaplSampler(powercap).unavailable() == (
-        f"{powercap}/intel-rapl:0/energy_uj is readable by root only {PLATYPUS}")
+        f"{powercap}/intel-rapl:0/energy_uj is readable by root only {PLATYPUS}"
+    )
 
 
 def test_one_denied_domain_is_noted_and_the_others_measured(powercap, monkeypatch):
@@ -194,8 +198,9 @@ def test_one_denied_domain_is_noted_and_the_others_measured(powercap, monkeypatc
     assert s.unavailable() is None
     s.start(pid=1)
     assert "rapl.0:2.dram" not in {x.name for x in s.stop()}
-    assert s.notes() == [f"rapl.0:2.dram skipped: {powercap}/intel-rapl:0:2/energy_uj is readable "
-                         f"by root only {PLATYPUS}"]
+    assert s.notes() == [
+        f"rapl.0:2.dram skipped: {powercap}/intel-rapl:0:2/energy_uj is readable by root only {PLATYPUS}"
+    ]
 
 
 def test_zone_without_energy_file_is_skipped_with_a_note(powercap):
@@ -216,8 +221,10 @@ def test_zone_without_range_cannot_be_unwrapped_and_is_skipped(powercap):
     s = RaplSampler(powercap)
     s.start(pid=1)
     assert "rapl.1.psys" not in {x.name for x in s.stop()}
-    assert s.notes() == [f"rapl.1.psys skipped: {powercap}/intel-rapl:1/max_energy_range_uj is "
-                         "missing or unreadable: counter wrap-around could not be undone"]
+    assert s.notes() == [
+        f"rapl.1.psys skipped: {powercap}/intel-rapl:1/max_energy_range_uj is "
+        "missing or unreadable: counter wrap-around could not be undone"
+    ]
 
 
 def test_read_error_during_poll_is_noted_and_gives_no_value(powercap, monkeypatch):
@@ -229,24 +236,24 @@ def test_read_error_during_poll_is_noted_and_gives_no_value(powercap, monkeypatc
     with monkeypatch.context() as m:
         deny(m, pkg / "energy_uj", code=errno.EIO)
         set_energy(pkg, 3_000_000)
-        s.poll(2)                  # must not raise
+        s.poll(2)  # must not raise
         s.poll(3)
     set_energy(pkg, 4_000_000)
-    s.poll(4)                      # the good read spans the gap
+    s.poll(4)  # the good read spans the gap
     points = {x.name: x for x in s.stop()}["rapl.0.package-0"].points
     assert [t for t, _ in points][1:3] == [1, 4]
     assert points[1:3] == [(1, 1.0), (4, 3.0)]
     [note] = s.notes()
-    assert note.startswith(f"rapl.0.package-0: 2 read(s) of {pkg}/energy_uj failed during the trial, "
-                           "no value recorded for them (first error: [Errno 5]")
+    assert note.startswith(
+        f"rapl.0.package-0: 2 read(s) of {pkg}/energy_uj failed during the trial, "
+        "no value recorded for them (first error: [Errno 5]"
+    )
 
 
 def test_this_machine():
     s = RaplSampler()
     reason = s.unavailable()
     if not Path("/sys/class/powercap").exists():
-        assert reason == ("no /sys/class/powercap: the kernel exposes no powercap interface "
-                          "(not Linux, or a VM)")
+        assert reason == ("no /sys/class/powercap: the kernel exposes no powercap interface (not Linux, or a VM)")
     elif reason is not None:
-        assert reason.startswith(("no RAPL domains under /sys/class/powercap",
-                                  "/sys/class/powercap/")), reason
+        assert reason.startswith(("no RAPL domains under /sys/class/powercap", "/sys/class/powercap/")), reason

@@ -38,13 +38,12 @@ def thermal_zone(root: Path, index: int, zone_type: str, milli: int) -> Path:
 def trees(tmp_path: Path) -> tuple[Path, Path]:
     hwmon, therm = tmp_path / "hwmon", tmp_path / "thermal"
     chip(hwmon, "hwmon0", "acpitz", {1: (27_800, None)})
-    chip(hwmon, "hwmon2", "coretemp", {1: (45_000, "Package id 0"), 2: (43_000, "Core 0"),
-                                       3: (44_500, "Core 1")})
+    chip(hwmon, "hwmon2", "coretemp", {1: (45_000, "Package id 0"), 2: (43_000, "Core 0"), 3: (44_500, "Core 1")})
     chip(hwmon, "hwmon1", "nvme", {1: (38_850, "Composite"), 2: (41_850, None)})
     fan = hwmon / "hwmon3"
     fan.mkdir()
     (fan / "name").write_text("thinkpad\n")
-    (fan / "fan1_input").write_text("2000\n")   # no temperature: not a sensor here
+    (fan / "fan1_input").write_text("2000\n")  # no temperature: not a sensor here
     thermal_zone(therm, 0, "acpitz", 27_800)
     thermal_zone(therm, 1, "x86_pkg_temp", 45_000)
     (therm / "cooling_device0").mkdir()
@@ -68,15 +67,22 @@ def test_labelled_unlabelled_chips_and_zones(trees):
     s.poll(100)
     series = s.stop()
     names = [x.name for x in series]
-    assert names == ["temp.acpitz.temp1", "temp.nvme.Composite", "temp.nvme.temp2",
-                     "temp.coretemp.Package id 0", "temp.coretemp.Core 0", "temp.coretemp.Core 1",
-                     "temp.zone.acpitz", "temp.zone.x86_pkg_temp"]
+    assert names == [
+        "temp.acpitz.temp1",
+        "temp.nvme.Composite",
+        "temp.nvme.temp2",
+        "temp.coretemp.Package id 0",
+        "temp.coretemp.Core 0",
+        "temp.coretemp.Core 1",
+        "temp.zone.acpitz",
+        "temp.zone.x86_pkg_temp",
+    ]
     assert all((x.unit, x.kind, x.method) == ("C", "gauge", "polled") for x in series)
     points = by_name(series)
     assert points["temp.coretemp.Package id 0"][1] == (100, 45.0)
     assert points["temp.nvme.Composite"][1] == (100, 38.85)
     assert points["temp.zone.x86_pkg_temp"][1] == (100, 45.0)
-    assert all(len(p) == 3 for p in points.values())   # start, poll, stop
+    assert all(len(p) == 3 for p in points.values())  # start, poll, stop
     assert s.notes() == []
 
 
@@ -94,15 +100,19 @@ def test_values_follow_the_files(trees):
 
 def test_duplicate_chip_and_zone_names_get_their_index(tmp_path):
     hwmon, therm = tmp_path / "hwmon", tmp_path / "thermal"
-    chip(hwmon, "hwmon1", "coretemp", {1: (40_000, "Core 0")})     # socket 0
-    chip(hwmon, "hwmon4", "coretemp", {1: (50_000, "Core 0")})     # socket 1
+    chip(hwmon, "hwmon1", "coretemp", {1: (40_000, "Core 0")})  # socket 0
+    chip(hwmon, "hwmon4", "coretemp", {1: (50_000, "Core 0")})  # socket 1
     thermal_zone(therm, 0, "acpitz", 30_000)
     thermal_zone(therm, 3, "acpitz", 31_000)
     s = ThermalSampler(hwmon, therm)
     s.start(pid=1)
     points = by_name(s.stop())
-    assert list(points) == ["temp.coretemp-1.Core 0", "temp.coretemp-4.Core 0",
-                            "temp.zone.acpitz-0", "temp.zone.acpitz-3"]
+    assert list(points) == [
+        "temp.coretemp-1.Core 0",
+        "temp.coretemp-4.Core 0",
+        "temp.zone.acpitz-0",
+        "temp.zone.acpitz-3",
+    ]
     assert points["temp.coretemp-4.Core 0"][0][1] == 50.0
     assert points["temp.zone.acpitz-3"][0][1] == 31.0
 
@@ -129,16 +139,17 @@ def test_sensor_failing_mid_run_is_noted_and_not_given_a_value(trees, monkeypatc
 
     with monkeypatch.context() as m:
         m.setattr(thermal, "read_sysfs", reader)
-        s.poll(1)                    # must not raise
+        s.poll(1)  # must not raise
         s.poll(2)
     s.poll(3)
     points = by_name(s.stop())
     composite = [t for t, _ in points["temp.nvme.Composite"]]
-    assert len(composite) == 3 and composite[1] == 3          # start, poll 3, stop: no 1, no 2
+    assert len(composite) == 3 and composite[1] == 3  # start, poll 3, stop: no 1, no 2
     assert [t for t, _ in points["temp.nvme.temp2"]][1:4] == [1, 2, 3]
     [note] = s.notes()
-    assert note.startswith(f"temp.nvme.Composite: 2 read(s) of {failing} failed, no value recorded "
-                           "for them (first error: [Errno 61]")
+    assert note.startswith(
+        f"temp.nvme.Composite: 2 read(s) of {failing} failed, no value recorded for them (first error: [Errno 61]"
+    )
 
 
 def test_sensor_never_readable_is_left_out(trees):
@@ -149,17 +160,17 @@ def test_sensor_never_readable_is_left_out(trees):
     names = [x.name for x in s.stop()]
     assert "temp.zone.x86_pkg_temp" not in names and "temp.zone.acpitz" in names
     [note] = s.notes()
-    assert note.startswith(f"temp.zone.x86_pkg_temp left out: {therm}/thermal_zone1/temp could "
-                           "not be read (invalid literal")
+    assert note.startswith(
+        f"temp.zone.x86_pkg_temp left out: {therm}/thermal_zone1/temp could not be read (invalid literal"
+    )
 
 
 def test_no_sensors_anywhere(tmp_path):
     hwmon, therm = tmp_path / "hwmon", tmp_path / "thermal"
-    chip(hwmon, "hwmon0", "BAT0", {})              # a chip without temperatures
+    chip(hwmon, "hwmon0", "BAT0", {})  # a chip without temperatures
     (therm / "cooling_device0").mkdir(parents=True)
     s = ThermalSampler(hwmon, therm)
-    assert s.unavailable() == (f"no temperature sensors: {hwmon} has no temp*_input and "
-                               f"{therm} has no thermal_zone*")
+    assert s.unavailable() == (f"no temperature sensors: {hwmon} has no temp*_input and {therm} has no thermal_zone*")
     assert "coretemp" in s.enable_hint() and "k10temp" in s.enable_hint()
 
 
@@ -169,7 +180,8 @@ def test_sensors_present_but_none_readable(tmp_path):
     (therm / "thermal_zone0" / "temp").unlink()
     assert ThermalSampler(tmp_path / "hwmon", therm).unavailable() == (
         f"no temperature sensor could be read (1 tried; first: {therm}/thermal_zone0/temp: "
-        f"[Errno 2] No such file or directory: '{therm}/thermal_zone0/temp')")
+        f"[Errno 2] No such file or directory: '{therm}/thermal_zone0/temp')"
+    )
 
 
 def test_this_machine():
@@ -178,8 +190,9 @@ def test_this_machine():
     has_zone = therm.is_dir() and any(p.name.startswith("thermal_zone") for p in therm.iterdir())
     has_hwmon = any(hwmon.glob("hwmon*/temp*_input")) or any(hwmon.glob("hwmon*/device/temp*_input"))
     if not has_zone and not has_hwmon:
-        assert s.unavailable() == ("no temperature sensors: /sys/class/hwmon has no temp*_input "
-                                   "and /sys/class/thermal has no thermal_zone*")
+        assert s.unavailable() == (
+            "no temperature sensors: /sys/class/hwmon has no temp*_input and /sys/class/thermal has no thermal_zone*"
+        )
     else:
         reason = s.unavailable()
         assert reason is None or reason.startswith("no temperature sensor could be read"), reason

@@ -37,6 +37,7 @@ def _mw_null(pooled: list[float], n1: int) -> list[float]:
 
 # --- summary and normality -------------------------------------------------------
 
+
 def test_summary_hand_computed():
     s = stats.summary([4.0, 1.0, 3.0, 2.0, float("nan")])  # the NaN is dropped
     assert (s.n, s.mean, s.median, s.q1, s.q3, s.iqr, s.min, s.max) == (4, 2.5, 2.5, 1.75, 3.25, 1.5, 1.0, 4.0)
@@ -88,6 +89,7 @@ def test_normal_sample_passes_both_tests():
 
 # --- effect sizes and Holm -------------------------------------------------------
 
+
 def test_cliffs_delta_and_a12_hand_counted():
     a, b = [1.0, 2.0, 3.0], [2.0, 2.0, 4.0]
     # a > b: (3,2), (3,2) = 2; a < b: (1,2), (1,2), (1,4), (2,4), (3,4) = 5; ties: (2,2), (2,2) = 2.
@@ -116,6 +118,7 @@ def test_holm_hand_computed():
 
 # --- minimum sample sizes --------------------------------------------------------
 
+
 def test_minimum_sample_sizes_from_exact_nulls():
     assert stats.min_p_wilcoxon(5) == pytest.approx(2 / 32)
     assert stats.min_p_wilcoxon(6) == pytest.approx(2 / 64)
@@ -135,6 +138,7 @@ def test_too_few_pairs_is_undecided_with_what_is_needed():
 
 
 # --- the tests on worked examples ------------------------------------------------
+
 
 def test_wilcoxon_hollander_wolfe_depression_example():
     # Hollander & Wolfe (1973) p. 29, the example of R's wilcox.test: V = 40, p = 0.03906.
@@ -188,6 +192,7 @@ def test_mann_whitney_with_ties_hand_enumerated():
 
 
 # --- verdicts --------------------------------------------------------------------
+
 
 def _times(n: int, seed: int, sd: float = 0.02) -> np.ndarray:
     return np.random.default_rng(seed).lognormal(np.log(2.0), sd, n)
@@ -262,8 +267,10 @@ def test_undecided_paired_counts_pairs_and_names_the_band_edge():
     near = replace(c, ratio=1.0501, ratio_ci=(0.95, 1.15))  # 0.0001 from the edge: 8 * (0.1 / 0.0001)^2
     near = replace(near, why=stats._projection(near, "not significant"))
     assert near.why.projection == "futile"
-    assert reason(near).endswith("; at this spread more than 10,000 pairs would be needed for the "
-                                 "ratio 1.05: more samples alone will hardly decide")
+    assert reason(near).endswith(
+        "; at this spread more than 10,000 pairs would be needed for the "
+        "ratio 1.05: more samples alone will hardly decide"
+    )
 
 
 def test_paired_needs_equal_lengths():
@@ -283,6 +290,7 @@ def test_ratio_ci_coverage():
 
 
 # --- more than two groups --------------------------------------------------------
+
 
 def test_friedman_hand_computed():
     # Within-block ranks: A = 1,1,1,2 (R=5), B = 2,3,2,1 (8), C = 3,2,3,3 (11); n=4, k=3:
@@ -318,6 +326,7 @@ def test_compare_many_adjusts_pairwise_with_holm():
 
 
 # --- stopping rule and the hypothesis row ---------------------------------------
+
 
 def test_ci_stopping_rule():
     tight, loose = _times(20, 8, sd=0.005), _times(20, 9, sd=0.2)
@@ -380,8 +389,9 @@ def test_a_quantile_needs_values_beyond_it_and_lies_inside_zero_one():
     a = np.concatenate([FAST_A, SLOW_A])[::2]  # 10 values
     c = stats.compare_two(a * 1.3, a, paired=False, band=0.05, quantile=0.1)
     assert c.verdict == "undecided"
-    assert reason(c) == ("the 10th percentile of 10 values rests on fewer than two values beyond it: "
-                        "needs at least 20 per side")
+    assert reason(c) == (
+        "the 10th percentile of 10 values rests on fewer than two values beyond it: needs at least 20 per side"
+    )
     for q in (0.0, 1.0, -0.1):
         with pytest.raises(ValueError, match=f"quantile {q} must lie strictly between 0 and 1"):
             stats.compare_two(a, a, paired=False, quantile=q)
@@ -389,6 +399,14 @@ def test_a_quantile_needs_values_beyond_it_and_lies_inside_zero_one():
 
 def test_estimator_names():
     names = {q: stats.estimator_name(q) for q in (0.5, 0.1, 0.01, 0.02, 0.03, 0.11, 0.025, 0.9, 0.21)}
-    assert names == {0.5: "median", 0.1: "10th percentile", 0.01: "1st percentile", 0.02: "2nd percentile",
-                     0.03: "3rd percentile", 0.11: "11th percentile", 0.025: "2.5th percentile",
-                     0.9: "90th percentile", 0.21: "21st percentile"}
+    assert names == {
+        0.5: "median",
+        0.1: "10th percentile",
+        0.01: "1st percentile",
+        0.02: "2nd percentile",
+        0.03: "3rd percentile",
+        0.11: "11th percentile",
+        0.025: "2.5th percentile",
+        0.9: "90th percentile",
+        0.21: "21st percentile",
+    }

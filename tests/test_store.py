@@ -11,8 +11,9 @@ from dlbench.store import MIGRATIONS, Measurement, Store, StoreError
 
 
 def _run(store: Store) -> int:
-    return store.create_run(name="t", command="c", config_source="s", config_text="x", experiment={},
-                            environment={"cpu": "x"}, version="0")
+    return store.create_run(
+        name="t", command="c", config_source="s", config_text="x", experiment={}, environment={"cpu": "x"}, version="0"
+    )
 
 
 def test_fresh_database_is_at_latest_version(tmp_path):
@@ -51,14 +52,31 @@ def test_newer_schema_and_foreign_files_are_refused_clearly(tmp_path):
 def test_measurements_round_trip_and_export(tmp_path):
     with Store(tmp_path / "e.db") as s:
         run_id = _run(s)
-        case = {"framework": "torch", "variant": "eager", "model": "mlp", "dataset": "digits", "batch_size": 8,
-                "init": "glorot-uniform", "optimizer": "sgd", "lr": 0.1, "epochs": 1, "steps": None,
-                "threads": 2, "device": "cpu", "precision": "float32"}
+        case = {
+            "framework": "torch",
+            "variant": "eager",
+            "model": "mlp",
+            "dataset": "digits",
+            "batch_size": 8,
+            "init": "glorot-uniform",
+            "optimizer": "sgd",
+            "lr": 0.1,
+            "epochs": 1,
+            "steps": None,
+            "threads": 2,
+            "device": "cpu",
+            "precision": "float32",
+        }
         tid = s.add_trial(run_id, case_key="k", block=0, position=0, case=case, protocol={"repeats": 1})
         s.start_trial(tid)
-        s.add_measurements(tid, [Measurement(0, True, "train", "time", 1.5, "s"),
-                                 Measurement(1, False, "train", "time", 1.25, "s"),
-                                 Measurement(1, False, "latency_b8", "time", 0.01, "s", seq=0)])
+        s.add_measurements(
+            tid,
+            [
+                Measurement(0, True, "train", "time", 1.5, "s"),
+                Measurement(1, False, "train", "time", 1.25, "s"),
+                Measurement(1, False, "latency_b8", "time", 0.01, "s", seq=0),
+            ],
+        )
         s.finish_trial(tid, status="ok", error=None, returncode=0, wall_s=3.0, stderr="")
         n = s.export_csv(run_id, tmp_path / "out.csv")
         assert n == 3
@@ -72,7 +90,8 @@ def test_measurements_round_trip_and_export(tmp_path):
         assert [r["phase"] for r in s.measurements(run_id, latency=False)] == ["train", "train", "latencyXb8"]
         calls = s.latency_calls(run_id)
         assert [(r["case_key"], r["status"], r["warmup"], r["phase"], r["metric"], r["value"]) for r in calls] == [
-            ("k", "ok", 0, "latency_b8", "time", 0.01)]
+            ("k", "ok", 0, "latency_b8", "time", 0.01)
+        ]
         assert len(s.measurements(run_id)) == 4
         with pytest.raises(StoreError, match="no run 42"):
             s.run(42)
@@ -91,18 +110,26 @@ def test_migration_4_rebuilds_trials_with_attempts_and_keeps_every_row(tmp_path)
                 "INSERT INTO trials (run_id, case_key, block, position, framework, variant, model, dataset,"
                 " batch_size, case_json, protocol_json, status, telemetry_notes)"
                 " VALUES (?, 'k', ?, 0, 'torch', 'eager', 'mlp', 'digits', 8, '{}', '{}', 'ok', 'n')",
-                (run_id, block)).lastrowid
-            s.db.execute("INSERT INTO measurements (trial_id, repeat, warmup, phase, metric, value, unit)"
-                         " VALUES (?, 0, 0, 'train', 'time', ?, 's')", (tid, 1.5 + block))
+                (run_id, block),
+            ).lastrowid
+            s.db.execute(
+                "INSERT INTO measurements (trial_id, repeat, warmup, phase, metric, value, unit)"
+                " VALUES (?, 0, 0, 'train', 'time', ?, 's')",
+                (tid, 1.5 + block),
+            )
     with Store(path) as s:
         assert s.version == len(MIGRATIONS) == 4
         trials = s.trials(run_id)
         assert [(t["id"], t["block"], t["attempt"], t["retired"], t["telemetry_notes"]) for t in trials] == [
-            (1, 0, 1, 0, "n"), (2, 1, 1, 0, "n")]
+            (1, 0, 1, 0, "n"),
+            (2, 1, 1, 0, "n"),
+        ]
         assert [m["value"] for m in s.measurements(run_id)] == [1.5, 2.5]
         assert s.db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
         with pytest.raises(sqlite3.IntegrityError, match="FOREIGN KEY"):
-            s.db.execute("INSERT INTO measurements (trial_id, warmup, phase, metric, unit) VALUES (99, 0, 'p', 'm', 'u')")
+            s.db.execute(
+                "INSERT INTO measurements (trial_id, warmup, phase, metric, unit) VALUES (99, 0, 'p', 'm', 'u')"
+            )
         # A second attempt of the same case and block is now allowed; a duplicate attempt is not.
         s.db.execute("UPDATE trials SET status='interrupted' WHERE id=1")
         assert s.retire_unfinished(run_id) == 1

@@ -23,8 +23,16 @@ def test_describe_matches_hand_computation():
 
 
 def _m(trial, key, repeat, warmup, phase, metric, value, status="ok"):
-    return {"trial_id": trial, "case_key": key, "repeat": repeat, "warmup": warmup, "phase": phase,
-            "metric": metric, "value": value, "status": status}
+    return {
+        "trial_id": trial,
+        "case_key": key,
+        "repeat": repeat,
+        "warmup": warmup,
+        "phase": phase,
+        "metric": metric,
+        "value": value,
+        "status": status,
+    }
 
 
 def _t(trial, key, status="ok"):
@@ -32,8 +40,9 @@ def _t(trial, key, status="ok"):
 
 
 def test_warmups_excluded_and_trials_become_independent_samples():
-    one_trial = [_m(1, "a", 0, 1, "train", "time", 100.0)] + [_m(1, "a", r, 0, "train", "time", v)
-                                                             for r, v in ((1, 1.0), (2, 2.0), (3, 3.0))]
+    one_trial = [_m(1, "a", 0, 1, "train", "time", 100.0)] + [
+        _m(1, "a", r, 0, "train", "time", v) for r, v in ((1, 1.0), (2, 2.0), (3, 3.0))
+    ]
     (s,) = summarize([_t(1, "a")], one_trial)
     assert s.within_process and s.stats[("train", "time")].median == 2.0 and s.stats[("train", "time")].n == 3
     two_trials = one_trial + [_m(2, "a", r, 0, "train", "time", v) for r, v in ((1, 5.0), (2, 7.0), (3, 9.0))]
@@ -41,7 +50,9 @@ def test_warmups_excluded_and_trials_become_independent_samples():
     # One median per trial: 2.0 and 7.0.
     assert not s.within_process and s.stats[("train", "time")].n == 2
     assert s.stats[("train", "time")].mean == 4.5
-    failed = summarize([_t(1, "a"), _t(3, "a", "failed")], one_trial + [_m(3, "a", 1, 0, "train", "time", 50.0, "failed")])
+    failed = summarize(
+        [_t(1, "a"), _t(3, "a", "failed")], one_trial + [_m(3, "a", 1, 0, "train", "time", 50.0, "failed")]
+    )
     assert failed[0].statuses == {"ok": 1, "failed": 1} and failed[0].stats[("train", "time")].median == 2.0
 
 
@@ -62,8 +73,17 @@ def test_energy_table_gives_inference_energy_per_pass_and_reads_older_runs():
         return {"id": tid, "case_key": framework, "case_json": json.dumps(case), "status": "ok", "block": 0}
 
     def row(tid, key, phase, metric, value, repeat=1):
-        return {"trial_id": tid, "case_key": key, "phase": phase, "metric": metric, "value": value,
-                "repeat": repeat, "warmup": False, "status": "ok", "flag": None}
+        return {
+            "trial_id": tid,
+            "case_key": key,
+            "phase": phase,
+            "metric": metric,
+            "value": value,
+            "repeat": repeat,
+            "warmup": False,
+            "status": "ok",
+            "flag": None,
+        }
 
     trials = [trial(1, "torch"), trial(2, "jax")]
     measurements = [

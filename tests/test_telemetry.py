@@ -14,20 +14,25 @@ S = 10**9  # ns per second
 
 
 def test_windows_pair_start_and_end_markers():
-    markers = [{"phase": "train", "repeat": 0, "edge": "start", "t": 1 * S},
-               {"phase": "train", "repeat": 0, "edge": "end", "t": 3 * S},
-               {"phase": "infer", "repeat": 0, "edge": "start", "t": 4 * S}]  # never ended: dropped
+    markers = [
+        {"phase": "train", "repeat": 0, "edge": "start", "t": 1 * S},
+        {"phase": "train", "repeat": 0, "edge": "end", "t": 3 * S},
+        {"phase": "infer", "repeat": 0, "edge": "start", "t": 4 * S},
+    ]  # never ended: dropped
     (w,) = telemetry.windows(markers)
     assert (w.phase, w.repeat, w.seconds) == ("train", 0, 2.0)
 
 
 def test_counter_energy_is_interpolated_at_the_edges():
-    energy = Series("rapl.0.package-0", "J", "counter", "counter", 0.001,
-                    [(0, 0.0), (2 * S, 100.0), (4 * S, 300.0)])
+    energy = Series("rapl.0.package-0", "J", "counter", "counter", 0.001, [(0, 0.0), (2 * S, 100.0), (4 * S, 300.0)])
     w = telemetry.Window("train", 1, 1 * S, 3 * S)  # 50 J at t=1 s, 200 J at t=3 s
-    rows, notes = telemetry.phase_measurements([energy], [w], warmup_repeats=1,
-                                               work={("train", 1): {"samples": 1000, "epochs": 2}},
-                                               idle_power_w={"rapl.0.package-0": 10.0})
+    rows, notes = telemetry.phase_measurements(
+        [energy],
+        [w],
+        warmup_repeats=1,
+        work={("train", 1): {"samples": 1000, "epochs": 2}},
+        idle_power_w={"rapl.0.package-0": 10.0},
+    )
     by = {r.metric: r for r in rows}
     assert by["energy:rapl.0.package-0"].value == pytest.approx(150.0)
     assert by["energy_net:rapl.0.package-0"].value == pytest.approx(150.0 - 10.0 * 2)
@@ -38,8 +43,7 @@ def test_counter_energy_is_interpolated_at_the_edges():
 
 
 def test_short_windows_are_flagged_and_unbracketed_ones_omitted():
-    power_integral = Series("gpu0.energy", "J", "counter", "integrated-power", 0.1,
-                            [(0, 0.0), (S, 250.0)])
+    power_integral = Series("gpu0.energy", "J", "counter", "integrated-power", 0.1, [(0, 0.0), (S, 250.0)])
     short = telemetry.Window("latency_b1", 0, int(0.5 * S), int(0.55 * S))
     outside = telemetry.Window("infer", 0, int(0.9 * S), int(1.5 * S))
     rows, notes = telemetry.phase_measurements([power_integral], [short, outside], 1, {})
@@ -52,8 +56,9 @@ def test_short_windows_are_flagged_and_unbracketed_ones_omitted():
 
 def test_gauges_are_time_weighted_over_the_readings_covering_the_window():
     # Readings are interval averages: 20% over (0,1], 80% over (1,3], 50% over (3,4].
-    util = Series("cpu.process_util", "%", "gauge", "polled", 0.01,
-                  [(0, 0.0), (1 * S, 20.0), (3 * S, 80.0), (4 * S, 50.0)])
+    util = Series(
+        "cpu.process_util", "%", "gauge", "polled", 0.01, [(0, 0.0), (1 * S, 20.0), (3 * S, 80.0), (4 * S, 50.0)]
+    )
     w = telemetry.Window("train", 2, int(0.5 * S), int(3.5 * S))
     rows, _ = telemetry.phase_measurements([util], [w], 1, {})
     by = {r.metric: r.value for r in rows}
@@ -117,11 +122,13 @@ def test_inference_energy_is_per_pass_and_per_sample_over_every_pass_in_the_wind
     from dlbench.store import Measurement
 
     # 40 passes of 0.0025 s at 128 000 samples/s: 320 samples a pass, 12 800 in the window.
-    rows = [Measurement(1, False, "infer", "time", 0.0025, "s"),
-            Measurement(1, False, "infer", "passes", 40.0, "count"),
-            Measurement(1, False, "infer", "throughput", 128_000.0, "samples/s"),
-            Measurement(2, False, "infer", "time", 0.1, "s"),  # a run from before passes were counted
-            Measurement(2, False, "infer", "throughput", 3200.0, "samples/s")]
+    rows = [
+        Measurement(1, False, "infer", "time", 0.0025, "s"),
+        Measurement(1, False, "infer", "passes", 40.0, "count"),
+        Measurement(1, False, "infer", "throughput", 128_000.0, "samples/s"),
+        Measurement(2, False, "infer", "time", 0.1, "s"),  # a run from before passes were counted
+        Measurement(2, False, "infer", "throughput", 3200.0, "samples/s"),
+    ]
     work = _work(rows, {"batch_size": 32})
     assert work[("infer", 1)] == {"samples": 12_800, "passes": 40.0}
     assert work[("infer", 2)] == {"samples": 320, "passes": 1.0}

@@ -30,10 +30,35 @@ def test_a_planted_dlbench_package_in_the_working_directory_is_never_imported(tm
     # The installed console script (not `python -m dlbench`, which a user runs from where they choose).
     script = Path(sys.executable).parent / "dlbench"
     command = [str(script)] if script.exists() else [sys.executable, "-c", "from dlbench.cli import main; main()"]
-    result = subprocess.run([*command, "run", "--framework", "numpy", "--model", "mlp", "--dataset", "synthetic",
-                             "--epochs", "1", "--repeats", "1", "--warmup", "0", "--latency-batches", "0",
-                             "--samplers", "none", "--db", str(tmp_path / "r.db")],
-                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [
+            *command,
+            "run",
+            "--framework",
+            "numpy",
+            "--model",
+            "mlp",
+            "--dataset",
+            "synthetic",
+            "--epochs",
+            "1",
+            "--repeats",
+            "1",
+            "--warmup",
+            "0",
+            "--latency-batches",
+            "0",
+            "--samplers",
+            "none",
+            "--db",
+            str(tmp_path / "r.db"),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert not marker.exists(), "code planted in the working directory ran"
     assert result.returncode == 0, result.stderr[-2000:]
     with sqlite3.connect(tmp_path / "r.db") as con:
@@ -41,9 +66,28 @@ def test_a_planted_dlbench_package_in_the_working_directory_is_never_imported(tm
 
 
 def _finished_run(db: Path, plugin: Path) -> None:
-    result = runner.invoke(app, ["run", "--framework", "faulty", "--model", "mlp", "--dataset", "synthetic",
-                                 "--repeats", "1", "--warmup", "0", "--latency-batches", "0",
-                                 "--samplers", "none", "--db", str(db)])
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "--framework",
+            "faulty",
+            "--model",
+            "mlp",
+            "--dataset",
+            "synthetic",
+            "--repeats",
+            "1",
+            "--warmup",
+            "0",
+            "--latency-batches",
+            "0",
+            "--samplers",
+            "none",
+            "--db",
+            str(db),
+        ],
+    )
     assert result.exit_code == 0, result.output
 
 

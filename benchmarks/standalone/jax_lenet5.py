@@ -37,7 +37,7 @@ def main() -> None:
     args = parse_args()
     # XLA:CPU sizes its thread pool from the affinity mask when the backend starts:
     # pinning before importing jax is the thread setting.
-    os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:args.threads])
+    os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[: args.threads])
 
     from functools import partial
 
@@ -104,9 +104,19 @@ def main() -> None:
             times.append(elapsed)
             losses.append(float(loss_sum) / steps)
 
-    print(json.dumps({"framework": "jax", "train_times": times, "train_losses": losses,
-                      "steps_per_epoch": steps, "devices": [str(d) for d in jax.devices()],
-                      "cpu_affinity": sorted(os.sched_getaffinity(0)), "version": f"jax {jax.__version__}"}))
+    print(
+        json.dumps(
+            {
+                "framework": "jax",
+                "train_times": times,
+                "train_losses": losses,
+                "steps_per_epoch": steps,
+                "devices": [str(d) for d in jax.devices()],
+                "cpu_affinity": sorted(os.sched_getaffinity(0)),
+                "version": f"jax {jax.__version__}",
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
-    os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:args.threads])
+    os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[: args.threads])
     os.environ["KERAS_BACKEND"] = "tensorflow"
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -53,32 +53,38 @@ def main() -> None:
 
     def build() -> keras.Model:
         init = {"kernel_initializer": "glorot_uniform", "bias_initializer": "zeros"}
-        model = keras.Sequential([
-            keras.Input(shape=(28, 28, 1)),
-            layers.Conv2D(6, 5, padding="same", activation="relu", **init),
-            layers.MaxPooling2D(2),
-            layers.Conv2D(16, 5, activation="relu", **init),
-            layers.MaxPooling2D(2),
-            layers.Flatten(),
-            layers.Dense(120, activation="relu", **init),
-            layers.Dense(84, activation="relu", **init),
-            layers.Dense(10, **init),
-        ])
+        model = keras.Sequential(
+            [
+                keras.Input(shape=(28, 28, 1)),
+                layers.Conv2D(6, 5, padding="same", activation="relu", **init),
+                layers.MaxPooling2D(2),
+                layers.Conv2D(16, 5, activation="relu", **init),
+                layers.MaxPooling2D(2),
+                layers.Flatten(),
+                layers.Dense(120, activation="relu", **init),
+                layers.Dense(84, activation="relu", **init),
+                layers.Dense(10, **init),
+            ]
+        )
         # jit_compile=False is what "auto" resolves to on a CPU-only machine; said
         # explicitly so a GPU box does not silently switch to XLA.
-        model.compile(optimizer=keras.optimizers.SGD(learning_rate=args.lr),
-                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                      jit_compile=False)
+        model.compile(
+            optimizer=keras.optimizers.SGD(learning_rate=args.lr),
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            jit_compile=False,
+        )
         return model
 
     times, losses = [], []
     for repeat in range(args.warmup + args.repeats):
         keras.utils.set_random_seed(args.seed + repeat)
         model = build()
-        train_ds = (tf.data.Dataset.from_tensor_slices((x, y))
-                    .shuffle(n, seed=args.seed + repeat, reshuffle_each_iteration=True)
-                    .batch(b, drop_remainder=True)
-                    .prefetch(tf.data.AUTOTUNE))
+        train_ds = (
+            tf.data.Dataset.from_tensor_slices((x, y))
+            .shuffle(n, seed=args.seed + repeat, reshuffle_each_iteration=True)
+            .batch(b, drop_remainder=True)
+            .prefetch(tf.data.AUTOTUNE)
+        )
         one_batch = tf.data.Dataset.from_tensor_slices((x[:b], y[:b])).batch(b, drop_remainder=True)
         initial = model.get_weights()
         model.fit(one_batch, epochs=1, verbose=0)  # traces the train function, untimed
@@ -93,12 +99,20 @@ def main() -> None:
             times.append(elapsed)
             losses.append(mean_loss)
 
-    print(json.dumps({"framework": "tensorflow", "train_times": times, "train_losses": losses,
-                      "steps_per_epoch": n // b,
-                      "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
-                      "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads(),
-                      "cpu_affinity": sorted(os.sched_getaffinity(0)),
-                      "version": f"tensorflow {tf.__version__}, keras {keras.__version__}"}))
+    print(
+        json.dumps(
+            {
+                "framework": "tensorflow",
+                "train_times": times,
+                "train_losses": losses,
+                "steps_per_epoch": n // b,
+                "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
+                "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads(),
+                "cpu_affinity": sorted(os.sched_getaffinity(0)),
+                "version": f"tensorflow {tf.__version__}, keras {keras.__version__}",
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

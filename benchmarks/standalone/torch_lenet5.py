@@ -36,7 +36,7 @@ def parse_args() -> argparse.Namespace:
 def main() -> None:
     args = parse_args()
     # Pin before torch starts its OpenMP pool, to the same cores dlbench's worker uses.
-    os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:args.threads])
+    os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[: args.threads])
 
     import torch
     import torch.nn.functional as F
@@ -54,11 +54,17 @@ def main() -> None:
 
     def build() -> nn.Module:
         model = nn.Sequential(
-            nn.Conv2d(1, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(1, 6, 5, padding=2),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(6, 16, 5),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
             nn.Flatten(),
-            nn.Linear(16 * 5 * 5, 120), nn.ReLU(),
-            nn.Linear(120, 84), nn.ReLU(),
+            nn.Linear(16 * 5 * 5, 120),
+            nn.ReLU(),
+            nn.Linear(120, 84),
+            nn.ReLU(),
             nn.Linear(84, 10),
         )
         for m in model.modules():
@@ -91,7 +97,7 @@ def main() -> None:
         order = torch.randperm(n, generator=gen)
         total = torch.zeros(())
         for i in range(steps):
-            idx = order[i * b:(i + 1) * b]
+            idx = order[i * b : (i + 1) * b]
             total += step(model, opt, x[idx], y[idx])
         mean_loss = total.item() / steps  # host read; torch CPU is synchronous anyway
         elapsed = (time.perf_counter_ns() - t0) / 1e9
@@ -99,9 +105,19 @@ def main() -> None:
             times.append(elapsed)
             losses.append(mean_loss)
 
-    print(json.dumps({"framework": "torch", "train_times": times, "train_losses": losses,
-                      "steps_per_epoch": steps, "threads": torch.get_num_threads(),
-                      "cpu_affinity": sorted(os.sched_getaffinity(0)), "version": torch.__version__}))
+    print(
+        json.dumps(
+            {
+                "framework": "torch",
+                "train_times": times,
+                "train_losses": losses,
+                "steps_per_epoch": steps,
+                "threads": torch.get_num_threads(),
+                "cpu_affinity": sorted(os.sched_getaffinity(0)),
+                "version": torch.__version__,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

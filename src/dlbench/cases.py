@@ -13,7 +13,7 @@ from typing import Any
 
 
 def case_label(case: Mapping[str, Any], *, framework: bool = True, setting: bool = True) -> str:
-    """"torch:eager mlp digits b32 adam lr=0.001 10 ep": the framework and variant,
+    """ "torch:eager mlp digits b32 adam lr=0.001 10 ep": the framework and variant,
     then what the case measures. framework=False gives what the cases of one
     comparison set share (they differ only in framework); setting=False gives the
     framework and variant alone ("torch:eager")."""

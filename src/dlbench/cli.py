@@ -12,14 +12,17 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, Optional
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
-                  help="dlbench: fair, repeated, statistically tested benchmarks of PyTorch, "
-                       "TensorFlow and JAX.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="dlbench: fair, repeated, statistically tested benchmarks of PyTorch, TensorFlow and JAX.",
+)
 # Logs and CI output are not terminals; rich would wrap them at 80 columns.
 # markup=False: error texts, paths and TOML table names ("[protocol]") are printed verbatim.
 
@@ -35,24 +38,38 @@ def _width_off_terminal() -> int:
 
 
 console = Console(markup=False) if sys.stdout.isatty() else Console(width=_width_off_terminal(), markup=False)
-err_console = (Console(stderr=True, markup=False) if sys.stderr.isatty()
-               else Console(stderr=True, width=_width_off_terminal(), markup=False))
+err_console = (
+    Console(stderr=True, markup=False)
+    if sys.stderr.isatty()
+    else Console(stderr=True, width=_width_off_terminal(), markup=False)
+)
 
 DB = Annotated[Path, typer.Option("--db", help="SQLite results database.")]
-ListOpt = Annotated[Optional[str], typer.Option(help="Comma-separated values; each value is a matrix factor level.")]
-ShapeOpt = Annotated[Optional[str], typer.Option(help="Input sizes to sweep, comma-separated: the side of square "
-                                                "synthetic images or a sequence length (0 = the dataset's own).")]
-PrecisionOpt = Annotated[Optional[str], typer.Option(help="float32 and/or bf16-mixed, comma-separated.")]
-PipelineOpt = Annotated[Optional[str], typer.Option(help="Training data pipeline(s), comma-separated: preloaded, "
-                                                   "native (augmentation in the framework's ops) or numpy.")]
-LayoutOpt = Annotated[Optional[str], typer.Option(help="native, channels-last and/or channels-first, comma-separated.")]
-OptionOpt = Annotated[Optional[list[str]], typer.Option(help="A model option, MODEL.OPTION=VALUE (repeatable), "
-                                                       "e.g. lstm.hidden=650.")]
+ListOpt = Annotated[str | None, typer.Option(help="Comma-separated values; each value is a matrix factor level.")]
+ShapeOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Input sizes to sweep, comma-separated: the side of square "
+        "synthetic images or a sequence length (0 = the dataset's own)."
+    ),
+]
+PrecisionOpt = Annotated[str | None, typer.Option(help="float32 and/or bf16-mixed, comma-separated.")]
+PipelineOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Training data pipeline(s), comma-separated: preloaded, "
+        "native (augmentation in the framework's ops) or numpy."
+    ),
+]
+LayoutOpt = Annotated[str | None, typer.Option(help="native, channels-last and/or channels-first, comma-separated.")]
+OptionOpt = Annotated[
+    list[str] | None, typer.Option(help="A model option, MODEL.OPTION=VALUE (repeatable), e.g. lstm.hidden=650.")
+]
 
 
 # Exit statuses besides 0 (success), 1 (a trial failed / a regression) and 2 (bad input):
-EXIT_MISSING = 3   # compare: a case has no values on one side (a gate must not pass on no data)
-EXIT_BUSY = 4      # run --resume / extend: another live dlbench process is executing that run
+EXIT_MISSING = 3  # compare: a case has no values on one side (a gate must not pass on no data)
+EXIT_BUSY = 4  # run --resume / extend: another live dlbench process is executing that run
 
 
 def _show(table: Any) -> None:
@@ -86,16 +103,18 @@ def _split(value: str | None, cast=str, flag: str = "") -> list[Any] | None:
         except ValueError:
             from dlbench.models.spec import short_repr
 
-            _fail(f"{flag or 'command line'} {short_repr(value)}: {short_repr(v)} is not "
-                  f"{'an integer' if cast is int else 'a number'}; expected comma-separated "
-                  f"{_KINDS.get(cast, 'values')}")
+            _fail(
+                f"{flag or 'command line'} {short_repr(value)}: {short_repr(v)} is not "
+                f"{'an integer' if cast is int else 'a number'}; expected comma-separated "
+                f"{_KINDS.get(cast, 'values')}"
+            )
     return [cast(v) for v in items]
 
 
-def _experiment(file: Path | None, matrix: dict[str, list[Any] | None], protocol: dict[str, Any],
-                options: list[str] | None = None):
+def _experiment(
+    file: Path | None, matrix: dict[str, list[Any] | None], protocol: dict[str, Any], options: list[str] | None = None
+):
     from dlbench import config
-
     from dlbench.config_toml import resolved
 
     given = {k: v for k, v in matrix.items() if v is not None}
@@ -109,17 +128,42 @@ def _experiment(file: Path | None, matrix: dict[str, list[Any] | None], protocol
     return resolved(exp, flags_given)
 
 
-def _plan(file, framework, model, dataset, batch_size, init, optimizer, lr, protocol,
-          input_shape=None, precision=None, layout=None, options=None, pipeline=None):
+def _plan(
+    file,
+    framework,
+    model,
+    dataset,
+    batch_size,
+    init,
+    optimizer,
+    lr,
+    protocol,
+    input_shape=None,
+    precision=None,
+    layout=None,
+    options=None,
+    pipeline=None,
+):
     from dlbench.plan import expand
 
-    exp = _experiment(file, {"framework": _split(framework), "model": _split(model),
-                             "dataset": _split(dataset), "batch_size": _split(batch_size, int, "--batch-size"),
-                             "init": _split(init), "optimizer": _split(optimizer),
-                             "lr": _split(lr, float, "--lr"),
-                             "input_shape": _split(input_shape, int, "--input-shape"),
-                             "precision": _split(precision), "layout": _split(layout), "pipeline": _split(pipeline)},
-                      protocol, options)
+    exp = _experiment(
+        file,
+        {
+            "framework": _split(framework),
+            "model": _split(model),
+            "dataset": _split(dataset),
+            "batch_size": _split(batch_size, int, "--batch-size"),
+            "init": _split(init),
+            "optimizer": _split(optimizer),
+            "lr": _split(lr, float, "--lr"),
+            "input_shape": _split(input_shape, int, "--input-shape"),
+            "precision": _split(precision),
+            "layout": _split(layout),
+            "pipeline": _split(pipeline),
+        },
+        protocol,
+        options,
+    )
     return expand(exp)
 
 
@@ -134,43 +178,87 @@ def _open_store(db: Path, readonly: bool = False):
         _fail(str(exc))
 
 
-FILE = Annotated[Optional[Path], typer.Argument(help="Experiment TOML file (default: the embedded default suite).")]
+FILE = Annotated[Path | None, typer.Argument(help="Experiment TOML file (default: the embedded default suite).")]
 
 
 @app.command()
 def run(
     ctx: typer.Context,
     file: FILE = None,
-    framework: ListOpt = None, model: ListOpt = None, dataset: ListOpt = None,
-    batch_size: ListOpt = None, init: ListOpt = None, optimizer: ListOpt = None, lr: ListOpt = None,
-    input_shape: ShapeOpt = None, precision: PrecisionOpt = None, layout: LayoutOpt = None,
-    pipeline: PipelineOpt = None, option: OptionOpt = None,
-    epochs: Annotated[Optional[int], typer.Option(help="Epochs per training repeat.")] = None,
-    steps: Annotated[Optional[int], typer.Option(help="Optimizer steps per training repeat (instead of epochs).")] = None,
-    momentum: Annotated[Optional[float], typer.Option(help="SGD momentum.")] = None,
-    repeats: Annotated[Optional[int], typer.Option(help="Measured repeats per trial.")] = None,
-    warmup: Annotated[Optional[int], typer.Option(help="Warm-up repeats per trial (stored, flagged).")] = None,
-    trials: Annotated[Optional[int], typer.Option(help="Trials (fresh processes) per case, in interleaved blocks.")] = None,
-    threads: Annotated[Optional[int], typer.Option(help="Threads for every framework (0 = physical cores).")] = None,
-    timeout: Annotated[Optional[float], typer.Option(help="Seconds per trial before the worker is killed.")] = None,
-    seed: Annotated[Optional[int], typer.Option(help="Base seed (repeat r uses seed + r).")] = None,
-    device: Annotated[Optional[str], typer.Option(help="cpu or cuda.")] = None,
-    data_dir: Annotated[Optional[str], typer.Option(help="Directory searched first for dataset files.")] = None,
-    train_samples: Annotated[Optional[int], typer.Option(help="Use only the first N training samples (0 = all).")] = None,
-    test_samples: Annotated[Optional[int], typer.Option(help="Use only the first N test samples (0 = all).")] = None,
-    latency_batches: Annotated[Optional[int], typer.Option(help="Batches timed one at a time per repeat.")] = None,
-    infer_min_time: Annotated[Optional[float], typer.Option(help="Time inference over whole test-set passes filling at least this many seconds (default 0.1; 0 = one pass).")] = None,
-    samplers: Annotated[Optional[str], typer.Option(help="Telemetry: all, none, or a comma list of cpu, rapl, thermal, nvml, memory.")] = None,
-    sample_interval: Annotated[Optional[float], typer.Option(help="Seconds between sampler polls (default: each source's own, e.g. 0.1 s NVML, 0.5 s psutil).")] = None,
-    idle_baseline: Annotated[Optional[float], typer.Option(help="Measure idle power for this many seconds before the run; energy is then also reported net of idle.")] = None,
-    until_ci: Annotated[Optional[float], typer.Option(help="Adaptive: add interleaved blocks until every median's 95% CI is within ±PCT percent.")] = None,
-    max_repeats: Annotated[Optional[int], typer.Option(help="Adaptive: at most this many blocks (trials per case).")] = None,
-    budget: Annotated[Optional[float], typer.Option(help="Adaptive: stop adding blocks after this many minutes.")] = None,
-    until_ci_metrics: Annotated[Optional[str], typer.Option(help="Adaptive: the phase.metric medians that must converge, comma list (default train.time).")] = None,
-    target_accuracy: Annotated[Optional[float], typer.Option(help="Time to accuracy: train epoch by epoch until this test accuracy (fraction), at most --epochs epochs.")] = None,
-    tta_budget: Annotated[Optional[float], typer.Option(help="Time to accuracy: stop after this many seconds of training.")] = None,
-    memory_limit: Annotated[Optional[str], typer.Option(help="Cap each worker's memory (e.g. 2GiB; RLIMIT_DATA): cells that exceed it are stored as oom.")] = None,
-    resume: Annotated[Optional[int], typer.Option(help="Finish the unfinished trials of run ID.")] = None,
+    framework: ListOpt = None,
+    model: ListOpt = None,
+    dataset: ListOpt = None,
+    batch_size: ListOpt = None,
+    init: ListOpt = None,
+    optimizer: ListOpt = None,
+    lr: ListOpt = None,
+    input_shape: ShapeOpt = None,
+    precision: PrecisionOpt = None,
+    layout: LayoutOpt = None,
+    pipeline: PipelineOpt = None,
+    option: OptionOpt = None,
+    epochs: Annotated[int | None, typer.Option(help="Epochs per training repeat.")] = None,
+    steps: Annotated[int | None, typer.Option(help="Optimizer steps per training repeat (instead of epochs).")] = None,
+    momentum: Annotated[float | None, typer.Option(help="SGD momentum.")] = None,
+    repeats: Annotated[int | None, typer.Option(help="Measured repeats per trial.")] = None,
+    warmup: Annotated[int | None, typer.Option(help="Warm-up repeats per trial (stored, flagged).")] = None,
+    trials: Annotated[
+        int | None, typer.Option(help="Trials (fresh processes) per case, in interleaved blocks.")
+    ] = None,
+    threads: Annotated[int | None, typer.Option(help="Threads for every framework (0 = physical cores).")] = None,
+    timeout: Annotated[float | None, typer.Option(help="Seconds per trial before the worker is killed.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Base seed (repeat r uses seed + r).")] = None,
+    device: Annotated[str | None, typer.Option(help="cpu or cuda.")] = None,
+    data_dir: Annotated[str | None, typer.Option(help="Directory searched first for dataset files.")] = None,
+    train_samples: Annotated[int | None, typer.Option(help="Use only the first N training samples (0 = all).")] = None,
+    test_samples: Annotated[int | None, typer.Option(help="Use only the first N test samples (0 = all).")] = None,
+    latency_batches: Annotated[int | None, typer.Option(help="Batches timed one at a time per repeat.")] = None,
+    infer_min_time: Annotated[
+        float | None,
+        typer.Option(
+            help="Time inference over whole test-set passes filling at least this many seconds "
+            "(default 0.1; 0 = one pass)."
+        ),
+    ] = None,
+    samplers: Annotated[
+        str | None, typer.Option(help="Telemetry: all, none, or a comma list of cpu, rapl, thermal, nvml, memory.")
+    ] = None,
+    sample_interval: Annotated[
+        float | None,
+        typer.Option(help="Seconds between sampler polls (default: each source's own, e.g. 0.1 s NVML, 0.5 s psutil)."),
+    ] = None,
+    idle_baseline: Annotated[
+        float | None,
+        typer.Option(
+            help="Measure idle power for this many seconds before the run; energy is then also reported net of idle."
+        ),
+    ] = None,
+    until_ci: Annotated[
+        float | None,
+        typer.Option(help="Adaptive: add interleaved blocks until every median's 95% CI is within ±PCT percent."),
+    ] = None,
+    max_repeats: Annotated[
+        int | None, typer.Option(help="Adaptive: at most this many blocks (trials per case).")
+    ] = None,
+    budget: Annotated[float | None, typer.Option(help="Adaptive: stop adding blocks after this many minutes.")] = None,
+    until_ci_metrics: Annotated[
+        str | None,
+        typer.Option(help="Adaptive: the phase.metric medians that must converge, comma list (default train.time)."),
+    ] = None,
+    target_accuracy: Annotated[
+        float | None,
+        typer.Option(
+            help="Time to accuracy: train epoch by epoch until this test accuracy (fraction), at most --epochs epochs."
+        ),
+    ] = None,
+    tta_budget: Annotated[
+        float | None, typer.Option(help="Time to accuracy: stop after this many seconds of training.")
+    ] = None,
+    memory_limit: Annotated[
+        str | None,
+        typer.Option(help="Cap each worker's memory (e.g. 2GiB; RLIMIT_DATA): cells that exceed it are stored as oom."),
+    ] = None,
+    resume: Annotated[int | None, typer.Option(help="Finish the unfinished trials of run ID.")] = None,
     db: DB = Path("dlbench.db"),
 ) -> None:
     """Run an experiment: every trial in a fresh worker process, results into the database."""
@@ -192,16 +280,49 @@ def run(
                 _fail(str(exc))
             run_id = resume
         else:
-            protocol = dict(epochs=epochs, steps=steps, momentum=momentum, repeats=repeats, warmup=warmup,
-                            trials=trials, threads=threads, timeout=timeout, seed=seed, device=device,
-                            data_dir=data_dir, train_samples=train_samples, test_samples=test_samples,
-                            latency_batches=latency_batches, infer_min_time=infer_min_time, samplers=samplers,
-                            sample_interval=sample_interval,
-                            idle_baseline=idle_baseline, until_ci=until_ci, max_repeats=max_repeats, budget=budget,
-                            until_ci_metrics=until_ci_metrics, memory_limit=memory_limit,
-                            target_accuracy=target_accuracy, tta_budget=tta_budget)
-            plan = _plan(file, framework, model, dataset, batch_size, init, optimizer, lr, protocol,
-                         input_shape, precision, layout, option, pipeline)
+            protocol = dict(
+                epochs=epochs,
+                steps=steps,
+                momentum=momentum,
+                repeats=repeats,
+                warmup=warmup,
+                trials=trials,
+                threads=threads,
+                timeout=timeout,
+                seed=seed,
+                device=device,
+                data_dir=data_dir,
+                train_samples=train_samples,
+                test_samples=test_samples,
+                latency_batches=latency_batches,
+                infer_min_time=infer_min_time,
+                samplers=samplers,
+                sample_interval=sample_interval,
+                idle_baseline=idle_baseline,
+                until_ci=until_ci,
+                max_repeats=max_repeats,
+                budget=budget,
+                until_ci_metrics=until_ci_metrics,
+                memory_limit=memory_limit,
+                target_accuracy=target_accuracy,
+                tta_budget=tta_budget,
+            )
+            plan = _plan(
+                file,
+                framework,
+                model,
+                dataset,
+                batch_size,
+                init,
+                optimizer,
+                lr,
+                protocol,
+                input_shape,
+                precision,
+                layout,
+                option,
+                pipeline,
+            )
             if not plan.trials:
                 _print_skipped([(s.cell, s.reason) for s in plan.skipped])
                 _fail("nothing to run: every cell was skipped (reasons above)")
@@ -221,22 +342,34 @@ def run(
                 from dlbench.samplers import parse_names
 
                 console.print(f"measuring idle power for {p.idle_baseline:g} s ...")
-                power = runner.measure_idle(store, run_id, p.idle_baseline, parse_names(p.samplers),
-                                            p.sample_interval or None)
-                console.print("idle power: " + (", ".join(f"{k} {v:.2f} W" for k, v in power.items())
-                                                or "no energy counter available, nothing to subtract"))
+                power = runner.measure_idle(
+                    store, run_id, p.idle_baseline, parse_names(p.samplers), p.sample_interval or None
+                )
+                console.print(
+                    "idle power: "
+                    + (
+                        ", ".join(f"{k} {v:.2f} W" for k, v in power.items())
+                        or "no energy counter available, nothing to subtract"
+                    )
+                )
     except KeyboardInterrupt as exc:
         if run_id is None:
             _exit_on_signal(exc, "nothing was stored")
         store.finish_run(run_id, "interrupted")
-        _exit_on_signal(exc, f"run {run_id} is stored, no trial ran yet. Resume with: dlbench run --resume {run_id} "
-                             f"--db {shlex.quote(str(db))}")
+        _exit_on_signal(
+            exc,
+            f"run {run_id} is stored, no trial ran yet. Resume with: dlbench run --resume {run_id} "
+            f"--db {shlex.quote(str(db))}",
+        )
     counts = _execute(store, run_id, db)
     try:
         _print_report(store, run_id)
     except KeyboardInterrupt as exc:  # SIGTERM too (runner.Terminated): the run itself is complete
-        _exit_on_signal(exc, f"while printing the report; run {run_id} is finished and stored: "
-                             f"dlbench report --run {run_id} --db {shlex.quote(str(db))}")
+        _exit_on_signal(
+            exc,
+            f"while printing the report; run {run_id} is finished and stored: "
+            f"dlbench report --run {run_id} --db {shlex.quote(str(db))}",
+        )
     console.print("trials: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
     # An out-of-memory cell is a result of a sweep (its gap is data); a failed,
     # timed-out or interrupted trial is not, and makes the exit status 1.
@@ -315,14 +448,20 @@ def _design_note(plan: Any) -> None:
         return
     test = "Wilcoxon signed-rank test (trial medians paired by block)" if d.paired else "Mann-Whitney test"
     sample = f"{d.n} trials per case" if d.paired else f"1 trial of {d.n} repeats per case"
-    fix = (f"--trials {d.trials_needed} (paired blocks), or --trials 1 --repeats {d.repeats_needed} (repeats in one "
-           f"process: correlated)" if d.paired else
-           f"--repeats {d.repeats_needed}, or --trials {d.trials_needed} (independent trials paired by block)")
+    fix = (
+        f"--trials {d.trials_needed} (paired blocks), or --trials 1 --repeats {d.repeats_needed} (repeats in one "
+        f"process: correlated)"
+        if d.paired
+        else f"--repeats {d.repeats_needed}, or --trials {d.trials_needed} (independent trials paired by block)"
+    )
     err_console.print(
         f"warning: this design cannot reach a verdict: {d.members} frameworks/variants per comparison set give "
         f"{d.family} Holm-adjusted comparison{'s' if d.family > 1 else ''}, and with {sample} the exact {test} "
         f"cannot go below p = {d.smallest_p:.3g} >= {d.alpha:g}, however large the difference. "
-        f"Smallest design that can: {fix}.", highlight=False, soft_wrap=False)
+        f"Smallest design that can: {fix}.",
+        highlight=False,
+        soft_wrap=False,
+    )
 
 
 def _print_report(store, run_id: int, details: bool = False) -> None:
@@ -337,23 +476,45 @@ def _print_report(store, run_id: int, details: bool = False) -> None:
 @app.command()
 def plan(
     file: FILE = None,
-    framework: ListOpt = None, model: ListOpt = None, dataset: ListOpt = None,
-    batch_size: ListOpt = None, init: ListOpt = None, optimizer: ListOpt = None, lr: ListOpt = None,
-    input_shape: ShapeOpt = None, precision: PrecisionOpt = None, layout: LayoutOpt = None,
-    pipeline: PipelineOpt = None, option: OptionOpt = None,
-    epochs: Annotated[Optional[int], typer.Option(help="Epochs per training repeat.")] = None,
-    steps: Annotated[Optional[int], typer.Option(help="Optimizer steps per training repeat.")] = None,
-    repeats: Annotated[Optional[int], typer.Option(help="Measured repeats per trial.")] = None,
-    warmup: Annotated[Optional[int], typer.Option(help="Warm-up repeats per trial.")] = None,
-    trials: Annotated[Optional[int], typer.Option(help="Trials per case.")] = None,
-    threads: Annotated[Optional[int], typer.Option(help="Threads (0 = physical cores).")] = None,
+    framework: ListOpt = None,
+    model: ListOpt = None,
+    dataset: ListOpt = None,
+    batch_size: ListOpt = None,
+    init: ListOpt = None,
+    optimizer: ListOpt = None,
+    lr: ListOpt = None,
+    input_shape: ShapeOpt = None,
+    precision: PrecisionOpt = None,
+    layout: LayoutOpt = None,
+    pipeline: PipelineOpt = None,
+    option: OptionOpt = None,
+    epochs: Annotated[int | None, typer.Option(help="Epochs per training repeat.")] = None,
+    steps: Annotated[int | None, typer.Option(help="Optimizer steps per training repeat.")] = None,
+    repeats: Annotated[int | None, typer.Option(help="Measured repeats per trial.")] = None,
+    warmup: Annotated[int | None, typer.Option(help="Warm-up repeats per trial.")] = None,
+    trials: Annotated[int | None, typer.Option(help="Trials per case.")] = None,
+    threads: Annotated[int | None, typer.Option(help="Threads (0 = physical cores).")] = None,
 ) -> None:
     """Dry run: the trials that would run, in order, and the skipped cells with reasons."""
     from dlbench.report.tables import plan_table
 
     protocol = dict(epochs=epochs, steps=steps, repeats=repeats, warmup=warmup, trials=trials, threads=threads)
-    p = _plan(file, framework, model, dataset, batch_size, init, optimizer, lr, protocol,
-              input_shape, precision, layout, option, pipeline)
+    p = _plan(
+        file,
+        framework,
+        model,
+        dataset,
+        batch_size,
+        init,
+        optimizer,
+        lr,
+        protocol,
+        input_shape,
+        precision,
+        layout,
+        option,
+        pipeline,
+    )
     _show(plan_table(p))
     _print_skipped([(s.cell, s.reason) for s in p.skipped])
     _design_note(p)
@@ -361,9 +522,15 @@ def plan(
 
 @app.command("list")
 def list_(
-    params: Annotated[bool, typer.Option("--params/--no-params", help="Build every model in every installed "
-                                         "framework to show its trainable-parameter count (cached after the "
-                                         "first time).")] = True,
+    params: Annotated[
+        bool,
+        typer.Option(
+            "--params/--no-params",
+            help="Build every model in every installed "
+            "framework to show its trainable-parameter count (cached after the "
+            "first time).",
+        ),
+    ] = True,
 ) -> None:
     """Frameworks (installed versions or why not), models (parameter counts per framework), datasets."""
     from rich.table import Table
@@ -388,8 +555,10 @@ def list_(
     if params and installed:
         err_console.print(f"counting parameters in {', '.join(installed)} (built once, then cached) ...")
         counts = framework_counts(installed)
-    t = Table(title="models: trainable parameters at the input shown, as each framework builds them, "
-                    "beside the spec's formula and the published count")
+    t = Table(
+        title="models: trainable parameters at the input shown, as each framework builds them, "
+        "beside the spec's formula and the published count"
+    )
     for col in ("name", "input, classes", "formula", *counts, "published", "description"):
         t.add_column(col, overflow="fold")
     for spec in all_specs():
@@ -410,8 +579,14 @@ def list_(
                 return f"error: {value['error']}"
             return f"{value:,}" + ("" if value == formula else " (≠ formula)")
 
-        t.add_row(spec.name, f"{'x'.join(map(str, shape))}, {classes}", f"{formula:,}",
-                  *(shown(fw) for fw in counts), f"{published:,}" if published else "—", spec.description)
+        t.add_row(
+            spec.name,
+            f"{'x'.join(map(str, shape))}, {classes}",
+            f"{formula:,}",
+            *(shown(fw) for fw in counts),
+            f"{published:,}" if published else "—",
+            spec.description,
+        )
     console.print(t)
     t = Table(title="datasets")
     for col in ("name", "shape", "classes", "location"):
@@ -427,22 +602,37 @@ def list_(
     console.print(t)
 
 
-FORMAT = Annotated[str, typer.Option("--format", "-f", help="console (default), markdown, latex, html (one "
-                                     "self-contained file with figures) or csv (the summary rows; "
-                                     "`dlbench export` writes every raw value).")]
+FORMAT = Annotated[
+    str,
+    typer.Option(
+        "--format",
+        "-f",
+        help="console (default), markdown, latex, html (one "
+        "self-contained file with figures) or csv (the summary rows; "
+        "`dlbench export` writes every raw value).",
+    ),
+]
 
 
 @app.command()
 def report(
-    run_id: Annotated[Optional[int], typer.Option("--run", help="Run id (default: the latest).")] = None,
+    run_id: Annotated[int | None, typer.Option("--run", help="Run id (default: the latest).")] = None,
     fmt: FORMAT = "console",
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the report to this file "
-                                                "(default: standard output).")] = None,
-    figures: Annotated[Optional[Path], typer.Option("--figures", help="Also write every figure (PNG and SVG) "
-                                                    "into this directory.")] = None,
-    details: Annotated[bool, typer.Option("--details", help="Console: every table (per-metric statistics, "
-                                          "telemetry, verdicts, skipped cells), not only the answer and the "
-                                          "one-row-per-case summary.")] = False,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Write the report to this file (default: standard output).")
+    ] = None,
+    figures: Annotated[
+        Path | None, typer.Option("--figures", help="Also write every figure (PNG and SVG) into this directory.")
+    ] = None,
+    details: Annotated[
+        bool,
+        typer.Option(
+            "--details",
+            help="Console: every table (per-metric statistics, "
+            "telemetry, verdicts, skipped cells), not only the answer and the "
+            "one-row-per-case summary.",
+        ),
+    ] = False,
     db: DB = Path("dlbench.db"),
 ) -> None:
     """Report of a stored run, the answer first (who is faster, by how much, is it real), then summary
@@ -468,8 +658,9 @@ def report(
             made = make_figures(store, row["id"], figures)
         except OSError as exc:
             _fail(f"cannot write figures to {figures}: {exc}")
-        console.print(f"wrote {len(made)} figures (PNG and SVG) to {figures}: "
-                      + ", ".join(f.name for f in made), highlight=False)
+        console.print(
+            f"wrote {len(made)} figures (PNG and SVG) to {figures}: " + ", ".join(f.name for f in made), highlight=False
+        )
     if fmt == "console":
         console.print(f"command: {row['command']}", highlight=False)
         _print_report(store, row["id"], details)
@@ -498,7 +689,7 @@ def runs(db: DB = Path("dlbench.db")) -> None:
 @app.command()
 def export(
     out: Annotated[Path, typer.Argument(help="CSV file to write.")],
-    run_id: Annotated[Optional[int], typer.Option("--run", help="Run id (default: the latest).")] = None,
+    run_id: Annotated[int | None, typer.Option("--run", help="Run id (default: the latest).")] = None,
     db: DB = Path("dlbench.db"),
 ) -> None:
     """Every measurement of a run as CSV (long format, one row per value)."""
@@ -553,14 +744,25 @@ def _resolve_run(ref: str, db: Path, readonly: bool = False):
 def compare(
     a: Annotated[str, typer.Argument(help="Baseline: a run id in --db, FILE.db (its latest run) or FILE.db:RUN.")],
     b: Annotated[str, typer.Argument(help="Candidate, in the same forms.")],
-    threshold: Annotated[float, typer.Option(help="Slowdown (fraction) that counts as a regression when significant.")] = 0.05,
+    threshold: Annotated[
+        float, typer.Option(help="Slowdown (fraction) that counts as a regression when significant.")
+    ] = 0.05,
     alpha: Annotated[float, typer.Option(help="Significance level.")] = 0.05,
-    quantile: Annotated[float, typer.Option(
-        help="Which quantile of the trial values to compare: 0.5 the median; a low one (0.1: needs 20 trials "
-             "a run) the undisturbed speed on a machine whose speed comes and goes.")] = 0.5,
-    allow_missing: Annotated[bool, typer.Option(
-        "--allow-missing", help="Exit 0 even when a case has no values on one side (its trials all failed or "
-                                "timed out); by default that exits 3, so that a CI gate never passes on no data.")] = False,
+    quantile: Annotated[
+        float,
+        typer.Option(
+            help="Which quantile of the trial values to compare: 0.5 the median; a low one (0.1: needs 20 trials "
+            "a run) the undisturbed speed on a machine whose speed comes and goes."
+        ),
+    ] = 0.5,
+    allow_missing: Annotated[
+        bool,
+        typer.Option(
+            "--allow-missing",
+            help="Exit 0 even when a case has no values on one side (its trials all failed or "
+            "timed out); by default that exits 3, so that a CI gate never passes on no data.",
+        ),
+    ] = False,
     db: DB = Path("dlbench.db"),
 ) -> None:
     """Run vs run: per case ratio B/A with CI and verdict (paired by block when the runs took turns, as
@@ -572,41 +774,64 @@ def compare(
     if not 0 < threshold < 1 or not 0 < alpha < 1:
         _fail(f"--threshold {threshold} and --alpha {alpha} must lie strictly between 0 and 1")
     if not 0 < quantile < 1:
-        _fail(f"--quantile {quantile} must lie strictly between 0 and 1 (0.5: the median; 0.1: the 10th "
-              "percentile); the minimum (0) has no bootstrap CI")
+        _fail(
+            f"--quantile {quantile} must lie strictly between 0 and 1 (0.5: the median; 0.1: the 10th "
+            "percentile); the minimum (0) has no bootstrap CI"
+        )
     sa, ra = _resolve_run(a, db, readonly=True)
     sb, rb = _resolve_run(b, db, readonly=True)
-    diffs = run_vs_run(sa.trials(ra["id"]), sa.measurements(ra["id"]), sb.trials(rb["id"]),
-                       sb.measurements(rb["id"]), threshold=threshold, alpha=alpha, quantile=quantile)
+    diffs = run_vs_run(
+        sa.trials(ra["id"]),
+        sa.measurements(ra["id"]),
+        sb.trials(rb["id"]),
+        sb.measurements(rb["id"]),
+        threshold=threshold,
+        alpha=alpha,
+        quantile=quantile,
+    )
     if not diffs:
         _fail(f"runs {a} and {b} share no case (same framework, model, data and settings)")
     _show(compare_table(diffs, f"A ({a})", f"B ({b})", threshold, quantile))
     regressions = [d for d in diffs if d.regression]
     missing = [d for d in diffs if d.comparison is None]
-    console.print(f"{len(diffs)} comparisons, {len(regressions)} regressions, {len(missing)} without values "
-                  "on one side", highlight=False)
+    console.print(
+        f"{len(diffs)} comparisons, {len(regressions)} regressions, {len(missing)} without values on one side",
+        highlight=False,
+    )
     env_a, env_b = (json.loads(r["environment_json"] or "{}") for r in (ra, rb))
     for note in drift_notes(diffs, env_a, env_b):
         console.print(note, highlight=False)
     if regressions:
         raise typer.Exit(1)
     if missing and not allow_missing:
-        err_console.print(f"error: {len(missing)} of {len(diffs)} comparisons have no values on one side (every "
-                          "trial of that case failed, timed out or was interrupted): nothing was compared there. "
-                          "Exit 3; pass --allow-missing to accept that.", highlight=False)
+        err_console.print(
+            f"error: {len(missing)} of {len(diffs)} comparisons have no values on one side (every "
+            "trial of that case failed, timed out or was interrupted): nothing was compared there. "
+            "Exit 3; pass --allow-missing to accept that.",
+            highlight=False,
+        )
         raise typer.Exit(EXIT_MISSING)
 
 
 @app.command()
 def extend(
-    refs: Annotated[list[str], typer.Argument(
-        metavar="RUN...", help="Runs to extend: run ids in --db, FILE.db (its latest run) or FILE.db:RUN.")],
+    refs: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="RUN...", help="Runs to extend: run ids in --db, FILE.db (its latest run) or FILE.db:RUN."
+        ),
+    ],
     blocks: Annotated[int, typer.Option(help="Interleaved blocks (one trial of every case) to add to each run.")] = 1,
-    python: Annotated[Optional[list[str]], typer.Option(
-        "--python", help="An interpreter you trust to run a run's workers (repeatable). A run recorded under "
-                         "another interpreter than this dlbench's is extended only if you name that interpreter "
-                         "here: a database can come from someone else, and the path it records is not run "
-                         "on its word.")] = None,
+    python: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--python",
+            help="An interpreter you trust to run a run's workers (repeatable). A run recorded under "
+            "another interpreter than this dlbench's is extended only if you name that interpreter "
+            "here: a database can come from someone else, and the path it records is not run "
+            "on its word.",
+        ),
+    ] = None,
     db: DB = Path("dlbench.db"),
 ) -> None:
     """Add blocks to stored runs, the runs taking turns block by block (A, B, B, A, ...), so that two runs to
@@ -614,7 +839,6 @@ def extend(
     come from two virtual environments (two framework versions): this dlbench's own interpreter, or one you
     name with --python."""
     from dlbench import runner
-
     from dlbench.config import MAX_TRIALS
 
     if not 1 <= blocks <= MAX_TRIALS:
@@ -631,17 +855,22 @@ def extend(
         interpreter = trusted.get(_real(str(recorded)))
         if interpreter is None:
             if not Path(str(recorded)).exists():
-                _fail(f"{ref}: run {row['id']} ran under {recorded}, which does not exist here; its blocks must "
-                      "run under the interpreter (and framework versions) it was recorded with")
-            _fail(f"{ref}: run {row['id']} recorded the interpreter {recorded}, which is not this dlbench's "
-                  f"({sys.executable}); dlbench runs no program a database names. If you trust it, name it: "
-                  f"--python {shlex.quote(str(recorded))}")
+                _fail(
+                    f"{ref}: run {row['id']} ran under {recorded}, which does not exist here; its blocks must "
+                    "run under the interpreter (and framework versions) it was recorded with"
+                )
+            _fail(
+                f"{ref}: run {row['id']} recorded the interpreter {recorded}, which is not this dlbench's "
+                f"({sys.executable}); dlbench runs no program a database names. If you trust it, name it: "
+                f"--python {shlex.quote(str(recorded))}"
+            )
         targets.append(runner.Target(store, row["id"], runner.worker_command(interpreter)))
     names = {id(t): ref for t, ref in zip(targets, refs)}
 
     def on_block(target, block, done):
-        console.print(f"block {done}/{blocks}: {names[id(target)]} (run {target.run_id}) block {block} done",
-                      highlight=False)
+        console.print(
+            f"block {done}/{blocks}: {names[id(target)]} (run {target.run_id}) block {block} done", highlight=False
+        )
 
     from dlbench.store import StoreError
 
@@ -701,8 +930,13 @@ def main() -> None:
     except (StoreError, sqlite3.Error) as exc:
         from rich.text import Text
 
-        hint = "" if isinstance(exc, StoreError) else (
-            " (the database file may be damaged: `sqlite3 FILE 'PRAGMA integrity_check'` tells; "
-            "nothing more was written)")
+        hint = (
+            ""
+            if isinstance(exc, StoreError)
+            else (
+                " (the database file may be damaged: `sqlite3 FILE 'PRAGMA integrity_check'` tells; "
+                "nothing more was written)"
+            )
+        )
         err_console.print(Text.assemble(("error: ", "bold red"), f"{exc}{hint}"), highlight=False, soft_wrap=True)
         raise SystemExit(1) from None

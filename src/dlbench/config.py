@@ -29,8 +29,19 @@ from typing import Any
 from dlbench.frameworks.protocol import INITS, OPTIMIZERS
 from dlbench.models.spec import short_repr as _show
 
-FACTORS = ("framework", "model", "dataset", "batch_size", "init", "optimizer", "lr",
-           "input_shape", "precision", "layout", "pipeline")
+FACTORS = (
+    "framework",
+    "model",
+    "dataset",
+    "batch_size",
+    "init",
+    "optimizer",
+    "lr",
+    "input_shape",
+    "precision",
+    "layout",
+    "pipeline",
+)
 # float32 everywhere, or bfloat16 compute with float32 weights and loss
 # (torch.autocast, Keras' "mixed_bfloat16" policy, JAX casting params and inputs).
 PRECISIONS = ("float32", "bf16-mixed")
@@ -45,20 +56,20 @@ DEVICES = ("cpu", "cuda")
 
 # Upper bounds of the numeric settings: every one is stated in the error message.
 DAY_S = 86_400
-MAX_TIMEOUT_S = 7 * DAY_S          # a trial (one worker process) running for more than a week is a hang
-MAX_TTA_BUDGET_S = MAX_TIMEOUT_S   # training time to accuracy cannot outlast the longest timeout
-MAX_IDLE_BASELINE_S = 3600         # idle power is a mean over seconds to minutes; an hour is plenty
-MAX_SAMPLE_INTERVAL_S = 60         # a poll a minute is the coarsest that still samples a trial
-MAX_BUDGET_MIN = 30 * 24 * 60      # an adaptive run's budget, in minutes: 30 days
+MAX_TIMEOUT_S = 7 * DAY_S  # a trial (one worker process) running for more than a week is a hang
+MAX_TTA_BUDGET_S = MAX_TIMEOUT_S  # training time to accuracy cannot outlast the longest timeout
+MAX_IDLE_BASELINE_S = 3600  # idle power is a mean over seconds to minutes; an hour is plenty
+MAX_SAMPLE_INTERVAL_S = 60  # a poll a minute is the coarsest that still samples a trial
+MAX_BUDGET_MIN = 30 * 24 * 60  # an adaptive run's budget, in minutes: 30 days
 MAX_EPOCHS = 100_000
 MAX_STEPS = 100_000_000
-MAX_REPEATS = 10_000               # measured repeats in one worker process
+MAX_REPEATS = 10_000  # measured repeats in one worker process
 MAX_WARMUP = 1_000
-MAX_TRIALS = 1_000                 # fresh processes per case (interleaved blocks); also max_repeats
+MAX_TRIALS = 1_000  # fresh processes per case (interleaved blocks); also max_repeats
 MAX_LATENCY_BATCHES = 100_000
-MAX_SAMPLES = 2**31 - 1            # a sample index that fits every framework's int32
+MAX_SAMPLES = 2**31 - 1  # a sample index that fits every framework's int32
 MAX_BATCH_SIZE = 2**20
-MAX_INPUT_SHAPE = 2**14            # a 16384 x 16384 float32 image is 1 GiB per channel
+MAX_INPUT_SHAPE = 2**14  # a 16384 x 16384 float32 image is 1 GiB per channel
 MAX_LR = 100.0
 # Repeat r trains with seed + r (warm-ups counted), and numpy, torch, TensorFlow and
 # JAX all take a seed below 2**31: the base seed leaves room for every repeat.
@@ -66,14 +77,14 @@ MAX_SEED = 2**31 - 1 - MAX_WARMUP - MAX_REPEATS
 # A worker memory cap above 256 TiB is above any machine's memory, and beyond the
 # RLIMIT range the cap is meant for.
 MAX_MEMORY = 2**48
-MAX_TRIALS_PER_RUN = 1_000_000     # matrix cells x trials
+MAX_TRIALS_PER_RUN = 1_000_000  # matrix cells x trials
 MAX_SYNTHETIC_SIDE = MAX_INPUT_SHAPE
 MAX_SYNTHETIC_CHANNELS = 4096
 MAX_CLASSES = 2**20
 MAX_NAME = 200
 MAX_DESCRIPTION = 10_000
-MAX_PATH = 4096                    # PATH_MAX on Linux
-MAX_FILE_BYTES = 16 * 2**20        # an experiment file is a few kilobytes of TOML
+MAX_PATH = 4096  # PATH_MAX on Linux
+MAX_FILE_BYTES = 16 * 2**20  # an experiment file is a few kilobytes of TOML
 
 
 class ConfigError(ValueError):
@@ -87,24 +98,24 @@ class Protocol:
     repeats: int = 5
     warmup: int = 1
     trials: int = 1
-    threads: int = 0           # 0: one per physical core
-    timeout: float = 1800.0    # seconds per trial (whole worker process)
+    threads: int = 0  # 0: one per physical core
+    timeout: float = 1800.0  # seconds per trial (whole worker process)
     seed: int = 0
     momentum: float = 0.0
     device: str = "cpu"
-    train_samples: int = 0     # 0: the whole split
+    train_samples: int = 0  # 0: the whole split
     test_samples: int = 0
     latency_batches: int = 20  # batches timed one at a time per repeat
     # Inference is timed over whole passes filling at least this many seconds
     # (0: one pass); see phases.py for why a single short pass is not enough.
     infer_min_time: float = 0.1
     data_dir: str | None = None
-    samplers: str = "all"      # telemetry: "all", "none" or a comma list (cpu, rapl, thermal, nvml, memory)
+    samplers: str = "all"  # telemetry: "all", "none" or a comma list (cpu, rapl, thermal, nvml, memory)
     sample_interval: float = 0.0  # seconds between polls; 0: each source's own default
-    idle_baseline: float = 0.0    # seconds of idle power measured before the run; 0: none
-    until_ci: float = 0.0      # adaptive: add blocks until every median's 95% CI is within ±this % (0: off)
-    max_repeats: int = 20      # adaptive: at most this many blocks (trials per case)
-    budget: float = 0.0        # adaptive: stop adding blocks after this many minutes (0: no limit)
+    idle_baseline: float = 0.0  # seconds of idle power measured before the run; 0: none
+    until_ci: float = 0.0  # adaptive: add blocks until every median's 95% CI is within ±this % (0: off)
+    max_repeats: int = 20  # adaptive: at most this many blocks (trials per case)
+    budget: float = 0.0  # adaptive: stop adding blocks after this many minutes (0: no limit)
     # adaptive: the phase.metric medians whose CI must narrow (comma list). The
     # headline metric by default: a sub-millisecond inference median on a shared
     # CPU can need 20+ blocks for ±5% while the train-time verdict is long settled.
@@ -138,8 +149,8 @@ class Experiment:
     exclude: tuple[dict[str, tuple[Any, ...]], ...] = ()
     # [models.<name>] tables: options of a model (validated against its spec).
     model_options: dict[str, dict[str, Any]] = field(default_factory=dict)
-    source: str = "<defaults>"   # file the experiment came from
-    text: str = ""               # the file's text, verbatim (stored with the run)
+    source: str = "<defaults>"  # file the experiment came from
+    text: str = ""  # the file's text, verbatim (stored with the run)
 
 
 MATRIX_DEFAULTS: dict[str, tuple[Any, ...]] = {
@@ -160,7 +171,7 @@ MATRIX_DEFAULTS: dict[str, tuple[Any, ...]] = {
 _TOP_KEYS = ("experiment", "matrix", "protocol", "synthetic", "include", "exclude", "models")
 
 
-def _allowed(names) -> str:
+def _allowed(names: Any) -> str:
     return ", ".join(str(n) for n in names)
 
 
@@ -177,12 +188,13 @@ def _is_number(v: Any) -> bool:
     return not isinstance(v, float) or math.isfinite(v)
 
 
-def _within(v: Any, low: float, high: float, *, low_open: bool = False, high_open: bool = False,
-            integer: bool = False) -> bool:
+def _within(
+    v: Any, low: float, high: float, *, low_open: bool = False, high_open: bool = False, integer: bool = False
+) -> bool:
     """v is a finite number (an int if `integer`) in the interval; False for nan, inf, None, strings."""
     if not _is_number(v) or (integer and not isinstance(v, int)):
         return False
-    return (v > low if low_open else v >= low) and (v < high if high_open else v <= high)
+    return bool((v > low if low_open else v >= low) and (v < high if high_open else v <= high))
 
 
 def available_cores() -> int:
@@ -241,20 +253,22 @@ def _check_factor(where: str, factor: str, values: tuple[Any, ...]) -> tuple[Any
             if name not in frameworks:
                 raise ConfigError(f"{key}: unknown framework; allowed: {_allowed(frameworks)}")
             if variant and variant not in frameworks[name].variants:
-                raise ConfigError(f"{key}: unknown variant of {name}; allowed: "
-                                  f"{_allowed(frameworks[name].variants)}")
+                raise ConfigError(f"{key}: unknown variant of {name}; allowed: {_allowed(frameworks[name].variants)}")
         elif choices is not None and v not in choices:
             raise ConfigError(f"{key}: unknown {factor}; allowed: {_allowed(choices)}")
         elif factor == "batch_size" and not _within(v, 1, MAX_BATCH_SIZE, integer=True):
             raise ConfigError(f"{key}: batch_size must be a positive integer, at most {MAX_BATCH_SIZE} (2**20)")
         elif factor == "lr":
             if not _within(v, 0, MAX_LR, low_open=True):
-                raise ConfigError(f"{key}: lr must be a positive number, finite and at most {MAX_LR:g}: "
-                                  f"in (0, {MAX_LR:g}]")
+                raise ConfigError(
+                    f"{key}: lr must be a positive number, finite and at most {MAX_LR:g}: in (0, {MAX_LR:g}]"
+                )
             v = float(v)
         elif factor == "input_shape" and not _within(v, 0, MAX_INPUT_SHAPE, integer=True):
-            raise ConfigError(f"{key}: input_shape must be a positive integer, at most {MAX_INPUT_SHAPE} (the "
-                              f"side of a square image or a sequence length; 0 = the dataset's own)")
+            raise ConfigError(
+                f"{key}: input_shape must be a positive integer, at most {MAX_INPUT_SHAPE} (the "
+                f"side of a square image or a sequence length; 0 = the dataset's own)"
+            )
         out.append(v)
     return tuple(dict.fromkeys(out))  # drop duplicates, keep order
 
@@ -290,7 +304,10 @@ def _protocol(where: str, table: dict[str, Any], base: Protocol, flags: bool = F
     """`flags`: the settings come from command-line flags; each error names its flag too."""
     names = tuple(f.name for f in fields(Protocol))
     _check_keys(where, table, names)
-    at = (lambda name: f"{where} ({_flag(name)})" if name in table else where) if flags else (lambda name: where)
+
+    def at(name: str) -> str:
+        return f"{where} ({_flag(name)})" if flags and name in table else where
+
     values = {}
     for f in fields(Protocol):
         if f.name in table:
@@ -310,33 +327,58 @@ def _protocol_rules(p: Protocol) -> list[tuple[str, bool, str]]:
         ("repeats", _within(p.repeats, 1, MAX_REPEATS, integer=True), f">= 1 and <= {MAX_REPEATS}"),
         ("warmup", _within(p.warmup, 0, MAX_WARMUP, integer=True), f">= 0 and <= {MAX_WARMUP}"),
         ("trials", _within(p.trials, 1, MAX_TRIALS, integer=True), f">= 1 and <= {MAX_TRIALS}"),
-        ("threads", p.threads == 0 or _within(p.threads, 1, cores, integer=True),
-         f"0 (one per physical core) or 1..{cores}, the cores available here"),
-        ("timeout", _within(p.timeout, 0, MAX_TIMEOUT_S, low_open=True),
-         f"a finite number of seconds in (0, {MAX_TIMEOUT_S}] (at most 7 days)"),
-        ("seed", _within(p.seed, 0, MAX_SEED, integer=True),
-         f"an integer in [0, {MAX_SEED}] (repeat r trains with seed + r, and every framework takes "
-         f"seeds below 2**31)"),
+        (
+            "threads",
+            p.threads == 0 or _within(p.threads, 1, cores, integer=True),
+            f"0 (one per physical core) or 1..{cores}, the cores available here",
+        ),
+        (
+            "timeout",
+            _within(p.timeout, 0, MAX_TIMEOUT_S, low_open=True),
+            f"a finite number of seconds in (0, {MAX_TIMEOUT_S}] (at most 7 days)",
+        ),
+        (
+            "seed",
+            _within(p.seed, 0, MAX_SEED, integer=True),
+            f"an integer in [0, {MAX_SEED}] (repeat r trains with seed + r, and every framework takes "
+            f"seeds below 2**31)",
+        ),
         ("momentum", _within(p.momentum, 0, 1, high_open=True), "in [0, 1)"),
-        ("train_samples", _within(p.train_samples, 0, MAX_SAMPLES, integer=True),
-         f">= 0 and <= {MAX_SAMPLES} (0 = all)"),
-        ("test_samples", _within(p.test_samples, 0, MAX_SAMPLES, integer=True),
-         f">= 0 and <= {MAX_SAMPLES} (0 = all)"),
-        ("latency_batches", _within(p.latency_batches, 0, MAX_LATENCY_BATCHES, integer=True),
-         f">= 0 and <= {MAX_LATENCY_BATCHES}"),
+        (
+            "train_samples",
+            _within(p.train_samples, 0, MAX_SAMPLES, integer=True),
+            f">= 0 and <= {MAX_SAMPLES} (0 = all)",
+        ),
+        ("test_samples", _within(p.test_samples, 0, MAX_SAMPLES, integer=True), f">= 0 and <= {MAX_SAMPLES} (0 = all)"),
+        (
+            "latency_batches",
+            _within(p.latency_batches, 0, MAX_LATENCY_BATCHES, integer=True),
+            f">= 0 and <= {MAX_LATENCY_BATCHES}",
+        ),
         ("infer_min_time", _within(p.infer_min_time, 0, 60), "in [0, 60] seconds (0 = one pass)"),
-        ("sample_interval", p.sample_interval == 0 or _within(p.sample_interval, 0.01, MAX_SAMPLE_INTERVAL_S),
-         f"0 (source defaults) or in [0.01, {MAX_SAMPLE_INTERVAL_S}] s"),
-        ("idle_baseline", _within(p.idle_baseline, 0, MAX_IDLE_BASELINE_S),
-         f"in [0, {MAX_IDLE_BASELINE_S}] seconds (0 = none; at most an hour)"),
-        ("until_ci", _within(p.until_ci, 0, 100, high_open=True),
-         "a percentage in (0, 100), or 0 for a fixed design"),
+        (
+            "sample_interval",
+            p.sample_interval == 0 or _within(p.sample_interval, 0.01, MAX_SAMPLE_INTERVAL_S),
+            f"0 (source defaults) or in [0.01, {MAX_SAMPLE_INTERVAL_S}] s",
+        ),
+        (
+            "idle_baseline",
+            _within(p.idle_baseline, 0, MAX_IDLE_BASELINE_S),
+            f"in [0, {MAX_IDLE_BASELINE_S}] seconds (0 = none; at most an hour)",
+        ),
+        ("until_ci", _within(p.until_ci, 0, 100, high_open=True), "a percentage in (0, 100), or 0 for a fixed design"),
         ("max_repeats", _within(p.max_repeats, 1, MAX_TRIALS, integer=True), f">= 1 and <= {MAX_TRIALS}"),
-        ("budget", _within(p.budget, 0, MAX_BUDGET_MIN),
-         f"in [0, {MAX_BUDGET_MIN}] minutes (0 = no limit; at most 30 days)"),
+        (
+            "budget",
+            _within(p.budget, 0, MAX_BUDGET_MIN),
+            f"in [0, {MAX_BUDGET_MIN}] minutes (0 = no limit; at most 30 days)",
+        ),
         ("target_accuracy", _within(p.target_accuracy, 0, 1), "a fraction in (0, 1], or 0 for no target"),
-        ("tta_budget", _within(p.tta_budget, 0, MAX_TTA_BUDGET_S),
-         f"in [0, {MAX_TTA_BUDGET_S}] seconds (0 = only the epochs limit; at most 7 days, the longest timeout)"),
+        (
+            "tta_budget",
+            _within(p.tta_budget, 0, MAX_TTA_BUDGET_S),
+            f"in [0, {MAX_TTA_BUDGET_S}] seconds (0 = only the epochs limit; at most 7 days, the longest timeout)",
+        ),
     ]
 
 
@@ -353,22 +395,25 @@ def validate_protocol(where: str, p: Protocol, at: Callable[[str], str] | None =
         if not ok:
             raise ConfigError(f"{at(name)}: {name} = {_show(getattr(p, name))}: must be {rule}")
     if p.target_accuracy and p.steps is not None:
-        raise ConfigError(f"{where}: target_accuracy trains epoch by epoch: set epochs (the most epochs "
-                          f"to try), not steps")
+        raise ConfigError(
+            f"{where}: target_accuracy trains epoch by epoch: set epochs (the most epochs to try), not steps"
+        )
     for name in ("device", "samplers", "memory_limit", "until_ci_metrics"):
         if not isinstance(getattr(p, name), str):
             raise ConfigError(f"{at(name)}: {name} = {_show(getattr(p, name))}: expected a string")
-    if p.data_dir is not None and (not isinstance(p.data_dir, str) or "\0" in p.data_dir
-                                   or len(p.data_dir) > MAX_PATH):
-        raise ConfigError(f"{at('data_dir')}: data_dir = {_show(p.data_dir)}: expected a directory path (a string "
-                          f"without NUL characters, at most {MAX_PATH} characters)")
+    if p.data_dir is not None and (not isinstance(p.data_dir, str) or "\0" in p.data_dir or len(p.data_dir) > MAX_PATH):
+        raise ConfigError(
+            f"{at('data_dir')}: data_dir = {_show(p.data_dir)}: expected a directory path (a string "
+            f"without NUL characters, at most {MAX_PATH} characters)"
+        )
     from dlbench.samplers import parse_names
 
     try:
         parse_names(p.samplers)
     except ValueError as exc:
-        raise ConfigError(f"{at('samplers')}: samplers = {_show(p.samplers)}: "
-                          f"{str(exc).removeprefix('--samplers: ')}") from None
+        raise ConfigError(
+            f"{at('samplers')}: samplers = {_show(p.samplers)}: {str(exc).removeprefix('--samplers: ')}"
+        ) from None
     if p.device not in DEVICES:
         raise ConfigError(f"{at('device')}: device = {_show(p.device)}: allowed: {_allowed(DEVICES)}")
     try:
@@ -378,13 +423,26 @@ def validate_protocol(where: str, p: Protocol, at: Callable[[str], str] | None =
     try:
         parse_ci_metrics(p.until_ci_metrics)
     except ValueError as exc:
-        raise ConfigError(f"{at('until_ci_metrics')}: until_ci_metrics = {_show(p.until_ci_metrics)}: "
-                          f"{exc}") from None
+        raise ConfigError(f"{at('until_ci_metrics')}: until_ci_metrics = {_show(p.until_ci_metrics)}: {exc}") from None
     return p
 
 
-MEMORY_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "kib": 2**10, "m": 10**6, "mb": 10**6, "mib": 2**20,
-                "g": 10**9, "gb": 10**9, "gib": 2**30, "t": 10**12, "tb": 10**12, "tib": 2**40}
+MEMORY_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 10**3,
+    "kb": 10**3,
+    "kib": 2**10,
+    "m": 10**6,
+    "mb": 10**6,
+    "mib": 2**20,
+    "g": 10**9,
+    "gb": 10**9,
+    "gib": 2**30,
+    "t": 10**12,
+    "tb": 10**12,
+    "tib": 2**40,
+}
 
 
 def parse_memory_limit(text: str) -> tuple[int, bool]:
@@ -408,20 +466,32 @@ def parse_memory(text: str, floor: int = 64 * 2**20) -> int:
         return 0
     m = re.fullmatch(r"\s*(\d{1,30}(?:\.\d{1,30})?)\s*([a-zA-Z]*)\s*", text, flags=re.ASCII)
     if not m or m.group(2).lower() not in MEMORY_UNITS:
-        raise ValueError("expected a size such as 512MiB, 2GiB, 1.5GB or a byte count, or +SIZE for a cap "
-                         "above the footprint after import and data load (0 or empty: no limit)")
+        raise ValueError(
+            "expected a size such as 512MiB, 2GiB, 1.5GB or a byte count, or +SIZE for a cap "
+            "above the footprint after import and data load (0 or empty: no limit)"
+        )
     unit = MEMORY_UNITS[m.group(2).lower()]
     if Fraction(m.group(1)) * unit > MAX_MEMORY:  # exact: a float would turn 1e400 into inf
-        raise ValueError(f"above {MAX_MEMORY} bytes (256 TiB, 2**48): more than any machine's memory, "
-                         "beyond the range a resource limit is meant for")
+        raise ValueError(
+            f"above {MAX_MEMORY} bytes (256 TiB, 2**48): more than any machine's memory, "
+            "beyond the range a resource limit is meant for"
+        )
     value = int(float(m.group(1)) * unit)
     if value < floor:
         raise ValueError(f"{value} bytes is below {floor // 2**20} MiB, too little for a Python process to start")
     return value
 
 
-CI_METRICS = ("build.time", "compile.time", "train.time", "train.throughput", "infer.time",
-              "infer.throughput", "latency_b1.time", "latency_b<B>.time")
+CI_METRICS = (
+    "build.time",
+    "compile.time",
+    "train.time",
+    "train.throughput",
+    "infer.time",
+    "infer.throughput",
+    "latency_b1.time",
+    "latency_b<B>.time",
+)
 
 
 def parse_ci_metrics(text: str) -> tuple[tuple[str, str], ...]:
@@ -444,13 +514,18 @@ def _synthetic(where: str, table: dict[str, Any]) -> Synthetic:
     _check_keys(where, table, tuple(f.name for f in fields(Synthetic)))
     s = Synthetic()
     shape = table.get("shape", list(s.shape))
-    if (not isinstance(shape, list) or len(shape) != 3
-            or not all(_within(d, 1, MAX_SYNTHETIC_SIDE, integer=True) for d in shape[:2])
-            or not _within(shape[2], 1, MAX_SYNTHETIC_CHANNELS, integer=True)):
-        raise ConfigError(f"{where}: shape = {_show(shape)}: expected [height, width, channels], positive integers "
-                          f"(height and width at most {MAX_SYNTHETIC_SIDE}, channels at most "
-                          f"{MAX_SYNTHETIC_CHANNELS})")
-    values = {"shape": tuple(shape)}
+    if (
+        not isinstance(shape, list)
+        or len(shape) != 3
+        or not all(_within(d, 1, MAX_SYNTHETIC_SIDE, integer=True) for d in shape[:2])
+        or not _within(shape[2], 1, MAX_SYNTHETIC_CHANNELS, integer=True)
+    ):
+        raise ConfigError(
+            f"{where}: shape = {_show(shape)}: expected [height, width, channels], positive integers "
+            f"(height and width at most {MAX_SYNTHETIC_SIDE}, channels at most "
+            f"{MAX_SYNTHETIC_CHANNELS})"
+        )
+    values: dict[str, Any] = {"shape": tuple(shape)}
     limits = {"classes": (2, MAX_CLASSES), "train_size": (1, MAX_SAMPLES), "test_size": (1, MAX_SAMPLES)}
     for key, (least, most) in limits.items():
         if key in table:
@@ -503,13 +578,15 @@ def _text(where: str, key: str, value: Any, *, limit: int, free: bool) -> str:
     return value
 
 
-def _check_size(where: str, matrix: dict[str, tuple[Any, ...]], include, trials: int) -> None:
+def _check_size(where: str, matrix: dict[str, tuple[Any, ...]], include: Any, trials: int) -> None:
     """Refuse a run of more than MAX_TRIALS_PER_RUN trials (cells before exclusions x trials)."""
     cells = math.prod(len(matrix[k]) for k in FACTORS)
     cells += sum(math.prod(len(inc.get(k, matrix[k])) for k in FACTORS) for inc in include)
     if cells * trials > MAX_TRIALS_PER_RUN:
-        raise ConfigError(f"{where}: {cells} matrix cells x {trials} trials = {cells * trials} trials: at most "
-                          f"{MAX_TRIALS_PER_RUN} in one run; narrow the matrix or lower trials")
+        raise ConfigError(
+            f"{where}: {cells} matrix cells x {trials} trials = {cells * trials} trials: at most "
+            f"{MAX_TRIALS_PER_RUN} in one run; narrow the matrix or lower trials"
+        )
 
 
 def parse(text: str, source: str = "<string>") -> Experiment:
@@ -533,8 +610,9 @@ def parse(text: str, source: str = "<string>") -> Experiment:
     _check_size(f"{source} [matrix]", matrix, include, protocol.trials)
     return Experiment(
         name=name,
-        description=_text(f"{source} [experiment]", "description", exp.get("description", ""),
-                          limit=MAX_DESCRIPTION, free=True),
+        description=_text(
+            f"{source} [experiment]", "description", exp.get("description", ""), limit=MAX_DESCRIPTION, free=True
+        ),
         matrix=matrix,
         protocol=protocol,
         synthetic=_synthetic(f"{source} [synthetic]", data.get("synthetic", {})),
@@ -604,8 +682,10 @@ def load(path: str | Path) -> Experiment:
     try:
         text = data.decode("utf-8-sig")  # a byte-order mark some editors write is not part of the TOML
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"{shown}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
-                          "an experiment file is TOML, which is UTF-8") from None
+        raise ConfigError(
+            f"{shown}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
+            "an experiment file is TOML, which is UTF-8"
+        ) from None
     return parse(text, shown)
 
 
@@ -615,8 +695,13 @@ def default() -> Experiment:
     return parse(text, "<embedded default.toml>")
 
 
-def override(exp: Experiment, matrix: dict[str, list[Any]], protocol: dict[str, Any],
-             where: str = "command line", model_options: dict[str, dict[str, Any]] | None = None) -> Experiment:
+def override(
+    exp: Experiment,
+    matrix: dict[str, list[Any]],
+    protocol: dict[str, Any],
+    where: str = "command line",
+    model_options: dict[str, dict[str, Any]] | None = None,
+) -> Experiment:
     """Apply command-line flags: matrix factors replace the file's lists; protocol
     settings replace single values. Validated like the file."""
     new_matrix = dict(exp.matrix)

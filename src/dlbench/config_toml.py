@@ -46,8 +46,12 @@ def key(k: str) -> str:
 
 def to_toml(exp: Experiment) -> str:
     """Every setting of the experiment, defaults included, in the file format config.parse reads."""
-    lines = ["# The experiment as it ran: the file and the command-line flags merged, every setting shown.",
-             "", "[experiment]", f"name = {value(exp.name)}"]
+    lines = [
+        "# The experiment as it ran: the file and the command-line flags merged, every setting shown.",
+        "",
+        "[experiment]",
+        f"name = {value(exp.name)}",
+    ]
     if exp.description:
         lines.append(f"description = {value(exp.description)}")
     lines += ["", "[matrix]", *(f"{k} = {value(list(exp.matrix[k]))}" for k in FACTORS if k in exp.matrix)]
@@ -67,9 +71,11 @@ def to_toml(exp: Experiment) -> str:
 
 def derived_name(exp: Experiment) -> str:
     """A short name from what runs: "mlp, cnn on digits: torch, jax"."""
+
     def joined(factor: str) -> str:
-        values = list(dict.fromkeys([*exp.matrix.get(factor, ()), *(v for c in exp.include
-                                                                     for v in c.get(factor, ()))]))
+        values = list(
+            dict.fromkeys([*exp.matrix.get(factor, ()), *(v for c in exp.include for v in c.get(factor, ()))])
+        )
         return ", ".join(str(v) for v in values)
 
     return f"{joined('model')} on {joined('dataset')}: {joined('framework')}"
@@ -80,7 +86,10 @@ def resolved(exp: Experiment, flags_given: bool) -> Experiment:
     embedded default changed by flags is named after what it runs ("default" would
     say it ran the default suite)."""
     if flags_given and exp.source == EMBEDDED:
-        exp = replace(exp, name=derived_name(exp),
-                      description="the embedded default suite, changed by command-line flags (see the command)")
+        exp = replace(
+            exp,
+            name=derived_name(exp),
+            description="the embedded default suite, changed by command-line flags (see the command)",
+        )
     source = exp.source + (" with command-line flags" if flags_given else "")
     return replace(exp, text=to_toml(exp), source=source)

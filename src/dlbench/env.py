@@ -17,8 +17,21 @@ from typing import Any
 
 import dlbench
 
-PACKAGES = ("torch", "tensorflow-cpu", "tensorflow", "keras", "jax", "jaxlib", "flax", "optax",
-            "scikit-learn", "numpy", "scipy", "psutil", "nvidia-ml-py")
+PACKAGES = (
+    "torch",
+    "tensorflow-cpu",
+    "tensorflow",
+    "keras",
+    "jax",
+    "jaxlib",
+    "flax",
+    "optax",
+    "scikit-learn",
+    "numpy",
+    "scipy",
+    "psutil",
+    "nvidia-ml-py",
+)
 
 
 def _cpu_model() -> str:
@@ -33,8 +46,19 @@ def _cpu_model() -> str:
 
 def _cpu_flags() -> list[str]:
     """The vector-extension flags that decide which kernels oneDNN/XLA pick."""
-    wanted = ("avx", "avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_tile",
-              "neon", "asimd", "sve")
+    wanted = (
+        "avx",
+        "avx2",
+        "fma",
+        "avx512f",
+        "avx512_bf16",
+        "avx512_vnni",
+        "amx_bf16",
+        "amx_tile",
+        "neon",
+        "asimd",
+        "sve",
+    )
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith(("flags", "Features")):
@@ -68,12 +92,15 @@ def git_revision() -> str | None:
     if shutil.which("git") is None:
         return None
     try:
-        rev = subprocess.run(["git", "-C", str(src), "rev-parse", "HEAD"], capture_output=True,
-                             text=True, timeout=5)
+        rev = subprocess.run(["git", "-C", str(src), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
         if rev.returncode != 0:
             return None
-        dirty = subprocess.run(["git", "-C", str(src), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=5)
+        dirty = subprocess.run(
+            ["git", "-C", str(src), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
         return rev.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
         return None
@@ -85,8 +112,12 @@ def gpus() -> list[str] | str:
     if exe is None:
         return "none: nvidia-smi not found (no NVIDIA driver)"
     try:
-        out = subprocess.run([exe, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=10)
+        out = subprocess.run(
+            [exe, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
     except (OSError, subprocess.SubprocessError) as exc:
         return f"none: nvidia-smi failed: {exc}"
     if out.returncode != 0:

@@ -112,8 +112,15 @@ def framework_counts(frameworks: dict[str, str], timeout: float = 600.0) -> dict
                 continue
             except (OSError, json.JSONDecodeError):
                 pass  # unreadable cache: recount
-        running[name] = (cache, subprocess.Popen([sys.executable, "-m", "dlbench.param_counts", name],
-                                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        running[name] = (
+            cache,
+            subprocess.Popen(
+                [sys.executable, "-m", "dlbench.param_counts", name],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            ),
+        )
     for name, (cache, proc) in running.items():
         try:
             out, err = proc.communicate(timeout=timeout)

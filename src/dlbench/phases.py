@@ -50,21 +50,34 @@ def _frozen(value: Any) -> Any:
 def settings_for(case: dict[str, Any], repeat: int) -> TrainSettings:
     classical = case["optimizer"] == "none"
     return TrainSettings(
-        model=case["model"], batch_size=case["batch_size"],
+        model=case["model"],
+        batch_size=case["batch_size"],
         # Classical models ignore epochs/optimizer; TrainSettings still wants valid values.
-        epochs=1 if classical else case["epochs"], steps=None if classical else case["steps"],
-        optimizer="sgd" if classical else case["optimizer"], lr=case["lr"] or 0.01,
-        momentum=case["momentum"], init="glorot-uniform" if classical else case["init"],
+        epochs=1 if classical else case["epochs"],
+        steps=None if classical else case["steps"],
+        optimizer="sgd" if classical else case["optimizer"],
+        lr=case["lr"] or 0.01,
+        momentum=case["momentum"],
+        init="glorot-uniform" if classical else case["init"],
         seed=case["seed"] + repeat,
         model_options={k: _frozen(v) for k, v in (case.get("model_options") or {}).items()},
-        precision=case.get("precision", "float32"), layout=case.get("layout", "native"),
+        precision=case.get("precision", "float32"),
+        layout=case.get("layout", "native"),
         pipeline="preloaded" if classical else case.get("pipeline", "preloaded"),
     )
 
 
-def run_repeat(fw: Framework, native: Any, case: dict[str, Any], protocol: dict[str, Any],
-               repeat: int, n_train: int, marker: Emit, facts: Emit | None = None,
-               calibration: dict[str, Any] | None = None) -> list[Measurement]:
+def run_repeat(
+    fw: Framework,
+    native: Any,
+    case: dict[str, Any],
+    protocol: dict[str, Any],
+    repeat: int,
+    n_train: int,
+    marker: Emit,
+    facts: Emit | None = None,
+    calibration: dict[str, Any] | None = None,
+) -> list[Measurement]:
     """One repeat; `facts(**kw)` receives what a trainer learns only after training
     (e.g. the neighbour-search algorithm scikit-learn picked), for the manifest.
     `calibration` carries the inference pass count from the trial's first repeat to
@@ -119,8 +132,16 @@ def run_repeat(fw: Framework, native: Any, case: dict[str, Any], protocol: dict[
     return _inference(trainer, case, protocol, repeat, add, marker, calibration, out)
 
 
-def _time_to_accuracy(trainer: Any, settings: TrainSettings, protocol: dict[str, Any], max_epochs: int,
-                      n_train: int, add: Callable[..., None], marker: Emit, repeat: int) -> None:
+def _time_to_accuracy(
+    trainer: Any,
+    settings: TrainSettings,
+    protocol: dict[str, Any],
+    max_epochs: int,
+    n_train: int,
+    add: Callable[..., None],
+    marker: Emit,
+    repeat: int,
+) -> None:
     """DAWNBench-style: one epoch at a time, then the test accuracy, until the target
     or the budget (the configured epochs, and `tta_budget` seconds of training).
 
@@ -149,8 +170,12 @@ def _time_to_accuracy(trainer: Any, settings: TrainSettings, protocol: dict[str,
     marker(phase="tta", repeat=repeat, edge="end")
     add("train", "time", train_s, "s")
     add("train", "epochs", float(epoch), "count")
-    add("train", "throughput", epoch * settings.steps_per_epoch(n_train) * settings.batch_size / train_s
-        if train_s > 0 else None, "samples/s")
+    add(
+        "train",
+        "throughput",
+        epoch * settings.steps_per_epoch(n_train) * settings.batch_size / train_s if train_s > 0 else None,
+        "samples/s",
+    )
     add("evaluate", "time", eval_s, "s")
     add("accuracy", "accuracy", accuracy, "fraction")
     add("tta", "reached", 1.0 if reached_at else 0.0, "bool")
@@ -185,8 +210,11 @@ def _infer_passes(trainer: Any, batch: int, min_time: float, calibration: dict[s
                 break
         elapsed = _seconds(t_start)
         fastest = min(times)
-        calibration["infer_passes"] = (1 if min_time <= 0 or fastest >= min_time
-                                       else min(MAX_INFER_PASSES, math.ceil(min_time / max(fastest, 1e-9))))
+        calibration["infer_passes"] = (
+            1
+            if min_time <= 0 or fastest >= min_time
+            else min(MAX_INFER_PASSES, math.ceil(min_time / max(fastest, 1e-9)))
+        )
         return samples, elapsed / len(times), len(times)
     t0 = time.perf_counter_ns()
     for _ in range(passes):
@@ -194,9 +222,16 @@ def _infer_passes(trainer: Any, batch: int, min_time: float, calibration: dict[s
     return samples, _seconds(t0) / passes, passes
 
 
-def _inference(trainer: Any, case: dict[str, Any], protocol: dict[str, Any], repeat: int,
-               add: Callable[..., None], marker: Emit, calibration: dict[str, Any],
-               out: list[Measurement]) -> list[Measurement]:
+def _inference(
+    trainer: Any,
+    case: dict[str, Any],
+    protocol: dict[str, Any],
+    repeat: int,
+    add: Callable[..., None],
+    marker: Emit,
+    calibration: dict[str, Any],
+    out: list[Measurement],
+) -> list[Measurement]:
     batch = case["batch_size"]
     batches = trainer.prepare_infer(batch)
     if batches == 0:

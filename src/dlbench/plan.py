@@ -16,6 +16,7 @@ import json
 import os
 import random
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from dlbench.config import FACTORS, Experiment
 from dlbench.frameworks import registry
@@ -49,7 +50,7 @@ class Case:
     # The model's options as (name, value) pairs, sorted (hashable); a dict in as_dict().
     model_options: tuple[tuple[str, object], ...] = ()
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["model_options"] = dict(self.model_options)
         return d
@@ -68,13 +69,13 @@ class Case:
 @dataclass(frozen=True)
 class Trial:
     case: Case
-    block: int      # 0-based block (interleaving round)
-    position: int   # order inside the block
+    block: int  # 0-based block (interleaving round)
+    position: int  # order inside the block
 
 
 @dataclass(frozen=True)
 class Skipped:
-    cell: dict
+    cell: dict[str, Any]
     reason: str
 
 
@@ -102,12 +103,12 @@ def physical_cores() -> int:
         return physical
 
 
-def _cells(exp: Experiment) -> list[dict]:
-    def product(m: dict) -> list[dict]:
+def _cells(exp: Experiment) -> list[dict[str, Any]]:
+    def product(m: dict[str, Any]) -> list[dict[str, Any]]:
         full = {k: m.get(k, exp.matrix[k]) for k in FACTORS}
         return [dict(zip(FACTORS, combo)) for combo in itertools.product(*(full[k] for k in FACTORS))]
 
-    def matches(cell: dict, rule: dict) -> bool:
+    def matches(cell: dict[str, Any], rule: dict[str, Any]) -> bool:
         return all(cell[k] in values for k, values in rule.items())
 
     cells = [c for c in product(exp.matrix) if not any(matches(c, r) for r in exp.exclude)]
@@ -117,7 +118,7 @@ def _cells(exp: Experiment) -> list[dict]:
     return list(unique.values())
 
 
-def synthetic_sample(exp: Experiment, spec, options: dict, size: int) -> tuple[tuple[int, ...], int]:
+def synthetic_sample(exp: Experiment, spec: Any, options: dict[str, Any], size: int) -> tuple[tuple[int, ...], int]:
     """(sample shape, classes) of the synthetic data for one cell: [synthetic] for
     image models, with H = W = size when the cell sets an input size; the model's
     own synthetic_data for sequence models, with the sequence length = size."""
@@ -136,11 +137,15 @@ def layout_reason(framework: str, layout: str, input_kind: str) -> str | None:
     if input_kind != "image":
         return f"layout {layout} concerns image tensors; this model takes {input_kind}"
     if layout == "channels-first" and framework == "tensorflow":
-        return ("tensorflow: Keras convolutions here take channels-last (NHWC) input (TensorFlow's CPU kernels "
-                "have no NCHW convolution); use layout native or channels-last")
+        return (
+            "tensorflow: Keras convolutions here take channels-last (NHWC) input (TensorFlow's CPU kernels "
+            "have no NCHW convolution); use layout native or channels-last"
+        )
     if layout == "channels-first" and framework == "jax":
-        return ("jax: Flax's Conv takes NHWC input and XLA chooses the physical layout itself; "
-                "use layout native or channels-last")
+        return (
+            "jax: Flax's Conv takes NHWC input and XLA chooses the physical layout itself; "
+            "use layout native or channels-last"
+        )
     if framework not in ("torch", "tensorflow", "jax"):
         return f"{framework} has no layout setting"
     return None
@@ -181,14 +186,20 @@ def expand(exp: Experiment) -> Plan:
             synthetic = (*shape, classes, exp.synthetic.train_size, exp.synthetic.test_size)
         elif size:
             fixed, _ = dataset_shape(cell["dataset"])
-            reason = (f"input_shape {size} applies to the synthetic dataset; {cell['dataset']} has a fixed "
-                      f"{'x'.join(map(str, fixed))} input")
+            reason = (
+                f"input_shape {size} applies to the synthetic dataset; {cell['dataset']} has a fixed "
+                f"{'x'.join(map(str, fixed))} input"
+            )
             shape = fixed
         else:
             shape, _ = dataset_shape(cell["dataset"])
-        reason = (reason or info.unavailable_reason() or spec.unsupported_reason(name, shape, info.models)
-                  or layout_reason(name, cell["layout"], spec.input_kind)
-                  or pipeline_reason(name, cell["pipeline"], spec.input_kind, shape))
+        reason = (
+            reason
+            or info.unavailable_reason()
+            or spec.unsupported_reason(name, shape, info.models)
+            or layout_reason(name, cell["layout"], spec.input_kind)
+            or pipeline_reason(name, cell["pipeline"], spec.input_kind, shape)
+        )
         if reason is not None:
             plan.skipped.append(Skipped(cell, reason))
             continue
@@ -196,20 +207,34 @@ def expand(exp: Experiment) -> Plan:
             plan.skipped.append(Skipped(cell, reason))
             continue
         classical = spec.kind == "classical"
-        runnable.append(Case(
-            framework=name, variant=variant or info.default_variant, model=cell["model"],
-            dataset=cell["dataset"], batch_size=cell["batch_size"],
-            # Settings that a classical model ignores are normalized so that they
-            # neither multiply identical trials nor pretend to have been applied.
-            init="none" if classical else cell["init"],
-            optimizer="none" if classical else cell["optimizer"],
-            lr=0.0 if classical else cell["lr"], momentum=0.0 if classical else p.momentum,
-            epochs=None if classical else p.epochs, steps=None if classical else p.steps,
-            device=p.device, threads=threads, seed=p.seed,
-            train_samples=p.train_samples, test_samples=p.test_samples, synthetic=synthetic,
-            precision=cell["precision"], input_shape=size, layout=cell["layout"], pipeline=cell["pipeline"],
-            model_options=tuple(sorted(options.items())) if not classical else (),
-        ))
+        runnable.append(
+            Case(
+                framework=name,
+                variant=variant or info.default_variant,
+                model=cell["model"],
+                dataset=cell["dataset"],
+                batch_size=cell["batch_size"],
+                # Settings that a classical model ignores are normalized so that they
+                # neither multiply identical trials nor pretend to have been applied.
+                init="none" if classical else cell["init"],
+                optimizer="none" if classical else cell["optimizer"],
+                lr=0.0 if classical else cell["lr"],
+                momentum=0.0 if classical else p.momentum,
+                epochs=None if classical else p.epochs,
+                steps=None if classical else p.steps,
+                device=p.device,
+                threads=threads,
+                seed=p.seed,
+                train_samples=p.train_samples,
+                test_samples=p.test_samples,
+                synthetic=synthetic,
+                precision=cell["precision"],
+                input_shape=size,
+                layout=cell["layout"],
+                pipeline=cell["pipeline"],
+                model_options=tuple(sorted(options.items())) if not classical else (),
+            )
+        )
     runnable = list(dict.fromkeys(runnable))
     rng = random.Random(p.seed)
     for block in range(p.trials):

@@ -9,9 +9,16 @@ import json
 from typing import Any
 
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.text import Text
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn,
-                           TimeRemainingColumn)
 
 from dlbench.cases import case_label
 
@@ -21,18 +28,26 @@ class RunProgress:
         self.console = console
         self.store = store
         self.run_id = run_id
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TextColumn("repeats"), TimeElapsedColumn(), TextColumn("ETA"),
-                                 TimeRemainingColumn(), console=console, transient=False,
-                                 # No 10 Hz refresh thread: a parent that wakes up while the
-                                 # worker runs steals cycles from OpenMP thread pools (torch
-                                 # spin-waits), so the bar is redrawn only on events.
-                                 auto_refresh=False)
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("repeats"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=console,
+            transient=False,
+            # No 10 Hz refresh thread: a parent that wakes up while the
+            # worker runs steals cycles from OpenMP thread pools (torch
+            # spin-waits), so the bar is redrawn only on events.
+            auto_refresh=False,
+        )
         self.task: TaskID | None = None
         self.trial_units = 0
         self.done_in_trial = 0
 
-    def __enter__(self) -> "RunProgress":
+    def __enter__(self) -> RunProgress:
         self.progress.__enter__()
         return self
 
@@ -46,9 +61,12 @@ class RunProgress:
 
     def on_event(self, kind: str, **info: Any) -> None:
         if kind == "run_start":
-            pending = [t for t in self.store.trials(self.run_id) if t["status"] in ("pending", "running", "interrupted")]
-            units = sum(json.loads(t["protocol_json"])["warmup"] + json.loads(t["protocol_json"])["repeats"]
-                        for t in pending)
+            pending = [
+                t for t in self.store.trials(self.run_id) if t["status"] in ("pending", "running", "interrupted")
+            ]
+            units = sum(
+                json.loads(t["protocol_json"])["warmup"] + json.loads(t["protocol_json"])["repeats"] for t in pending
+            )
             if self.task is None:
                 self.task = self.progress.add_task(f"run {self.run_id}", total=units)
             else:  # adaptive mode: a new block of trials extends the bar
@@ -70,8 +88,9 @@ class RunProgress:
                 self.progress.advance(self._bar())
                 self.progress.refresh()
         elif kind == "block_added":
-            self.progress.console.print(f"adaptive: confidence intervals still too wide, adding block {info['block']}",
-                                        highlight=False)
+            self.progress.console.print(
+                f"adaptive: confidence intervals still too wide, adding block {info['block']}", highlight=False
+            )
         elif kind == "adaptive_stop":
             self.progress.console.print(f"adaptive: {info['reason']}", highlight=False)
         elif kind == "trial_end":
@@ -81,6 +100,11 @@ class RunProgress:
             self.progress.refresh()
             style = "green" if outcome.status == "ok" else "red"
             first_line = (outcome.error or "").splitlines()[0][:150] if outcome.error else ""
-            self.progress.console.print(Text.assemble(
-                (f"{outcome.status:>7}", style), f" {case_label(info['case'])}  {outcome.wall_s:.1f} s",
-                f"  {first_line}" if first_line else ""), highlight=False)
+            self.progress.console.print(
+                Text.assemble(
+                    (f"{outcome.status:>7}", style),
+                    f" {case_label(info['case'])}  {outcome.wall_s:.1f} s",
+                    f"  {first_line}" if first_line else "",
+                ),
+                highlight=False,
+            )

@@ -43,8 +43,12 @@ def _start_time(pid: int) -> float | None:
 
 def me() -> dict[str, Any]:
     """This process as a run owner."""
-    return {"pid": os.getpid(), "started": _start_time(os.getpid()), "host": socket.gethostname(),
-            "boot_id": _boot_id()}
+    return {
+        "pid": os.getpid(),
+        "started": _start_time(os.getpid()),
+        "host": socket.gethostname(),
+        "boot_id": _boot_id(),
+    }
 
 
 def alive(owner: dict[str, Any]) -> bool:

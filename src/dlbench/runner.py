@@ -67,6 +67,7 @@ class Terminated(KeyboardInterrupt):
 
 def raise_on_termination() -> None:
     """Turn SIGTERM and SIGHUP into Terminated in the main thread, for the commands that run trials."""
+
     def handler(signum: int, frame: object) -> None:
         raise Terminated(signum)
 
@@ -136,11 +137,31 @@ def _memory_rows(event: dict[str, Any], warmup: int) -> list[Measurement]:
     warm = repeat is not None and repeat < warmup
     rows = []
     if event.get("peak_rss") is not None:
-        rows.append(Measurement(repeat, warm, event["phase"], "memory.peak_rss", float(event["peak_rss"]), "bytes",
-                                None, event.get("peak_rss_method")))
+        rows.append(
+            Measurement(
+                repeat,
+                warm,
+                event["phase"],
+                "memory.peak_rss",
+                float(event["peak_rss"]),
+                "bytes",
+                None,
+                event.get("peak_rss_method"),
+            )
+        )
     if event.get("device_peak") is not None:
-        rows.append(Measurement(repeat, warm, event["phase"], "memory.device_peak", float(event["device_peak"]),
-                                "bytes", None, event.get("device_peak_source")))
+        rows.append(
+            Measurement(
+                repeat,
+                warm,
+                event["phase"],
+                "memory.device_peak",
+                float(event["device_peak"]),
+                "bytes",
+                None,
+                event.get("device_peak_source"),
+            )
+        )
     return rows
 
 
@@ -170,23 +191,41 @@ def _start_poller(spec: dict[str, Any]) -> Any:
     return Poller(active) if active else None
 
 
-def _store_telemetry(store: Store, trial_id: int, spec: dict[str, Any], poller: Any, markers: list[dict[str, Any]],
-                     rows: list[Measurement], memory_notes: list[str]) -> None:
+def _store_telemetry(
+    store: Store,
+    trial_id: int,
+    spec: dict[str, Any],
+    poller: Any,
+    markers: list[dict[str, Any]],
+    rows: list[Measurement],
+    memory_notes: list[str],
+) -> None:
     from dlbench import telemetry
 
     series, notes = poller.stop() if poller is not None else ([], {})
     if memory_notes:
         notes["memory"] = memory_notes
     telemetry_rows, slice_notes = telemetry.phase_measurements(
-        series, telemetry.windows(markers), spec["protocol"]["warmup"], _work(rows, spec["case"]),
-        spec.get("idle_power"))
+        series,
+        telemetry.windows(markers),
+        spec["protocol"]["warmup"],
+        _work(rows, spec["case"]),
+        spec.get("idle_power"),
+    )
     if slice_notes:
         notes["slicing"] = sorted(set(slice_notes))
     store.add_telemetry(trial_id, series, markers, telemetry_rows, notes)
 
 
-def execute_trial(store: Store, trial_id: int, spec: dict[str, Any], *, timeout: float,
-                  command: Sequence[str] | None = None, on_event: Callback | None = None) -> TrialOutcome:
+def execute_trial(
+    store: Store,
+    trial_id: int,
+    spec: dict[str, Any],
+    *,
+    timeout: float,
+    command: Sequence[str] | None = None,
+    on_event: Callback | None = None,
+) -> TrialOutcome:
     """Run one trial in a fresh worker process and store everything it reports."""
     store.start_trial(trial_id)
     oom_before = oom_kills()
@@ -200,9 +239,15 @@ def execute_trial(store: Store, trial_id: int, spec: dict[str, Any], *, timeout:
     done = timed_out = False
     started = time.monotonic()
     with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as err:
-        proc = subprocess.Popen(list(command or worker_command()), stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=err, text=True, encoding="utf-8",
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            list(command or worker_command()),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            encoding="utf-8",
+            start_new_session=True,
+        )
         if poller is not None:
             poller.start(proc.pid)
         try:
@@ -281,13 +326,17 @@ def execute_trial(store: Store, trial_id: int, spec: dict[str, Any], *, timeout:
 
     if timed_out:
         outcome.status = "timeout"
-        outcome.error = f"timed out after {timeout:g} s (worker killed); {outcome.repeats} of {expected} repeats finished"
+        outcome.error = (
+            f"timed out after {timeout:g} s (worker killed); {outcome.repeats} of {expected} repeats finished"
+        )
     elif error_event is not None:
         outcome.status = "oom" if error_event.get("oom") else "failed"
         outcome.error = f"{error_event['type']}: {error_event['message']}\n{error_event.get('traceback', '')}".strip()
     elif proc.returncode is not None and proc.returncode < 0:
-        outcome.error = (f"worker killed by {_signal_name(proc.returncode)} after {outcome.repeats} of "
-                         f"{expected} repeats; stderr tail:\n{stderr_tail[-2000:]}")
+        outcome.error = (
+            f"worker killed by {_signal_name(proc.returncode)} after {outcome.repeats} of "
+            f"{expected} repeats; stderr tail:\n{stderr_tail[-2000:]}"
+        )
         limit = spec["protocol"].get("memory_limit")
         oom_after = oom_kills()
         if -proc.returncode == signal.SIGKILL:
@@ -296,31 +345,49 @@ def execute_trial(store: Store, trial_id: int, spec: dict[str, Any], *, timeout:
             # tells them apart.
             if oom_before is not None and oom_after is not None and oom_after > oom_before:
                 outcome.status = "oom"
-                outcome.error = (f"out of memory: the kernel's OOM killer ended the worker (cgroup oom_kill "
-                                 f"count {oom_before} -> {oom_after}). " + outcome.error)
+                outcome.error = (
+                    f"out of memory: the kernel's OOM killer ended the worker (cgroup oom_kill "
+                    f"count {oom_before} -> {oom_after}). " + outcome.error
+                )
             else:
-                outcome.error = ("killed from outside: SIGKILL while the kernel's OOM-kill count "
-                                 + ("stood still" if oom_before is not None else "could not be read (no cgroup "
-                                    "memory.events): cannot tell it from an out-of-memory kill")
-                                 + ". " + outcome.error)
+                outcome.error = (
+                    "killed from outside: SIGKILL while the kernel's OOM-kill count "
+                    + (
+                        "stood still"
+                        if oom_before is not None
+                        else "could not be read (no cgroup memory.events): cannot tell it from an out-of-memory kill"
+                    )
+                    + ". "
+                    + outcome.error
+                )
         elif limit and -proc.returncode in CRASH_SIGNALS:
             # Under a memory cap, native code that does not check malloc dies on
             # the NULL it gets (measured: TensorFlow's CPU kernels segfault where
             # torch and JAX raise). Inferred, and said so.
             outcome.status = "oom"
-            outcome.error = (f"out of memory (inferred): the worker died by {_signal_name(proc.returncode)} "
-                             f"while capped at {'+' if spec['protocol'].get('memory_limit_relative') else ''}"
-                             f"{limit / 2**20:.0f} MiB (--memory-limit); native code that "
-                             f"does not check a failed allocation crashes this way. " + outcome.error)
+            outcome.error = (
+                f"out of memory (inferred): the worker died by {_signal_name(proc.returncode)} "
+                f"while capped at {'+' if spec['protocol'].get('memory_limit_relative') else ''}"
+                f"{limit / 2**20:.0f} MiB (--memory-limit); native code that "
+                f"does not check a failed allocation crashes this way. " + outcome.error
+            )
     elif proc.returncode != 0 or not done:
-        outcome.error = (f"worker exited with code {proc.returncode} without finishing "
-                         f"({outcome.repeats} of {expected} repeats); stderr tail:\n{stderr_tail[-2000:]}")
+        outcome.error = (
+            f"worker exited with code {proc.returncode} without finishing "
+            f"({outcome.repeats} of {expected} repeats); stderr tail:\n{stderr_tail[-2000:]}"
+        )
     elif outcome.repeats != expected:
         outcome.error = f"worker reported {outcome.repeats} repeats, expected {expected}"
     else:
         outcome.status = "ok"
-    store.finish_trial(trial_id, status=outcome.status, error=outcome.error, returncode=outcome.returncode,
-                       wall_s=outcome.wall_s, stderr=stderr_tail)
+    store.finish_trial(
+        trial_id,
+        status=outcome.status,
+        error=outcome.error,
+        returncode=outcome.returncode,
+        wall_s=outcome.wall_s,
+        stderr=stderr_tail,
+    )
     return outcome
 
 
@@ -333,18 +400,30 @@ def protocol_for_worker(plan: Plan) -> dict[str, Any]:
     # Samplers first: a bad samplers string is reported before a bad memory_limit.
     samplers = list(parse_names(p.samplers))
     memory_limit, memory_limit_relative = parse_memory_limit(p.memory_limit)
-    return {"repeats": p.repeats, "warmup": p.warmup, "latency_batches": p.latency_batches,
-            "infer_min_time": p.infer_min_time,
-            "timeout": p.timeout, "data_dir": p.data_dir, "trials": p.trials,
-            "samplers": samplers, "sample_interval": p.sample_interval,
-            "until_ci": p.until_ci, "max_repeats": p.max_repeats, "budget": p.budget,
-            "until_ci_metrics": p.until_ci_metrics, "memory_limit": memory_limit,
-            "memory_limit_relative": memory_limit_relative,
-            "target_accuracy": p.target_accuracy, "tta_budget": p.tta_budget}
+    return {
+        "repeats": p.repeats,
+        "warmup": p.warmup,
+        "latency_batches": p.latency_batches,
+        "infer_min_time": p.infer_min_time,
+        "timeout": p.timeout,
+        "data_dir": p.data_dir,
+        "trials": p.trials,
+        "samplers": samplers,
+        "sample_interval": p.sample_interval,
+        "until_ci": p.until_ci,
+        "max_repeats": p.max_repeats,
+        "budget": p.budget,
+        "until_ci_metrics": p.until_ci_metrics,
+        "memory_limit": memory_limit,
+        "memory_limit_relative": memory_limit_relative,
+        "target_accuracy": p.target_accuracy,
+        "tta_budget": p.tta_budget,
+    }
 
 
-def create_run(store: Store, plan: Plan, *, command: str, environment: dict[str, Any],
-               owner: dict[str, Any] | None = None) -> int:
+def create_run(
+    store: Store, plan: Plan, *, command: str, environment: dict[str, Any], owner: dict[str, Any] | None = None
+) -> int:
     """Store the run, its planned trials (status pending), the skipped cells and the
     sampler table in one transaction, owned by `owner` (default: this process)."""
     import dlbench
@@ -352,18 +431,35 @@ def create_run(store: Store, plan: Plan, *, command: str, environment: dict[str,
 
     exp = plan.experiment
     protocol = protocol_for_worker(plan)
-    trials = [{"case_key": t.case.key, "block": t.block, "position": t.position, "case": t.case.as_dict(),
-               "protocol": protocol} for t in plan.trials]
+    trials = [
+        {
+            "case_key": t.case.key,
+            "block": t.block,
+            "position": t.position,
+            "case": t.case.as_dict(),
+            "protocol": protocol,
+        }
+        for t in plan.trials
+    ]
     table = samplers.availability(tuple(protocol["samplers"]), protocol["sample_interval"] or None)
-    return store.create_run(name=exp.name, command=command, config_source=exp.source, config_text=exp.text,
-                            experiment=asdict(exp) | {"text": None}, environment=environment,
-                            version=dlbench.__version__, trials=trials,
-                            skipped=[(s.cell, s.reason) for s in plan.skipped], samplers=table,
-                            owner=owner or runlock.me())
+    return store.create_run(
+        name=exp.name,
+        command=command,
+        config_source=exp.source,
+        config_text=exp.text,
+        experiment=asdict(exp) | {"text": None},
+        environment=environment,
+        version=dlbench.__version__,
+        trials=trials,
+        skipped=[(s.cell, s.reason) for s in plan.skipped],
+        samplers=table,
+        owner=owner or runlock.me(),
+    )
 
 
-def measure_idle(store: Store, run_id: int, seconds: float, names: Sequence[str],
-                 interval_s: float | None = None) -> dict[str, float]:
+def measure_idle(
+    store: Store, run_id: int, seconds: float, names: Sequence[str], interval_s: float | None = None
+) -> dict[str, float]:
     """Idle power of every energy source over `seconds` with no worker running,
     stored with the run and subtracted per phase as "energy_net"."""
     import os
@@ -380,8 +476,15 @@ def measure_idle(store: Store, run_id: int, seconds: float, names: Sequence[str]
     time.sleep(seconds)
     series, notes = poller.stop()
     power = telemetry.idle_power(series, seconds)
-    store.set_idle(run_id, {"seconds": seconds, "power_w": power, "notes": notes,
-                            "note": None if power else "no energy counter available: nothing to subtract"})
+    store.set_idle(
+        run_id,
+        {
+            "seconds": seconds,
+            "power_w": power,
+            "notes": notes,
+            "note": None if power else "no energy counter available: nothing to subtract",
+        },
+    )
     return power
 
 
@@ -410,11 +513,15 @@ def adaptive_decision(store: Store, run_id: int, started: float) -> str | None:
         return f"converged: every median's 95% CI within ±{proto['until_ci']:g}% after {blocks} blocks ({names})"
     cases = len({key for key, _, _ in wide})
     if blocks >= proto["max_repeats"]:
-        return (f"max-repeats reached: {blocks} blocks; {cases} case(s) not within ±{proto['until_ci']:g}%"
-                f"{_widest(trials, wide, pct)}")
+        return (
+            f"max-repeats reached: {blocks} blocks; {cases} case(s) not within ±{proto['until_ci']:g}%"
+            f"{_widest(trials, wide, pct)}"
+        )
     if proto["budget"] and time.monotonic() - started >= proto["budget"] * 60:
-        return (f"budget of {proto['budget']:g} min spent after {blocks} blocks; {cases} case(s) not converged"
-                f"{_widest(trials, wide, pct)}")
+        return (
+            f"budget of {proto['budget']:g} min spent after {blocks} blocks; {cases} case(s) not converged"
+            f"{_widest(trials, wide, pct)}"
+        )
     return None
 
 
@@ -433,8 +540,10 @@ def _widest(trials: Any, wide: list[tuple[str, str, list[float]]], pct: float) -
     blocks = stats.samples_needed(len(values), half, pct)
     if blocks is None:  # a median of zero has no relative width
         return f" (widest: {metric} of {case_label(case)}, median 0: no relative CI)"
-    return (f" (widest: {metric} of {case_label(case)}, ±{100 * half:.1f}%; at this spread about {blocks} "
-            f"blocks would be needed)")
+    return (
+        f" (widest: {metric} of {case_label(case)}, ±{100 * half:.1f}%; at this spread about {blocks} "
+        f"blocks would be needed)"
+    )
 
 
 def add_block(store: Store, run_id: int, seed: int) -> int:
@@ -446,10 +555,19 @@ def add_block(store: Store, run_id: int, seed: int) -> int:
     cases = {t["case_key"]: t for t in trials}
     order = list(cases)
     random.Random(seed * 1_000_003 + block).shuffle(order)
-    store.add_trials(run_id, [{"case_key": key, "block": block, "position": position,
-                               "case": json.loads(cases[key]["case_json"]),
-                               "protocol": json.loads(cases[key]["protocol_json"])}
-                              for position, key in enumerate(order)])
+    store.add_trials(
+        run_id,
+        [
+            {
+                "case_key": key,
+                "block": block,
+                "position": position,
+                "case": json.loads(cases[key]["case_json"]),
+                "protocol": json.loads(cases[key]["protocol_json"]),
+            }
+            for position, key in enumerate(order)
+        ],
+    )
     return block
 
 
@@ -460,13 +578,16 @@ def claim(store: Store, run_id: int) -> dict[str, Any]:
     owner = runlock.me()
     holder = store.claim_run(run_id, owner, runlock.alive)
     if holder is not None:
-        raise RunBusy(f"run {run_id} of {store.path} is being executed by another dlbench "
-                      f"({runlock.describe(holder)}); wait for it to finish, or stop it, then resume")
+        raise RunBusy(
+            f"run {run_id} of {store.path} is being executed by another dlbench "
+            f"({runlock.describe(holder)}); wait for it to finish, or stop it, then resume"
+        )
     return owner
 
 
-def execute_run(store: Store, run_id: int, *, command: Sequence[str] | None = None,
-                on_event: Callback | None = None) -> dict[str, int]:
+def execute_run(
+    store: Store, run_id: int, *, command: Sequence[str] | None = None, on_event: Callback | None = None
+) -> dict[str, int]:
     """Run every trial of a run that has not finished yet (so this also resumes);
     in adaptive mode, keep adding blocks until the stopping rule says stop.
 
@@ -478,8 +599,10 @@ def execute_run(store: Store, run_id: int, *, command: Sequence[str] | None = No
         store.retire_unfinished(run_id)
         trials = store.trials(run_id)
         if not trials:
-            raise StoreError(f"{store.path}: run {run_id} has no trials (its creation did not finish); "
-                             "nothing to resume: start a new run")
+            raise StoreError(
+                f"{store.path}: run {run_id} has no trials (its creation did not finish); "
+                "nothing to resume: start a new run"
+            )
         started = time.monotonic()
         stop_reason = None
         first = trials[0]  # protocol and seed are the same for every trial of a run
@@ -513,6 +636,7 @@ def _release_quietly(store: Store, run_id: int, owner: dict[str, Any]) -> None:
 @dataclass(frozen=True)
 class Target:
     """One run that `extend_runs` adds blocks to, and the worker command it runs them with."""
+
     store: Store
     run_id: int
     command: Sequence[str] | None = None
@@ -567,19 +691,24 @@ def _mark_interrupted_if_possible(store: Store, run_id: int) -> bool:
     return False
 
 
-def _execute_pending(store: Store, run_id: int, command: Sequence[str] | None,
-                     on_event: Callback | None) -> dict[str, int]:
+def _execute_pending(
+    store: Store, run_id: int, command: Sequence[str] | None, on_event: Callback | None
+) -> dict[str, int]:
     pending = store.trials(run_id, statuses=("pending", "running", "interrupted"))
     idle = json.loads(store.run(run_id)["idle_json"] or "{}").get("power_w", {})
     emit = on_event or (lambda *a, **k: None)
     emit("run_start", run_id=run_id, total=len(store.trials(run_id)), pending=len(pending))
     try:
         for row in pending:
-            spec = {"case": json.loads(row["case_json"]), "protocol": json.loads(row["protocol_json"]),
-                    "idle_power": idle}
+            spec = {
+                "case": json.loads(row["case_json"]),
+                "protocol": json.loads(row["protocol_json"]),
+                "idle_power": idle,
+            }
             emit("trial_start", trial_id=row["id"], case=spec["case"])
-            outcome = execute_trial(store, row["id"], spec, timeout=spec["protocol"]["timeout"],
-                                    command=command, on_event=on_event)
+            outcome = execute_trial(
+                store, row["id"], spec, timeout=spec["protocol"]["timeout"], command=command, on_event=on_event
+            )
             emit("trial_end", trial_id=row["id"], case=spec["case"], outcome=outcome)
     except KeyboardInterrupt:
         store.mark_interrupted(run_id)
@@ -589,17 +718,26 @@ def _execute_pending(store: Store, run_id: int, command: Sequence[str] | None,
         # A full disk or a failing device: the worker is stopped already (execute_trial);
         # what was committed before stays.
         marked = _mark_interrupted_if_possible(store, run_id)
-        raise StoreError(f"{store.path}: cannot store the results of run {run_id} ({exc}); everything "
-                         "committed before is kept" + ("" if marked else " (the run could not even be marked "
-                                                       "interrupted: it still reads 'running')")
-                         + "; free space, then resume it") from None
+        raise StoreError(
+            f"{store.path}: cannot store the results of run {run_id} ({exc}); everything "
+            "committed before is kept"
+            + ("" if marked else " (the run could not even be marked interrupted: it still reads 'running')")
+            + "; free space, then resume it"
+        ) from None
     counts: dict[str, int] = {}
     for row in store.trials(run_id):
         counts[row["status"]] = counts.get(row["status"], 0) + 1
     return counts
 
 
-def run_plan(store: Store, plan: Plan, *, command_line: str, environment: dict[str, Any],
-             worker: Sequence[str] | None = None, on_event: Callback | None = None) -> tuple[int, dict[str, int]]:
+def run_plan(
+    store: Store,
+    plan: Plan,
+    *,
+    command_line: str,
+    environment: dict[str, Any],
+    worker: Sequence[str] | None = None,
+    on_event: Callback | None = None,
+) -> tuple[int, dict[str, int]]:
     run_id = create_run(store, plan, command=command_line, environment=environment)
     return run_id, execute_run(store, run_id, command=worker, on_event=on_event)

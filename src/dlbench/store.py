@@ -22,7 +22,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -179,12 +179,13 @@ STATUSES = ("pending", "running", "ok", "failed", "oom", "timeout", "interrupted
 # The per-call latency phases (latency_b<B>); "_" escaped, or LIKE would take it for any character.
 LATENCY_PHASE = r"m.phase LIKE 'latency\_b%' ESCAPE '\'"
 
+
 class StoreError(RuntimeError):
     pass
 
 
 def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 @dataclass(frozen=True)
@@ -196,8 +197,8 @@ class Measurement:
     value: float | None
     unit: str
     seq: int | None = None
-    method: str | None = None   # how it was obtained: "counter", "integrated-power", "polled", ...
-    flag: str | None = None     # e.g. "unreliable: window shorter than the update period"
+    method: str | None = None  # how it was obtained: "counter", "integrated-power", "polled", ...
+    flag: str | None = None  # e.g. "unreliable: window shorter than the update period"
 
 
 # -- opening a database safely ------------------------------------------------
@@ -232,8 +233,12 @@ def _statements(script: str) -> list[str]:
 
 
 def _tables(db: sqlite3.Connection) -> dict[str, set[str]]:
-    names = [r[0] for r in db.execute(
-        "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")]
+    names = [
+        r[0]
+        for r in db.execute(
+            "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
+        )
+    ]
     return {n: {r[0] for r in db.execute("SELECT name FROM pragma_table_info(?)", (n,))} for n in names}
 
 
@@ -264,8 +269,9 @@ class Store:
     migrating it; Store(path, readonly=True) never writes into the file: it is
     opened read-only, and an older schema is migrated in an in-memory copy."""
 
-    def __init__(self, path: str | Path, *, migrations: Sequence[str] = MIGRATIONS,
-                 readonly: bool = False, timeout: float = 30) -> None:
+    def __init__(
+        self, path: str | Path, *, migrations: Sequence[str] = MIGRATIONS, readonly: bool = False, timeout: float = 30
+    ) -> None:
         self.path = Path(path)
         self.readonly = readonly
         self.timeout = timeout
@@ -283,14 +289,18 @@ class Store:
         if path.exists():
             self._check_header()
             if not os.access(path, os.W_OK):
-                raise StoreError(f"{path}: cannot store results: the file is read-only (no write permission); "
-                                 "nothing was written; make it writable or use another database file "
-                                 "(runs, report, export and compare read it as it is)")
+                raise StoreError(
+                    f"{path}: cannot store results: the file is read-only (no write permission); "
+                    "nothing was written; make it writable or use another database file "
+                    "(runs, report, export and compare read it as it is)"
+                )
             if not os.access(folder, os.W_OK):
-                raise StoreError(f"{path}: cannot store results: its directory {folder} is read-only and SQLite "
-                                 f"must create {path.name}-wal beside the database; nothing was written; use a "
-                                 "database file in a writable directory (runs, report, export and compare read "
-                                 "it as it is)")
+                raise StoreError(
+                    f"{path}: cannot store results: its directory {folder} is read-only and SQLite "
+                    f"must create {path.name}-wal beside the database; nothing was written; use a "
+                    "database file in a writable directory (runs, report, export and compare read "
+                    "it as it is)"
+                )
         elif folder.is_dir() and not os.access(folder, os.W_OK):
             raise StoreError(f"{path}: cannot create the database: directory {folder} is read-only")
         try:
@@ -346,7 +356,8 @@ class Store:
                         f"{wal.stat().st_size} bytes: results not yet in the database file) and SQLite cannot "
                         f"read it without write access to {path.parent}; it cannot be read safely read-only; "
                         f"copy {path.name} and {wal.name} together into a writable directory and read the "
-                        "copy") from None
+                        "copy"
+                    ) from None
                 # No -wal content: the file alone is the whole database.
                 db = sqlite3.connect(_uri(path, "immutable=1"), uri=True, timeout=self.timeout)
                 db.execute("PRAGMA query_only=ON")
@@ -373,8 +384,10 @@ class Store:
         except OSError as exc:
             raise StoreError(f"{self.path}: cannot read: {exc.strerror}") from None
         if header and not header.startswith(SQLITE_HEADER[: len(header)]):
-            raise StoreError(f"{self.path}: not a dlbench database: not an SQLite file (it does not start with "
-                             f"the SQLite header); {UNTOUCHED}; check the path")
+            raise StoreError(
+                f"{self.path}: not a dlbench database: not an SQLite file (it does not start with "
+                f"the SQLite header); {UNTOUCHED}; check the path"
+            )
         return header
 
     def _inspect(self, db: sqlite3.Connection, migrations: Sequence[str]) -> int:
@@ -398,12 +411,18 @@ class Store:
                 raise
             raise self._corrupt("integrity check: stopped at a damaged page") from None
         if rows != ["ok"]:
-            problems = [line.strip() for row in rows for line in row.splitlines()
-                        if line.strip() and line.strip() not in ("*** in database main ***",
-                                                                  "database disk image is malformed")]
+            problems = [
+                line.strip()
+                for row in rows
+                for line in row.splitlines()
+                if line.strip() and line.strip() not in ("*** in database main ***", "database disk image is malformed")
+            ]
             problems = problems or ["database disk image is malformed"]
-            more = (f", and {len(problems) - 1}{'+' if len(problems) >= 10 else ''} more problems"
-                    if len(problems) > 1 else "")
+            more = (
+                f", and {len(problems) - 1}{'+' if len(problems) >= 10 else ''} more problems"
+                if len(problems) > 1
+                else ""
+            )
             raise self._corrupt(f"integrity check: {problems[0]}{more}")
         self._check_schema(db, version, migrations)
         return int(version)
@@ -411,33 +430,49 @@ class Store:
     def _check_schema(self, db: sqlite3.Connection, version: int, migrations: Sequence[str]) -> None:
         path, latest = self.path, len(migrations)
         if version > latest:
-            raise StoreError(f"{path}: schema version {version} is newer than this dlbench understands "
-                             f"({latest}); {UNTOUCHED}; upgrade dlbench")
+            raise StoreError(
+                f"{path}: schema version {version} is newer than this dlbench understands "
+                f"({latest}); {UNTOUCHED}; upgrade dlbench"
+            )
         if version < 0:
-            raise StoreError(f"{path}: not a dlbench database: schema version {version}; {UNTOUCHED}; "
-                             "use another database file")
+            raise StoreError(
+                f"{path}: not a dlbench database: schema version {version}; {UNTOUCHED}; use another database file"
+            )
         tables = _tables(db)
         if version == 0:
             if tables:
                 ours = set(_schema_of(tuple(migrations)))
-                hint = (" (a copy made with `.dump` loses the schema version; copy with `.backup` or "
-                        "`.recover`, which keep it)" if set(tables) <= ours else "")
-                raise StoreError(f"{path}: not a dlbench database: it has no dlbench schema version but holds "
-                                 f"tables ({', '.join(sorted(tables))}){hint}; {UNTOUCHED}; "
-                                 "use another database file")
+                hint = (
+                    " (a copy made with `.dump` loses the schema version; copy with `.backup` or "
+                    "`.recover`, which keep it)"
+                    if set(tables) <= ours
+                    else ""
+                )
+                raise StoreError(
+                    f"{path}: not a dlbench database: it has no dlbench schema version but holds "
+                    f"tables ({', '.join(sorted(tables))}){hint}; {UNTOUCHED}; "
+                    "use another database file"
+                )
             return  # empty: a new database
         expected = _schema_of(tuple(migrations[:version]))
         if not set(expected) & set(tables):
-            raise StoreError(f"{path}: not a dlbench database: its schema version is {version}, but it has none "
-                             f"of dlbench's tables; {UNTOUCHED}; use another database file")
+            raise StoreError(
+                f"{path}: not a dlbench database: its schema version is {version}, but it has none "
+                f"of dlbench's tables; {UNTOUCHED}; use another database file"
+            )
         lacks = [f"table {t}" for t in sorted(set(expected) - set(tables))]
-        lacks += [f"column{'s' if len(expected[t] - tables[t]) > 1 else ''} "
-                  + ", ".join(f"{t}.{c}" for c in sorted(expected[t] - tables[t]))
-                  for t in sorted(set(expected) & set(tables)) if expected[t] - tables[t]]
+        lacks += [
+            f"column{'s' if len(expected[t] - tables[t]) > 1 else ''} "
+            + ", ".join(f"{t}.{c}" for c in sorted(expected[t] - tables[t]))
+            for t in sorted(set(expected) & set(tables))
+            if expected[t] - tables[t]
+        ]
         if lacks:
-            raise StoreError(f"{path}: not a dlbench database: its schema version is {version}, but it lacks "
-                             f"{'; '.join(lacks) if len(lacks) < 4 else ', '.join(lacks[:3]) + ' and more'}"
-                             f"; {UNTOUCHED}; use another database file")
+            raise StoreError(
+                f"{path}: not a dlbench database: its schema version is {version}, but it lacks "
+                f"{'; '.join(lacks) if len(lacks) < 4 else ', '.join(lacks[:3]) + ' and more'}"
+                f"; {UNTOUCHED}; use another database file"
+            )
 
     def _migrate(self, db: sqlite3.Connection, migrations: Sequence[str]) -> None:
         """Every pending migration in one write transaction. The version is read
@@ -453,8 +488,10 @@ class Store:
                 db.execute(f"PRAGMA user_version = {number}")
             broken = db.execute("PRAGMA foreign_key_check").fetchone()  # keys are off while migrating
             if broken is not None:
-                raise StoreError(f"{self.path}: a migration would leave a row of {broken[0]} without its "
-                                 f"{broken[2]} row; nothing was changed")
+                raise StoreError(
+                    f"{self.path}: a migration would leave a row of {broken[0]} without its "
+                    f"{broken[2]} row; nothing was changed"
+                )
             db.commit()
         except BaseException:
             if db.in_transaction:
@@ -477,9 +514,11 @@ class Store:
                 time.sleep(random.uniform(0.005, 0.05))
 
     def _corrupt(self, detail: str) -> StoreError:
-        return StoreError(f"{self.path}: database disk image is malformed ({detail}); {UNTOUCHED}; recover a "
-                          f"copy with `sqlite3 {shlex.quote(str(self.path))} .recover | sqlite3 "
-                          f"{shlex.quote(str(self.path) + '.recovered')}`")
+        return StoreError(
+            f"{self.path}: database disk image is malformed ({detail}); {UNTOUCHED}; recover a "
+            f"copy with `sqlite3 {shlex.quote(str(self.path))} .recover | sqlite3 "
+            f"{shlex.quote(str(self.path) + '.recovered')}`"
+        )
 
     def _error(self, exc: sqlite3.Error) -> StoreError:
         """The one line for an SQLite error met while opening."""
@@ -487,14 +526,18 @@ class Store:
         if code == _CORRUPT:
             return self._corrupt("SQLite stopped at a damaged page")
         if code == _NOTADB:
-            return StoreError(f"{path}: not a dlbench database: not an SQLite file ({exc}); {UNTOUCHED}; "
-                              "check the path")
+            return StoreError(
+                f"{path}: not a dlbench database: not an SQLite file ({exc}); {UNTOUCHED}; check the path"
+            )
         if code == _BUSY:
-            return StoreError(f"{path}: database is locked by another process (waited {self.timeout:g} s); "
-                              "try again when it is done")
+            return StoreError(
+                f"{path}: database is locked by another process (waited {self.timeout:g} s); try again when it is done"
+            )
         if code == _READONLY and not self.readonly:
-            return StoreError(f"{path}: cannot store results: {exc}; make the file and its directory "
-                              "writable or use another database file")
+            return StoreError(
+                f"{path}: cannot store results: {exc}; make the file and its directory "
+                "writable or use another database file"
+            )
         return StoreError(f"{path}: cannot open database: {exc}")
 
     @property
@@ -504,17 +547,28 @@ class Store:
     def close(self) -> None:
         self.db.close()
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
     # -- runs -------------------------------------------------------------
-    def create_run(self, *, name: str, command: str, config_source: str, config_text: str,
-                   experiment: dict[str, Any], environment: dict[str, Any], version: str, trials: Sequence[dict[str, Any]] = (),
-                   skipped: Iterable[tuple[dict[str, Any], str]] = (), samplers: Iterable[Any] = (),
-                   owner: dict[str, Any] | None = None) -> int:
+    def create_run(
+        self,
+        *,
+        name: str,
+        command: str,
+        config_source: str,
+        config_text: str,
+        experiment: dict[str, Any],
+        environment: dict[str, Any],
+        version: str,
+        trials: Sequence[dict[str, Any]] = (),
+        skipped: Iterable[tuple[dict[str, Any], str]] = (),
+        samplers: Iterable[Any] = (),
+        owner: dict[str, Any] | None = None,
+    ) -> int:
         """The run with its planned trials (see add_trials), skipped cells, sampler table
         and owner, in ONE transaction: a run killed while being created leaves nothing,
         never a run with part of its trials (which a resume would call finished)."""
@@ -522,19 +576,33 @@ class Store:
             cur = self.db.execute(
                 "INSERT INTO runs (name, status, started_at, command, config_source, config_text,"
                 " experiment_json, environment_json, dlbench_version, owner_json) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (name, "running", now(), command, config_source, config_text,
-                 json.dumps(experiment, default=str), json.dumps(environment, default=str), version,
-                 json.dumps(owner) if owner else None))
+                (
+                    name,
+                    "running",
+                    now(),
+                    command,
+                    config_source,
+                    config_text,
+                    json.dumps(experiment, default=str),
+                    json.dumps(environment, default=str),
+                    version,
+                    json.dumps(owner) if owner else None,
+                ),
+            )
             assert cur.lastrowid is not None  # an INSERT always sets it
             run_id = int(cur.lastrowid)
             self._insert_trials(run_id, trials)
-            self.db.executemany("INSERT INTO skipped (run_id, cell_json, reason) VALUES (?,?,?)",
-                                [(run_id, json.dumps(c, sort_keys=True), r) for c, r in skipped])
+            self.db.executemany(
+                "INSERT INTO skipped (run_id, cell_json, reason) VALUES (?,?,?)",
+                [(run_id, json.dumps(c, sort_keys=True), r) for c, r in skipped],
+            )
             self._insert_samplers(run_id, samplers)
         return run_id
 
     # -- the run's owner (dlbench.runlock decides who is alive) ------------------
-    def claim_run(self, run_id: int, owner: dict[str, Any], alive: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
+    def claim_run(
+        self, run_id: int, owner: dict[str, Any], alive: Callable[[dict[str, Any]], bool]
+    ) -> dict[str, Any] | None:
         """Make `owner` the process that executes the run, unless another live one is:
         then return that one and change nothing. Read and write happen in one
         IMMEDIATE transaction, so two processes claiming at once cannot both win."""
@@ -555,13 +623,14 @@ class Store:
 
     def release_run(self, run_id: int, owner: dict[str, Any]) -> None:
         with self.db:
-            self.db.execute("UPDATE runs SET owner_json=NULL WHERE id=? AND owner_json=?",
-                            (run_id, json.dumps(owner)))
+            self.db.execute("UPDATE runs SET owner_json=NULL WHERE id=? AND owner_json=?", (run_id, json.dumps(owner)))
 
     def finish_run(self, run_id: int, status: str, stop_reason: str | None = None) -> None:
         with self.db:
-            self.db.execute("UPDATE runs SET status=?, finished_at=?, stop_reason=coalesce(?, stop_reason)"
-                            " WHERE id=?", (status, now(), stop_reason, run_id))
+            self.db.execute(
+                "UPDATE runs SET status=?, finished_at=?, stop_reason=coalesce(?, stop_reason) WHERE id=?",
+                (status, now(), stop_reason, run_id),
+            )
 
     def run(self, run_id: int | None = None) -> sqlite3.Row:
         if run_id is not None and not 1 <= run_id < 2**63:  # beyond SQLite's integers: no run, not an OverflowError
@@ -583,7 +652,8 @@ class Store:
         return self.db.execute(
             "SELECT r.*, (SELECT COUNT(*) FROM trials t WHERE t.run_id=r.id) AS n_trials,"
             " (SELECT COUNT(*) FROM trials t WHERE t.run_id=r.id AND t.status='ok') AS n_ok"
-            " FROM runs r ORDER BY r.id").fetchall()
+            " FROM runs r ORDER BY r.id"
+        ).fetchall()
 
     def skipped(self, run_id: int) -> list[sqlite3.Row]:
         return self.db.execute("SELECT * FROM skipped WHERE run_id=? ORDER BY id", (run_id,)).fetchall()
@@ -594,10 +664,25 @@ class Store:
         self.db.executemany(
             "INSERT INTO trials (run_id, case_key, block, position, framework, variant, model,"
             " dataset, batch_size, case_json, protocol_json, status, attempt) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            [(run_id, t["case_key"], t["block"], t["position"], t["case"]["framework"], t["case"]["variant"],
-              t["case"]["model"], t["case"]["dataset"], t["case"]["batch_size"],
-              json.dumps(t["case"], sort_keys=True), json.dumps(t["protocol"], sort_keys=True), "pending", 1)
-             for t in trials])
+            [
+                (
+                    run_id,
+                    t["case_key"],
+                    t["block"],
+                    t["position"],
+                    t["case"]["framework"],
+                    t["case"]["variant"],
+                    t["case"]["model"],
+                    t["case"]["dataset"],
+                    t["case"]["batch_size"],
+                    json.dumps(t["case"], sort_keys=True),
+                    json.dumps(t["protocol"], sort_keys=True),
+                    "pending",
+                    1,
+                )
+                for t in trials
+            ],
+        )
 
     def add_trials(self, run_id: int, trials: Sequence[dict[str, Any]]) -> None:
         """Planned trials (status pending), all or none: an adaptive or extended block
@@ -605,17 +690,21 @@ class Store:
         with self.db:
             self._insert_trials(run_id, trials)
 
-    def add_trial(self, run_id: int, *, case_key: str, block: int, position: int, case: dict[str, Any],
-                  protocol: dict[str, Any]) -> int:
+    def add_trial(
+        self, run_id: int, *, case_key: str, block: int, position: int, case: dict[str, Any], protocol: dict[str, Any]
+    ) -> int:
         with self.db:
-            self._insert_trials(run_id, [{"case_key": case_key, "block": block, "position": position,
-                                          "case": case, "protocol": protocol}])
+            self._insert_trials(
+                run_id,
+                [{"case_key": case_key, "block": block, "position": position, "case": case, "protocol": protocol}],
+            )
             return int(self.db.execute("SELECT last_insert_rowid()").fetchone()[0])
 
     def start_trial(self, trial_id: int) -> None:
         with self.db:
-            self.db.execute("UPDATE trials SET status='running', started_at=?, error=NULL WHERE id=?",
-                            (now(), trial_id))
+            self.db.execute(
+                "UPDATE trials SET status='running', started_at=?, error=NULL WHERE id=?", (now(), trial_id)
+            )
 
     def retire_unfinished(self, run_id: int) -> int:
         """Before a resume: every trial of the run that started but never finished
@@ -628,51 +717,65 @@ class Store:
             " + (SELECT COUNT(*) FROM markers k WHERE k.trial_id = t.id)"
             " + (SELECT COUNT(*) FROM series s WHERE s.trial_id = t.id) AS stored"
             " FROM trials t WHERE t.run_id=? AND t.retired=0 AND t.status IN ('running', 'interrupted')",
-            (run_id,)).fetchall()
+            (run_id,),
+        ).fetchall()
         retired = 0
         with self.db:
             for t in unfinished:
                 if not t["stored"]:
-                    self.db.execute("UPDATE trials SET status='pending', started_at=NULL, manifest_json=NULL,"
-                                    " telemetry_notes=NULL WHERE id=?", (t["id"],))
+                    self.db.execute(
+                        "UPDATE trials SET status='pending', started_at=NULL, manifest_json=NULL,"
+                        " telemetry_notes=NULL WHERE id=?",
+                        (t["id"],),
+                    )
                     continue
                 repeats = self.db.execute(
                     "SELECT COUNT(DISTINCT repeat) FROM measurements WHERE trial_id=? AND repeat IS NOT NULL",
-                    (t["id"],)).fetchone()[0]
+                    (t["id"],),
+                ).fetchone()[0]
                 self.db.execute(
                     "UPDATE trials SET status='interrupted', retired=1, finished_at=coalesce(finished_at, ?),"
                     " error=? WHERE id=?",
-                    (now(), f"interrupted after storing {repeats} repeat(s); kept as attempt {t['attempt']}, "
-                     f"the trial ran again as attempt {t['attempt'] + 1}", t["id"]))
+                    (
+                        now(),
+                        f"interrupted after storing {repeats} repeat(s); kept as attempt {t['attempt']}, "
+                        f"the trial ran again as attempt {t['attempt'] + 1}",
+                        t["id"],
+                    ),
+                )
                 self.db.execute(
                     "INSERT INTO trials (run_id, case_key, block, position, framework, variant, model, dataset,"
                     " batch_size, case_json, protocol_json, status, attempt) SELECT run_id, case_key, block,"
                     " position, framework, variant, model, dataset, batch_size, case_json, protocol_json,"
-                    " 'pending', attempt + 1 FROM trials WHERE id=?", (t["id"],))
+                    " 'pending', attempt + 1 FROM trials WHERE id=?",
+                    (t["id"],),
+                )
                 retired += 1
         return retired
 
     def set_manifest(self, trial_id: int, manifest: dict[str, Any]) -> None:
         with self.db:
-            self.db.execute("UPDATE trials SET manifest_json=? WHERE id=?",
-                            (json.dumps(manifest, sort_keys=True, default=str), trial_id))
+            self.db.execute(
+                "UPDATE trials SET manifest_json=? WHERE id=?",
+                (json.dumps(manifest, sort_keys=True, default=str), trial_id),
+            )
 
-    def finish_trial(self, trial_id: int, *, status: str, error: str | None, returncode: int | None,
-                     wall_s: float, stderr: str) -> None:
+    def finish_trial(
+        self, trial_id: int, *, status: str, error: str | None, returncode: int | None, wall_s: float, stderr: str
+    ) -> None:
         if status not in STATUSES:
             raise ValueError(f"status {status!r} not in {STATUSES}")
         with self.db:
             self.db.execute(
-                "UPDATE trials SET status=?, error=?, returncode=?, finished_at=?, wall_s=?, stderr=?"
-                " WHERE id=?", (status, error, returncode, now(), wall_s, stderr, trial_id))
+                "UPDATE trials SET status=?, error=?, returncode=?, finished_at=?, wall_s=?, stderr=? WHERE id=?",
+                (status, error, returncode, now(), wall_s, stderr, trial_id),
+            )
 
     def mark_interrupted(self, run_id: int) -> None:
         with self.db:
-            self.db.execute("UPDATE trials SET status='interrupted' WHERE run_id=? AND status='running'",
-                            (run_id,))
+            self.db.execute("UPDATE trials SET status='interrupted' WHERE run_id=? AND status='running'", (run_id,))
 
-    def trials(self, run_id: int, statuses: Sequence[str] | None = None,
-               retired: bool = False) -> list[sqlite3.Row]:
+    def trials(self, run_id: int, statuses: Sequence[str] | None = None, retired: bool = False) -> list[sqlite3.Row]:
         """The run's trials, one per case and block: the current attempt of each.
         retired=True adds the interrupted attempts that a resume kept."""
         sql = "SELECT * FROM trials WHERE run_id=?" + ("" if retired else " AND retired=0")
@@ -684,32 +787,46 @@ class Store:
 
     # -- measurements -----------------------------------------------------
     def add_measurements(self, trial_id: int, rows: Iterable[Measurement]) -> int:
-        values = [(trial_id, m.repeat, int(m.warmup), m.phase, m.metric, m.value, m.unit, m.seq, m.method, m.flag)
-                  for m in rows]
+        values = [
+            (trial_id, m.repeat, int(m.warmup), m.phase, m.metric, m.value, m.unit, m.seq, m.method, m.flag)
+            for m in rows
+        ]
         with self.db:
             self.db.executemany(
                 "INSERT INTO measurements (trial_id, repeat, warmup, phase, metric, value, unit, seq, method, flag)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?)", values)
+                " VALUES (?,?,?,?,?,?,?,?,?,?)",
+                values,
+            )
         return len(values)
 
-    def add_telemetry(self, trial_id: int, series: Iterable[Any], markers: Iterable[dict[str, Any]],
-                      rows: Iterable[Measurement], notes: dict[str, list[str]]) -> None:
+    def add_telemetry(
+        self,
+        trial_id: int,
+        series: Iterable[Any],
+        markers: Iterable[dict[str, Any]],
+        rows: Iterable[Measurement],
+        notes: dict[str, list[str]],
+    ) -> None:
         """Raw series (t in monotonic seconds), phase markers, per-phase rows and
         sampler notes of one trial, in one transaction."""
         with self.db:
             for s in series:
                 self.db.executemany(
                     "INSERT INTO series (trial_id, name, t, value, unit, kind, method) VALUES (?,?,?,?,?,?,?)",
-                    [(trial_id, s.name, t / 1e9, v, s.unit, s.kind, s.method) for t, v in s.points])
-            self.db.executemany("INSERT INTO markers (trial_id, phase, repeat, edge, t) VALUES (?,?,?,?,?)",
-                                [(trial_id, m["phase"], m["repeat"], m["edge"], m["t"] / 1e9) for m in markers])
+                    [(trial_id, s.name, t / 1e9, v, s.unit, s.kind, s.method) for t, v in s.points],
+                )
+            self.db.executemany(
+                "INSERT INTO markers (trial_id, phase, repeat, edge, t) VALUES (?,?,?,?,?)",
+                [(trial_id, m["phase"], m["repeat"], m["edge"], m["t"] / 1e9) for m in markers],
+            )
             self.db.execute("UPDATE trials SET telemetry_notes=? WHERE id=?", (json.dumps(notes), trial_id))
         self.add_measurements(trial_id, rows)
 
     def _insert_samplers(self, run_id: int, table: Iterable[Any]) -> None:
         self.db.executemany(
             "INSERT INTO samplers (run_id, name, available, reason, hint, interval_s) VALUES (?,?,?,?,?,?)",
-            [(run_id, a.name, int(a.available), a.reason, a.hint, a.interval_s) for a in table])
+            [(run_id, a.name, int(a.available), a.reason, a.hint, a.interval_s) for a in table],
+        )
 
     def samplers(self, run_id: int) -> list[sqlite3.Row]:
         return self.db.execute("SELECT * FROM samplers WHERE run_id=? ORDER BY id", (run_id,)).fetchall()
@@ -732,8 +849,11 @@ class Store:
             "SELECT t.id AS trial_id, t.case_key, t.block, t.framework, t.variant, t.model, t.dataset,"
             " t.batch_size, t.status, m.repeat, m.warmup, m.phase, m.metric, m.value, m.unit, m.seq,"
             " m.method, m.flag"
-            " FROM measurements m JOIN trials t ON t.id = m.trial_id WHERE t.run_id=? AND t.retired=0" + where +
-            " ORDER BY t.block, t.position, m.id", (run_id,)).fetchall()
+            " FROM measurements m JOIN trials t ON t.id = m.trial_id WHERE t.run_id=? AND t.retired=0"
+            + where
+            + " ORDER BY t.block, t.position, m.id",
+            (run_id,),
+        ).fetchall()
 
     def latency_calls(self, run_id: int) -> list[sqlite3.Row]:
         """The per-call latency rows of a run (phases latency_b<B>), with only the columns
@@ -741,7 +861,9 @@ class Store:
         return self.db.execute(
             "SELECT t.case_key, t.status, m.warmup, m.phase, m.metric, m.value"
             " FROM measurements m JOIN trials t ON t.id = m.trial_id"
-            f" WHERE t.run_id=? AND t.retired=0 AND {LATENCY_PHASE}", (run_id,)).fetchall()
+            f" WHERE t.run_id=? AND t.retired=0 AND {LATENCY_PHASE}",
+            (run_id,),
+        ).fetchall()
 
     def export_csv(self, run_id: int, path: str | Path) -> int:
         """Every measurement of a run in long format, with the case's factors as columns,
@@ -749,21 +871,70 @@ class Store:
         trials = {t["id"]: t for t in self.trials(run_id, retired=True)}
         rows = self.db.execute(
             "SELECT m.* FROM measurements m JOIN trials t ON t.id = m.trial_id WHERE t.run_id=?"
-            " ORDER BY t.block, t.position, t.attempt, m.id", (run_id,))
+            " ORDER BY t.block, t.position, t.attempt, m.id",
+            (run_id,),
+        )
         cases = {tid: json.loads(t["case_json"]) for tid, t in trials.items()}
-        case_cols = ["framework", "variant", "model", "dataset", "batch_size", "init", "optimizer", "lr",
-                     "epochs", "steps", "threads", "device", "precision"]
-        header = ["run_id", "trial_id", "case_key", "block", "attempt", "retired", "status", *case_cols,
-                  "repeat", "warmup", "phase", "metric", "value", "unit", "seq", "method", "flag"]
+        case_cols = [
+            "framework",
+            "variant",
+            "model",
+            "dataset",
+            "batch_size",
+            "init",
+            "optimizer",
+            "lr",
+            "epochs",
+            "steps",
+            "threads",
+            "device",
+            "precision",
+        ]
+        header = [
+            "run_id",
+            "trial_id",
+            "case_key",
+            "block",
+            "attempt",
+            "retired",
+            "status",
+            *case_cols,
+            "repeat",
+            "warmup",
+            "phase",
+            "metric",
+            "value",
+            "unit",
+            "seq",
+            "method",
+            "flag",
+        ]
         n = 0
         with open(path, "w", newline="", encoding="utf-8") as fh:
             w = csv.writer(fh)
             w.writerow(header)
             for r in rows:
                 t, case = trials[r["trial_id"]], cases[r["trial_id"]]
-                w.writerow([run_id, r["trial_id"], t["case_key"], t["block"], t["attempt"], t["retired"],
-                            t["status"], *[case.get(c) for c in case_cols],
-                            r["repeat"], r["warmup"], r["phase"], r["metric"], r["value"], r["unit"], r["seq"],
-                            r["method"], r["flag"]])
+                w.writerow(
+                    [
+                        run_id,
+                        r["trial_id"],
+                        t["case_key"],
+                        t["block"],
+                        t["attempt"],
+                        t["retired"],
+                        t["status"],
+                        *[case.get(c) for c in case_cols],
+                        r["repeat"],
+                        r["warmup"],
+                        r["phase"],
+                        r["metric"],
+                        r["value"],
+                        r["unit"],
+                        r["seq"],
+                        r["method"],
+                        r["flag"],
+                    ]
+                )
                 n += 1
         return n

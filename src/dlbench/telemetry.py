@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from dlbench.samplers.base import Series
 from dlbench.store import Measurement
 
-
 # A utilization computed from CPU-time counters that tick every 10 ms is only
 # meaningful over windows of many ticks; shorter windows are flagged.
 GAUGE_RESOLUTIONS = 10
@@ -88,9 +87,13 @@ def gauge_stats(points: list[tuple[int, float]], w: Window) -> tuple[float, floa
     return mean, peak
 
 
-def phase_measurements(series: list[Series], wins: list[Window], warmup_repeats: int,
-                       work: dict[tuple[str, int | None], dict[str, float]],
-                       idle_power_w: dict[str, float] | None = None) -> tuple[list[Measurement], list[str]]:
+def phase_measurements(
+    series: list[Series],
+    wins: list[Window],
+    warmup_repeats: int,
+    work: dict[tuple[str, int | None], dict[str, float]],
+    idle_power_w: dict[str, float] | None = None,
+) -> tuple[list[Measurement], list[str]]:
     """Per-phase telemetry rows, and notes on what could not be computed.
 
     `work[(phase, repeat)]` may hold "samples", "epochs" and "passes" for per-unit energy."""
@@ -113,13 +116,20 @@ def phase_measurements(series: list[Series], wins: list[Window], warmup_repeats:
                     continue
                 flag = None
                 if s.update_period_s and w.seconds < s.update_period_s:
-                    flag = (f"unreliable: window {w.seconds * 1e3:.1f} ms is shorter than the source's "
-                            f"update period {s.update_period_s * 1e3:.0f} ms")
+                    flag = (
+                        f"unreliable: window {w.seconds * 1e3:.1f} ms is shorter than the source's "
+                        f"update period {s.update_period_s * 1e3:.0f} ms"
+                    )
                 energy = b - a
                 add(f"energy:{s.name}", energy, "J", s.method, flag)
                 if s.name in idle_power_w:
-                    add(f"energy_net:{s.name}", energy - idle_power_w[s.name] * w.seconds, "J",
-                        f"{s.method} minus idle baseline", flag)
+                    add(
+                        f"energy_net:{s.name}",
+                        energy - idle_power_w[s.name] * w.seconds,
+                        "J",
+                        f"{s.method} minus idle baseline",
+                        flag,
+                    )
                 done = work.get((w.phase, w.repeat), {})
                 if done.get("samples"):
                     add(f"energy_per_sample:{s.name}", energy / done["samples"], "J/sample", s.method, flag)
@@ -133,8 +143,10 @@ def phase_measurements(series: list[Series], wins: list[Window], warmup_repeats:
                     continue
                 flag = None
                 if s.update_period_s and w.seconds < GAUGE_RESOLUTIONS * s.update_period_s:
-                    flag = (f"unreliable: window {w.seconds * 1e3:.1f} ms is shorter than "
-                            f"{GAUGE_RESOLUTIONS} x the source's resolution ({s.update_period_s * 1e3:.0f} ms)")
+                    flag = (
+                        f"unreliable: window {w.seconds * 1e3:.1f} ms is shorter than "
+                        f"{GAUGE_RESOLUTIONS} x the source's resolution ({s.update_period_s * 1e3:.0f} ms)"
+                    )
                 add(f"{s.name}:mean", stats[0], s.unit, s.method, flag)
                 add(f"{s.name}:max", stats[1], s.unit, s.method, flag)
     return rows, notes

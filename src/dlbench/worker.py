@@ -28,11 +28,20 @@ import traceback
 from dataclasses import asdict
 from typing import Any, TextIO
 
-OOM_MARKERS = ("MemoryError", "OutOfMemoryError", "ResourceExhaustedError", "RESOURCE_EXHAUSTED",
-               "out of memory", "Out of memory", "std::bad_alloc", "can't allocate memory",
-               "Cannot allocate memory", "OOM when allocating",
-               # oneDNN's dnnl_out_of_memory (status 1), as TensorFlow's MKL kernels report it.
-               "Status: 1, message: could not create a memory object")
+OOM_MARKERS = (
+    "MemoryError",
+    "OutOfMemoryError",
+    "ResourceExhaustedError",
+    "RESOURCE_EXHAUSTED",
+    "out of memory",
+    "Out of memory",
+    "std::bad_alloc",
+    "can't allocate memory",
+    "Cannot allocate memory",
+    "OOM when allocating",
+    # oneDNN's dnnl_out_of_memory (status 1), as TensorFlow's MKL kernels report it.
+    "Status: 1, message: could not create a memory object",
+)
 
 
 class Emitter:
@@ -68,8 +77,12 @@ def limit_memory_above_now(extra: int) -> dict[str, Any]:
     if now is None:
         raise RuntimeError("--memory-limit +SIZE needs /proc/self/status (Linux)")
     out = limit_memory(now + extra)
-    return {**out, "memory_limit_relative": extra, "memory_baseline_vmdata": now,
-            "memory_limit_mechanism": "setrlimit(RLIMIT_DATA) at VmData after import and data load + the given size"}
+    return {
+        **out,
+        "memory_limit_relative": extra,
+        "memory_baseline_vmdata": now,
+        "memory_limit_mechanism": "setrlimit(RLIMIT_DATA) at VmData after import and data load + the given size",
+    }
 
 
 def limit_memory(limit: int) -> dict[str, Any]:
@@ -98,11 +111,16 @@ def limit_memory_after_load(limit: int) -> dict[str, Any]:
         return {"memory_limit": None}
     now = _vm_data_bytes()
     if now is not None and now >= limit:
-        raise MemoryError(f"out of memory: the framework's import and the data already hold {now / 2**20:.0f} MiB "
-                          f"of data segment (VmData), above the {limit / 2**20:.0f} MiB cap (--memory-limit)")
-    return {**limit_memory(limit), "memory_baseline_vmdata": now,
-            "memory_limit_mechanism": "setrlimit(RLIMIT_DATA) in the worker after the framework import and the "
-                                      "data load (the cap counts their memory too)"}
+        raise MemoryError(
+            f"out of memory: the framework's import and the data already hold {now / 2**20:.0f} MiB "
+            f"of data segment (VmData), above the {limit / 2**20:.0f} MiB cap (--memory-limit)"
+        )
+    return {
+        **limit_memory(limit),
+        "memory_baseline_vmdata": now,
+        "memory_limit_mechanism": "setrlimit(RLIMIT_DATA) in the worker after the framework import and the "
+        "data load (the cap counts their memory too)",
+    }
 
 
 def pin_threads(threads: int) -> list[int] | None:
@@ -113,7 +131,7 @@ def pin_threads(threads: int) -> list[int] | None:
     if not hasattr(os, "sched_setaffinity"):
         return None
     allowed = sorted(os.sched_getaffinity(0))
-    os.sched_setaffinity(0, allowed[:max(1, threads)])
+    os.sched_setaffinity(0, allowed[: max(1, threads)])
     return sorted(os.sched_getaffinity(0))
 
 
@@ -157,9 +175,12 @@ class PhaseMemory:
     def at_end(self) -> dict[str, Any]:
         if not self.enabled:
             return {}
-        out: dict[str, Any] = {"peak_rss": _vm_hwm_bytes(),
-                               "peak_rss_method": "VmHWM reset at phase start" if self.resettable
-                               else "VmHWM since process start (reset unavailable)"}
+        out: dict[str, Any] = {
+            "peak_rss": _vm_hwm_bytes(),
+            "peak_rss_method": "VmHWM reset at phase start"
+            if self.resettable
+            else "VmHWM since process start (reset unavailable)",
+        }
         peak = getattr(self.fw, "memory_peak", None)
         if callable(peak):
             value, source = peak()
@@ -192,11 +213,16 @@ def load_arrays(case: dict[str, Any], protocol: dict[str, Any]) -> Any:
         # model's input kind ((H, W, C), (T,) or (T, F)), and the model's task
         # decides what the labels are (see dlbench.datasets.synthetic).
         *shape, classes, n_train, n_test = case["synthetic"]
-        synthetic = SyntheticOptions(tuple(shape), classes, n_train, n_test,
-                                     **_synthetic_kind(case["model"], case.get("model_options") or {}))
+        synthetic = SyntheticOptions(
+            tuple(shape), classes, n_train, n_test, **_synthetic_kind(case["model"], case.get("model_options") or {})
+        )
     arrays = load(case["dataset"], protocol.get("data_dir"), synthetic=synthetic, seed=case["seed"])
-    return Arrays(arrays.name, arrays.train.head(case["train_samples"]),
-                  arrays.test.head(case["test_samples"]), arrays.num_classes)
+    return Arrays(
+        arrays.name,
+        arrays.train.head(case["train_samples"]),
+        arrays.test.head(case["test_samples"]),
+        arrays.num_classes,
+    )
 
 
 def run_trial(spec: dict[str, Any], emit: Emitter) -> None:
@@ -207,8 +233,17 @@ def run_trial(spec: dict[str, Any], emit: Emitter) -> None:
     process: list[dict[str, Any]] = []
 
     def record(metric: str, value: float, unit: str) -> None:
-        process.append({"repeat": None, "warmup": False, "phase": "process", "metric": metric,
-                        "value": value, "unit": unit, "seq": None})
+        process.append(
+            {
+                "repeat": None,
+                "warmup": False,
+                "phase": "process",
+                "metric": metric,
+                "value": value,
+                "unit": unit,
+                "seq": None,
+            }
+        )
 
     relative = bool(protocol.get("memory_limit_relative"))
     affinity = pin_threads(case["threads"])
@@ -217,8 +252,7 @@ def run_trial(spec: dict[str, Any], emit: Emitter) -> None:
     fw = info.load_adapter()  # imports the framework
     record("import_time", (time.perf_counter_ns() - t0) / 1e9, "s")
     t0 = time.perf_counter_ns()
-    manifest = fw.setup(variant=case["variant"], threads=case["threads"], seed=case["seed"],
-                        device=case["device"])
+    manifest = fw.setup(variant=case["variant"], threads=case["threads"], seed=case["seed"], device=case["device"])
     record("setup_time", (time.perf_counter_ns() - t0) / 1e9, "s")
     t0 = time.perf_counter_ns()
     arrays = load_arrays(case, protocol)
@@ -228,11 +262,20 @@ def run_trial(spec: dict[str, Any], emit: Emitter) -> None:
         limits = limit_memory_above_now(protocol["memory_limit"])
     else:
         limits = limit_memory_after_load(protocol.get("memory_limit") or 0)
-    manifest = {**manifest, **limits, "cpu_affinity": affinity, "precision": case["precision"],
-                "layout": case.get("layout", "native"), "data_pipeline_setting": case.get("pipeline", "preloaded"),
-                "train_samples": len(arrays.train), "test_samples": len(arrays.test),
-                "input_shape": list(arrays.input_shape), "num_classes": arrays.num_classes,
-                "last_batch": "drop", "timer": "time.perf_counter_ns after device synchronization"}
+    manifest = {
+        **manifest,
+        **limits,
+        "cpu_affinity": affinity,
+        "precision": case["precision"],
+        "layout": case.get("layout", "native"),
+        "data_pipeline_setting": case.get("pipeline", "preloaded"),
+        "train_samples": len(arrays.train),
+        "test_samples": len(arrays.test),
+        "input_shape": list(arrays.input_shape),
+        "num_classes": arrays.num_classes,
+        "last_batch": "drop",
+        "timer": "time.perf_counter_ns after device synchronization",
+    }
     emit("manifest", manifest=manifest)
 
     memory = PhaseMemory(fw, "memory" in protocol.get("samplers", ("memory",)))
@@ -332,8 +375,13 @@ def main() -> int:
             _watch_lifeline()
         run_trial(spec, emit)
     except BaseException as exc:  # noqa: BLE001 - every failure must reach the parent as data
-        emit("error", type=type(exc).__name__, message=str(exc)[:4000],
-             traceback=traceback.format_exc()[-8000:], oom=is_oom(exc))
+        emit(
+            "error",
+            type=type(exc).__name__,
+            message=str(exc)[:4000],
+            traceback=traceback.format_exc()[-8000:],
+            oom=is_oom(exc),
+        )
         return 1
     emit("done")
     return 0

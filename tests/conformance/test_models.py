@@ -49,6 +49,8 @@ SMALL_MODELS = ("mlp", "lenet5", "cnn")
 def _marked(rows: list[tuple], in_ci: tuple[str, ...] = SMALL_MODELS) -> list:
     """rows with the `zoo` mark on those whose model is not in `in_ci`."""
     return [row if row[1] in in_ci else pytest.param(*row, marks=pytest.mark.zoo) for row in rows]
+
+
 IMAGE_SHAPES = [((28, 28, 1), 10), ((16, 16, 3), 7)]
 
 
@@ -76,10 +78,12 @@ def _arrays(shape=(28, 28, 1), classes=10, n_train=256, n_test=64, seed=0) -> Ar
     rng = np.random.default_rng(seed)
     # Learnable synthetic data: each class has its own mean image.
     means = rng.random((classes, *shape), dtype=np.float32)
+
     def split(n):
         y = rng.integers(0, classes, n).astype(np.int64)
         x = (0.6 * means[y] + 0.4 * rng.random((n, *shape), dtype=np.float32)).astype(np.float32)
         return ArraySplit(x, y)
+
     return Arrays("conformance", split(n_train), split(n_test), classes)
 
 
@@ -95,8 +99,7 @@ def _data(model: str, shape, classes=10, n_train=256, n_test=64, seed=0) -> Arra
 
     vocab = None
     if spec.input_kind == "tokens" and spec.task == "classify":
-        vocab = importlib.import_module(f"dlbench.models.{model}").token_vocab(
-            spec.resolve_options(spec.tiny_options))
+        vocab = importlib.import_module(f"dlbench.models.{model}").token_vocab(spec.resolve_options(spec.tiny_options))
     return load(SyntheticOptions(shape, classes, n_train, n_test, spec.input_kind, spec.task, vocab), seed)
 
 
@@ -115,8 +118,16 @@ def _framework(name: str):
 
 
 def _settings(model: str, **kw) -> TrainSettings:
-    base = dict(model=model, batch_size=32, epochs=1, optimizer="sgd", lr=0.05, init="glorot-uniform", seed=0,
-                model_options=_spec(model).resolve_options(_spec(model).tiny_options))
+    base = dict(
+        model=model,
+        batch_size=32,
+        epochs=1,
+        optimizer="sgd",
+        lr=0.05,
+        init="glorot-uniform",
+        seed=0,
+        model_options=_spec(model).resolve_options(_spec(model).tiny_options),
+    )
     base.update(kw)
     return TrainSettings(**base)
 
@@ -146,8 +157,9 @@ def test_zoo_model_counts_descends_and_infers(framework, model):
     assert trainer.infer(32) == 32
 
 
-@pytest.mark.parametrize("framework,model,which",
-                         _marked([(*pair, 0) for pair in PAIRS] + [(*pair, 1) for pair in ADAPTER_PAIRS]))
+@pytest.mark.parametrize(
+    "framework,model,which", _marked([(*pair, 0) for pair in PAIRS] + [(*pair, 1) for pair in ADAPTER_PAIRS])
+)
 def test_parameter_count_matches_spec(framework, model, which):
     spec = _spec(model)
     shape, classes = _shapes(model)[which]
@@ -160,9 +172,10 @@ def test_parameter_count_matches_spec(framework, model, which):
         assert spec.count(ref_shape, ref_classes) == count
 
 
-@pytest.mark.parametrize("framework,model,optimizer,lr,ratio",
-                         _marked([(*pair, "adam", 1e-3, 0.7) for pair in PAIRS]
-                                 + [(*pair, "sgd", 0.05, 0.98) for pair in ADAPTER_PAIRS]))
+@pytest.mark.parametrize(
+    "framework,model,optimizer,lr,ratio",
+    _marked([(*pair, "adam", 1e-3, 0.7) for pair in PAIRS] + [(*pair, "sgd", 0.05, 0.98) for pair in ADAPTER_PAIRS]),
+)
 def test_loss_decreases_on_fixed_batch(framework, model, optimizer, lr, ratio):
     # Plain SGD moves LeNet-5 slowly in 40 steps (measured last/first 0.90-0.97 in
     # torch and flax alike), so its bar is lower; Adam must cut the loss by 30%.
@@ -205,12 +218,13 @@ def _real_mnist(n_train=1024, n_test=70, shape=(28, 28, 1)) -> Arrays:
 
     images = read_idx(MNIST_DIR / "t10k-images-idx3-ubyte.gz")
     labels = read_idx(MNIST_DIR / "t10k-labels-idx1-ubyte.gz").astype(np.int64)
-    x = (images[..., None].astype(np.float32) / 255.0)
+    x = images[..., None].astype(np.float32) / 255.0
     if shape != (28, 28, 1):
         x = _fit_images(x, shape)
     n = n_train + n_test
-    return Arrays("mnist-t10k", ArraySplit(x[:n_train], labels[:n_train]),
-                  ArraySplit(x[n_train:n], labels[n_train:n]), 10)
+    return Arrays(
+        "mnist-t10k", ArraySplit(x[:n_train], labels[:n_train]), ArraySplit(x[n_train:n], labels[n_train:n]), 10
+    )
 
 
 @pytest.mark.parametrize("framework,model", _marked(IMAGE_PAIRS))

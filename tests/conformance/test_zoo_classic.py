@@ -25,8 +25,13 @@ from dlbench.models._resnet import conv_bias_count
 MODELS = ("alexnet", "vgg16", "resnet18", "resnet50", "resnet152")
 FRAMEWORKS = ("torch", "tensorflow", "jax")
 REFERENCE = ((224, 224, 3), 1000)
-PUBLISHED = {"alexnet": 61_100_840, "vgg16": 138_357_544, "resnet18": 11_689_512,
-             "resnet50": 25_557_032, "resnet152": 60_192_808}
+PUBLISHED = {
+    "alexnet": 61_100_840,
+    "vgg16": 138_357_544,
+    "resnet18": 11_689_512,
+    "resnet50": 25_557_032,
+    "resnet152": 60_192_808,
+}
 # Per model: the smallest input it takes (a 1x1 feature map before the pool) and a
 # non-square one with odd sides (2x1 maps for alexnet/vgg; odd/even stride-2 inputs for resnet).
 EQUIVALENCE_SHAPES = {
@@ -97,8 +102,9 @@ def test_keras_application_count(model):
     import keras
 
     spec = get_spec(model)
-    app = getattr(keras.applications, spec.keras_application)(weights=None, input_shape=REFERENCE[0],
-                                                               classes=REFERENCE[1])
+    app = getattr(keras.applications, spec.keras_application)(
+        weights=None, input_shape=REFERENCE[0], classes=REFERENCE[1]
+    )
     theirs = sum(int(np.prod(v.shape)) for v in app.trainable_weights)
     del app
     keras.backend.clear_session()
@@ -153,8 +159,12 @@ def _torch_model(model: str, shape, classes: int):
     with torch.no_grad():
         for m in net.modules():
             if isinstance(m, torch.nn.BatchNorm2d):
-                for t, lo, hi in ((m.weight, 0.5, 1.5), (m.bias, -0.2, 0.2),
-                                  (m.running_mean, -0.2, 0.2), (m.running_var, 0.5, 1.5)):
+                for t, lo, hi in (
+                    (m.weight, 0.5, 1.5),
+                    (m.bias, -0.2, 0.2),
+                    (m.running_mean, -0.2, 0.2),
+                    (m.running_var, 0.5, 1.5),
+                ):
                     t.copy_(torch.empty(t.shape).uniform_(lo, hi, generator=gen))
     return net.eval()
 
@@ -182,8 +192,7 @@ def _layers(net):
             first_fc = False
             arrays, kind = {"kernel": w.T}, "dense"
         elif isinstance(m, torch.nn.BatchNorm2d):
-            arrays = {"scale": m.weight.detach().numpy(), "mean": m.running_mean.numpy(),
-                      "var": m.running_var.numpy()}
+            arrays = {"scale": m.weight.detach().numpy(), "mean": m.running_mean.numpy(), "var": m.running_var.numpy()}
             kind = "bn"
         else:
             continue
@@ -197,8 +206,12 @@ def _into_keras(net, keras_model) -> int:
     for parts, kind, arrays in _layers(net):
         layer = keras_model.get_layer("_".join(parts))
         if kind == "bn":
-            pairs = [(layer.gamma, "scale"), (layer.beta, "bias"), (layer.moving_mean, "mean"),
-                     (layer.moving_variance, "var")]
+            pairs = [
+                (layer.gamma, "scale"),
+                (layer.beta, "bias"),
+                (layer.moving_mean, "mean"),
+                (layer.moving_variance, "var"),
+            ]
         else:
             pairs = [(layer.kernel, "kernel")] + ([(layer.bias, "bias")] if "bias" in arrays else [])
         for var, key in pairs:

@@ -20,12 +20,16 @@ from dlbench.models import get_spec
 
 MODELS = ("mobilenet_v2", "efficientnet_b0", "efficientnet_b4", "inception_v3")
 FRAMEWORKS = ("torch", "tensorflow", "jax")
-PUBLISHED = {"mobilenet_v2": 3_504_872, "efficientnet_b0": 5_288_548, "efficientnet_b4": 19_341_616,
-             "inception_v3": 23_834_568}
+PUBLISHED = {
+    "mobilenet_v2": 3_504_872,
+    "efficientnet_b0": 5_288_548,
+    "efficientnet_b4": 19_341_616,
+    "inception_v3": 23_834_568,
+}
 
 
 def _reference(model: str) -> tuple[tuple[int, int, int], int]:
-    (shape, classes), = get_spec(model).reference_counts
+    ((shape, classes),) = get_spec(model).reference_counts
     return shape, classes
 
 
@@ -47,8 +51,9 @@ def _keras_count(model) -> int:
 def _jax_count(model: str, shape, classes: int, options) -> int:
     jax = pytest.importorskip("jax")
     net = _builder(model, "jax")(shape, classes, **options)
-    variables = jax.eval_shape(net.init, {"params": jax.random.key(0)},
-                               jax.ShapeDtypeStruct((1, *shape), jax.numpy.float32))
+    variables = jax.eval_shape(
+        net.init, {"params": jax.random.key(0)}, jax.ShapeDtypeStruct((1, *shape), jax.numpy.float32)
+    )
     return sum(int(np.prod(leaf.shape)) for leaf in jax.tree.leaves(variables["params"]))
 
 
@@ -139,8 +144,9 @@ def test_stochastic_depth_rates_match_spec_in_torch_and_keras():
 
     spec = get_spec("efficientnet_b0")
     options = spec.resolve_options(spec.tiny_options | {"depth_mult": 0.5})
-    expected = [b.drop_rate for b in blocks(options["width_mult"], options["depth_mult"], 0.2)
-                if b.residual and b.drop_rate > 0]
+    expected = [
+        b.drop_rate for b in blocks(options["width_mult"], options["depth_mult"], 0.2) if b.residual and b.drop_rate > 0
+    ]
     assert expected  # the configuration has shortcut blocks that can be dropped
     pytest.importorskip("torch")
     from dlbench.models._efficientnet.torch import StochasticDepth
@@ -149,8 +155,11 @@ def test_stochastic_depth_rates_match_spec_in_torch_and_keras():
     assert [m.rate for m in net.modules() if isinstance(m, StochasticDepth) and m.rate > 0] == expected
     keras = pytest.importorskip("keras")
     model = _builder("efficientnet_b0", "tensorflow")((32, 32, 3), 10, **options)
-    dropped = [layer.rate for layer in model.layers
-               if isinstance(layer, keras.layers.Dropout) and layer.noise_shape is not None]
+    dropped = [
+        layer.rate
+        for layer in model.layers
+        if isinstance(layer, keras.layers.Dropout) and layer.noise_shape is not None
+    ]
     assert dropped == pytest.approx(expected)
 
 
@@ -179,8 +188,11 @@ def test_batch_norm_settings_torch_and_keras(model):
     bns = [m for m in _builder(model, "torch")(shape, 10, **options).modules() if isinstance(m, torch.nn.BatchNorm2d)]
     torch_momentum = round(1 - options["bn_momentum"], 8)  # torch weighs the new batch, Keras the old average
     assert bns and {(m.eps, m.momentum) for m in bns} == {(spec_module.BN_EPSILON, torch_momentum)}
-    layers = [la for la in _builder(model, "tensorflow")(shape, 10, **options).layers
-              if isinstance(la, keras.layers.BatchNormalization)]
+    layers = [
+        la
+        for la in _builder(model, "tensorflow")(shape, 10, **options).layers
+        if isinstance(la, keras.layers.BatchNormalization)
+    ]
     assert len(layers) == len(bns)
     assert {(la.epsilon, la.momentum) for la in layers} == {(spec_module.BN_EPSILON, options["bn_momentum"])}
 

@@ -80,10 +80,12 @@ def test_documented_default_counts() -> None:
 
 # -- output shapes -------------------------------------------------------------
 
-SMALL = [("lstm", (7,), 11, {"embed": 8, "hidden": 12, "layers": 2}),
-         ("transformer", (9,), 3, {"layers": 1, "hidden": 16, "heads": 2, "ff": 32, "vocab": 20, "max_len": 12}),
-         ("deepspeech2", (21, 13), 6, {"rnn": "gru", "rnn_layers": 2, "hidden": 8, "conv_channels": 4}),
-         ("deepspeech2", (20, 13), 6, {"rnn": "lstm", "rnn_layers": 1, "hidden": 8, "conv_channels": 4})]
+SMALL = [
+    ("lstm", (7,), 11, {"embed": 8, "hidden": 12, "layers": 2}),
+    ("transformer", (9,), 3, {"layers": 1, "hidden": 16, "heads": 2, "ff": 32, "vocab": 20, "max_len": 12}),
+    ("deepspeech2", (21, 13), 6, {"rnn": "gru", "rnn_layers": 2, "hidden": 8, "conv_channels": 4}),
+    ("deepspeech2", (20, 13), 6, {"rnn": "lstm", "rnn_layers": 1, "hidden": 8, "conv_channels": 4}),
+]
 
 
 def _input(shape, n=2):
@@ -104,14 +106,18 @@ def test_output_shapes_equal_across_frameworks(model, shape, classes, options) -
     with torch.no_grad():
         xt = torch.from_numpy(x).long() if x.dtype == np.int32 else torch.from_numpy(x)
         torch_shape = tuple(tnet(xt).shape)
-    keras_shape = tuple(importlib.import_module(f"dlbench.models.{model}.tensorflow")
-                        .build(shape, classes, **opts)(x, training=False).shape)
+    keras_shape = tuple(
+        importlib.import_module(f"dlbench.models.{model}.tensorflow")
+        .build(shape, classes, **opts)(x, training=False)
+        .shape
+    )
     fnet = importlib.import_module(f"dlbench.models.{model}.jax").build(shape, classes, **opts)
     variables = fnet.init({"params": jax.random.key(0)}, x)
     flax_shape = tuple(fnet.apply(variables, x).shape)
     assert torch_shape == keras_shape == flax_shape
     if model == "deepspeech2":
         from dlbench.models.deepspeech2 import front_end_out
+
         assert torch_shape == (2, front_end_out(*shape)[0], classes) == (2, math.ceil(shape[0] / 2), classes)
     elif model == "lstm":
         assert torch_shape == (2, shape[0], classes)
@@ -120,6 +126,7 @@ def test_output_shapes_equal_across_frameworks(model, shape, classes, options) -
 
 
 # -- losses --------------------------------------------------------------------
+
 
 def _losses(task: str):
     """The three adapters' loss functions for `task`, each taking numpy (logits, labels)."""
@@ -170,6 +177,7 @@ def test_next_token_loss_equal_across_frameworks() -> None:
 
 
 # -- the ctc metric ------------------------------------------------------------
+
 
 def test_greedy_decode_and_cer() -> None:
     best = np.array([[0, 1, 1, 0, 1, 2, 2, 0], [3, 3, 3, 0, 0, 0, 0, 0]])

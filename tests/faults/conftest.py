@@ -14,20 +14,20 @@ import pytest
 
 from .driver import Driver
 
-PLUGIN_INFO = '''
+PLUGIN_INFO = """
 from dlbench.frameworks import FrameworkInfo
 
 INFO = FrameworkInfo(
     name="sleepy", variants=("a", "b"), default_variant="a", modules=("dlbench_sleepy",),
     distributions=("dlbench-sleepy",), install_hint="test plugin", adapter="dlbench_sleepy.adapter:Sleepy",
     in_default_suite=False, models=("mlp",))
-'''
+"""
 
 # Each phase sleeps (a runner's signal can land inside it) and may signal the
 # runner: DLBENCH_FAULT_PHASE names the phase, DLBENCH_FAULT_SIGNAL the signal,
 # DLBENCH_FAULT_OCCURRENCE at which call of that phase in the worker, and
 # DLBENCH_FAULT_FLAG a file that makes it happen once (the resume must not be hit).
-PLUGIN_ADAPTER = '''
+PLUGIN_ADAPTER = """
 import os, signal, time
 
 seen = {}
@@ -80,14 +80,23 @@ class Sleepy:
     def build(self, native, settings):
         fault("build"); time.sleep(0.02)
         return Trainer(settings.seed)
-'''
+"""
 
 # The phases of a trial a signal is sent at (the worker's own order), each at the
 # call that falls in the trial's second repeat where the phase repeats, so that
 # the first repeat is committed and the interrupted attempt has values to keep
 # (latency: 2 calls at batch 4 and 2 at batch 1 per repeat).
-PHASES = {"import": 1, "setup": 1, "data": 1, "build": 2, "compile": 2, "train": 2, "evaluate": 2,
-          "infer": 2, "latency": 5}
+PHASES = {
+    "import": 1,
+    "setup": 1,
+    "data": 1,
+    "build": 2,
+    "compile": 2,
+    "train": 2,
+    "evaluate": 2,
+    "infer": 2,
+    "latency": 5,
+}
 
 EXPERIMENT = """
 [experiment]
@@ -111,8 +120,8 @@ shape = [2, 2, 1]
 train_size = 16
 test_size = 8
 """
-PLANNED_TRIALS = 2          # 2 cases x 1 trial
-REPEATS_PER_TRIAL = 2       # 1 warm-up + 1 measured
+PLANNED_TRIALS = 2  # 2 cases x 1 trial
+REPEATS_PER_TRIAL = 2  # 1 warm-up + 1 measured
 
 
 @pytest.fixture(scope="session")

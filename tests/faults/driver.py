@@ -30,6 +30,7 @@ ORPHAN_GRACE_S = 10.0
 @dataclass
 class Outcome:
     """What one interruption did, for the suite's tallies."""
+
     signal: str
     where: str
     returncode: int | None
@@ -50,9 +51,15 @@ class Driver:
         return env
 
     def start(self, db: Path, tag: str, *args: str, **fault: str) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, "-m", "dlbench", "run", *args, "--db", str(db)],
-                                cwd=db.parent, env=self.env(tag, **fault), stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        return subprocess.Popen(
+            [sys.executable, "-m", "dlbench", "run", *args, "--db", str(db)],
+            cwd=db.parent,
+            env=self.env(tag, **fault),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
 
     def tagged(self, tag: str) -> list[psutil.Process]:
         """Live processes started under this tag (workers inherit the runner's environment)."""
@@ -79,16 +86,26 @@ class Driver:
             time.sleep(0.05)
 
     # -- one scenario -------------------------------------------------------
-    def interrupt_and_resume(self, name: str, sig: signal.Signals, *, after_s: float | None = None,
-                             phase: str | None = None, occurrence: int = 1) -> Outcome:
+    def interrupt_and_resume(
+        self,
+        name: str,
+        sig: signal.Signals,
+        *,
+        after_s: float | None = None,
+        phase: str | None = None,
+        occurrence: int = 1,
+    ) -> Outcome:
         """Start a run; send `sig` to the runner after `after_s` seconds, or have the
         plugin send it at `phase`; check the aftermath; resume; check again."""
         where = self.root / name
         where.mkdir()
         db = where / "r.db"
         tag = uuid.uuid4().hex
-        fault = ({"phase": phase, "occurrence": str(occurrence), "signal": str(int(sig)),
-                  "flag": str(where / "fired")} if phase else {})
+        fault = (
+            {"phase": phase, "occurrence": str(occurrence), "signal": str(int(sig)), "flag": str(where / "fired")}
+            if phase
+            else {}
+        )
         proc = self.start(db, tag, str(self.experiment), **fault)
         if after_s is not None:
             time.sleep(after_s)
@@ -99,7 +116,7 @@ class Driver:
         except subprocess.TimeoutExpired:
             proc.kill()
             out, err = proc.communicate()
-            raise AssertionError(f"{name}: the runner did not end within 60 s after {sig.name}")
+            raise AssertionError(f"{name}: the runner did not end within 60 s after {sig.name}") from None
         label = f"{sig.name} at {phase}" if phase else f"{sig.name} after {after_s:.2f} s"
         outcome = Outcome(sig.name, label, proc.returncode, run_existed=False)
         self.assert_no_orphans(tag)
@@ -121,8 +138,13 @@ class Driver:
         outcome.run_existed = True
         run_id = runs[0][0]
         if soft:  # a handled signal once the run exists: one line that says how to go on
-            said = any(words in err for words in ("Resume with: dlbench run --resume",
-                                                  "while printing the report; run 1 is finished and stored"))
+            said = any(
+                words in err
+                for words in (
+                    "Resume with: dlbench run --resume",
+                    "while printing the report; run 1 is finished and stored",
+                )
+            )
             assert said, f"{label}: neither a resume hint nor a finished run said in {err[-500:]!r}"
         before = self.query(db, "SELECT id, trial_id, repeat, phase, metric, value FROM measurements ORDER BY id")
         self.assert_planned(db, run_id, label, finished=False)
@@ -134,8 +156,9 @@ class Driver:
             assert resumed.returncode == 0, f"{label}: resume exited {resumed.returncode}: {err[-2000:]}"
             self.assert_no_orphans(tag)
         self.assert_intact(db, label)
-        after = {row[0]: row for row in self.query(db, "SELECT id, trial_id, repeat, phase, metric, value "
-                                                       "FROM measurements")}
+        after = {
+            row[0]: row for row in self.query(db, "SELECT id, trial_id, repeat, phase, metric, value FROM measurements")
+        }
         lost = [row for row in before if after.get(row[0]) != row]
         assert not lost, f"{label}: {len(lost)} committed measurement row(s) lost or changed by the resume"
         self.assert_planned(db, run_id, label, finished=True)
@@ -156,13 +179,15 @@ class Driver:
         assert check == [("ok",)], f"{label}: integrity_check says {check}"
 
     def assert_planned(self, db: Path, run_id: int, label: str, *, finished: bool) -> None:
-        current = self.query(db, "SELECT id, case_key, block, status, attempt FROM trials "
-                                 "WHERE run_id=? AND retired=0", (run_id,))
+        current = self.query(
+            db, "SELECT id, case_key, block, status, attempt FROM trials WHERE run_id=? AND retired=0", (run_id,)
+        )
         cells = [(key, block) for _, key, block, _, _ in current]
         assert len(current) == self.planned, f"{label}: {len(current)} current trials, planned {self.planned}"
         assert len(set(cells)) == len(cells), f"{label}: a case and block has two current trials: {cells}"
-        retired = self.query(db, "SELECT case_key, block, status, attempt FROM trials WHERE run_id=? AND retired=1",
-                             (run_id,))
+        retired = self.query(
+            db, "SELECT case_key, block, status, attempt FROM trials WHERE run_id=? AND retired=1", (run_id,)
+        )
         for key, block, status, attempt in retired:
             assert status == "interrupted", f"{label}: retired attempt with status {status}"
             newer = [a for _, k, b, _, a in current if (k, b) == (key, block)]
@@ -171,8 +196,11 @@ class Driver:
             return
         assert {s for _, _, _, s, _ in current} == {"ok"}, f"{label}: after the resume: {current}"
         for trial_id, *_ in current:
-            n = self.query(db, "SELECT COUNT(*) FROM measurements WHERE trial_id=? AND phase='train' "
-                               "AND metric='time'", (trial_id,))[0][0]
+            n = self.query(
+                db,
+                "SELECT COUNT(*) FROM measurements WHERE trial_id=? AND phase='train' AND metric='time'",
+                (trial_id,),
+            )[0][0]
             assert n == self.repeats, f"{label}: trial {trial_id} has {n} train times, expected {self.repeats}"
         owner = self.query(db, "SELECT owner_json, status FROM runs WHERE id=?", (run_id,))[0]
         assert owner == (None, "finished"), f"{label}: after the resume the run is {owner}"
@@ -189,15 +217,17 @@ class Driver:
         for proc in procs:
             out, err = proc.communicate(timeout=120)
             assert proc.returncode == 0, err[-2000:]
-        return (time.monotonic() - t0)
+        return time.monotonic() - t0
 
 
 def summary(outcomes: list[Outcome]) -> str:
     existed = sum(o.run_existed for o in outcomes)
     retired = sum(o.retired for o in outcomes)
     codes = sorted({str(o.returncode) for o in outcomes})
-    return (f"{len(outcomes)} interruptions ({existed} after the run was created), {retired} interrupted "
-            f"attempts kept, runner exit codes {', '.join(codes)}")
+    return (
+        f"{len(outcomes)} interruptions ({existed} after the run was created), {retired} interrupted "
+        f"attempts kept, runner exit codes {', '.join(codes)}"
+    )
 
 
 def dump(outcomes: list[Outcome], path: Path) -> None:

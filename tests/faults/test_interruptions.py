@@ -13,9 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 from .conftest import PHASES
 from .driver import Driver, Outcome, summary
 
-SEED = 20261123          # fixed: a failure names its scenario, and rerunning it hits the same moment
+SEED = 20261123  # fixed: a failure names its scenario, and rerunning it hits the same moment
 KILL_POINTS = 50
-SOFT_POINTS = 8          # per soft signal (SIGTERM, SIGINT)
+SOFT_POINTS = 8  # per soft signal (SIGTERM, SIGINT)
 PARALLEL = 3
 
 
@@ -26,7 +26,7 @@ def _run_all(driver: Driver, scenarios: list[dict]) -> list[Outcome]:
 
     with ThreadPoolExecutor(PARALLEL) as pool:
         outcomes, errors = [], []
-        for i_s, result in zip(enumerate(scenarios), pool.map(_catching(one), enumerate(scenarios))):
+        for _i_s, result in zip(enumerate(scenarios), pool.map(_catching(one), enumerate(scenarios))):
             (outcomes if isinstance(result, Outcome) else errors).append(result)
     assert not errors, f"{len(errors)} of {len(scenarios)} scenarios failed:\n" + "\n".join(map(str, errors))
     return outcomes
@@ -38,6 +38,7 @@ def _catching(fn):
             return fn(arg)
         except Exception as exc:  # noqa: BLE001 - every scenario's failure is reported, not only the first
             return f"scenario {arg[0]} ({arg[1]}): {type(exc).__name__}: {exc}"
+
     return wrapped
 
 
@@ -71,8 +72,11 @@ def test_sigterm_and_sigint_at_random_moments_then_resume(driver):
 
 
 def test_every_phase_of_a_trial_by_every_signal_then_resume(driver):
-    scenarios = [{"sig": sig, "phase": phase, "occurrence": n}
-                 for sig in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT) for phase, n in PHASES.items()]
+    scenarios = [
+        {"sig": sig, "phase": phase, "occurrence": n}
+        for sig in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT)
+        for phase, n in PHASES.items()
+    ]
     outcomes = _run_all(driver, scenarios)
     print(summary(outcomes))
     assert all(o.run_existed for o in outcomes)
@@ -82,6 +86,11 @@ def test_every_phase_of_a_trial_by_every_signal_then_resume(driver):
     # A signal before the first repeat is stored (import, setup, data) leaves nothing to keep;
     # one in the second repeat leaves the first, kept as a retired attempt, and the trial runs again.
     by = {(o.signal, o.where.split(" at ")[1]): o.retired for o in outcomes}
-    assert all(by[(sig, phase)] == 0 for sig in ("SIGKILL", "SIGTERM", "SIGINT") for phase in ("import", "setup", "data"))
-    assert all(by[(sig, phase)] == 1 for sig in ("SIGKILL", "SIGTERM", "SIGINT")
-               for phase in ("build", "compile", "train", "evaluate", "infer", "latency")), by
+    assert all(
+        by[(sig, phase)] == 0 for sig in ("SIGKILL", "SIGTERM", "SIGINT") for phase in ("import", "setup", "data")
+    )
+    assert all(
+        by[(sig, phase)] == 1
+        for sig in ("SIGKILL", "SIGTERM", "SIGINT")
+        for phase in ("build", "compile", "train", "evaluate", "infer", "latency")
+    ), by

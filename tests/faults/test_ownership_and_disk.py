@@ -74,9 +74,16 @@ def test_a_full_disk_ends_the_run_with_one_line_and_it_resumes_later(driver):
     def small_disk() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
-    full = subprocess.Popen([sys.executable, "-m", "dlbench", "run", str(driver.experiment), "--db", str(db)],
-                            cwd=driver.root, env=driver.env(tag), preexec_fn=small_disk, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    full = subprocess.Popen(
+        [sys.executable, "-m", "dlbench", "run", str(driver.experiment), "--db", str(db)],
+        cwd=driver.root,
+        env=driver.env(tag),
+        preexec_fn=small_disk,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     out, err = full.communicate(timeout=120)
     assert full.returncode == 1, err
     lines = [line for line in err.splitlines() if line.strip()]

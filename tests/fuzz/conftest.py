@@ -13,11 +13,13 @@ def pytest_terminal_summary(terminalreporter):
     kinds = sorted(k for k in COUNTS if not k.endswith((" accepted", " refused")))
     terminalreporter.section("fuzz inputs tried")
     for kind in kinds:
-        terminalreporter.write_line(f"{kind}: {COUNTS[kind]} ({COUNTS[kind + ' accepted']} accepted, "
-                                    f"{COUNTS[kind + ' refused']} refused)")
+        terminalreporter.write_line(
+            f"{kind}: {COUNTS[kind]} ({COUNTS[kind + ' accepted']} accepted, {COUNTS[kind + ' refused']} refused)"
+        )
     total = sum(COUNTS[k] for k in kinds)
-    terminalreporter.write_line(f"total: {total} inputs, every one parsed, refused with one line or accepted "
-                                "and checked; no other exception")
+    terminalreporter.write_line(
+        f"total: {total} inputs, every one parsed, refused with one line or accepted and checked; no other exception"
+    )
 
 
 @pytest.fixture(scope="package", autouse=True)

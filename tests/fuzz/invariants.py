@@ -72,9 +72,14 @@ def check_accepted(exp: Experiment, store=None) -> Plan:
     after the JSON trip to the worker, and a protocol the runner builds."""
     plan = expand(exp)
     p = exp.protocol
-    for name, seconds in (("timeout", p.timeout), ("idle_baseline", p.idle_baseline),
-                          ("sample_interval", p.sample_interval), ("tta_budget", p.tta_budget),
-                          ("budget", p.budget * 60), ("infer_min_time", p.infer_min_time)):
+    for name, seconds in (
+        ("timeout", p.timeout),
+        ("idle_baseline", p.idle_baseline),
+        ("sample_interval", p.sample_interval),
+        ("tta_budget", p.tta_budget),
+        ("budget", p.budget * 60),
+        ("infer_min_time", p.infer_min_time),
+    ):
         assert math.isfinite(seconds) and 0 <= seconds < threading.TIMEOUT_MAX, f"{name} = {seconds}"
     assert p.timeout > 0
     protocol = runner.protocol_for_worker(plan)

@@ -76,39 +76,130 @@ def toml_document(doc: dict[str, Any]) -> str:
 
 # -- hostile values ----------------------------------------------------------
 
-EDGE_INTS = [0, 1, -1, 2, 7, 2**20, 2**20 + 1, 2**31 - 1, 2**31, 2**32, 2**53 + 1, 2**63 - 1, 2**63, 2**64,
-             10**20, -(10**20), -(2**63), 10**300]
-EDGE_FLOATS = [0.0, -0.0, 0.5, 1.0, 0.999999, 1e-300, 5e-324, 1e12, 1e300, -1e300, 1.7976931348623157e308,
-               float("nan"), float("inf"), float("-inf"), 100.0, 100.00000001, 604800.0, 604800.5, 3600.0,
-               3600.1, 60.0, 0.01, 0.0099]
-ODD_STRINGS = ["", " ", "\x00", "\t", "\n", "\r\n", "\x7f", "\u202e", "\ufeff", "💥", "a" * 300, "torch", "nan",
-               "inf", "1e12", "-1", "0", "none", "all", "cpu,cpu", ",", "train.time,", "latency_b0.time",
-               "99999999999999999999TiB", "+0", "+", "2GiB", "-3", "0x10", "１２", "../../etc/passwd", "[x]",
-               "'", '"', "\\", "${HOME}", "%s%n", "\u0085", "\u2028"]
+EDGE_INTS = [
+    0,
+    1,
+    -1,
+    2,
+    7,
+    2**20,
+    2**20 + 1,
+    2**31 - 1,
+    2**31,
+    2**32,
+    2**53 + 1,
+    2**63 - 1,
+    2**63,
+    2**64,
+    10**20,
+    -(10**20),
+    -(2**63),
+    10**300,
+]
+EDGE_FLOATS = [
+    0.0,
+    -0.0,
+    0.5,
+    1.0,
+    0.999999,
+    1e-300,
+    5e-324,
+    1e12,
+    1e300,
+    -1e300,
+    1.7976931348623157e308,
+    float("nan"),
+    float("inf"),
+    float("-inf"),
+    100.0,
+    100.00000001,
+    604800.0,
+    604800.5,
+    3600.0,
+    3600.1,
+    60.0,
+    0.01,
+    0.0099,
+]
+ODD_STRINGS = [
+    "",
+    " ",
+    "\x00",
+    "\t",
+    "\n",
+    "\r\n",
+    "\x7f",
+    "\u202e",
+    "\ufeff",
+    "💥",
+    "a" * 300,
+    "torch",
+    "nan",
+    "inf",
+    "1e12",
+    "-1",
+    "0",
+    "none",
+    "all",
+    "cpu,cpu",
+    ",",
+    "train.time,",
+    "latency_b0.time",
+    "99999999999999999999TiB",
+    "+0",
+    "+",
+    "2GiB",
+    "-3",
+    "0x10",
+    "１２",
+    "../../etc/passwd",
+    "[x]",
+    "'",
+    '"',
+    "\\",
+    "${HOME}",
+    "%s%n",
+    "\u0085",
+    "\u2028",
+]
 
 
 # Strategies are built once: building them per draw costs more than drawing.
 HOSTILE_SCALARS = st.one_of(
-    st.sampled_from(EDGE_INTS), st.sampled_from(EDGE_FLOATS), st.sampled_from(ODD_STRINGS),
-    st.booleans(), st.integers(), st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from(EDGE_INTS),
+    st.sampled_from(EDGE_FLOATS),
+    st.sampled_from(ODD_STRINGS),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=True, allow_infinity=True),
     st.text(max_size=12),
 )
 HOSTILE = st.one_of(
-    HOSTILE_SCALARS, HOSTILE_SCALARS,  # mostly scalars; now and then a list or an inline table
+    HOSTILE_SCALARS,
+    HOSTILE_SCALARS,  # mostly scalars; now and then a list or an inline table
     st.lists(HOSTILE_SCALARS, max_size=4),
-    st.dictionaries(st.sampled_from(["a", "name", "torch", "hidden", "x y", ""]),
-                    st.one_of(HOSTILE_SCALARS, st.lists(HOSTILE_SCALARS, max_size=2)), max_size=3),
+    st.dictionaries(
+        st.sampled_from(["a", "name", "torch", "hidden", "x y", ""]),
+        st.one_of(HOSTILE_SCALARS, st.lists(HOSTILE_SCALARS, max_size=2)),
+        max_size=3,
+    ),
 )
-UNKNOWN_KEYS = st.one_of(st.sampled_from(["repeat", "warm_up", "framwork", "Threads", "epochs ", "", "é", "a.b",
-                                          "name", "__class__", "0"]),
-                         st.text(min_size=1, max_size=8))
+UNKNOWN_KEYS = st.one_of(
+    st.sampled_from(["repeat", "warm_up", "framwork", "Threads", "epochs ", "", "é", "a.b", "name", "__class__", "0"]),
+    st.text(min_size=1, max_size=8),
+)
 # Hypothesis favours the smallest value of integers(0, 3): sampled_from keeps the 1-in-4 odds.
 QUARTER = st.sampled_from([False, False, False, True])
-EDGE_NUMBERS = st.one_of(st.sampled_from(EDGE_INTS), st.sampled_from(EDGE_FLOATS),
-                         st.floats(allow_nan=True, allow_infinity=True), st.integers())
+EDGE_NUMBERS = st.one_of(
+    st.sampled_from(EDGE_INTS),
+    st.sampled_from(EDGE_FLOATS),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(),
+)
 
 
 # -- valid values, near their bounds -----------------------------------------
+
 
 def _variants() -> list[str]:
     out = []
@@ -163,10 +254,12 @@ PROTOCOL_VALUES: dict[str, st.SearchStrategy[Any]] = {
     "until_ci": st.one_of(st.just(0), st.floats(min_value=0.001, max_value=99.999)),
     "max_repeats": _num(1, config.MAX_TRIALS),
     "budget": _num(0, config.MAX_BUDGET_MIN, False),
-    "until_ci_metrics": st.sampled_from(["train.time", "train.time,infer.time", "latency_b1.time",
-                                         "build.time, compile.time"]),
-    "memory_limit": st.sampled_from(["", "0", "2GiB", "+512MiB", "1.5GB", "64MiB", str(config.MAX_MEMORY),
-                                     "256TiB", "+1MiB"]),
+    "until_ci_metrics": st.sampled_from(
+        ["train.time", "train.time,infer.time", "latency_b1.time", "build.time, compile.time"]
+    ),
+    "memory_limit": st.sampled_from(
+        ["", "0", "2GiB", "+512MiB", "1.5GB", "64MiB", str(config.MAX_MEMORY), "256TiB", "+1MiB"]
+    ),
     "target_accuracy": _num(0, 1, False),
     "tta_budget": _num(0, config.MAX_TTA_BUDGET_S, False),
 }
@@ -219,13 +312,19 @@ def _cached(key: Any, make) -> st.SearchStrategy[Any]:
 
 
 @st.composite
-def table(draw, values: dict[str, st.SearchStrategy[Any]], mode: str, max_keys: int = 4,
-          as_list: bool = False) -> dict[str, Any]:
+def table(
+    draw, values: dict[str, st.SearchStrategy[Any]], mode: str, max_keys: int = 4, as_list: bool = False
+) -> dict[str, Any]:
     """A table of some of `values`' keys: valid values (mode "valid"), hostile ones
     ("hostile"), or each either way ("mixed"), with an unknown key now and then."""
-    keys = draw(_cached(("keys", id(values), max_keys),
-                        lambda: st.lists(st.sampled_from(sorted(values)), max_size=max_keys, unique=True)
-                        if values else st.just([])))
+    keys = draw(
+        _cached(
+            ("keys", id(values), max_keys),
+            lambda: (
+                st.lists(st.sampled_from(sorted(values)), max_size=max_keys, unique=True) if values else st.just([])
+            ),
+        )
+    )
     out: dict[str, Any] = {}
     for key in keys:
         hostile = mode == "hostile" or (mode == "mixed" and draw(QUARTER))
@@ -240,8 +339,10 @@ def table(draw, values: dict[str, st.SearchStrategy[Any]], mode: str, max_keys: 
     return out
 
 
-EXPERIMENT_VALUES = {"name": st.one_of(st.sampled_from(["fuzz", "a b", "x" * 200]), st.text(min_size=1, max_size=20)),
-                     "description": st.text(max_size=40)}
+EXPERIMENT_VALUES = {
+    "name": st.one_of(st.sampled_from(["fuzz", "a b", "x" * 200]), st.text(min_size=1, max_size=20)),
+    "description": st.text(max_size=40),
+}
 # valid: every value in range; one-off: valid but for one number at an edge (huge,
 # negative, nan, inf: the values a type check lets through); mixed: each value valid
 # or hostile; hostile: every value hostile (wrong types, odd strings, nesting).
@@ -280,15 +381,17 @@ def experiment_docs(draw) -> dict[str, Any]:
     if mode == "one-off":
         _one_off(draw, doc)
     if not valid_mode and draw(st.integers(0, 6)) == 0:
-        doc[draw(st.sampled_from(["matrix", "protocol", "models", "include", "experimnt", "synthetic"]))] = \
-            draw(HOSTILE)
+        doc[draw(st.sampled_from(["matrix", "protocol", "models", "include", "experimnt", "synthetic"]))] = draw(
+            HOSTILE
+        )
     return doc
 
 
 NUMERIC_KEYS = {
     "matrix": ("batch_size", "lr", "input_shape"),
-    "protocol": tuple(k for k, f in ((f.name, f) for f in fields(config.Protocol))
-                      if "int" in str(f.type) or "float" in str(f.type)),
+    "protocol": tuple(
+        k for k, f in ((f.name, f) for f in fields(config.Protocol)) if "int" in str(f.type) or "float" in str(f.type)
+    ),
     "synthetic": ("classes", "train_size", "test_size"),
 }
 
@@ -303,8 +406,9 @@ def _one_off(draw, doc: dict[str, Any]) -> None:
         spec = get_spec(model)
         key = draw(st.sampled_from(sorted(k for k in spec.options if k not in spec.option_choices)))
         default = spec.options[key]
-        doc.setdefault("models", {}).setdefault(model, {})[key] = \
+        doc.setdefault("models", {}).setdefault(model, {})[key] = (
             [*default[:-1], number] if isinstance(default, tuple) else number
+        )
         return
     key = draw(st.sampled_from(NUMERIC_KEYS[section]))
     table = doc.setdefault(section, {})

@@ -19,8 +19,13 @@ from dlbench.config import MATRIX_DEFAULTS
 from .invariants import check_accepted, tally
 from .strategies import FACTOR_VALUES, ODD_STRINGS, OPTION_VALUES, PROTOCOL_VALUES, toml_value
 
-FUZZ = settings(max_examples=300, deadline=None, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=300,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 cli = CliRunner()
 
@@ -43,11 +48,43 @@ PLAN_PROTOCOL = ("epochs", "steps", "repeats", "warmup", "trials", "threads")  #
 RUN_PROTOCOL = tuple(PROTOCOL_VALUES)  # `run` has a flag for every protocol setting
 
 HOSTILE_TEXT = st.one_of(
-    st.sampled_from(ODD_STRINGS + ["nan", "-nan", "inf", "-inf", "1e999", "-1e999", "1e12", "-1", "-0", "0",
-                                   "99999999999999999999", "2147483648", "abc", ",,,", ",", "1,,2", "1, 2",
-                                   "1;2", "0.0.1", "1_000", "=", ".", "lstm.=1", ".hidden=1", "lstm.hidden=",
-                                   "lstm.hidden=-5", "lstm.hidden=1e999", "lstm.dropout=nan",
-                                   "transformer.hidden=30", "resnet18.blocks=[0,1]", "x.y=1", "mlp.hidden=3"]),
+    st.sampled_from(
+        ODD_STRINGS
+        + [
+            "nan",
+            "-nan",
+            "inf",
+            "-inf",
+            "1e999",
+            "-1e999",
+            "1e12",
+            "-1",
+            "-0",
+            "0",
+            "99999999999999999999",
+            "2147483648",
+            "abc",
+            ",,,",
+            ",",
+            "1,,2",
+            "1, 2",
+            "1;2",
+            "0.0.1",
+            "1_000",
+            "=",
+            ".",
+            "lstm.=1",
+            ".hidden=1",
+            "lstm.hidden=",
+            "lstm.hidden=-5",
+            "lstm.hidden=1e999",
+            "lstm.dropout=nan",
+            "transformer.hidden=30",
+            "resnet18.blocks=[0,1]",
+            "x.y=1",
+            "mlp.hidden=3",
+        ]
+    ),
     st.text(max_size=10),
 )
 
@@ -69,7 +106,8 @@ def _valid_text(name: str) -> st.SearchStrategy[str]:
 
 def _option_text(model: str, values: dict) -> st.SearchStrategy[str]:
     return st.sampled_from(sorted(values)).flatmap(
-        lambda key: values[key].map(lambda v: f"{model}.{key}={toml_value(v)}"))
+        lambda key: values[key].map(lambda v: f"{model}.{key}={toml_value(v)}")
+    )
 
 
 OPTION_TEXT = st.one_of(*(_option_text(m, values) for m, values in OPTION_VALUES.items() if values))
@@ -78,8 +116,9 @@ OPTION_TEXT = st.one_of(*(_option_text(m, values) for m, values in OPTION_VALUES
 @st.composite
 def command_lines(draw, protocol_names: tuple[str, ...], hostile_share: int):
     """(args, flags given): some flags, each valid or hostile (1 in `hostile_share`)."""
-    names = draw(st.lists(st.sampled_from(sorted(MATRIX_FLAGS) + list(protocol_names) + ["option"]),
-                          max_size=5, unique=True))
+    names = draw(
+        st.lists(st.sampled_from(sorted(MATRIX_FLAGS) + list(protocol_names) + ["option"]), max_size=5, unique=True)
+    )
     args, given_names = [], []
     for name in names:
         # Not integers(...) == 0: Hypothesis favours the smallest value, which would make most flags hostile.
@@ -110,8 +149,7 @@ def _check_result(result, given: list[str], files: tuple[str, ...] = (), accepte
     assert output.count("error:") <= 1, output
     names = [_flag(n) for n in given] + given + list(files)
     generic = ("nothing to run: every cell was skipped",)
-    assert any(n in output for n in names) or any(g in output for g in generic), \
-        f"names none of {names}: {output}"
+    assert any(n in output for n in names) or any(g in output for g in generic), f"names none of {names}: {output}"
     return False
 
 
@@ -219,8 +257,10 @@ def test_one_hostile_flag_is_named():
 
 
 @settings(FUZZ, max_examples=150)
-@given(out=st.sampled_from(["out.csv", "dir", "missing/dir/x.csv", "dir/", "", ".", "a\x00b.csv"]),
-       run=st.one_of(st.none(), st.sampled_from(["-1", "0", "1", "2", "99999999999999999999", "abc", "nan"])))
+@given(
+    out=st.sampled_from(["out.csv", "dir", "missing/dir/x.csv", "dir/", "", ".", "a\x00b.csv"]),
+    run=st.one_of(st.none(), st.sampled_from(["-1", "0", "1", "2", "99999999999999999999", "abc", "nan"])),
+)
 def _export_inner(out, run, root, db):
     args = ["export", str(root / out) if out else out, "--db", str(db)]
     if run is not None:

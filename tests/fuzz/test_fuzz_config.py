@@ -15,17 +15,34 @@ from dlbench.config import ConfigError
 from dlbench.store import Store
 
 from .invariants import check_accepted, check_refusal, tally
-from .strategies import toml_document, experiment_docs
+from .strategies import experiment_docs, toml_document
 
 SOURCE = "fuzz.toml"
-FUZZ = settings(max_examples=1800, deadline=None, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=1800,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 SMALL = settings(FUZZ, max_examples=600)
 
 # The words a refusal may name: sections, keys and the phrases of whole-file problems.
-SECTION_WORDS = ("[matrix]", "[protocol]", "[synthetic]", "[experiment]", "[[include]]", "[[exclude]]",
-                 "[models", "[include]", "[exclude]", "unknown key", "not valid TOML", "must be a table",
-                 "matrix cells x")
+SECTION_WORDS = (
+    "[matrix]",
+    "[protocol]",
+    "[synthetic]",
+    "[experiment]",
+    "[[include]]",
+    "[[exclude]]",
+    "[models",
+    "[include]",
+    "[exclude]",
+    "unknown key",
+    "not valid TOML",
+    "must be a table",
+    "matrix cells x",
+)
 
 STORE = Store(":memory:")
 
@@ -56,24 +73,44 @@ def test_mutated_experiment_files(doc, data):
     at = data.draw(st.integers(0, len(text)))
     edit = data.draw(st.sampled_from(["replace", "delete", "insert", "token"]))
     if edit == "replace":
-        text = text[:at] + data.draw(st.characters()) + text[at + 1:]
+        text = text[:at] + data.draw(st.characters()) + text[at + 1 :]
     elif edit == "delete":
-        text = text[:at] + text[at + 1:]
+        text = text[:at] + text[at + 1 :]
     elif edit == "insert":
         text = text[:at] + data.draw(st.text(string.printable, max_size=3)) + text[at:]
     else:
-        token = data.draw(st.sampled_from(["nan", "inf", "-inf", "1e999", "99999999999999999999", "-1", "[]",
-                                           "{}", "[[]]", "\"\"", "true", "0x7fffffffffffffff", "1979-05-27",
-                                           "'''", "\n[protocol]\n", "\n[[include]]\n", "[" * 50]))
+        token = data.draw(
+            st.sampled_from(
+                [
+                    "nan",
+                    "inf",
+                    "-inf",
+                    "1e999",
+                    "99999999999999999999",
+                    "-1",
+                    "[]",
+                    "{}",
+                    "[[]]",
+                    '""',
+                    "true",
+                    "0x7fffffffffffffff",
+                    "1979-05-27",
+                    "'''",
+                    "\n[protocol]\n",
+                    "\n[[include]]\n",
+                    "[" * 50,
+                ]
+            )
+        )
         text = text[:at] + token + text[at:]
     _try(text, "mutated experiment file")
 
 
 @SMALL
 @given(st.text(max_size=200))
-@example("v = " + "[" * 5000)                      # RecursionError inside tomllib
-@example("[protocol]\nseed = " + "9" * 5000)       # beyond Python's int-from-string limit
-@example("[protocol]\ntimeout = " + "9" * 400)     # an int no float can hold
+@example("v = " + "[" * 5000)  # RecursionError inside tomllib
+@example("[protocol]\nseed = " + "9" * 5000)  # beyond Python's int-from-string limit
+@example("[protocol]\ntimeout = " + "9" * 400)  # an int no float can hold
 @example("[matrix]\nmodel." + "a." * 2000 + "b = 1")  # a table nested 2000 deep, shown in the message
 @example("[models.lstm]\nhidden." + "a." * 2000 + "b = 1")
 def test_raw_text(text):

@@ -45,8 +45,10 @@ BAD_FILES = [
     ("[protocol]\nrepeats = 0", "repeats = 0: must be >= 1 and <= 10000"),
     ("[protocol]\nwarmup = 1001", "warmup = 1001: must be >= 0 and <= 1000"),
     ("[protocol]\ntrials = 1001", "trials = 1001: must be >= 1 and <= 1000"),
-    ("[protocol]\nmax_repeats = 100000000000000000000",
-     "max_repeats = 100000000000000000000: must be >= 1 and <= 1000"),
+    (
+        "[protocol]\nmax_repeats = 100000000000000000000",
+        "max_repeats = 100000000000000000000: must be >= 1 and <= 1000",
+    ),
     ("[protocol]\nlatency_batches = 100001", "latency_batches = 100001: must be >= 0 and <= 100000"),
     ("[protocol]\nepochs = 100001", "epochs = 100001: must be >= 1 and <= 100000"),
     ("[protocol]\nsteps = 9223372036854775808", "steps = 9223372036854775808: must be >= 1 and <= 100000000"),
@@ -54,23 +56,31 @@ BAD_FILES = [
     ("[protocol]\ntest_samples = -1", "test_samples = -1: must be >= 0 and <= 2147483647 (0 = all)"),
     ("[protocol]\nseed = -1", "seed = -1: must be an integer in [0, 2147472647] (repeat r trains with seed + r"),
     ("[protocol]\nseed = 2147483647", "seed = 2147483647: must be an integer in [0, 2147472647]"),
-    ("[protocol]\nthreads = 999", f"threads = 999: must be 0 (one per physical core) or 1..{CORES}, "
-                                  "the cores available here"),
+    (
+        "[protocol]\nthreads = 999",
+        f"threads = 999: must be 0 (one per physical core) or 1..{CORES}, the cores available here",
+    ),
     ("[protocol]\nthreads = -1", f"threads = -1: must be 0 (one per physical core) or 1..{CORES}"),
-    ("[protocol]\nmemory_limit = '99999999999999999999TiB'",
-     "memory_limit = '99999999999999999999TiB': above 281474976710656 bytes (256 TiB, 2**48)"),
+    (
+        "[protocol]\nmemory_limit = '99999999999999999999TiB'",
+        "memory_limit = '99999999999999999999TiB': above 281474976710656 bytes (256 TiB, 2**48)",
+    ),
     ("[protocol]\nmemory_limit = '+257TiB'", "memory_limit = '+257TiB': above 281474976710656 bytes"),
     ("[protocol]\nmemory_limit = '1" + "0" * 400 + "'", "memory_limit = '1000000000000000000000000000000000"),
     ("[protocol]\nmemory_limit = -3", "memory_limit = -3: expected a string"),
-    ("[protocol]\ndata_dir = \"a\\u0000b\"", "data_dir = 'a\\x00b': expected a directory path (a string without NUL"),
+    ('[protocol]\ndata_dir = "a\\u0000b"', "data_dir = 'a\\x00b': expected a directory path (a string without NUL"),
     ("[protocol]\nsamplers = 'bogus'", "samplers = 'bogus': unknown sampler(s) bogus; allowed: cpu, rapl"),
     ("[protocol]\nuntil_ci_metrics = 'x'", "until_ci_metrics = 'x': 'x' is not a timed phase.metric (allowed:"),
     ("[protocol]\ndevice = ['cpu']", "device = ['cpu']: expected a string"),
     # matrix factors
-    ("[matrix]\nbatch_size = [100000000000000000000]",
-     "batch_size = 100000000000000000000: batch_size must be a positive integer, at most 1048576 (2**20)"),
-    ("[matrix]\nbatch_size = [1048577]",
-     "batch_size = 1048577: batch_size must be a positive integer, at most 1048576"),
+    (
+        "[matrix]\nbatch_size = [100000000000000000000]",
+        "batch_size = 100000000000000000000: batch_size must be a positive integer, at most 1048576 (2**20)",
+    ),
+    (
+        "[matrix]\nbatch_size = [1048577]",
+        "batch_size = 1048577: batch_size must be a positive integer, at most 1048576",
+    ),
     ("[matrix]\nbatch_size = [32.0]", "batch_size = 32.0: batch_size must be a positive integer"),
     ("[matrix]\nlr = [nan]", "lr = nan: lr must be a positive number, finite and at most 100: in (0, 100]"),
     ("[matrix]\nlr = [1e999]", "lr = inf: lr must be a positive number, finite and at most 100: in (0, 100]"),
@@ -80,27 +90,40 @@ BAD_FILES = [
     ("[matrix]\ninput_shape = [16385]", "input_shape = 16385: input_shape must be a positive integer, at most 16384"),
     ("[matrix]\nframework = [1]", "framework = 1: expected a string such as 'torch' or 'torch:compile'"),
     ("[matrix]\nmodel = [{a = 1}]", "model = {'a': 1}: unknown model; allowed: mlp"),
-    ("[matrix]\nbatch_size = [2, 3, 4, 5, 6, 7, 8, 9, 10, 11]\nlr = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n"
-     "input_shape = [10, 11, 12, 13, 14, 15, 16, 17, 18, 19]\n[protocol]\ntrials = 1000",
-     "3000 matrix cells x 1000 trials = 3000000 trials: at most 1000000 in one run"),
+    (
+        "[matrix]\nbatch_size = [2, 3, 4, 5, 6, 7, 8, 9, 10, 11]\nlr = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n"
+        "input_shape = [10, 11, 12, 13, 14, 15, 16, 17, 18, 19]\n[protocol]\ntrials = 1000",
+        "3000 matrix cells x 1000 trials = 3000000 trials: at most 1000000 in one run",
+    ),
     # experiment name and description
     ("[experiment]\nname = {a = 1}", "[experiment]: name = {'a': 1}: expected a string"),
-    ("[experiment]\nname = ''",
-     "name = '': must be a non-empty string of printable characters, at most 200 characters long"),
-    ("[experiment]\nname = \"a\\nb\"", "name = 'a\\nb': must be a non-empty string of printable characters"),
+    (
+        "[experiment]\nname = ''",
+        "name = '': must be a non-empty string of printable characters, at most 200 characters long",
+    ),
+    ('[experiment]\nname = "a\\nb"', "name = 'a\\nb': must be a non-empty string of printable characters"),
     ("[experiment]\nname = '" + "x" * 201 + "'", "must be a non-empty string of printable characters, at most 200"),
     ("[experiment]\ndescription = 3", "[experiment]: description = 3: expected a string"),
-    ("[experiment]\ndescription = \"bell\\u0007\"",
-     "description = 'bell\\x07': must be text without control characters (line breaks and tabs are fine)"),
+    (
+        '[experiment]\ndescription = "bell\\u0007"',
+        "description = 'bell\\x07': must be text without control characters (line breaks and tabs are fine)",
+    ),
     # synthetic data
-    ("[synthetic]\ntrain_size = 100000000000000000000",
-     "train_size = 100000000000000000000: expected an integer >= 1 and <= 2147483647"),
+    (
+        "[synthetic]\ntrain_size = 100000000000000000000",
+        "train_size = 100000000000000000000: expected an integer >= 1 and <= 2147483647",
+    ),
     ("[synthetic]\nclasses = 1048577", "classes = 1048577: expected an integer >= 2 and <= 1048576"),
-    ("[synthetic]\nshape = [16385, 8, 1]", "shape = [16385, 8, 1]: expected [height, width, channels], positive "
-                                           "integers (height and width at most 16384, channels at most 4096)"),
+    (
+        "[synthetic]\nshape = [16385, 8, 1]",
+        "shape = [16385, 8, 1]: expected [height, width, channels], positive "
+        "integers (height and width at most 16384, channels at most 4096)",
+    ),
     # model options
-    ("[models.lstm]\nhidden = -5",
-     "[models.lstm]: model lstm option 'hidden' = -5: must be an integer in [1, 1048576]"),
+    (
+        "[models.lstm]\nhidden = -5",
+        "[models.lstm]: model lstm option 'hidden' = -5: must be an integer in [1, 1048576]",
+    ),
     ("[models.lstm]\nhidden = 1.5", "model lstm option 'hidden' = 1.5: must be an integer in [1, 1048576]"),
     ("[models.lstm]\nlayers = 1025", "model lstm option 'layers' = 1025: must be an integer in [1, 1024]"),
     ("[models.lstm]\ndropout = 1.0", "model lstm option 'dropout' = 1.0: must be a finite number in [0, 1)"),
@@ -110,17 +133,27 @@ BAD_FILES = [
     ("[models.transformer]\nhidden = 30", "transformer hidden (30) must be divisible by heads (4)"),
     ("[models.transformer]\npreset = 'huge'", "model transformer option 'preset' = 'huge': allowed: small, bert_base"),
     ("[models.deepspeech2]\nrnn = 'rnn'", "model deepspeech2 option 'rnn' = 'rnn': allowed: lstm, gru"),
-    ("[models.resnet18]\nblocks = [0, 1, 1, 1]",
-     "model resnet18 option 'blocks' = [0, 1, 1, 1]: must be a list of 4 integers in [1, 1024], like its default"),
+    (
+        "[models.resnet18]\nblocks = [0, 1, 1, 1]",
+        "model resnet18 option 'blocks' = [0, 1, 1, 1]: must be a list of 4 integers in [1, 1024], like its default",
+    ),
     ("[models.resnet18]\nblocks = [1, 1]", "model resnet18 option 'blocks' = [1, 1]: must be a list of 4 integers"),
-    ("[models.vgg16]\nwidths = [8, 8, 8, 8, -8]",
-     "model vgg16 option 'widths' = [8, 8, 8, 8, -8]: must be a list of 5"),
-    ("[models.mobilenet_v2]\nwidth_mult = 0", "model mobilenet_v2 option 'width_mult' = 0: must be a finite number "
-                                              "in (0, 16]"),
-    ("[models.efficientnet_b0]\nstochastic_depth = inf", "option 'stochastic_depth' = inf: must be a finite number "
-                                                         "in [0, 1)"),
-    ("[models.inception_v3]\nblocks_a = 4", "model inception_v3 option 'blocks_a' = 4: must be an integer in [1, 3] "
-                                            "(Inception v3 has 3 A blocks)"),
+    (
+        "[models.vgg16]\nwidths = [8, 8, 8, 8, -8]",
+        "model vgg16 option 'widths' = [8, 8, 8, 8, -8]: must be a list of 5",
+    ),
+    (
+        "[models.mobilenet_v2]\nwidth_mult = 0",
+        "model mobilenet_v2 option 'width_mult' = 0: must be a finite number in (0, 16]",
+    ),
+    (
+        "[models.efficientnet_b0]\nstochastic_depth = inf",
+        "option 'stochastic_depth' = inf: must be a finite number in [0, 1)",
+    ),
+    (
+        "[models.inception_v3]\nblocks_a = 4",
+        "model inception_v3 option 'blocks_a' = 4: must be an integer in [1, 3] (Inception v3 has 3 A blocks)",
+    ),
     ("[models.alexnet]\nhidden = true", "model alexnet option 'hidden' = True: must be an integer in [1, 1048576]"),
     # TOML beyond what Python reads
     ("v = " + "[" * 5000, "fuzz.toml: not valid TOML here: arrays or inline tables nested too deeply"),
@@ -140,7 +173,8 @@ def test_bad_experiment_file(text, needle):
 
 def test_accepted_edges_of_every_bound():
     """The bounds are inclusive where they say ']': the largest allowed values parse."""
-    exp = config.parse(f"""
+    exp = config.parse(
+        f"""
 [matrix]
 framework = ["numpy"]
 model = ["mlp"]
@@ -167,7 +201,9 @@ memory_limit = "256TiB"
 [models.resnet18]
 blocks = [1, 2, 3, 1024]
 width = 1048576
-""", "edges.toml")
+""",
+        "edges.toml",
+    )
     assert exp.protocol.seed + exp.protocol.warmup + exp.protocol.repeats - 1 == 2**31 - 2  # the last repeat's seed
     assert exp.model_options["resnet18"]["blocks"] == (1, 2, 3, 1024)  # a TOML list becomes the tuple a spec uses
     assert config.parse_memory_limit(exp.protocol.memory_limit) == (2**48, False)
@@ -198,15 +234,21 @@ BAD_FLAGS = [
     (["--pipeline", "dali"], "(--pipeline): pipeline = 'dali': unknown pipeline; allowed: preloaded"),
     (["--option", "="], "--option '=': expected MODEL.OPTION=VALUE, e.g. lstm.hidden=650"),
     (["--option", "lstm.hidden"], "--option 'lstm.hidden': expected MODEL.OPTION=VALUE"),
-    (["--option", "lstm.hidden=-5"], "--option [models.lstm]: model lstm option 'hidden' = -5: must be an integer "
-                                     "in [1, 1048576]"),
+    (
+        ["--option", "lstm.hidden=-5"],
+        "--option [models.lstm]: model lstm option 'hidden' = -5: must be an integer in [1, 1048576]",
+    ),
     (["--option", "lstm.hidden="], "--option [models.lstm]: model lstm option 'hidden' = '': must be an integer"),
     (["--option", "lstm.dropout=nan"], "model lstm option 'dropout' = nan: must be a finite number in [0, 1)"),
     (["--option", "lstm.dropout=1e999"], "model lstm option 'dropout' = inf: must be a finite number in [0, 1)"),
-    (["--option", "transformer.hidden=30"], "--option [models.transformer]: transformer hidden (30) must be "
-                                            "divisible by heads (4)"),
-    (["--option", "transformer.heads=3", "--option", "transformer.hidden=32"],
-     "transformer hidden (32) must be divisible by heads (3)"),
+    (
+        ["--option", "transformer.hidden=30"],
+        "--option [models.transformer]: transformer hidden (30) must be divisible by heads (4)",
+    ),
+    (
+        ["--option", "transformer.heads=3", "--option", "transformer.hidden=32"],
+        "transformer hidden (32) must be divisible by heads (3)",
+    ),
     (["--option", "mlp.hidden=3"], "--option [models.mlp]: model mlp has no option 'hidden' (options: none)"),
     (["--option", "gpt.x=1"], "--option [models.gpt]: unknown model 'gpt'; allowed: mlp"),
     (["--epochs", "abc"], "Invalid value for '--epochs'"),
@@ -217,31 +259,45 @@ BAD_FLAGS = [
     (["--repeats", "0"], "(--repeats): repeats = 0: must be >= 1 and <= 10000"),
     (["--warmup", "-1"], "(--warmup): warmup = -1: must be >= 0 and <= 1000"),
     (["--trials", "1001"], "(--trials): trials = 1001: must be >= 1 and <= 1000"),
-    (["--threads", "999"], f"(--threads): threads = 999: must be 0 (one per physical core) or 1..{CORES}, "
-                           "the cores available here"),
+    (
+        ["--threads", "999"],
+        f"(--threads): threads = 999: must be 0 (one per physical core) or 1..{CORES}, the cores available here",
+    ),
     (["--threads", "-1"], "(--threads): threads = -1: must be 0 (one per physical core)"),
     # run-only flags
-    (["run", "--timeout", "1e12"], "(--timeout): timeout = 1000000000000.0: must be a finite number of seconds "
-                                   "in (0, 604800] (at most 7 days)"),
+    (
+        ["run", "--timeout", "1e12"],
+        "(--timeout): timeout = 1000000000000.0: must be a finite number of seconds in (0, 604800] (at most 7 days)",
+    ),
     (["run", "--timeout", "inf"], "(--timeout): timeout = inf: must be a finite number of seconds"),
     (["run", "--timeout", "nan"], "(--timeout): timeout = nan: must be a finite number of seconds"),
-    (["run", "--idle-baseline", "1e12"], "(--idle-baseline): idle_baseline = 1000000000000.0: must be in "
-                                         "[0, 3600] seconds"),
+    (
+        ["run", "--idle-baseline", "1e12"],
+        "(--idle-baseline): idle_baseline = 1000000000000.0: must be in [0, 3600] seconds",
+    ),
     (["run", "--seed", "-1"], "(--seed): seed = -1: must be an integer in [0, 2147472647]"),
     (["run", "--seed", "99999999999999999999"], "(--seed): seed = 99999999999999999999: must be an integer in"),
     (["run", "--memory-limit", "-3"], "(--memory-limit): memory_limit = '-3': expected a size such as 512MiB"),
-    (["run", "--memory-limit", "99999999999999999999TiB"],
-     "(--memory-limit): memory_limit = '99999999999999999999TiB': above 281474976710656 bytes (256 TiB, 2**48)"),
+    (
+        ["run", "--memory-limit", "99999999999999999999TiB"],
+        "(--memory-limit): memory_limit = '99999999999999999999TiB': above 281474976710656 bytes (256 TiB, 2**48)",
+    ),
     (["run", "--samplers", "bogus"], "(--samplers): samplers = 'bogus': unknown sampler(s) bogus; allowed:"),
-    (["run", "--until-ci-metrics", "x"], "(--until-ci-metrics): until_ci_metrics = 'x': 'x' is not a timed "
-                                         "phase.metric"),
+    (
+        ["run", "--until-ci-metrics", "x"],
+        "(--until-ci-metrics): until_ci_metrics = 'x': 'x' is not a timed phase.metric",
+    ),
     (["run", "--until-ci", "nan"], "(--until-ci): until_ci = nan: must be a percentage in (0, 100)"),
     (["run", "--budget", "inf"], "(--budget): budget = inf: must be in [0, 43200] minutes"),
     (["run", "--momentum", "nan"], "(--momentum): momentum = nan: must be in [0, 1)"),
-    (["run", "--sample-interval", "0.001"], "(--sample-interval): sample_interval = 0.001: must be 0 (source "
-                                            "defaults) or in [0.01, 60] s"),
-    (["run", "--train-samples", "2147483648"], "(--train-samples): train_samples = 2147483648: must be >= 0 and "
-                                               "<= 2147483647 (0 = all)"),
+    (
+        ["run", "--sample-interval", "0.001"],
+        "(--sample-interval): sample_interval = 0.001: must be 0 (source defaults) or in [0.01, 60] s",
+    ),
+    (
+        ["run", "--train-samples", "2147483648"],
+        "(--train-samples): train_samples = 2147483648: must be >= 0 and <= 2147483647 (0 = all)",
+    ),
     (["run", "--latency-batches", "-1"], "(--latency-batches): latency_batches = -1: must be >= 0 and <= 100000"),
     (["run", "--max-repeats", "0"], "(--max-repeats): max_repeats = 0: must be >= 1 and <= 1000"),
     (["run", "--target-accuracy", "nan"], "(--target-accuracy): target_accuracy = nan: must be a fraction in (0, 1]"),
@@ -333,10 +389,13 @@ def test_huge_experiment_file_is_refused_unread(tmp_path):
         config.load(path)
 
 
-@pytest.mark.parametrize("where,needle", [
-    ("DIR", "is a directory; give the CSV file to write, e.g."),
-    ("missing/dir/x.csv", "no directory"),
-])
+@pytest.mark.parametrize(
+    "where,needle",
+    [
+        ("DIR", "is a directory; give the CSV file to write, e.g."),
+        ("missing/dir/x.csv", "no directory"),
+    ],
+)
 def test_export_to_a_bad_path_is_one_line_and_touches_nothing(tmp_path, where, needle):
     db = tmp_path / "runs.db"
     (tmp_path / "DIR").mkdir()
@@ -344,8 +403,12 @@ def test_export_to_a_bad_path_is_one_line_and_touches_nothing(tmp_path, where, n
     from dlbench.plan import expand
 
     with Store(db) as store:
-        runner.create_run(store, expand(config.parse("[matrix]\nframework = ['numpy']\nmodel = ['mlp']", "e.toml")),
-                          command="test", environment={})
+        runner.create_run(
+            store,
+            expand(config.parse("[matrix]\nframework = ['numpy']\nmodel = ['mlp']", "e.toml")),
+            command="test",
+            environment={},
+        )
     before = db.read_bytes()
     out = tmp_path / where
     result = cli.invoke(app, ["export", str(out), "--db", str(db)])

@@ -37,8 +37,13 @@ def others_share(measurements: Rows) -> dict[int, float]:
     (% of all cores) over measured repeats of ok trials; trials without the metric are absent."""
     per: dict[tuple[int, str], list[float]] = defaultdict(list)
     for m in measurements:
-        if (m["metric"] == METRIC and m["phase"] in PHASES and not m["warmup"] and m["value"] is not None
-                and m["status"] == "ok"):
+        if (
+            m["metric"] == METRIC
+            and m["phase"] in PHASES
+            and not m["warmup"]
+            and m["value"] is not None
+            and m["status"] == "ok"
+        ):
             per[(m["trial_id"], m["phase"])].append(float(m["value"]))
     out: dict[int, float] = {}
     for (trial, _), values in per.items():
@@ -53,7 +58,7 @@ def busy_trials(measurements: Rows, threshold: float = BUSY_THRESHOLD) -> dict[i
 
 def busy_cases(measurements: Rows, threshold: float = BUSY_THRESHOLD) -> dict[str, float]:
     """Case key -> the largest share among its busy trials."""
-    trial_case = {}
+    trial_case: dict[int, str] = {}
     for m in measurements:
         trial_case.setdefault(m["trial_id"], m["case_key"])
     out: dict[str, float] = {}

@@ -21,7 +21,6 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
-
 from typing import Any
 
 import numpy as np
@@ -35,14 +34,13 @@ from dlbench.cases import case_label
 BAND, ALPHA = 0.02, 0.05
 
 # Lower is better for these; they are what verdicts speak of.
-TIMED = (("train", "time", "train time"), ("infer", "time", "inference time"),
-         ("tta", "time", "time to accuracy"))
+TIMED = (("train", "time", "train time"), ("infer", "time", "inference time"), ("tta", "time", "time to accuracy"))
 
 
 @dataclass(frozen=True)
 class Sample:
-    values: dict[int, float]   # block (or repeat) -> value
-    independent: bool          # one value per trial (True) or repeats inside one process
+    values: dict[int, float]  # block (or repeat) -> value
+    independent: bool  # one value per trial (True) or repeats inside one process
 
 
 def samples(trials: Rows, measurements: Rows, phase: str, metric: str) -> dict[str, Sample]:
@@ -50,8 +48,14 @@ def samples(trials: Rows, measurements: Rows, phase: str, metric: str) -> dict[s
     block_of = {t["id"]: t["block"] for t in trials if t["status"] == "ok"}
     per_trial: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     for m in measurements:
-        if (m["phase"] == phase and m["metric"] == metric and not m["warmup"] and m["repeat"] is not None
-                and m["trial_id"] in block_of and m["value"] is not None):
+        if (
+            m["phase"] == phase
+            and m["metric"] == metric
+            and not m["warmup"]
+            and m["repeat"] is not None
+            and m["trial_id"] in block_of
+            and m["value"] is not None
+        ):
             per_trial[m["case_key"]][m["trial_id"]].append(m["value"])
     out = {}
     for key, trials_values in per_trial.items():
@@ -95,13 +99,14 @@ def set_label(case: Case) -> str:
 class Groups:
     set_label: str
     phase: str
-    metric: str                         # words, e.g. "train time"
-    values: dict[str, list[float]]      # framework:variant -> sample
-    paired: bool                        # trial medians paired by block
+    metric: str  # words, e.g. "train time"
+    values: dict[str, list[float]]  # framework:variant -> sample
+    paired: bool  # trial medians paired by block
 
 
-def comparison_groups(trials: Rows, measurements: Rows,
-                      metrics: tuple[tuple[str, str, str], ...] | None = None) -> list[Groups]:
+def comparison_groups(
+    trials: Rows, measurements: Rows, metrics: tuple[tuple[str, str, str], ...] | None = None
+) -> list[Groups]:
     """For every comparison set and metric (default: the timed ones), the samples of each framework."""
     metrics = TIMED if metrics is None else metrics
     cases = {t["case_key"]: json.loads(t["case_json"]) for t in trials}
@@ -124,20 +129,29 @@ def comparison_groups(trials: Rows, measurements: Rows,
     return out
 
 
-def analyse(trials: Rows, measurements: Rows, band: float = 0.02, alpha: float = 0.05) -> list[tuple[Groups, stats.Omnibus]]:
+def analyse(
+    trials: Rows, measurements: Rows, band: float = 0.02, alpha: float = 0.05
+) -> list[tuple[Groups, stats.Omnibus]]:
     """Every comparison set x timed metric with its tests (omnibus + Holm-adjusted pairs),
     computed once: the verdict tables and the hypothesis report both read from it."""
-    return [(g, stats.compare_many(g.values, paired=g.paired, alpha=alpha, band=band))
-            for g in comparison_groups(trials, measurements)]
+    return [
+        (g, stats.compare_many(g.values, paired=g.paired, alpha=alpha, band=band))
+        for g in comparison_groups(trials, measurements)
+    ]
 
 
-def within_run(trials: Rows, measurements: Rows, band: float = 0.02, alpha: float = 0.05,
-               analysed: list[tuple[Groups, stats.Omnibus]] | None = None) -> tuple[list[PairVerdict], list[tuple[str, str, stats.Omnibus]]]:
+def within_run(
+    trials: Rows,
+    measurements: Rows,
+    band: float = 0.02,
+    alpha: float = 0.05,
+    analysed: list[tuple[Groups, stats.Omnibus]] | None = None,
+) -> tuple[list[PairVerdict], list[tuple[str, str, stats.Omnibus]]]:
     """Pairwise verdicts between frameworks for every comparison set and timed metric,
     and the omnibus tests (Friedman / Kruskal-Wallis) for sets of three or more."""
     verdicts: list[PairVerdict] = []
     omnibus: list[tuple[str, str, stats.Omnibus]] = []
-    for g, result in (analysed if analysed is not None else analyse(trials, measurements, band, alpha)):
+    for g, result in analysed if analysed is not None else analyse(trials, measurements, band, alpha):
         if result.test != "none":
             omnibus.append((g.set_label, g.metric, result))
         for a, b, comp in result.pairwise:
@@ -153,7 +167,7 @@ class Standing:
     """One framework/variant of a comparison set against the best of the set."""
 
     name: str
-    estimate: float                      # its median
+    estimate: float  # its median
     comparison: stats.Comparison | None  # name relative to the best (ratio = name / best); None: the best
     difference_ci: tuple[float, float] | None = None  # accuracy: CI of median(name) - median(best)
 
@@ -165,7 +179,7 @@ class Ranking:
     set_label: str
     phase: str
     metric: str
-    paired: bool          # trial medians paired by block; else repeats or trial medians, unpaired
+    paired: bool  # trial medians paired by block; else repeats or trial medians, unpaired
     standings: tuple[Standing, ...]
 
     @property
@@ -182,8 +196,10 @@ def _oriented(result: stats.Omnibus, name: str, best: str) -> stats.Comparison:
     raise KeyError(f"no comparison of {name} with {best}")
 
 
-def rankings(analysed: list[tuple[Groups, stats.Omnibus]], accuracy: list[tuple[Groups, stats.Omnibus]] | None = None,
-             ) -> list[Ranking]:
+def rankings(
+    analysed: list[tuple[Groups, stats.Omnibus]],
+    accuracy: list[tuple[Groups, stats.Omnibus]] | None = None,
+) -> list[Ranking]:
     """Every comparison set and metric, ranked: times lowest first, accuracy highest first.
     Each member carries its comparison with the best (Holm-adjusted within the set)."""
     out = []
@@ -196,7 +212,7 @@ def rankings(analysed: list[tuple[Groups, stats.Omnibus]], accuracy: list[tuple[
             best = order[0]
             standings = [Standing(best, medians[best], None)]
             for name in order[1:]:
-                ci = (stats.difference_ci(g.values[name], g.values[best], g.paired) if higher_better else None)
+                ci = stats.difference_ci(g.values[name], g.values[best], g.paired) if higher_better else None
                 standings.append(Standing(name, medians[name], _oriented(result, name, best), ci))
             out.append(Ranking(g.set_label, g.phase, g.metric, g.paired, tuple(standings)))
     return out
@@ -206,9 +222,9 @@ def rankings(analysed: list[tuple[Groups, stats.Omnibus]], accuracy: list[tuple[
 class RunDiff:
     case: Case
     metric: str
-    comparison: stats.Comparison | None   # B relative to A; None if one side has no values
+    comparison: stats.Comparison | None  # B relative to A; None if one side has no values
     regression: bool
-    sample: str = ""                      # what the compared values are, in words
+    sample: str = ""  # what the compared values are, in words
 
 
 # Settings of the machine rather than of the experiment: two runs that differ
@@ -228,6 +244,7 @@ def blocks_alternated(a_trials: Rows, b_trials: Rows) -> bool:
     and a pair of them is what a paired test needs: the machine's slow phases, which
     last seconds to minutes, then fall on both members of a pair. Two runs taken one
     after the other fail this (block 0 of A and block 0 of B are a run apart)."""
+
     def ran(trials: Rows) -> list[Row]:
         return [t for t in trials if t["started_at"] and t["finished_at"]]
 
@@ -247,15 +264,28 @@ def _sample_words(sa: Sample, sb: Sample, paired: bool, pairs: int) -> str:
     if paired:
         left_out = len(sa.values) + len(sb.values) - 2 * pairs
         return f"{pairs} pairs of trial medians, by block" + (
-            f" ({left_out} trial(s) without a partner left out)" if left_out else "")
+            f" ({left_out} trial(s) without a partner left out)" if left_out else ""
+        )
     kinds = {s.independent for s in (sa, sb)}
-    what = ("trial medians" if kinds == {True} else "repeats in one process" if kinds == {False}
-            else "trial medians / repeats")
+    what = (
+        "trial medians"
+        if kinds == {True}
+        else "repeats in one process"
+        if kinds == {False}
+        else "trial medians / repeats"
+    )
     return f"{len(sa.values)}+{len(sb.values)} {what}, unpaired"
 
 
-def run_vs_run(a_trials: Rows, a_measurements: Rows, b_trials: Rows, b_measurements: Rows, threshold: float = 0.05,
-               alpha: float = 0.05, quantile: float = 0.5) -> list[RunDiff]:
+def run_vs_run(
+    a_trials: Rows,
+    a_measurements: Rows,
+    b_trials: Rows,
+    b_measurements: Rows,
+    threshold: float = 0.05,
+    alpha: float = 0.05,
+    quantile: float = 0.5,
+) -> list[RunDiff]:
     """Every case present in both runs (matched on everything but machine settings
     such as threads), B relative to A (ratio > 1: B slower), as the ratio of medians
     or of another quantile of the trial values (stats module: a low quantile for a
@@ -284,18 +314,28 @@ def run_vs_run(a_trials: Rows, a_measurements: Rows, b_trials: Rows, b_measureme
                 a_values, b_values = [x.values[k] for k in blocks], [y.values[k] for k in blocks]
             else:
                 a_values, b_values = list(x.values.values()), list(y.values.values())
-            comp = stats.compare_two(b_values, a_values, paired=paired, band=threshold, alpha=alpha,
-                                     quantile=quantile)
-            out.append(RunDiff(case, name, comp, comp.verdict == "slower",
-                               _sample_words(x, y, paired, len(a_values))))
+            comp = stats.compare_two(b_values, a_values, paired=paired, band=threshold, alpha=alpha, quantile=quantile)
+            out.append(RunDiff(case, name, comp, comp.verdict == "slower", _sample_words(x, y, paired, len(a_values))))
     return out
 
 
 # What a run records about where it ran, compared field by field between two runs.
 # Not compared: the working directory and the interpreter's path (a fresh clone or
 # venv elsewhere runs the same code), nor the CPU flags (implied by the model).
-ENVIRONMENT_FIELDS = ("hostname", "cpu_model", "physical_cores", "logical_cores", "memory_total_bytes",
-                      "cpu_governor", "os", "kernel", "python", "gpus", "dlbench_version", "dlbench_git")
+ENVIRONMENT_FIELDS = (
+    "hostname",
+    "cpu_model",
+    "physical_cores",
+    "logical_cores",
+    "memory_total_bytes",
+    "cpu_governor",
+    "os",
+    "kernel",
+    "python",
+    "gpus",
+    "dlbench_version",
+    "dlbench_git",
+)
 
 
 def environment_changes(env_a: dict[str, Any], env_b: dict[str, Any]) -> tuple[list[str], set[str]]:
@@ -328,27 +368,39 @@ def drift_notes(diffs: list[RunDiff], env_a: dict[str, Any], env_b: dict[str, An
         touched = set(info.distributions) & packages if info is not None else {"(unknown framework)"}
         return not machine_or_harness and not touched
 
-    moved = [d for d in diffs if d.comparison is not None and d.comparison.verdict in ("slower", "faster")
-             and unchanged(d)]
-    notes = [("recorded differences between A and B: " + "; ".join(changes)) if changes else
-             "nothing dlbench records differs between A and B (machine, packages, dlbench)"]
+    moved = [
+        d for d in diffs if d.comparison is not None and d.comparison.verdict in ("slower", "faster") and unchanged(d)
+    ]
+    notes = [
+        ("recorded differences between A and B: " + "; ".join(changes))
+        if changes
+        else "nothing dlbench records differs between A and B (machine, packages, dlbench)"
+    ]
     if moved:
         ratios = sorted(d.comparison.ratio for d in moved if d.comparison is not None)
         span = f"×{ratios[0]:.3g}" + (f" to ×{ratios[-1]:.3g}" if len(ratios) > 1 else "")
         if all(d.comparison is not None and d.comparison.paired for d in moved):
             # Pairs ran back to back: a change of the machine's speed over time fell on both members.
-            cause = ("A and B took turns block by block, so the machine's speed over time fell on both alike: what "
-                     "moved them ran with one run's trials only (code or settings dlbench does not record, or other "
-                     "load beside that run's blocks)")
+            cause = (
+                "A and B took turns block by block, so the machine's speed over time fell on both alike: what "
+                "moved them ran with one run's trials only (code or settings dlbench does not record, or other "
+                "load beside that run's blocks)"
+            )
         else:
-            cause = ("the machine's speed may have changed between the runs (other load, frequency, a noisy "
-                     "neighbour); add blocks to both runs in turn (`dlbench extend A B`), which pairs their blocks "
-                     "so that the machine's state falls on both alike, or take both in one quiet machine state")
+            cause = (
+                "the machine's speed may have changed between the runs (other load, frequency, a noisy "
+                "neighbour); add blocks to both runs in turn (`dlbench extend A B`), which pairs their blocks "
+                "so that the machine's state falls on both alike, or take both in one quiet machine state"
+            )
         if changes:
-            notes.append(f"{len(moved)} comparison(s) of cases whose framework packages, machine and dlbench are "
-                         f"the same in both runs moved ({span}), so differences of that size in the other cases are "
-                         f"not evidence about the change: {cause}.")
+            notes.append(
+                f"{len(moved)} comparison(s) of cases whose framework packages, machine and dlbench are "
+                f"the same in both runs moved ({span}), so differences of that size in the other cases are "
+                f"not evidence about the change: {cause}."
+            )
         else:
-            notes.append(f"{len(moved)} comparison(s) moved ({span}) although nothing dlbench records differs, "
-                         f"so code outside what dlbench records changed, or the machine did: {cause}.")
+            notes.append(
+                f"{len(moved)} comparison(s) moved ({span}) although nothing dlbench records differs, "
+                f"so code outside what dlbench records changed, or the machine did: {cause}."
+            )
     return notes

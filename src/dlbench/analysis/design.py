@@ -26,13 +26,13 @@ from dlbench.plan import Plan
 @dataclass(frozen=True)
 class DesignCheck:
     decidable: bool
-    members: int            # frameworks/variants in the largest comparison set
-    family: int             # Holm family size of that set: members * (members - 1) / 2
-    paired: bool            # trials >= 2: trial medians paired by block
-    n: int                  # repeats per case (unpaired) or trials (paired)
-    smallest_p: float       # the smallest Holm-adjusted p this design can give
-    repeats_needed: int     # smallest repeats that could decide with one trial per case
-    trials_needed: int      # smallest trials (paired blocks) that could decide
+    members: int  # frameworks/variants in the largest comparison set
+    family: int  # Holm family size of that set: members * (members - 1) / 2
+    paired: bool  # trials >= 2: trial medians paired by block
+    n: int  # repeats per case (unpaired) or trials (paired)
+    smallest_p: float  # the smallest Holm-adjusted p this design can give
+    repeats_needed: int  # smallest repeats that could decide with one trial per case
+    trials_needed: int  # smallest trials (paired blocks) that could decide
     alpha: float = ALPHA
 
 
@@ -57,5 +57,14 @@ def check(plan: Plan, alpha: float = ALPHA) -> DesignCheck | None:
     n = p.trials if paired else p.repeats
     raw = stats.min_p_wilcoxon(n) if paired else stats.min_p_mannwhitney(n, n)
     smallest = min(1.0, raw * family)
-    return DesignCheck(smallest < alpha, k, family, paired, n, smallest,
-                       stats.min_group_size(alpha / family), stats.min_pairs(alpha / family), alpha)
+    return DesignCheck(
+        smallest < alpha,
+        k,
+        family,
+        paired,
+        n,
+        smallest,
+        stats.min_group_size(alpha / family),
+        stats.min_pairs(alpha / family),
+        alpha,
+    )

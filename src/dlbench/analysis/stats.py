@@ -36,10 +36,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cache, lru_cache
 from itertools import combinations
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -115,8 +115,17 @@ class Normality:
 # "too few" (the exact test cannot reach alpha at these sizes, whatever the data),
 # "too few for quantile", "undefined ratio", "overlaps band" (significant, CI across
 # the band's edge), "few non-zero" (paired: too many zero differences), "not significant".
-CAUSES = ("faster", "slower", "inside band", "too few", "too few for quantile", "undefined ratio",
-          "overlaps band", "few non-zero", "not significant")
+CAUSES = (
+    "faster",
+    "slower",
+    "inside band",
+    "too few",
+    "too few for quantile",
+    "undefined ratio",
+    "overlaps band",
+    "few non-zero",
+    "not significant",
+)
 
 
 @dataclass(frozen=True)
@@ -207,8 +216,7 @@ def summary(x: ArrayLike) -> Summary:
         raise ValueError("summary of an empty sample")
     q1, med, q3 = np.percentile(x, [25, 50, 75])  # linear interpolation (Hyndman & Fan type 7)
     sd = float(x.std(ddof=1)) if x.size > 1 else math.nan
-    return Summary(int(x.size), float(x.mean()), sd, float(med), float(q1), float(q3), float(x.min()),
-                   float(x.max()))
+    return Summary(int(x.size), float(x.mean()), sd, float(med), float(q1), float(q3), float(x.min()), float(x.max()))
 
 
 def normality(x: ArrayLike, alpha: float = 0.05, n_mc: int = N_BOOT, seed: int = 0) -> Normality:
@@ -216,8 +224,13 @@ def normality(x: ArrayLike, alpha: float = 0.05, n_mc: int = N_BOOT, seed: int =
     sd (ddof=1, scipy's fit for norm), its p-value by Monte Carlo (goodness_of_fit refits
     every simulated normal sample the same way: Lilliefors' test without his table)."""
     x = _finite(x)
-    reason = (f"needs at least 3 values, got {x.size}" if x.size < 3
-              else "all values identical (sd = 0)" if np.ptp(x) == 0 else "")
+    reason = (
+        f"needs at least 3 values, got {x.size}"
+        if x.size < 3
+        else "all values identical (sd = 0)"
+        if np.ptp(x) == 0
+        else ""
+    )
     if reason:
         return Normality(int(x.size), False, reason, *(math.nan,) * 4, "", alpha)
     w, p_w = st.shapiro(x)
@@ -238,8 +251,7 @@ def _lilliefors_null(n: int, n_mc: int, seed: int) -> np.ndarray:
     once per n (here on standard normal quantiles), not once per sample tested: a report
     of 72 samples spent 0.7 s simulating the same distribution 72 times."""
     canonical = st.norm.ppf((np.arange(1, n + 1) - 0.5) / n)
-    fit = st.goodness_of_fit(st.norm, canonical, statistic="ks", n_mc_samples=n_mc,
-                             rng=np.random.default_rng(seed))
+    fit = st.goodness_of_fit(st.norm, canonical, statistic="ks", n_mc_samples=n_mc, rng=np.random.default_rng(seed))
     null = np.asarray(fit.null_distribution, dtype=float)
     null.setflags(write=False)  # shared through the cache
     return null
@@ -289,14 +301,14 @@ def holm(pvalues: ArrayLike) -> list[float]:
     return adjusted.tolist()
 
 
-@lru_cache(maxsize=None)
+@cache
 def min_p_wilcoxon(n: int) -> float:
     """Smallest two-sided p of the exact signed-rank test with n non-zero differences:
     its p-value when every difference has the same sign."""
     return 1.0 if n == 0 else float(st.wilcoxon(np.arange(1.0, n + 1), method="exact").pvalue)
 
 
-@lru_cache(maxsize=None)
+@cache
 def min_p_mannwhitney(n1: int, n2: int) -> float:
     """Smallest two-sided p of the exact Mann-Whitney test: the samples completely separated."""
     if n1 == 0 or n2 == 0:
@@ -315,7 +327,7 @@ def min_group_size(alpha: float = 0.05) -> int:
 
 
 def estimator_name(quantile: float) -> str:
-    """"median", or e.g. "10th percentile", "1st percentile", "2.5th percentile"."""
+    """ "median", or e.g. "10th percentile", "1st percentile", "2.5th percentile"."""
     if quantile == 0.5:
         return "median"
     pct = f"{100 * quantile:.4g}"
@@ -326,8 +338,10 @@ def estimator_name(quantile: float) -> str:
 
 def check_quantile(quantile: float) -> float:
     if not 0 < quantile < 1:
-        raise ValueError(f"quantile {quantile} must lie strictly between 0 and 1 (0.5: the median; 0.1: the "
-                         "10th percentile); the minimum (0) has no bootstrap CI")
+        raise ValueError(
+            f"quantile {quantile} must lie strictly between 0 and 1 (0.5: the median; 0.1: the "
+            "10th percentile); the minimum (0) has no bootstrap CI"
+        )
     return quantile
 
 
@@ -342,16 +356,24 @@ def location(x: NDArray[np.float64], quantile: float, axis: int = -1) -> Any:
     return np.median(x, axis=axis) if quantile == 0.5 else np.quantile(x, quantile, axis=axis)
 
 
-def _ratio_ci(a: np.ndarray, b: np.ndarray, paired: bool, n_boot: int, seed: int,
-              quantile: float = 0.5) -> tuple[float, float]:
+def _ratio_ci(
+    a: np.ndarray, b: np.ndarray, paired: bool, n_boot: int, seed: int, quantile: float = 0.5
+) -> tuple[float, float]:
     if min(a.size, b.size) < 2 or location(b, quantile) <= 0:
         return math.nan, math.nan
 
     def ratio(x: NDArray[np.float64], y: NDArray[np.float64], axis: int = -1) -> Any:
         return location(x, quantile, axis) / location(y, quantile, axis)
 
-    res = st.bootstrap((a, b), ratio, paired=paired, vectorized=True, n_resamples=n_boot,
-                       method="percentile", rng=np.random.default_rng(seed))
+    res = st.bootstrap(
+        (a, b),
+        ratio,
+        paired=paired,
+        vectorized=True,
+        n_resamples=n_boot,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    )
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
@@ -466,8 +488,16 @@ def adjust(c: Comparison, p_adjusted: float, family_size: int) -> Comparison:
     return replace(c, verdict=verdict, why=why)
 
 
-def compare_two(a: ArrayLike, b: ArrayLike, paired: bool, band: float = 0.02, alpha: float = 0.05, n_boot: int = N_BOOT,
-                seed: int = 0, quantile: float = 0.5) -> Comparison:
+def compare_two(
+    a: ArrayLike,
+    b: ArrayLike,
+    paired: bool,
+    band: float = 0.02,
+    alpha: float = 0.05,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+    quantile: float = 0.5,
+) -> Comparison:
     """a against b (lower is better: times). Verdict "faster"/"slower" needs p < alpha
     and the ratio CI entirely outside [1 - band, 1 + band]; "no meaningful difference"
     needs the ratio CI entirely inside it; anything else, or too few samples, is
@@ -490,10 +520,33 @@ def compare_two(a: ArrayLike, b: ArrayLike, paired: bool, band: float = 0.02, al
         ci_method = f"percentile bootstrap, samples resampled independently, {n_boot} resamples, seed {seed}"
     est_a, est_b = float(location(a, quantile)), float(location(b, quantile))
     delta = cliffs_delta(a, b)
-    c = Comparison(paired, int(a.size), int(b.size), n_nonzero, est_a, est_b,
-                   est_a / est_b if est_b > 0 else math.nan, _ratio_ci(a, b, paired, n_boot, seed, quantile),
-                   ci_method, test, method, stat_name, statistic, p, None, 1, min_p, delta, a12(a, b),
-                   magnitude(delta), band, alpha, "", None, quantile)
+    c = Comparison(
+        paired,
+        int(a.size),
+        int(b.size),
+        n_nonzero,
+        est_a,
+        est_b,
+        est_a / est_b if est_b > 0 else math.nan,
+        _ratio_ci(a, b, paired, n_boot, seed, quantile),
+        ci_method,
+        test,
+        method,
+        stat_name,
+        statistic,
+        p,
+        None,
+        1,
+        min_p,
+        delta,
+        a12(a, b),
+        magnitude(delta),
+        band,
+        alpha,
+        "",
+        None,
+        quantile,
+    )
     verdict, why = _decide(c)
     return replace(c, verdict=verdict, why=why)
 
@@ -505,10 +558,19 @@ def reverse(c: Comparison) -> Comparison:
     why = c.why
     if why is not None and why.cause in flipped:
         why = replace(why, cause=flipped[why.cause])
-    return replace(c, n_a=c.n_b, n_b=c.n_a, estimate_a=c.estimate_b, estimate_b=c.estimate_a,
-                   ratio=1 / c.ratio if c.ratio else math.nan,
-                   ratio_ci=(1 / hi if hi else math.nan, 1 / lo if lo else math.nan),
-                   cliffs_delta=-c.cliffs_delta, a12=1 - c.a12, verdict=flipped.get(c.verdict, c.verdict), why=why)
+    return replace(
+        c,
+        n_a=c.n_b,
+        n_b=c.n_a,
+        estimate_a=c.estimate_b,
+        estimate_b=c.estimate_a,
+        ratio=1 / c.ratio if c.ratio else math.nan,
+        ratio_ci=(1 / hi if hi else math.nan, 1 / lo if lo else math.nan),
+        cliffs_delta=-c.cliffs_delta,
+        a12=1 - c.a12,
+        verdict=flipped.get(c.verdict, c.verdict),
+        why=why,
+    )
 
 
 def difference_ci(a: ArrayLike, b: ArrayLike, paired: bool, n_boot: int = N_BOOT, seed: int = 0) -> tuple[float, float]:
@@ -521,13 +583,26 @@ def difference_ci(a: ArrayLike, b: ArrayLike, paired: bool, n_boot: int = N_BOOT
     def diff(x: NDArray[np.float64], y: NDArray[np.float64], axis: int = -1) -> Any:
         return np.median(x, axis=axis) - np.median(y, axis=axis)
 
-    res = st.bootstrap((a, b), diff, paired=paired, vectorized=True, n_resamples=n_boot, method="percentile",
-                       rng=np.random.default_rng(seed))
+    res = st.bootstrap(
+        (a, b),
+        diff,
+        paired=paired,
+        vectorized=True,
+        n_resamples=n_boot,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    )
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
-def compare_many(groups: Mapping[str, ArrayLike], paired: bool, alpha: float = 0.05, band: float = 0.02,
-                 n_boot: int = N_BOOT, seed: int = 0) -> Omnibus:
+def compare_many(
+    groups: Mapping[str, ArrayLike],
+    paired: bool,
+    alpha: float = 0.05,
+    band: float = 0.02,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+) -> Omnibus:
     """Friedman (paired blocks) or Kruskal-Wallis, then every pair with Holm-adjusted
     p-values. Holm alone controls the family-wise error over the pairs, so pairwise
     verdicts are not gated on the omnibus test, which is reported beside them."""
@@ -564,8 +639,9 @@ def median_ci_halfwidth(x: ArrayLike, n_boot: int = N_BOOT, seed: int = 0) -> fl
     med = float(np.median(x)) if x.size else math.nan
     if x.size < 2 or med == 0 or not math.isfinite(med):
         return math.inf
-    res = st.bootstrap((x,), np.median, vectorized=True, n_resamples=n_boot, method="percentile",
-                       rng=np.random.default_rng(seed))
+    res = st.bootstrap(
+        (x,), np.median, vectorized=True, n_resamples=n_boot, method="percentile", rng=np.random.default_rng(seed)
+    )
     lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
     return max(med - lo, hi - med) / abs(med)
 

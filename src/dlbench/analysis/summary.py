@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,6 +19,7 @@ import numpy as np
 from dlbench.analysis.rows import Case, Rows
 from dlbench.analysis.stats import Summary as Stats
 from dlbench.analysis.stats import summary
+
 
 def describe(values: Sequence[float]) -> Stats | None:
     """stats.summary of the finite values, or None when there are none."""
@@ -69,8 +70,13 @@ def latency_percentiles(measurements: Rows) -> dict[str, dict[str, tuple[int, fl
     every measured single-batch call of the case's ok trials (warm-ups excluded)."""
     pooled: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for m in measurements:
-        if (m["phase"].startswith("latency_b") and m["metric"] == "time" and not m["warmup"]
-                and m["status"] == "ok" and m["value"] is not None):
+        if (
+            m["phase"].startswith("latency_b")
+            and m["metric"] == "time"
+            and not m["warmup"]
+            and m["status"] == "ok"
+            and m["value"] is not None
+        ):
             pooled[m["case_key"]][m["phase"]].append(m["value"])
     out: dict[str, dict[str, tuple[int, float, float, float]]] = {}
     for key, phases in pooled.items():

@@ -20,15 +20,15 @@ from dlbench.cases import case_label
 @dataclass(frozen=True)
 class SweepPoint:
     batch_size: int
-    status: str                       # "ok", or the worst status of the case's trials
-    infer_per_sample: float | None    # seconds per sample (1 / median inference throughput)
-    train_throughput: float | None    # median samples/s
+    status: str  # "ok", or the worst status of the case's trials
+    infer_per_sample: float | None  # seconds per sample (1 / median inference throughput)
+    train_throughput: float | None  # median samples/s
 
 
 @dataclass(frozen=True)
 class Sweep:
-    label: str                        # the case without its batch size
-    points: tuple[SweepPoint, ...]    # by batch size
+    label: str  # the case without its batch size
+    points: tuple[SweepPoint, ...]  # by batch size
 
     @property
     def fastest(self) -> SweepPoint | None:
@@ -69,10 +69,14 @@ def sweeps(summaries: list[CaseSummary]) -> list[Sweep]:
             infer = s.stats.get(("infer", "throughput"))
             train = s.stats.get(("train", "throughput"))
             status = _status(s)
-            points.append(SweepPoint(
-                s.case["batch_size"], status,
-                1.0 / infer.median if status == "ok" and infer is not None and infer.median > 0 else None,
-                train.median if status == "ok" and train is not None else None))
+            points.append(
+                SweepPoint(
+                    s.case["batch_size"],
+                    status,
+                    1.0 / infer.median if status == "ok" and infer is not None and infer.median > 0 else None,
+                    train.median if status == "ok" and train is not None else None,
+                )
+            )
         label = case_label({**members[0].case, "batch_size": "*"})
         out.append(Sweep(label, tuple(points)))
     return sorted(out, key=lambda w: w.label)

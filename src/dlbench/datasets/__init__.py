@@ -14,16 +14,26 @@ from pathlib import Path
 from dlbench.datasets import cifar10, digits, mnist
 from dlbench.datasets.arrays import Arrays, ArraySplit
 from dlbench.datasets.cifar10 import CifarFormatError
-from dlbench.datasets.fetch import ChecksumMismatch, DatasetError, DatasetNotFound, DownloadError
-from dlbench.datasets.fetch import ProgressFn
+from dlbench.datasets.fetch import ChecksumMismatch, DatasetError, DatasetNotFound, DownloadError, ProgressFn
 from dlbench.datasets.idx import IdxFormatError
 from dlbench.datasets.synthetic import SyntheticOptions
 from dlbench.datasets.synthetic import load as _load_synthetic  # `synthetic` is a parameter name
 
 __all__ = [
-    "DATASET_NAMES", "Arrays", "ArraySplit", "ChecksumMismatch", "CifarFormatError", "DatasetError",
-    "DatasetNotFound", "DownloadError", "IdxFormatError", "SyntheticOptions",
-    "dataset_shape", "ensure", "load", "locate",
+    "DATASET_NAMES",
+    "Arrays",
+    "ArraySplit",
+    "ChecksumMismatch",
+    "CifarFormatError",
+    "DatasetError",
+    "DatasetNotFound",
+    "DownloadError",
+    "IdxFormatError",
+    "SyntheticOptions",
+    "dataset_shape",
+    "ensure",
+    "load",
+    "locate",
 ]
 
 DATASET_NAMES = ("digits", "mnist", "fashion-mnist", "cifar10", "synthetic")
@@ -34,8 +44,7 @@ def _check_name(name: str) -> None:
         raise KeyError(f"unknown dataset {name!r}; allowed: {', '.join(DATASET_NAMES)}")
 
 
-def dataset_shape(name: str, synthetic: SyntheticOptions | None = None
-                  ) -> tuple[tuple[int, ...], int]:
+def dataset_shape(name: str, synthetic: SyntheticOptions | None = None) -> tuple[tuple[int, ...], int]:
     """(H, W, C) of one image and the number of classes; touches no file."""
     _check_name(name)
     if name == "synthetic":
@@ -61,8 +70,9 @@ def locate(name: str, data_dir: str | None = None) -> tuple[Path | None, list[Pa
     return None, []
 
 
-def ensure(name: str, data_dir: str | None = None, *, download: bool = True,
-           progress: ProgressFn | None = None) -> Path | None:
+def ensure(
+    name: str, data_dir: str | None = None, *, download: bool = True, progress: ProgressFn | None = None
+) -> Path | None:
     """Make sure ``name`` can be loaded: find (or download) and verify its files.
 
     ``progress(file_name, bytes_done, bytes_total_or_None)`` is called while
@@ -81,8 +91,7 @@ def ensure(name: str, data_dir: str | None = None, *, download: bool = True,
     return None
 
 
-def load(name: str, data_dir: str | None = None, *, synthetic: SyntheticOptions | None = None,
-         seed: int = 0) -> Arrays:
+def load(name: str, data_dir: str | None = None, *, synthetic: SyntheticOptions | None = None, seed: int = 0) -> Arrays:
     """``name`` as in-memory ``Arrays``; never downloads (workers call this).
 
     ``synthetic`` and ``seed`` only matter for the synthetic dataset; the real

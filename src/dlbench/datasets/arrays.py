@@ -36,15 +36,13 @@ def _check_x(x: np.ndarray) -> None:
         if x.dtype != np.float32:
             raise ValueError(f"spectrogram features (N, T, F) must be float32, got {x.dtype}")
     else:
-        raise ValueError(f"images must be NHWC (4-d), token ids (N, T) or spectrograms (N, T, F); "
-                         f"got shape {x.shape}")
+        raise ValueError(f"images must be NHWC (4-d), token ids (N, T) or spectrograms (N, T, F); got shape {x.shape}")
 
 
 def _check_y(x: np.ndarray, y: np.ndarray) -> None:
     n = x.shape[0]
     if y.ndim not in (1, 2) or y.shape[0] != n or (y.ndim == 2 and x.ndim == 4):
-        raise ValueError(f"labels shape {y.shape} does not match {n} "
-                         f"{'images' if x.ndim == 4 else 'sequences'}")
+        raise ValueError(f"labels shape {y.shape} does not match {n} {'images' if x.ndim == 4 else 'sequences'}")
     if y.dtype != np.int64:
         raise ValueError(f"labels must be int64, got {y.dtype}")
     if y.ndim == 2 and x.ndim == 2 and y.shape[1] != x.shape[1]:
@@ -74,7 +72,7 @@ class ArraySplit:
     def input_kind(self) -> str:
         return INPUT_NDIM[self.x.ndim]
 
-    def head(self, n: int) -> "ArraySplit":
+    def head(self, n: int) -> ArraySplit:
         """The first n samples (all when n <= 0 or n >= len)."""
         if n <= 0 or n >= len(self):
             return self

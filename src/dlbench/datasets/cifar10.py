@@ -106,8 +106,7 @@ def find(spec: CifarDataset, directory: Path) -> tuple[str, Path] | None:
     return None
 
 
-def locate(spec: CifarDataset, data_dir: str | Path | None = None
-           ) -> tuple[Path | None, list[Path]]:
+def locate(spec: CifarDataset, data_dir: str | Path | None = None) -> tuple[Path | None, list[Path]]:
     """The first searched directory holding the data (or None), and all places searched.
 
     The directory returned is the one with the ``.bin`` files, or the one with
@@ -125,12 +124,15 @@ def verify_archive(spec: CifarDataset, path: Path) -> None:
     """Raise ``ChecksumMismatch`` unless ``path`` is the published archive (size, then md5)."""
     size = path.stat().st_size
     if size != spec.size:
-        raise ChecksumMismatch(f"{path}: wrong size: expected {spec.size} bytes (the published "
-                               f"archive), got {size}; delete it and fetch it again")
+        raise ChecksumMismatch(
+            f"{path}: wrong size: expected {spec.size} bytes (the published "
+            f"archive), got {size}; delete it and fetch it again"
+        )
     actual = fetch.file_digest(path)
     if actual != spec.md5:
-        raise ChecksumMismatch(f"{path}: checksum mismatch: expected md5 {spec.md5}, got "
-                               f"{actual}; delete it and fetch it again")
+        raise ChecksumMismatch(
+            f"{path}: checksum mismatch: expected md5 {spec.md5}, got {actual}; delete it and fetch it again"
+        )
 
 
 def _member_names() -> dict[str, str]:
@@ -193,7 +195,8 @@ def check_records(nbytes: int, source: Path) -> int:
         raise CifarFormatError(
             f"{source}: {nbytes} bytes is not a whole number of {RECORD_BYTES}-byte records "
             f"(truncated or not a CIFAR-10 binary batch; {nbytes % RECORD_BYTES} bytes extra); "
-            "delete it and fetch the archive again")
+            "delete it and fetch the archive again"
+        )
     return nbytes // RECORD_BYTES
 
 
@@ -208,11 +211,10 @@ def parse_batches(parts: list[tuple[bytes, Path]]) -> ArraySplit:
         labels = records[:, 0]
         if count and int(labels.max()) >= CLASSES:
             bad = int(np.argmax(labels >= CLASSES))
-            raise CifarFormatError(f"{source}: record {bad} has label {int(labels[bad])}, "
-                                   f"outside 0..{CLASSES - 1}")
+            raise CifarFormatError(f"{source}: record {bad} has label {int(labels[bad])}, outside 0..{CLASSES - 1}")
         planar = records[:, 1:].reshape(count, SHAPE[2], SHAPE[0], SHAPE[1])  # N, C, H, W
-        x[start:start + count] = planar.transpose(0, 2, 3, 1)  # -> N, H, W, C (casts to float32)
-        y[start:start + count] = labels
+        x[start : start + count] = planar.transpose(0, 2, 3, 1)  # -> N, H, W, C (casts to float32)
+        y[start : start + count] = labels
         start += count
     x /= np.float32(255.0)  # in place, as MNIST does: no float64 temporary of the whole set
     return ArraySplit(x, y)
@@ -220,9 +222,11 @@ def parse_batches(parts: list[tuple[bytes, Path]]) -> ArraySplit:
 
 def not_found_message(spec: CifarDataset, searched: list[Path], problem: str | None = None) -> str:
     """Why CIFAR-10 was not found: every place searched and how to get it."""
-    lines = [f"dataset {spec.name!r} not found; it needs {', '.join(BATCHES)} (a directory "
-             f"holding them, or its {FOLDER}/ subfolder) or the archive {spec.archive}. "
-             "Searched, in order:"]
+    lines = [
+        f"dataset {spec.name!r} not found; it needs {', '.join(BATCHES)} (a directory "
+        f"holding them, or its {FOLDER}/ subfolder) or the archive {spec.archive}. "
+        "Searched, in order:"
+    ]
     for d in searched:
         lines.append(f"  {d}  ({'no such directory' if not d.is_dir() else 'none of them'})")
     if problem:
@@ -238,8 +242,14 @@ def not_found_message(spec: CifarDataset, searched: list[Path], problem: str | N
     return "\n".join(lines)
 
 
-def ensure(spec: CifarDataset, data_dir: str | Path | None = None, *, download: bool = True,
-           progress: fetch.ProgressFn | None = None, timeout: float = 60.0) -> Path:
+def ensure(
+    spec: CifarDataset,
+    data_dir: str | Path | None = None,
+    *,
+    download: bool = True,
+    progress: fetch.ProgressFn | None = None,
+    timeout: float = 60.0,
+) -> Path:
     """Find CIFAR-10 (downloading the archive into the cache when allowed) and check it.
 
     A found archive is verified, then extracted next to itself when that
@@ -252,8 +262,13 @@ def ensure(spec: CifarDataset, data_dir: str | Path | None = None, *, download: 
             raise DatasetNotFound(not_found_message(spec, searched, "Download was not allowed."))
         target = cache_root() / spec.name
         try:
-            fetch.download([fetch.join_url(m, spec.archive) for m in spec.mirrors],
-                           target / spec.archive, spec.md5, progress=progress, timeout=timeout)
+            fetch.download(
+                [fetch.join_url(m, spec.archive) for m in spec.mirrors],
+                target / spec.archive,
+                spec.md5,
+                progress=progress,
+                timeout=timeout,
+            )
         except DownloadError as exc:
             raise DatasetNotFound(not_found_message(spec, searched, f"Download failed: {exc}")) from exc
         found = target
@@ -276,9 +291,14 @@ def load(spec: CifarDataset, data_dir: str | Path | None = None) -> Arrays:
     found, searched = locate(spec, data_dir)
     hit = find(spec, found) if found is not None else None
     if hit is None:
-        raise DatasetNotFound(not_found_message(
-            spec, searched, "Workers never download: run `dlbench run` (which fetches data "
-            "before any trial) or fetch it as described below."))
+        raise DatasetNotFound(
+            not_found_message(
+                spec,
+                searched,
+                "Workers never download: run `dlbench run` (which fetches data "
+                "before any trial) or fetch it as described below.",
+            )
+        )
     kind, path = hit
     if kind == "archive":
         verify_archive(spec, path)

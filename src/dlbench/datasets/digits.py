@@ -28,8 +28,10 @@ _MAX_PIXEL = 16.0  # load_digits() pixels are counts of 0..16 set bits per 4x4 b
 
 
 def _missing_sklearn_message() -> str:
-    return ("dataset 'digits' needs scikit-learn (it ships the data): "
-            "pip install 'dlbench[sklearn]' or pip install scikit-learn")
+    return (
+        "dataset 'digits' needs scikit-learn (it ships the data): "
+        "pip install 'dlbench[sklearn]' or pip install scikit-learn"
+    )
 
 
 def ensure() -> None:
@@ -50,7 +52,8 @@ def load() -> Arrays:
     x = (bunch.images / _MAX_PIXEL).astype(np.float32).reshape(-1, *SHAPE)
     y = bunch.target.astype(np.int64)
     x_train, x_test, y_train, y_test = train_test_split(
-        x, y, test_size=TEST_FRACTION, stratify=y, random_state=SPLIT_SEED)
+        x, y, test_size=TEST_FRACTION, stratify=y, random_state=SPLIT_SEED
+    )
     return Arrays(
         NAME,
         ArraySplit(np.ascontiguousarray(x_train), np.ascontiguousarray(y_train)),

@@ -74,8 +74,7 @@ def join_url(base: str, filename: str) -> str:
     return base.rstrip("/") + "/" + filename
 
 
-def _fetch_to(url: str, out, name: str, algorithm: str, timeout: float,
-              progress: ProgressFn | None) -> tuple[str, int]:
+def _fetch_to(url: str, out, name: str, algorithm: str, timeout: float, progress: ProgressFn | None) -> tuple[str, int]:
     """Stream ``url`` into the open file ``out``; returns (hex digest, bytes).
 
     Raises OSError-family errors (HTTPError, URLError, TimeoutError) or
@@ -101,8 +100,7 @@ def _fetch_to(url: str, out, name: str, algorithm: str, timeout: float,
             if progress is not None:
                 progress(name, received, total)
     if total is not None and received != total:
-        raise _Incomplete(f"transfer interrupted: received {received} of {total} bytes "
-                          "(Content-Length)")
+        raise _Incomplete(f"transfer interrupted: received {received} of {total} bytes (Content-Length)")
     return h.hexdigest(), received
 
 
@@ -113,8 +111,9 @@ class _Incomplete(Exception):
 def _describe(exc: BaseException, timeout: float) -> str:
     if isinstance(exc, urllib.error.HTTPError):
         return f"HTTP {exc.code} {exc.reason}"
-    if isinstance(exc, TimeoutError) or (isinstance(exc, urllib.error.URLError)
-                                         and isinstance(exc.reason, TimeoutError)):
+    if isinstance(exc, TimeoutError) or (
+        isinstance(exc, urllib.error.URLError) and isinstance(exc.reason, TimeoutError)
+    ):
         return f"timed out: no data for {timeout:g} s"
     if isinstance(exc, urllib.error.URLError):
         return f"cannot connect: {exc.reason}"
@@ -125,8 +124,15 @@ def _describe(exc: BaseException, timeout: float) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def download(urls: Sequence[str], dest: str | Path, digest: str, *, algorithm: str = "md5",
-             timeout: float = 60.0, progress: ProgressFn | None = None) -> Path:
+def download(
+    urls: Sequence[str],
+    dest: str | Path,
+    digest: str,
+    *,
+    algorithm: str = "md5",
+    timeout: float = 60.0,
+    progress: ProgressFn | None = None,
+) -> Path:
     """Download ``dest`` from the first of ``urls`` that delivers the right bytes.
 
     ``digest`` is the expected hex digest (``algorithm``, md5 by default since
@@ -152,8 +158,7 @@ def download(urls: Sequence[str], dest: str | Path, digest: str, *, algorithm: s
                 out.flush()
                 os.fsync(out.fileno())
             if actual != digest.lower():
-                failures.append(f"{url}: wrong {algorithm} checksum: expected {digest}, "
-                                f"got {actual} ({size} bytes)")
+                failures.append(f"{url}: wrong {algorithm} checksum: expected {digest}, got {actual} ({size} bytes)")
                 continue
             # mkstemp makes the file private (0600); a dataset is not a secret.
             os.chmod(tmp, 0o644)
@@ -165,5 +170,4 @@ def download(urls: Sequence[str], dest: str | Path, digest: str, *, algorithm: s
             failures.append(f"{url}: {_describe(exc, timeout)}")
         finally:
             tmp.unlink(missing_ok=True)
-    raise DownloadError(f"could not download {dest.name} to {dest.parent}:\n  "
-                        + "\n  ".join(failures))
+    raise DownloadError(f"could not download {dest.name} to {dest.parent}:\n  " + "\n  ".join(failures))

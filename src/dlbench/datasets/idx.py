@@ -68,8 +68,7 @@ def parse_idx(data: bytes, source: str | Path = "<bytes>") -> np.ndarray:
     zero0, zero1, code, ndim = data[0], data[1], data[2], data[3]
     if zero0 != 0 or zero1 != 0:
         raise IdxFormatError(
-            f"{source}: bad IDX magic number 0x{data[:4].hex()} "
-            "(must start with two zero bytes; is it an IDX file?)"
+            f"{source}: bad IDX magic number 0x{data[:4].hex()} (must start with two zero bytes; is it an IDX file?)"
         )
     if code not in IDX_DTYPES:
         known = ", ".join(f"0x{c:02X}" for c in IDX_DTYPES)
@@ -79,8 +78,7 @@ def parse_idx(data: bytes, source: str | Path = "<bytes>") -> np.ndarray:
     header_len = _HEADER + 4 * ndim
     if len(data) < header_len:
         raise IdxFormatError(
-            f"{source}: truncated IDX header: {ndim} dimensions need {header_len} bytes, "
-            f"file has {len(data)}"
+            f"{source}: truncated IDX header: {ndim} dimensions need {header_len} bytes, file has {len(data)}"
         )
     shape = struct.unpack(f">{ndim}I", data[_HEADER:header_len])
     dtype = IDX_DTYPES[code]
@@ -88,8 +86,7 @@ def parse_idx(data: bytes, source: str | Path = "<bytes>") -> np.ndarray:
     if len(data) != expected:
         what = "truncated" if len(data) < expected else "has trailing bytes"
         raise IdxFormatError(
-            f"{source}: IDX file {what}: shape {shape} of {dtype.name} needs {expected} bytes, "
-            f"file has {len(data)}"
+            f"{source}: IDX file {what}: shape {shape} of {dtype.name} needs {expected} bytes, file has {len(data)}"
         )
     array = np.frombuffer(data, dtype=dtype, offset=header_len).reshape(shape)
     if dtype.itemsize > 1:
@@ -106,11 +103,10 @@ def read_idx(path: str | Path) -> np.ndarray:
 def encode_idx(array: np.ndarray) -> bytes:
     """The IDX bytes of ``array`` (used to write test fixtures and converted copies)."""
     array = np.asarray(array)
-    for code, dtype in IDX_DTYPES.items():
-        if array.dtype.kind == dtype.kind and array.dtype.itemsize == dtype.itemsize:
-            break
-    else:
+    found = [(c, d) for c, d in IDX_DTYPES.items() if array.dtype.kind == d.kind and array.dtype.itemsize == d.itemsize]
+    if not found:
         raise ValueError(f"dtype {array.dtype} has no IDX type code")
+    code, dtype = found[0]
     if not 1 <= array.ndim <= 255:
         raise ValueError(f"IDX needs 1 to 255 dimensions, got {array.ndim}")
     header = bytes((0, 0, code, array.ndim)) + struct.pack(f">{array.ndim}I", *array.shape)

@@ -97,8 +97,10 @@ FASHION_MNIST = IdxDataset(
     ),
     mirrors=FASHION_MNIST_MIRRORS,
     system_dirs=FASHION_MNIST_SYSTEM_DIRS,
-    hints=("install the Debian package: apt-get install dataset-fashion-mnist "
-           "(puts the files in /usr/share/datasets/fashion-mnist)",),
+    hints=(
+        "install the Debian package: apt-get install dataset-fashion-mnist "
+        "(puts the files in /usr/share/datasets/fashion-mnist)",
+    ),
 )
 # The registry the public functions use; tests swap entries with monkeypatch.setitem.
 SPECS: dict[str, IdxDataset] = {MNIST.name: MNIST, FASHION_MNIST.name: FASHION_MNIST}
@@ -165,8 +167,8 @@ def verified_bytes(path: Path, f: IdxFile) -> bytes:
             raw = decompress(stored, path)
         except IdxFormatError as exc:
             raise ChecksumMismatch(
-                f"{path}: corrupt file: expected md5 {f.gz_md5}, got {stored_md5} ({exc}); "
-                "delete it and fetch it again") from exc
+                f"{path}: corrupt file: expected md5 {f.gz_md5}, got {stored_md5} ({exc}); delete it and fetch it again"
+            ) from exc
         if stored_md5 == f.gz_md5:
             return raw
         raw_md5 = fetch.bytes_digest(raw)
@@ -175,11 +177,13 @@ def verified_bytes(path: Path, f: IdxFile) -> bytes:
         raise ChecksumMismatch(
             f"{path}: checksum mismatch: expected md5 {f.gz_md5} (published .gz) or "
             f"{f.raw_md5} (uncompressed content), got {stored_md5} (file) and "
-            f"{raw_md5} (uncompressed content); delete it and fetch it again")
+            f"{raw_md5} (uncompressed content); delete it and fetch it again"
+        )
     if stored_md5 != f.raw_md5:
         raise ChecksumMismatch(
             f"{path}: checksum mismatch: expected md5 {f.raw_md5} (uncompressed IDX), got "
-            f"{stored_md5}; delete it and fetch it again")
+            f"{stored_md5}; delete it and fetch it again"
+        )
     return stored
 
 
@@ -194,8 +198,9 @@ def verify(spec: IdxDataset, directory: Path) -> None:
         verified_bytes(path, f)
 
 
-def download_missing(spec: IdxDataset, directory: Path, *, progress: fetch.ProgressFn | None = None,
-                     timeout: float = 60.0) -> None:
+def download_missing(
+    spec: IdxDataset, directory: Path, *, progress: fetch.ProgressFn | None = None, timeout: float = 60.0
+) -> None:
     """Fetch each of ``spec``'s files that ``directory`` lacks, trying the mirrors in order."""
     for f in spec.files:
         if find_file(directory, f) is None:
@@ -206,8 +211,10 @@ def download_missing(spec: IdxDataset, directory: Path, *, progress: fetch.Progr
 def not_found_message(spec: IdxDataset, searched: list[Path], problem: str | None = None) -> str:
     """Why ``spec`` was not found: every place searched (with what it lacks) and how to get it."""
     names = ", ".join(f.gz_name for f in spec.files)
-    lines = [f"dataset {spec.name!r} not found; it needs the files {names} "
-             "(gzipped or not) in one directory. Searched, in order:"]
+    lines = [
+        f"dataset {spec.name!r} not found; it needs the files {names} "
+        "(gzipped or not) in one directory. Searched, in order:"
+    ]
     for d in searched:
         if not d.is_dir():
             state = "no such directory"
@@ -219,17 +226,21 @@ def not_found_message(spec: IdxDataset, searched: list[Path], problem: str | Non
     lines.append("To get it, any one of:")
     lines += [f"  - {h}" for h in spec.hints]
     lines += [
-        "  - put the files in a directory and pass it with --data-dir DIR "
-        f"(DIR or DIR/{spec.name})",
+        f"  - put the files in a directory and pass it with --data-dir DIR (DIR or DIR/{spec.name})",
         f"  - set DLBENCH_DATA=DIR (DIR or DIR/{spec.name})",
-        f"  - let dlbench download them (needs network) into {cache_root() / spec.name} "
-        f"from {', '.join(spec.mirrors)}",
+        f"  - let dlbench download them (needs network) into {cache_root() / spec.name} from {', '.join(spec.mirrors)}",
     ]
     return "\n".join(lines)
 
 
-def ensure(spec: IdxDataset, data_dir: str | Path | None = None, *, download: bool = True,
-           progress: fetch.ProgressFn | None = None, timeout: float = 60.0) -> Path:
+def ensure(
+    spec: IdxDataset,
+    data_dir: str | Path | None = None,
+    *,
+    download: bool = True,
+    progress: fetch.ProgressFn | None = None,
+    timeout: float = 60.0,
+) -> Path:
     """Find ``spec``'s files (downloading them into the cache when allowed) and verify them."""
     found, searched = locate(spec, data_dir)
     if found is not None:
@@ -249,8 +260,9 @@ def ensure(spec: IdxDataset, data_dir: str | Path | None = None, *, download: bo
 def _images(raw: bytes, source: Path) -> np.ndarray:
     u8 = parse_idx(raw, source)
     if u8.dtype != np.uint8 or u8.shape[1:] != SHAPE[:2]:
-        raise IdxFormatError(f"{source}: expected uint8 images of {SHAPE[0]}x{SHAPE[1]}, "
-                             f"got {u8.dtype} of shape {u8.shape}")
+        raise IdxFormatError(
+            f"{source}: expected uint8 images of {SHAPE[0]}x{SHAPE[1]}, got {u8.dtype} of shape {u8.shape}"
+        )
     x = u8.astype(np.float32)[..., np.newaxis]
     x /= np.float32(255.0)  # in place: no float64 temporary of the whole set
     return x
@@ -259,8 +271,7 @@ def _images(raw: bytes, source: Path) -> np.ndarray:
 def _labels(raw: bytes, source: Path, count: int) -> np.ndarray:
     u8 = parse_idx(raw, source)
     if u8.dtype != np.uint8 or u8.shape != (count,):
-        raise IdxFormatError(f"{source}: expected {count} uint8 labels, got {u8.dtype} of shape "
-                             f"{u8.shape}")
+        raise IdxFormatError(f"{source}: expected {count} uint8 labels, got {u8.dtype} of shape {u8.shape}")
     if count and int(u8.max()) >= CLASSES:
         raise IdxFormatError(f"{source}: label {int(u8.max())} outside 0..{CLASSES - 1}")
     return u8.astype(np.int64)
@@ -270,9 +281,14 @@ def load(spec: IdxDataset, data_dir: str | Path | None = None) -> Arrays:
     """The dataset as float32 NHWC images in [0, 1] and int64 labels (no download)."""
     found, searched = locate(spec, data_dir)
     if found is None:
-        raise DatasetNotFound(not_found_message(
-            spec, searched, "Workers never download: run `dlbench run` (which fetches data "
-            "before any trial) or fetch it as described below."))
+        raise DatasetNotFound(
+            not_found_message(
+                spec,
+                searched,
+                "Workers never download: run `dlbench run` (which fetches data "
+                "before any trial) or fetch it as described below.",
+            )
+        )
     by_name = {f.name: f for f in spec.files}
     splits = []
     for images_name, labels_name in ((TRAIN_IMAGES, TRAIN_LABELS), (TEST_IMAGES, TEST_LABELS)):

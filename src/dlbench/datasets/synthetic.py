@@ -37,8 +37,8 @@ KINDS = {
     "spectrogram": (("ctc",), 2, "(T, F)"),
 }
 DEFAULT_VOCAB = 1000  # tokens / classify when no vocabulary is given
-MARKOV_FOLLOW = 0.8   # probability of a token's favoured successor
-KEYWORD_RATE = 0.3    # share of positions holding a class keyword
+MARKOV_FOLLOW = 0.8  # probability of a token's favoured successor
+KEYWORD_RATE = 0.3  # share of positions holding a class keyword
 FRAMES_PER_SYMBOL = 8  # CTC: at most T // 8 symbols per utterance
 NOISE = 0.5
 
@@ -70,16 +70,14 @@ class SyntheticOptions:
             raise ValueError(f"synthetic input_kind must be one of {', '.join(KINDS)}, got {self.input_kind!r}")
         tasks, ndim, what = KINDS[self.input_kind]
         if self.task not in tasks:
-            raise ValueError(f"synthetic {self.input_kind} data supports task {' or '.join(tasks)}, "
-                             f"got {self.task!r}")
+            raise ValueError(f"synthetic {self.input_kind} data supports task {' or '.join(tasks)}, got {self.task!r}")
         shape = tuple(self.shape) if isinstance(self.shape, list | tuple) else self.shape
         if not (isinstance(shape, tuple) and len(shape) == ndim and all(map(_positive_int, shape))):
             count = {1: "one positive integer", 2: "two positive integers", 3: "three positive integers"}[ndim]
             raise ValueError(f"synthetic shape must be {count} {what}, got {self.shape!r}")
         # A list from TOML becomes a tuple so that the options stay hashable.
         object.__setattr__(self, "shape", tuple(int(s) for s in shape))
-        if not isinstance(self.classes, int | np.integer) or isinstance(self.classes, bool) \
-                or self.classes < 2:
+        if not isinstance(self.classes, int | np.integer) or isinstance(self.classes, bool) or self.classes < 2:
             raise ValueError(f"synthetic classes must be an integer >= 2, got {self.classes!r}")
         for field in ("train_size", "test_size"):
             value = getattr(self, field)
@@ -89,8 +87,10 @@ class SyntheticOptions:
             object.__setattr__(self, field, int(getattr(self, field)))
         self._check_vocab()
         if self.task == "ctc" and self.shape[0] < FRAMES_PER_SYMBOL:
-            raise ValueError(f"synthetic ctc utterances need at least {FRAMES_PER_SYMBOL} frames "
-                             f"(one symbol per {FRAMES_PER_SYMBOL}), got T={self.shape[0]}")
+            raise ValueError(
+                f"synthetic ctc utterances need at least {FRAMES_PER_SYMBOL} frames "
+                f"(one symbol per {FRAMES_PER_SYMBOL}), got T={self.shape[0]}"
+            )
 
     def _check_vocab(self) -> None:
         vocab = self.vocab
@@ -99,14 +99,18 @@ class SyntheticOptions:
         if self.input_kind != "tokens" and vocab is not None:
             raise ValueError(f"synthetic vocab applies to token inputs only, not {self.input_kind}")
         if self.task == "next-token" and vocab is not None and vocab != self.classes:
-            raise ValueError(f"synthetic next-token data predicts its own tokens: vocab ({vocab}) "
-                             f"must equal classes ({self.classes})")
+            raise ValueError(
+                f"synthetic next-token data predicts its own tokens: vocab ({vocab}) "
+                f"must equal classes ({self.classes})"
+            )
         if self.input_kind == "tokens" and self.task == "classify":
             v = int(vocab) if vocab is not None else DEFAULT_VOCAB
             if v - 1 < self.classes:
-                raise ValueError(f"synthetic token classification needs vocab > classes "
-                                 f"(one keyword id per class besides id 0), got vocab {v}, "
-                                 f"classes {self.classes}")
+                raise ValueError(
+                    f"synthetic token classification needs vocab > classes "
+                    f"(one keyword id per class besides id 0), got vocab {v}, "
+                    f"classes {self.classes}"
+                )
         if vocab is not None:
             object.__setattr__(self, "vocab", int(vocab))
 
@@ -175,7 +179,7 @@ def load(options: SyntheticOptions | None = None, seed: int = 0) -> Arrays:
     elif opts.input_kind == "tokens":
         vocab = opts.token_vocab
         per_class = max(1, (vocab - 1) // (4 * opts.classes))
-        keywords = (1 + rng.permutation(vocab - 1)[:opts.classes * per_class]).reshape(opts.classes, per_class)
+        keywords = (1 + rng.permutation(vocab - 1)[: opts.classes * per_class]).reshape(opts.classes, per_class)
         (t,) = opts.shape
         train = _keywords(rng, keywords, vocab, n_train, t)
         test = _keywords(rng, keywords, vocab, n_test, t)

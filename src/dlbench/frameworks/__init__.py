@@ -20,10 +20,10 @@ class FrameworkInfo:
     name: str
     variants: tuple[str, ...]
     default_variant: str
-    modules: tuple[str, ...]        # import names that must be present
+    modules: tuple[str, ...]  # import names that must be present
     distributions: tuple[str, ...]  # installed distributions whose versions are recorded
     install_hint: str
-    adapter: str                    # "module:Class" of the adapter
+    adapter: str  # "module:Class" of the adapter
     in_default_suite: bool = True
     # Models a plugin implements beyond those whose spec lists this framework.
     models: tuple[str, ...] = ()
@@ -54,18 +54,52 @@ class FrameworkInfo:
 FRAMEWORKS: dict[str, FrameworkInfo] = {
     info.name: info
     for info in (
-        FrameworkInfo("torch", ("eager", "compile"), "eager", ("torch",), ("torch",),
-                      "pip install torch==2.13.0", "dlbench.frameworks.torch:TorchFramework"),
-        FrameworkInfo("tensorflow", ("graph", "xla", "eager"), "graph", ("tensorflow", "keras"),
-                      ("tensorflow-cpu", "tensorflow", "keras"),
-                      "pip install tensorflow-cpu==2.21.0", "dlbench.frameworks.tensorflow:TensorFlowFramework"),
-        FrameworkInfo("jax", ("jit",), "jit", ("jax", "flax", "optax"), ("jax", "jaxlib", "flax", "optax"),
-                      "pip install jax==0.10.2 jaxlib==0.10.2 flax optax", "dlbench.frameworks.jax:JaxFramework"),
-        FrameworkInfo("sklearn", ("default",), "default", ("sklearn",), ("scikit-learn",),
-                      "pip install scikit-learn", "dlbench.frameworks.sklearn:SklearnFramework"),
-        FrameworkInfo("numpy", ("reference",), "reference", ("numpy",), ("numpy",),
-                      "pip install numpy", "dlbench.frameworks.numpy:NumpyFramework",
-                      in_default_suite=False),
+        FrameworkInfo(
+            "torch",
+            ("eager", "compile"),
+            "eager",
+            ("torch",),
+            ("torch",),
+            "pip install torch==2.13.0",
+            "dlbench.frameworks.torch:TorchFramework",
+        ),
+        FrameworkInfo(
+            "tensorflow",
+            ("graph", "xla", "eager"),
+            "graph",
+            ("tensorflow", "keras"),
+            ("tensorflow-cpu", "tensorflow", "keras"),
+            "pip install tensorflow-cpu==2.21.0",
+            "dlbench.frameworks.tensorflow:TensorFlowFramework",
+        ),
+        FrameworkInfo(
+            "jax",
+            ("jit",),
+            "jit",
+            ("jax", "flax", "optax"),
+            ("jax", "jaxlib", "flax", "optax"),
+            "pip install jax==0.10.2 jaxlib==0.10.2 flax optax",
+            "dlbench.frameworks.jax:JaxFramework",
+        ),
+        FrameworkInfo(
+            "sklearn",
+            ("default",),
+            "default",
+            ("sklearn",),
+            ("scikit-learn",),
+            "pip install scikit-learn",
+            "dlbench.frameworks.sklearn:SklearnFramework",
+        ),
+        FrameworkInfo(
+            "numpy",
+            ("reference",),
+            "reference",
+            ("numpy",),
+            ("numpy",),
+            "pip install numpy",
+            "dlbench.frameworks.numpy:NumpyFramework",
+            in_default_suite=False,
+        ),
     )
 }
 

@@ -15,8 +15,9 @@ class HostBatches:
 
     def prepare(self, x: np.ndarray, batch_size: int) -> int:
         full = len(x) // batch_size
-        self._batches[batch_size] = [np.ascontiguousarray(x[i * batch_size:(i + 1) * batch_size])
-                                     for i in range(full)]
+        self._batches[batch_size] = [
+            np.ascontiguousarray(x[i * batch_size : (i + 1) * batch_size]) for i in range(full)
+        ]
         return full
 
     def get(self, batch_size: int) -> list[np.ndarray]:

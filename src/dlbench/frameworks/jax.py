@@ -42,9 +42,10 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Callable
+from typing import Any
 
 import flax.linen as nn
 import jax
@@ -65,6 +66,7 @@ def _backends_initialized() -> bool:
     """Whether XLA backends already exist (then platform and thread settings are fixed)."""
     try:
         from jax._src import xla_bridge
+
         return bool(xla_bridge.backends_are_initialized())
     except (ImportError, AttributeError):  # private API moved: assume the worst
         return True
@@ -111,8 +113,9 @@ class _Compiled:
 
 
 @partial(jax.jit, static_argnames=("n", "steps", "batch", "shuffle"))
-def _epoch_plan(shuffle_key: jax.Array, dropout_key: jax.Array, epoch: jax.Array, *,
-                n: int, steps: int, batch: int, shuffle: bool):
+def _epoch_plan(
+    shuffle_key: jax.Array, dropout_key: jax.Array, epoch: jax.Array, *, n: int, steps: int, batch: int, shuffle: bool
+):
     """One epoch's (steps, batch) index table, its (steps,) dropout keys, a zero
     loss sum and a zero step counter: one dispatch per epoch."""
     if shuffle:
@@ -159,11 +162,13 @@ def _mixed(compute: Any) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
 
     def cast(tree):
         return jax.tree.map(lambda a: a.astype(compute) if jnp.issubdtype(a.dtype, jnp.floating) else a, tree)
+
     return cast, cast
 
 
-def _make_step(model: nn.Module, tx: optax.GradientTransformation, task: str = "classify",
-               compute: Any = None) -> tuple[Callable[..., Any], Callable[..., Any]]:
+def _make_step(
+    model: nn.Module, tx: optax.GradientTransformation, task: str = "classify", compute: Any = None
+) -> tuple[Callable[..., Any], Callable[..., Any]]:
     loss_of = _loss(task)
     cast_params, cast_x = _mixed(compute)
 
@@ -172,8 +177,9 @@ def _make_step(model: nn.Module, tx: optax.GradientTransformation, task: str = "
     def loss_fn(params, state, x, y, key):
         params, x = cast_params(params), cast_x(x)
         if state:
-            logits, new_state = model.apply({"params": params, **state}, x, deterministic=False,
-                                            rngs={"dropout": key}, mutable=list(state))
+            logits, new_state = model.apply(
+                {"params": params, **state}, x, deterministic=False, rngs={"dropout": key}, mutable=list(state)
+            )
             # Running statistics stay float32 whatever the compute dtype.
             new_state = jax.tree.map(lambda new, old: new.astype(old.dtype), new_state, state)
         else:
@@ -195,8 +201,9 @@ def _make_step(model: nn.Module, tx: optax.GradientTransformation, task: str = "
     return jax.jit(step, donate_argnums=(0, 1, 2, 3)), jax.jit(batch_step, donate_argnums=(0, 1, 2, 3))
 
 
-def _make_eval(model: nn.Module, compute: Any = None) -> tuple[Callable[..., Any], Callable[..., Any],
-                                                               Callable[..., Any]]:
+def _make_eval(
+    model: nn.Module, compute: Any = None
+) -> tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]]:
     cast_params, cast_x = _mixed(compute)
 
     def logits_of(params, state, x):
@@ -257,15 +264,19 @@ class JaxFramework:
         self.device = jax.devices(platform)[int(device.split(":")[1]) if ":" in device else 0]
         jax.config.update("jax_default_device", self.device)
         # sched_getaffinity is Linux-only; elsewhere every core is assumed usable.
-        affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
-            else list(range(os.cpu_count() or 1))
+        affinity = (
+            sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+        )
         return {
             "framework": self.name,
             "variant": variant,
-            "variant_settings": {"jax.jit": True, "donate_argnums": "params, opt_state, loss_sum",
-                                 "train_loop": "python loop over one jitted step per batch",
-                                 "init": "jax.jit(model.init), compiled once per model structure and init scheme",
-                                 "api": "flax.linen"},
+            "variant_settings": {
+                "jax.jit": True,
+                "donate_argnums": "params, opt_state, loss_sum",
+                "train_loop": "python loop over one jitted step per batch",
+                "init": "jax.jit(model.init), compiled once per model structure and init scheme",
+                "api": "flax.linen",
+            },
             "versions": {d: importlib.metadata.version(d) for d in ("jax", "jaxlib", "flax", "optax")},
             "device": str(self.device),
             "device_kind": self.device.device_kind,
@@ -306,20 +317,27 @@ class JaxFramework:
             return x.astype(np.int32) if x.ndim == 2 else x  # token ids: JAX's int32
 
         data = JaxData(
-            train_x=put(inputs(arrays.train.x)), train_y=put(arrays.train.y.astype(np.int32)),
-            test_x=put(inputs(arrays.test.x)), test_y=put(arrays.test.y.astype(np.int32)),
-            shape=arrays.input_shape, classes=arrays.num_classes,
+            train_x=put(inputs(arrays.train.x)),
+            train_y=put(arrays.train.y.astype(np.int32)),
+            test_x=put(inputs(arrays.test.x)),
+            test_y=put(arrays.test.y.astype(np.int32)),
+            shape=arrays.input_shape,
+            classes=arrays.num_classes,
         )
         jax.block_until_ready((data.train_x, data.train_y, data.test_x, data.test_y))
         return data
 
-    def build(self, native: JaxData, settings: TrainSettings) -> "JaxTrainer":
+    def build(self, native: JaxData, settings: TrainSettings) -> JaxTrainer:
         module = importlib.import_module(f"dlbench.models.{settings.model}.jax")
         if settings.init == "glorot-uniform":
             # variance_scaling counts a conv kernel's fans as in*kh*kw and out*kh*kw.
-            model = module.build(native.shape, native.classes,
-                                 kernel_init=nn.initializers.glorot_uniform(),
-                                 bias_init=nn.initializers.zeros_init(), **settings.model_options)
+            model = module.build(
+                native.shape,
+                native.classes,
+                kernel_init=nn.initializers.glorot_uniform(),
+                bias_init=nn.initializers.zeros_init(),
+                **settings.model_options,
+            )
         else:
             model = module.build(native.shape, native.classes, **settings.model_options)  # Flax's defaults
         tx = _optimizer(settings)
@@ -328,12 +346,18 @@ class JaxFramework:
             native, augment = self._pipeline(native, settings)
         # model.init run eagerly dispatches every initializer op by op (seconds for a
         # deep net); jitted once per model structure and init scheme, a build is one call.
-        init_key = (settings.model, tuple(sorted(settings.model_options.items())), native.shape,
-                    native.classes, settings.init)
+        init_key = (
+            settings.model,
+            tuple(sorted(settings.model_options.items())),
+            native.shape,
+            native.classes,
+            settings.init,
+        )
         if init_key not in self._inits:
             self._inits[init_key] = jax.jit(model.init)
-        trainer = JaxTrainer(native, settings, model, tx, self._compiled(settings, native, model, tx),
-                             init=self._inits[init_key])
+        trainer = JaxTrainer(
+            native, settings, model, tx, self._compiled(settings, native, model, tx), init=self._inits[init_key]
+        )
         trainer.augment = augment
         return trainer
 
@@ -359,6 +383,7 @@ class JaxFramework:
         stats, host, on_device, normalized = aug.stats, aug.host, aug.augmenter, aug.normalized
         b, seed, n = settings.batch_size, settings.seed, native.n_train
         if settings.pipeline == "native":
+
             def batches(epoch: int):
                 return on_device.epoch_batches(native.train_x, native.train_y, epoch_params(seed, epoch, n), b)
         else:
@@ -368,27 +393,42 @@ class JaxFramework:
             def batches(epoch: int):
                 for xb, yb in on_host.epoch_batches(host, y_host, epoch_params(seed, epoch, n), b):
                     yield jax.device_put(xb, self.device), jax.device_put(yb.astype(np.int32), self.device)
+
         return normalized, batches
 
-    def _compiled(self, settings: TrainSettings, native: JaxData, model: nn.Module,
-                  tx: optax.GradientTransformation) -> _Compiled:
+    def _compiled(
+        self, settings: TrainSettings, native: JaxData, model: nn.Module, tx: optax.GradientTransformation
+    ) -> _Compiled:
         # Initializers and seed are absent from the key: `apply` never calls
         # initializers, so the functions built from the first model serve all.
-        key = (settings.model, tuple(sorted(settings.model_options.items())), native.shape,
-               native.classes, settings.optimizer, settings.lr, settings.momentum, settings.adam_epsilon,
-               settings.precision)
+        key = (
+            settings.model,
+            tuple(sorted(settings.model_options.items())),
+            native.shape,
+            native.classes,
+            settings.optimizer,
+            settings.lr,
+            settings.momentum,
+            settings.adam_epsilon,
+            settings.precision,
+        )
         if key not in self._cache:
             compute = jnp.bfloat16 if settings.precision == "bf16-mixed" else None
             predict, correct, best = _make_eval(model, compute)
-            self._cache[key] = _Compiled(*_make_step(model, tx, _task(settings.model), compute),
-                                         predict, correct, best)
+            self._cache[key] = _Compiled(*_make_step(model, tx, _task(settings.model), compute), predict, correct, best)
         return self._cache[key]
 
 
 class JaxTrainer:
-    def __init__(self, data: JaxData, settings: TrainSettings, model: nn.Module,
-                 tx: optax.GradientTransformation, fns: _Compiled,
-                 init: Callable[..., Any] | None = None) -> None:
+    def __init__(
+        self,
+        data: JaxData,
+        settings: TrainSettings,
+        model: nn.Module,
+        tx: optax.GradientTransformation,
+        fns: _Compiled,
+        init: Callable[..., Any] | None = None,
+    ) -> None:
         self.data, self.settings, self.model, self.fns = data, settings, model, fns
         self.steps_per_epoch = settings.steps_per_epoch(data.n_train)
         if self.steps_per_epoch < 1:
@@ -418,9 +458,15 @@ class JaxTrainer:
         return sum(int(leaf.size) for leaf in jax.tree.leaves(self.params))
 
     def _plan(self, epoch: int):
-        return _epoch_plan(self._shuffle_key, self._dropout_key, epoch, n=self.data.n_train,
-                           steps=self.steps_per_epoch, batch=self.settings.batch_size,
-                           shuffle=self.settings.shuffle)
+        return _epoch_plan(
+            self._shuffle_key,
+            self._dropout_key,
+            epoch,
+            n=self.data.n_train,
+            steps=self.steps_per_epoch,
+            batch=self.settings.batch_size,
+            shuffle=self.settings.shuffle,
+        )
 
     def first_step(self) -> None:
         # Params and optimizer state are donated to the step: keep copies and put
@@ -432,8 +478,9 @@ class JaxTrainer:
             xb, yb = next(iter(self.augment(0)))
             out = self.fns.batch_step(self.params, self.state, self.opt_state, zero, i, xb, yb, keys)
         else:
-            out = self.fns.step(self.params, self.state, self.opt_state, zero, i, self.data.train_x,
-                                self.data.train_y, table, keys)
+            out = self.fns.step(
+                self.params, self.state, self.opt_state, zero, i, self.data.train_x, self.data.train_y, table, keys
+            )
         jax.block_until_ready(out)
         self.params, self.state, self.opt_state = saved
         jax.block_until_ready(saved)
@@ -457,11 +504,13 @@ class JaxTrainer:
                 batches = self.augment(epoch)
                 for _, (xb, yb) in zip(range(min(self.steps_per_epoch, total - done)), batches):
                     params, state, opt_state, loss_sum, i, _ = self.fns.batch_step(
-                        params, state, opt_state, loss_sum, i, xb, yb, keys)
+                        params, state, opt_state, loss_sum, i, xb, yb, keys
+                    )
             else:
                 for _ in range(min(self.steps_per_epoch, total - done)):
-                    params, state, opt_state, loss_sum, i, _ = step(params, state, opt_state, loss_sum, i,
-                                                                    x, y, table, keys)
+                    params, state, opt_state, loss_sum, i, _ = step(
+                        params, state, opt_state, loss_sum, i, x, y, table, keys
+                    )
             done += min(self.steps_per_epoch, total - done)
             epoch += 1
             if s.steps is None:
@@ -485,7 +534,9 @@ class JaxTrainer:
         n, correct = self.data.n_test, []
         for start in range(0, n, EVAL_BATCH):
             size = min(EVAL_BATCH, n - start)  # the partial last batch compiles a second shape: untimed
-            correct.append(self.fns.correct(self.params, self.state, self.data.test_x, self.data.test_y, start, size=size))
+            correct.append(
+                self.fns.correct(self.params, self.state, self.data.test_x, self.data.test_y, start, size=size)
+            )
         return int(sum(jax.device_get(correct))) / n
 
     def _evaluate_sequences(self, task: str) -> float:
@@ -496,8 +547,7 @@ class JaxTrainer:
         if task == "ctc":
             paths = [self.fns.best(*args, start, size=min(b, n - start)) for start in range(0, n, b)]
             return ctc_accuracy(np.concatenate(jax.device_get(paths)), np.asarray(self.data.test_y))
-        correct = [self.fns.correct(*args, self.data.test_y, start, size=min(b, n - start))
-                   for start in range(0, n, b)]
+        correct = [self.fns.correct(*args, self.data.test_y, start, size=min(b, n - start)) for start in range(0, n, b)]
         return int(sum(jax.device_get(correct))) / int(self.data.test_y.size)
 
     def prepare_infer(self, batch_size: int) -> int:
@@ -506,8 +556,9 @@ class JaxTrainer:
         # timed loop is one dispatch per batch and nothing else. (A jitted split
         # returning `count` outputs compiles in seconds to minutes as count grows.)
         host = np.asarray(self.data.test_x)
-        self._infer_batches = tuple(jax.device_put(
-            [host[i * batch_size:(i + 1) * batch_size] for i in range(count)], self._device))
+        self._infer_batches = tuple(
+            jax.device_put([host[i * batch_size : (i + 1) * batch_size] for i in range(count)], self._device)
+        )
         if count:
             # Compile the forward pass for this batch shape here, untimed.
             jax.block_until_ready(self.fns.predict(self.params, self.state, self._infer_batches[0]))
@@ -537,8 +588,16 @@ class JaxTrainer:
         for n in range(steps):
             keys = jax.random.split(jax.random.fold_in(self._dropout_key, 10**6 + n), rows)
             self.params, self.state, self.opt_state, loss_sum, _, loss = self.fns.step(
-                self.params, self.state, self.opt_state, loss_sum, put(jnp.zeros((), jnp.int32)),
-                self.data.train_x, self.data.train_y, table, keys)
+                self.params,
+                self.state,
+                self.opt_state,
+                loss_sum,
+                put(jnp.zeros((), jnp.int32)),
+                self.data.train_x,
+                self.data.train_y,
+                table,
+                keys,
+            )
             losses.append(loss)
         jax.block_until_ready((self.params, losses))
         return [float(v) for v in jax.device_get(losses)]

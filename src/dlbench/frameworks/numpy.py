@@ -43,20 +43,29 @@ def limit_threads(threads: int) -> dict[str, Any]:
     try:
         from threadpoolctl import ThreadpoolController, threadpool_info
     except ImportError:
-        return {"threadpoolctl": "not installed: BLAS/OpenMP threads left at their defaults",
-                "omp_num_threads_env": os.environ.get("OMP_NUM_THREADS")}
+        return {
+            "threadpoolctl": "not installed: BLAS/OpenMP threads left at their defaults",
+            "omp_num_threads_env": os.environ.get("OMP_NUM_THREADS"),
+        }
     if _HELD_LIMIT is not None:
         # A repeated setup() replaces the earlier limit instead of stacking on it.
         _HELD_LIMIT.restore_original_limits()
     _HELD_LIMIT = ThreadpoolController().limit(limits=threads)
     import threadpoolctl
+
     pools = [
-        {k: info.get(k) for k in ("user_api", "internal_api", "prefix", "version",
-                                  "num_threads", "threading_layer", "architecture") if k in info}
+        {
+            k: info.get(k)
+            for k in ("user_api", "internal_api", "prefix", "version", "num_threads", "threading_layer", "architecture")
+            if k in info
+        }
         for info in threadpool_info()
     ]
-    return {"threadpoolctl": threadpoolctl.__version__, "threadpools": pools,
-            "omp_num_threads_env": os.environ.get("OMP_NUM_THREADS")}
+    return {
+        "threadpoolctl": threadpoolctl.__version__,
+        "threadpools": pools,
+        "omp_num_threads_env": os.environ.get("OMP_NUM_THREADS"),
+    }
 
 
 def check_cpu(name: str, device: str) -> None:
@@ -72,8 +81,10 @@ def numpy_build_facts() -> dict[str, Any]:
         return {}
     blas = config.get("Build Dependencies", {}).get("blas", {})
     simd = config.get("SIMD Extensions", {})
-    return {"numpy_blas": {k: blas.get(k) for k in ("name", "version", "openblas configuration")},
-            "numpy_simd": {"baseline": simd.get("baseline"), "found": simd.get("found")}}
+    return {
+        "numpy_blas": {k: blas.get(k) for k in ("name", "version", "openblas configuration")},
+        "numpy_simd": {"baseline": simd.get("baseline"), "found": simd.get("found")},
+    }
 
 
 class SGD:
@@ -106,8 +117,9 @@ class Adam:
     p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps); optax's
     m_hat / (sqrt(v_hat) + eps) is the same expression rearranged."""
 
-    def __init__(self, params: dict[str, np.ndarray], lr: float, eps: float,
-                 b1: float = 0.9, b2: float = 0.999) -> None:
+    def __init__(
+        self, params: dict[str, np.ndarray], lr: float, eps: float, b1: float = 0.9, b2: float = 0.999
+    ) -> None:
         self.lr, self.eps, self.b1, self.b2 = lr, eps, b1, b2
         self.t = 0
         self.m = {k: np.zeros_like(v) for k, v in params.items()}
@@ -116,8 +128,8 @@ class Adam:
     def step(self, params: dict[str, np.ndarray], grads: dict[str, np.ndarray]) -> None:
         self.t += 1
         # Bias corrections are Python floats (as in torch), so float32 arrays stay float32.
-        step_size = self.lr / (1.0 - self.b1 ** self.t)
-        sqrt_bc2 = (1.0 - self.b2 ** self.t) ** 0.5
+        step_size = self.lr / (1.0 - self.b1**self.t)
+        sqrt_bc2 = (1.0 - self.b2**self.t) ** 0.5
         for k, g in grads.items():
             m, v = self.m[k], self.v[k]
             m *= self.b1
@@ -127,8 +139,11 @@ class Adam:
             params[k] -= step_size * m / (np.sqrt(v) / sqrt_bc2 + self.eps)
 
     def state(self) -> dict[str, Any]:
-        return {"t": self.t, "m": {k: a.copy() for k, a in self.m.items()},
-                "v": {k: a.copy() for k, a in self.v.items()}}
+        return {
+            "t": self.t,
+            "m": {k: a.copy() for k, a in self.m.items()},
+            "v": {k: a.copy() for k, a in self.v.items()},
+        }
 
     def load(self, state: dict[str, Any]) -> None:
         self.t = state["t"]
@@ -159,8 +174,7 @@ class NumpyData:
 class NumpyTrainer:
     """One model, its optimizer and its data; implements the Trainer protocol."""
 
-    def __init__(self, data: NumpyData, settings: TrainSettings, model: Any,
-                 rng: np.random.Generator) -> None:
+    def __init__(self, data: NumpyData, settings: TrainSettings, model: Any, rng: np.random.Generator) -> None:
         n_train = len(data.y_train)
         if settings.steps_per_epoch(n_train) < 1:
             raise ValueError(f"batch_size {settings.batch_size} exceeds the {n_train} training samples")
@@ -199,7 +213,7 @@ class NumpyTrainer:
             epoch_sum = 0.0
             for i in range(steps):
                 # One vectorized gather per batch; no per-sample Python.
-                idx = order[i * b:(i + 1) * b]
+                idx = order[i * b : (i + 1) * b]
                 epoch_sum += self._step(x[idx], y[idx])
             done += steps
             run_sum += epoch_sum
@@ -212,8 +226,8 @@ class NumpyTrainer:
         x, y = self.data.x_test, self.data.y_test
         correct = 0
         for start in range(0, len(y), EVAL_BATCH):
-            logits = self.model.logits(x[start:start + EVAL_BATCH])
-            correct += int((logits.argmax(axis=1) == y[start:start + EVAL_BATCH]).sum())
+            logits = self.model.logits(x[start : start + EVAL_BATCH])
+            correct += int((logits.argmax(axis=1) == y[start : start + EVAL_BATCH]).sum())
         return correct / len(y)
 
     def prepare_infer(self, batch_size: int) -> int:
@@ -270,9 +284,12 @@ class NumpyFramework:
 
     def prepare(self, arrays: Arrays) -> NumpyData:
         return NumpyData(
-            np.ascontiguousarray(arrays.train.x, dtype=DTYPE), np.ascontiguousarray(arrays.train.y),
-            np.ascontiguousarray(arrays.test.x, dtype=DTYPE), np.ascontiguousarray(arrays.test.y),
-            arrays.input_shape, arrays.num_classes,
+            np.ascontiguousarray(arrays.train.x, dtype=DTYPE),
+            np.ascontiguousarray(arrays.train.y),
+            np.ascontiguousarray(arrays.test.x, dtype=DTYPE),
+            np.ascontiguousarray(arrays.test.y),
+            arrays.input_shape,
+            arrays.num_classes,
         )
 
     def build(self, native: NumpyData, settings: TrainSettings) -> NumpyTrainer:

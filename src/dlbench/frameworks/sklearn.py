@@ -32,8 +32,8 @@ from sklearn.base import ClassifierMixin
 from sklearn.neighbors import KNeighborsClassifier
 
 from dlbench.datasets.arrays import Arrays
-from dlbench.frameworks.numpy import check_cpu, limit_threads, numpy_build_facts
 from dlbench.frameworks.host_batches import HostBatches
+from dlbench.frameworks.numpy import check_cpu, limit_threads, numpy_build_facts
 from dlbench.frameworks.protocol import TrainSettings
 from dlbench.models.knn import N_NEIGHBORS
 
@@ -106,7 +106,8 @@ class SklearnTrainer:
     def train_fixed_batch(self, steps: int) -> list[float]:
         raise NotImplementedError(
             f"{self.settings.model} is a classical scikit-learn estimator: it has no loss "
-            "and no optimizer, so there are no training steps to take on a fixed batch")
+            "and no optimizer, so there are no training steps to take on a fixed batch"
+        )
 
     def manifest(self) -> dict[str, Any]:
         """Facts only known once the estimator is fitted (for the fairness manifest):
@@ -114,8 +115,7 @@ class SklearnTrainer:
         est = self.estimator
         facts: dict[str, Any] = {"estimator": type(est).__name__, "n_jobs": getattr(est, "n_jobs", None)}
         if isinstance(est, KNeighborsClassifier):
-            facts.update({"n_neighbors": est.n_neighbors, "weights": est.weights,
-                          "algorithm_requested": est.algorithm})
+            facts.update({"n_neighbors": est.n_neighbors, "weights": est.weights, "algorithm_requested": est.algorithm})
             if self._fitted:
                 facts.update({"algorithm_used": est._fit_method, "metric": est.effective_metric_})
         return facts
@@ -160,10 +160,12 @@ class SklearnFramework:
     def prepare(self, arrays: Arrays) -> SklearnData:
         def flat(x: np.ndarray) -> np.ndarray:
             return np.ascontiguousarray(x.reshape(len(x), -1), dtype=np.float32)
+
         return SklearnData(flat(arrays.train.x), arrays.train.y, flat(arrays.test.x), arrays.test.y)
 
     def build(self, native: SklearnData, settings: TrainSettings) -> SklearnTrainer:
         if settings.model not in ESTIMATORS:
-            raise ValueError(f"sklearn has no implementation of model {settings.model!r} "
-                             f"(implemented: {', '.join(ESTIMATORS)})")
+            raise ValueError(
+                f"sklearn has no implementation of model {settings.model!r} (implemented: {', '.join(ESTIMATORS)})"
+            )
         return SklearnTrainer(native, settings, ESTIMATORS[settings.model](self.threads))

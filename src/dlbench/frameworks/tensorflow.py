@@ -19,8 +19,9 @@ from __future__ import annotations
 import importlib
 import os
 import platform
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 # Keras 3 picks its backend once, at its first import: force TensorFlow here.
 os.environ["KERAS_BACKEND"] = "tensorflow"
@@ -28,9 +29,9 @@ os.environ["KERAS_BACKEND"] = "tensorflow"
 # print. A user's own setting wins. The value in force goes into the manifest.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-import keras  # noqa: E402
 
 from dlbench.datasets.arrays import Arrays  # noqa: E402
 from dlbench.frameworks.protocol import TrainSettings  # noqa: E402
@@ -74,8 +75,14 @@ def ctc_loss(y_true: tf.Tensor, y_pred: tf.Tensor) -> tf.Tensor:
     label_length = tf.reduce_sum(tf.cast(labels >= 0, tf.int32), axis=1)
     shape = tf.shape(y_pred)
     logit_length = tf.fill([shape[0]], shape[1])
-    loss = tf.nn.ctc_loss(labels=tf.maximum(labels, 0), logits=y_pred, label_length=label_length,
-                          logit_length=logit_length, logits_time_major=False, blank_index=0)
+    loss = tf.nn.ctc_loss(
+        labels=tf.maximum(labels, 0),
+        logits=y_pred,
+        label_length=label_length,
+        logit_length=logit_length,
+        logits_time_major=False,
+        blank_index=0,
+    )
     return loss / tf.cast(label_length, loss.dtype)
 
 
@@ -87,7 +94,7 @@ def _loss(task: str) -> Any:
 
 
 def _device_name(device: str) -> str:
-    """"cpu" -> "/CPU:0"; "cuda", "cuda:1", "gpu", "gpu:1" -> "/GPU:n"."""
+    """ "cpu" -> "/CPU:0"; "cuda", "cuda:1", "gpu", "gpu:1" -> "/GPU:n"."""
     kind, _, index = device.lower().partition(":")
     if kind == "cpu":
         return "/CPU:0"
@@ -125,8 +132,12 @@ def _onednn_facts() -> dict[str, Any]:
     # Since TF 2.9 oneDNN ops are on by default on x86-64 Linux unless the env says 0.
     default_on = platform.system() == "Linux" and platform.machine() in ("x86_64", "AMD64")
     active = built and (env not in ("0", "false", "False") if env is not None else default_on)
-    return {"built_with_onednn": built, "TF_ENABLE_ONEDNN_OPTS": env, "onednn_opts_in_use": active,
-            "built_with_xla": bool(port.IsBuiltWithXLA())}
+    return {
+        "built_with_onednn": built,
+        "TF_ENABLE_ONEDNN_OPTS": env,
+        "onednn_opts_in_use": active,
+        "built_with_xla": bool(port.IsBuiltWithXLA()),
+    }
 
 
 @dataclass
@@ -157,8 +168,10 @@ class TensorFlowFramework:
         if variant not in VARIANTS:
             raise ValueError(f"unknown tensorflow variant {variant!r}; known: {', '.join(VARIANTS)}")
         if keras.backend.backend() != "tensorflow":
-            raise RuntimeError(f"keras was imported with backend {keras.backend.backend()!r} "
-                               "before this adapter; the tensorflow adapter needs a fresh process")
+            raise RuntimeError(
+                f"keras was imported with backend {keras.backend.backend()!r} "
+                "before this adapter; the tensorflow adapter needs a fresh process"
+            )
         self.variant = variant
         self.device = _device_name(device)
         # All of the following must happen before TF's runtime initializes (the
@@ -177,8 +190,9 @@ class TensorFlowFramework:
         logical = [d.name for d in tf.config.list_logical_devices()]
         gpus = [d.name for d in tf.config.list_logical_devices("GPU")]
         if self.device.startswith("/GPU") and not gpus:
-            raise RuntimeError(f"device {device!r} requested but TensorFlow sees no GPU "
-                               f"(cuda build: {tf.test.is_built_with_cuda()})")
+            raise RuntimeError(
+                f"device {device!r} requested but TensorFlow sees no GPU (cuda build: {tf.test.is_built_with_cuda()})"
+            )
         build = dict(tf.sysconfig.get_build_info())
         return {
             "framework": self.name,
@@ -193,17 +207,28 @@ class TensorFlowFramework:
             "gpu": bool(gpus),
             "gpus_hidden_for_cpu_run": hidden_gpus,
             **VARIANTS[variant],
-            "inference_function": ("model(x, training=False) called eagerly" if variant == "eager" else
-                                   f"tf.function(model(x, training=False), jit_compile={VARIANTS[variant]['jit_compile']})"),
+            "inference_function": (
+                "model(x, training=False) called eagerly"
+                if variant == "eager"
+                else f"tf.function(model(x, training=False), jit_compile={VARIANTS[variant]['jit_compile']})"
+            ),
             "first_step": "model.fit on a one-batch dataset (traces the train function fit reuses)",
             "data_pipeline": "tf.data from in-memory tensors: shuffle(len(train), seed, reshuffle each "
-                             "epoch) -> batch(drop_remainder=True) [-> repeat() for steps] -> prefetch(AUTOTUNE)",
+            "epoch) -> batch(drop_remainder=True) [-> repeat() for steps] -> prefetch(AUTOTUNE)",
             "last_batch": "drop (train, infer); included in evaluate",
             "build_info": {k: build[k] for k in sorted(build) if k.startswith(("is_", "cuda", "cudnn"))},
             "onednn": _onednn_facts(),
-            "env": {k: os.environ.get(k) for k in
-                    ("TF_CPP_MIN_LOG_LEVEL", "XLA_FLAGS", "TF_XLA_FLAGS", "TF_ENABLE_ONEDNN_OPTS",
-                     "KERAS_BACKEND", "OMP_NUM_THREADS")},
+            "env": {
+                k: os.environ.get(k)
+                for k in (
+                    "TF_CPP_MIN_LOG_LEVEL",
+                    "XLA_FLAGS",
+                    "TF_XLA_FLAGS",
+                    "TF_ENABLE_ONEDNN_OPTS",
+                    "KERAS_BACKEND",
+                    "OMP_NUM_THREADS",
+                )
+            },
             # Not enabled (it can slow kernels); same-seed CPU runs already agree to 1e-5.
             "op_determinism": False,
         }
@@ -221,20 +246,25 @@ class TensorFlowFramework:
         """Peak of TF's allocator on the trial's device since the last reset."""
         device = self._memory_device()
         try:
-            return int(tf.config.experimental.get_memory_info(device)["peak"]), \
-                f"tf.config.experimental.get_memory_info({device!r})['peak']"
+            return int(
+                tf.config.experimental.get_memory_info(device)["peak"]
+            ), f"tf.config.experimental.get_memory_info({device!r})['peak']"
         except (ValueError, RuntimeError) as exc:
             return None, f"TensorFlow keeps no allocator statistics for {device}: {exc}"
 
     def prepare(self, arrays: Arrays) -> TFData:
         with tf.device("/CPU:0"):
             return TFData(
-                x_train=tf.constant(arrays.train.x), y_train=tf.constant(arrays.train.y),
-                x_test=tf.constant(arrays.test.x), y_test=np.asarray(arrays.test.y),
-                input_shape=arrays.input_shape, num_classes=arrays.num_classes, device=self.device,
+                x_train=tf.constant(arrays.train.x),
+                y_train=tf.constant(arrays.train.y),
+                x_test=tf.constant(arrays.test.x),
+                y_test=np.asarray(arrays.test.y),
+                input_shape=arrays.input_shape,
+                num_classes=arrays.num_classes,
+                device=self.device,
             )
 
-    def build(self, native: TFData, settings: TrainSettings) -> "KerasTrainer":
+    def build(self, native: TFData, settings: TrainSettings) -> KerasTrainer:
         augment = None
         if settings.pipeline != "preloaded":
             native, augment = self._pipeline(native, settings)
@@ -265,6 +295,7 @@ class TensorFlowFramework:
         stats, host, graph, normalized = aug.stats, aug.host, aug.augmenter, aug.normalized
         b, seed, n = settings.batch_size, settings.seed, int(native.x_train.shape[0])
         if settings.pipeline == "native":
+
             def dataset(epoch: int) -> tf.data.Dataset:
                 return graph.epoch_batches(native.x_train, native.y_train, epoch_params(seed, epoch, n), b)
         else:
@@ -278,6 +309,7 @@ class TensorFlowFramework:
                 return tf.data.Dataset.from_generator(
                     lambda: on_host.epoch_batches(host, y_host, params, b), output_signature=spec
                 ).prefetch(tf.data.AUTOTUNE)
+
         return normalized, dataset
 
 
@@ -289,8 +321,7 @@ def _optimizer(settings: TrainSettings) -> keras.optimizers.Optimizer:
     # optax to the corrected one: at step t Keras' effective epsilon is
     # eps / sqrt(1 - 0.999**t) (31.6x at t=1, 1.26x at t=1000). Only the value is
     # matched; the formula is each framework's own.
-    return keras.optimizers.Adam(learning_rate=settings.lr, beta_1=0.9, beta_2=0.999,
-                                 epsilon=settings.adam_epsilon)
+    return keras.optimizers.Adam(learning_rate=settings.lr, beta_1=0.9, beta_2=0.999, epsilon=settings.adam_epsilon)
 
 
 class KerasTrainer:
@@ -317,8 +348,9 @@ class KerasTrainer:
         keras.config.set_dtype_policy(policy)
         try:
             with tf.device(data.device):
-                self.model: keras.Model = module.build(data.input_shape, data.num_classes, **init,
-                                                       **settings.model_options)
+                self.model: keras.Model = module.build(
+                    data.input_shape, data.num_classes, **init, **settings.model_options
+                )
         finally:
             keras.config.set_dtype_policy(previous)
         with tf.device(data.device):
@@ -393,8 +425,7 @@ class KerasTrainer:
             return self._train_augmented()
         with tf.device(self.data.device):
             if s.steps is not None:
-                history = self.model.fit(self.train_ds, epochs=1, steps_per_epoch=s.steps,
-                                         shuffle=False, verbose=0)
+                history = self.model.fit(self.train_ds, epochs=1, steps_per_epoch=s.steps, shuffle=False, verbose=0)
             else:
                 history = self.model.fit(self.train_ds, epochs=s.epochs, shuffle=False, verbose=0)
         # Per-epoch mean of the batch losses (Keras' loss tracker, equal batch sizes).
@@ -410,8 +441,9 @@ class KerasTrainer:
         while remaining > 0:
             steps = min(per_epoch, remaining)
             with tf.device(self.data.device):
-                history = self.model.fit(self.augment(self._epochs_done), epochs=1, steps_per_epoch=steps,
-                                         shuffle=False, verbose=0)
+                history = self.model.fit(
+                    self.augment(self._epochs_done), epochs=1, steps_per_epoch=steps, shuffle=False, verbose=0
+                )
             loss = float(history.history["loss"][0])
             losses.append(loss)
             weighted += loss * steps
@@ -485,8 +517,7 @@ class KerasTrainer:
         n = int(self.data.x_test.shape[0]) // batch_size
         with tf.device(self.data.device):
             # tf.identity under the device scope copies each batch onto the device.
-            self._batches = [tf.identity(self.data.x_test[i * batch_size:(i + 1) * batch_size])
-                             for i in range(n)]
+            self._batches = [tf.identity(self.data.x_test[i * batch_size : (i + 1) * batch_size]) for i in range(n)]
             if self._batches:
                 # Trace/compile the forward for this shape here, untimed, so that
                 # infer() and predict_batch() measure the steady state (a fresh model
@@ -497,8 +528,7 @@ class KerasTrainer:
 
     def _check_prepared(self, batch_size: int) -> None:
         if batch_size != self._batch_size:
-            raise RuntimeError(f"prepare_infer({batch_size}) was not called "
-                               f"(prepared batch size: {self._batch_size})")
+            raise RuntimeError(f"prepare_infer({batch_size}) was not called (prepared batch size: {self._batch_size})")
 
     def infer(self, batch_size: int) -> int:
         self._check_prepared(batch_size)

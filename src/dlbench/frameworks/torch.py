@@ -21,8 +21,9 @@ import copy
 import importlib
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -80,8 +81,7 @@ def _ctc_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     log_probs = logits.log_softmax(-1).transpose(0, 1)  # (T', N, C), torch's CTC layout
     target_lengths = (targets >= 0).sum(dim=1)
     input_lengths = torch.full((n,), t, dtype=torch.long, device=logits.device)
-    return F.ctc_loss(log_probs, targets.clamp(min=0), input_lengths, target_lengths, blank=0,
-                      reduction="mean")
+    return F.ctc_loss(log_probs, targets.clamp(min=0), input_lengths, target_lengths, blank=0, reduction="mean")
 
 
 def _next_token_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -90,7 +90,9 @@ def _next_token_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tenso
 
 
 LOSSES: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
-    "classify": F.cross_entropy, "next-token": _next_token_loss, "ctc": _ctc_loss,
+    "classify": F.cross_entropy,
+    "next-token": _next_token_loss,
+    "ctc": _ctc_loss,
 }
 
 
@@ -146,23 +148,31 @@ def glorot_uniform_(model: nn.Module) -> None:
             nn.init.uniform_(module.weight, -EMBED_INIT_LIMIT, EMBED_INIT_LIMIT)
 
 
-def _autocast(forward: Callable[[torch.Tensor], torch.Tensor], device_type: str
-              ) -> Callable[[torch.Tensor], torch.Tensor]:
+def _autocast(
+    forward: Callable[[torch.Tensor], torch.Tensor], device_type: str
+) -> Callable[[torch.Tensor], torch.Tensor]:
     """bf16-mixed: the forward under torch.autocast(bfloat16), PyTorch's mixed-precision
     idiom (float32 weights and optimizer; eligible ops run in bfloat16); logits come
     back as float32 so the loss is computed in float32 as in the other frameworks."""
+
     def run(x: torch.Tensor) -> torch.Tensor:
         with torch.autocast(device_type=device_type, dtype=torch.bfloat16):
             out = forward(x)
         return out.float()
+
     return run
 
 
 class TorchTrainer:
     """One freshly built model, its optimizer and its (possibly compiled) forward."""
 
-    def __init__(self, data: TorchData, settings: TrainSettings, model: nn.Module,
-                 forward: Callable[[torch.Tensor], torch.Tensor]) -> None:
+    def __init__(
+        self,
+        data: TorchData,
+        settings: TrainSettings,
+        model: nn.Module,
+        forward: Callable[[torch.Tensor], torch.Tensor],
+    ) -> None:
         self.data = data
         self.settings = settings
         self.model = model
@@ -251,7 +261,7 @@ class TorchTrainer:
                 else:
                     order = torch.arange(n, device=self.data.device)
                 for i in range(epoch_steps):
-                    idx = order[i * s.batch_size:(i + 1) * s.batch_size]
+                    idx = order[i * s.batch_size : (i + 1) * s.batch_size]
                     # Accumulated on the device: one host read per epoch, not per step.
                     total += self._step(x[idx], y[idx])
             remaining -= epoch_steps
@@ -274,11 +284,11 @@ class TorchTrainer:
         paths = []
         with torch.inference_mode():
             for start in range(0, x.shape[0], b):  # partial last batch included
-                logits = self.forward(x[start:start + b])
+                logits = self.forward(x[start : start + b])
                 if self.task == "ctc":
                     paths.append(logits.argmax(dim=-1).cpu())
                 else:
-                    correct += (logits.argmax(dim=-1) == y[start:start + b]).sum()
+                    correct += (logits.argmax(dim=-1) == y[start : start + b]).sum()
         if self.task == "ctc":
             return ctc_accuracy(torch.cat(paths).numpy(), y.cpu().numpy())
         return correct.item() / y.numel()
@@ -287,7 +297,7 @@ class TorchTrainer:
         x = self.data.x_test
         count = x.shape[0] // batch_size
         # Slices along dim 0 of a contiguous tensor are contiguous views: no copies.
-        self._infer_batches[batch_size] = [x[i * batch_size:(i + 1) * batch_size] for i in range(count)]
+        self._infer_batches[batch_size] = [x[i * batch_size : (i + 1) * batch_size] for i in range(count)]
         if count:
             # One untimed forward, so that compilation for this batch shape (the
             # compile variant) and oneDNN primitive creation happen here, not in
@@ -344,8 +354,10 @@ class TorchFramework:
         if device not in ("cpu", "cuda"):
             raise ValueError(f"torch device {device!r} is not one of cpu, cuda")
         if device == "cuda" and not torch.cuda.is_available():
-            raise RuntimeError("device cuda requested but torch.cuda.is_available() is False "
-                               f"(torch {torch.__version__}, built for CUDA {torch.version.cuda})")
+            raise RuntimeError(
+                "device cuda requested but torch.cuda.is_available() is False "
+                f"(torch {torch.__version__}, built for CUDA {torch.version.cuda})"
+            )
         self.variant = variant
         self.device = torch.device(device)
 
@@ -373,8 +385,11 @@ class TorchFramework:
             "cuda_version": torch.version.cuda,
             "seed": seed,
             "device": str(self.device),
-            "device_name": (torch.cuda.get_device_name(self.device) if self.device.type == "cuda"
-                            else f"cpu ({torch.backends.cpu.get_cpu_capability()})"),
+            "device_name": (
+                torch.cuda.get_device_name(self.device)
+                if self.device.type == "cuda"
+                else f"cpu ({torch.backends.cpu.get_cpu_capability()})"
+            ),
             "threads_requested": threads,
             "intra_op_threads": torch.get_num_threads(),
             "inter_op_threads": torch.get_num_interop_threads(),
@@ -392,7 +407,7 @@ class TorchFramework:
             "cpu_capability": torch.backends.cpu.get_cpu_capability(),
             "memory_format": "NCHW contiguous (layout native); torch.channels_last for layout channels-last",
             "mixed_precision": "bf16-mixed: forward under torch.autocast(bfloat16), float32 weights, "
-                               "optimizer and loss",
+            "optimizer and loss",
             "data_pipeline": "preloaded device tensors, randperm index slicing (no DataLoader)",
             "last_batch": "drop (train, infer); included in evaluate",
             "first_step": "one step on the first batch; weights, optimizer state and RNG restored",
@@ -488,6 +503,7 @@ class TorchFramework:
         stats, host, on_device, normalized = aug.stats, aug.host, aug.augmenter, aug.normalized
         b, seed, n = settings.batch_size, settings.seed, int(native.x_train.shape[0])
         if settings.pipeline == "native":
+
             def batches(epoch: int):
                 return on_device.epoch_batches(native.x_train, native.y_train, epoch_params(seed, epoch, n), b)
         else:
@@ -497,8 +513,11 @@ class TorchFramework:
 
             def batches(epoch: int):
                 for xb, yb in on_host.epoch_batches(host, y_host, epoch_params(seed, epoch, n), b):
-                    yield (torch.from_numpy(xb).permute(0, 3, 1, 2).contiguous().to(device),
-                           torch.from_numpy(yb).to(device))
+                    yield (
+                        torch.from_numpy(xb).permute(0, 3, 1, 2).contiguous().to(device),
+                        torch.from_numpy(yb).to(device),
+                    )
+
         return normalized, batches
 
     def _channels_last(self, native: TorchData) -> TorchData:
@@ -506,6 +525,12 @@ class TorchFramework:
             raise ValueError("layout channels-last needs image input (N, C, H, W)")
         cached = getattr(self, "_cl", None)
         if cached is None or cached[0] is not native:
-            self._cl = (native, replace(native, x_train=native.x_train.contiguous(memory_format=torch.channels_last),
-                                        x_test=native.x_test.contiguous(memory_format=torch.channels_last)))
+            self._cl = (
+                native,
+                replace(
+                    native,
+                    x_train=native.x_train.contiguous(memory_format=torch.channels_last),
+                    x_test=native.x_test.contiguous(memory_format=torch.channels_last),
+                ),
+            )
         return self._cl[1]

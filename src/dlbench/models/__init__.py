@@ -7,9 +7,24 @@ import importlib
 
 from dlbench.models.spec import ModelSpec
 
-MODEL_NAMES = ("mlp", "lenet5", "cnn", "knn", "alexnet", "vgg16", "resnet18", "resnet50", "resnet152",
-               "lstm", "deepspeech2", "transformer",
-               "mobilenet_v2", "efficientnet_b0", "efficientnet_b4", "inception_v3")
+MODEL_NAMES = (
+    "mlp",
+    "lenet5",
+    "cnn",
+    "knn",
+    "alexnet",
+    "vgg16",
+    "resnet18",
+    "resnet50",
+    "resnet152",
+    "lstm",
+    "deepspeech2",
+    "transformer",
+    "mobilenet_v2",
+    "efficientnet_b0",
+    "efficientnet_b4",
+    "inception_v3",
+)
 
 
 def get_spec(name: str) -> ModelSpec:

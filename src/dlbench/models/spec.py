@@ -35,7 +35,7 @@ def short_repr(value: Any, limit: int = 60) -> str:
         text = repr(value)
     except RecursionError:
         return f"<{type(value).__name__} nested too deeply to show>"
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 @dataclass(frozen=True)
@@ -45,12 +45,13 @@ class OptionRange:
     Checked when an experiment is parsed, so that a value no worker can build
     (a negative width, a NaN dropout) is refused with its range instead of
     failing inside a framework later."""
-    kind: type                 # int or float
+
+    kind: type  # int or float
     low: float
     high: float
-    low_open: bool = False     # (low, ... rather than [low, ...
-    high_open: bool = False    # ..., high) rather than ..., high]
-    why: str = ""              # the reason for the bounds, shown with them
+    low_open: bool = False  # (low, ... rather than [low, ...
+    high_open: bool = False  # ..., high) rather than ..., high]
+    why: str = ""  # the reason for the bounds, shown with them
 
     def contains(self, value: Any) -> bool:
         if isinstance(value, bool) or not isinstance(value, int | float):
@@ -64,8 +65,11 @@ class OptionRange:
         return above and below
 
     def describe(self, plural: bool = False) -> str:
-        what = ("integers" if plural else "an integer") if self.kind is int else \
-            ("finite numbers" if plural else "a finite number")
+        what = (
+            ("integers" if plural else "an integer")
+            if self.kind is int
+            else ("finite numbers" if plural else "a finite number")
+        )
         low, high = (f"{b:g}" if isinstance(b, float) else str(b) for b in (self.low, self.high))
         text = f"{what} in {'(' if self.low_open else '['}{low}, {high}{')' if self.high_open else ']'}"
         return f"{text} ({self.why})" if self.why else text
@@ -135,14 +139,17 @@ class ModelSpec:
             raise ValueError(f"{self.name}: tiny_options {sorted(unknown)} are not options")
         undeclared = set(self.option_ranges) | set(self.option_choices)
         if undeclared - set(self.options):
-            raise ValueError(f"{self.name}: ranges or choices for {sorted(undeclared - set(self.options))}, "
-                             "which are not options")
+            raise ValueError(
+                f"{self.name}: ranges or choices for {sorted(undeclared - set(self.options))}, which are not options"
+            )
         for key, default in self.options.items():
             if key in self.option_choices or isinstance(default, bool):
                 continue
             if self.option_range(key) is None:
-                raise ValueError(f"{self.name}: option {key!r} (default {default!r}) needs a declared range "
-                                 "(option_ranges) or choices (option_choices)")
+                raise ValueError(
+                    f"{self.name}: option {key!r} (default {default!r}) needs a declared range "
+                    "(option_ranges) or choices (option_choices)"
+                )
         # The defaults and the CI configuration must pass the checks a user's values pass.
         self.resolve_options(self.options)
         self.resolve_options(self.tiny_options)
@@ -154,7 +161,8 @@ class ModelSpec:
             return self.option_ranges[key]
         default = self.options[key]
         if (isinstance(default, int) and not isinstance(default, bool)) or (
-                isinstance(default, tuple) and default and all(type(v) is int for v in default)):
+            isinstance(default, tuple) and default and all(type(v) is int for v in default)
+        ):
             return WIDTH
         return None
 
@@ -170,10 +178,15 @@ class ModelSpec:
             return value
         rng = self.option_range(key)
         if isinstance(default, tuple) and rng is not None:
-            if not isinstance(value, list | tuple) or len(value) != len(default) \
-                    or not all(rng.contains(v) for v in value):
-                raise ValueError(f"{said}: must be a list of {len(default)} {rng.describe(plural=True)}, "
-                                 f"like its default {list(default)}")
+            if (
+                not isinstance(value, list | tuple)
+                or len(value) != len(default)
+                or not all(rng.contains(v) for v in value)
+            ):
+                raise ValueError(
+                    f"{said}: must be a list of {len(default)} {rng.describe(plural=True)}, "
+                    f"like its default {list(default)}"
+                )
             return tuple(value)
         if rng is not None:
             if value is None and default is None:
@@ -183,9 +196,12 @@ class ModelSpec:
                 raise ValueError(f"{said}: must be {rng.describe()}{unset}")
             return value
         if isinstance(default, bool) != isinstance(value, bool) or (
-                default is not None and not isinstance(value, type(default))):
-            raise ValueError(f"model {self.name} option {key!r} must be "
-                             f"{type(default).__name__} like its default {default!r}, got {short_repr(value)}")
+            default is not None and not isinstance(value, type(default))
+        ):
+            raise ValueError(
+                f"model {self.name} option {key!r} must be "
+                f"{type(default).__name__} like its default {default!r}, got {short_repr(value)}"
+            )
         return value
 
     def unsupported_reason(self, framework: str, shape: Shape, plugin_models: tuple[str, ...] = ()) -> str | None:

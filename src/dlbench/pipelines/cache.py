@@ -27,15 +27,19 @@ from dlbench.pipelines.params import ChannelStats, channel_stats
 class Prepared:
     """The pipeline state derived from one data object."""
 
-    native: Any            # the data object it was derived from (compared by identity)
-    host: np.ndarray       # its training images, numpy NHWC
-    stats: ChannelStats    # their per-channel mean and std
-    augmenter: Any         # the framework's own Augmenter, built from `stats`
-    normalized: Any        # `native` with its test images normalized
+    native: Any  # the data object it was derived from (compared by identity)
+    host: np.ndarray  # its training images, numpy NHWC
+    stats: ChannelStats  # their per-channel mean and std
+    augmenter: Any  # the framework's own Augmenter, built from `stats`
+    normalized: Any  # `native` with its test images normalized
 
 
-def prepared(cached: Prepared | None, native: Any, to_host: Callable[[], np.ndarray],
-             build: Callable[[ChannelStats], tuple[Any, Any]]) -> Prepared:
+def prepared(
+    cached: Prepared | None,
+    native: Any,
+    to_host: Callable[[], np.ndarray],
+    build: Callable[[ChannelStats], tuple[Any, Any]],
+) -> Prepared:
     """``cached`` if it was derived from this very ``native`` object, else a new one:
     ``to_host()`` gives the training images as numpy NHWC, ``build(stats)`` the
     framework's Augmenter and ``native`` with normalized test images. Both are

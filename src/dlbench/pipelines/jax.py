@@ -26,14 +26,23 @@ from dlbench.pipelines.params import EpochParams, check_params, check_stats, des
 
 
 @partial(jax.jit, static_argnames=("pad",))
-def _augment(x: jax.Array, y: jax.Array, perm: jax.Array, dy: jax.Array, dx: jax.Array,
-             flip: jax.Array, step: jax.Array, mean: jax.Array, std: jax.Array, *, pad: int
-             ) -> tuple[jax.Array, jax.Array]:
+def _augment(
+    x: jax.Array,
+    y: jax.Array,
+    perm: jax.Array,
+    dy: jax.Array,
+    dx: jax.Array,
+    flip: jax.Array,
+    step: jax.Array,
+    mean: jax.Array,
+    std: jax.Array,
+    *,
+    pad: int,
+) -> tuple[jax.Array, jax.Array]:
     _, h, w, c = x.shape
     idx = perm[step]
     padded = jnp.pad(x[idx], ((0, 0), (pad, pad), (pad, pad), (0, 0)))
-    crop = jax.vmap(lambda img, a, b: lax.dynamic_slice(img, (a, b, 0), (h, w, c)))(
-        padded, dy[step], dx[step])
+    crop = jax.vmap(lambda img, a, b: lax.dynamic_slice(img, (a, b, 0), (h, w, c)))(padded, dy[step], dx[step])
     crop = jnp.where(flip[step][:, None, None, None], crop[:, :, ::-1, :], crop)
     return (crop - mean) / std, y[idx]
 
@@ -48,8 +57,13 @@ class Augmenter:
 
     name = "jax"
 
-    def __init__(self, mean: np.ndarray | list[float], std: np.ndarray | list[float],
-                 pad: int = 4, device: jax.Device | None = None) -> None:
+    def __init__(
+        self,
+        mean: np.ndarray | list[float],
+        std: np.ndarray | list[float],
+        pad: int = 4,
+        device: jax.Device | None = None,
+    ) -> None:
         m, s = check_stats(mean, std)
         self.pad = pad
         self.device = device if device is not None else jax.devices()[0]
@@ -58,15 +72,18 @@ class Augmenter:
 
     def prepare(self, x: np.ndarray, y: np.ndarray) -> tuple[jax.Array, jax.Array]:
         """NHWC numpy -> float32 images and int32 labels on the device (once, before timing)."""
-        return (jax.device_put(np.asarray(x, dtype=np.float32), self.device),
-                jax.device_put(np.asarray(y, dtype=np.int32), self.device))
+        return (
+            jax.device_put(np.asarray(x, dtype=np.float32), self.device),
+            jax.device_put(np.asarray(y, dtype=np.int32), self.device),
+        )
 
     def normalize(self, x: jax.Array) -> jax.Array:
         """``(x - mean) / std`` per channel, without augmentation (test data)."""
         return _normalize(x, self._mean, self._std)
 
-    def epoch_batches(self, x: jax.Array, y: jax.Array, params: EpochParams, batch_size: int
-                      ) -> Iterator[tuple[jax.Array, jax.Array]]:
+    def epoch_batches(
+        self, x: jax.Array, y: jax.Array, params: EpochParams, batch_size: int
+    ) -> Iterator[tuple[jax.Array, jax.Array]]:
         """The epoch's full batches ``(xb (B, H, W, C), yb (B,))``, in epoch order."""
         check_params(params, int(x.shape[0]), self.pad)
         steps = params.steps(batch_size)
@@ -82,7 +99,13 @@ class Augmenter:
 
     def settings(self) -> dict[str, object]:
         """What this pipeline does, for the fairness manifest."""
-        return describe(self.name, np.asarray(self._mean), np.asarray(self._std), self.pad,
-                        jax=jax.__version__, device=str(self.device),
-                        implementation="one jitted call per batch: take, jnp.pad, vmap(lax."
-                                       "dynamic_slice), jnp.where(flip, crop[:, :, ::-1]), normalize")
+        return describe(
+            self.name,
+            np.asarray(self._mean),
+            np.asarray(self._std),
+            self.pad,
+            jax=jax.__version__,
+            device=str(self.device),
+            implementation="one jitted call per batch: take, jnp.pad, vmap(lax."
+            "dynamic_slice), jnp.where(flip, crop[:, :, ::-1]), normalize",
+        )

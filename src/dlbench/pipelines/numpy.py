@@ -25,8 +25,7 @@ class Augmenter:
 
     name = "numpy"
 
-    def __init__(self, mean: np.ndarray | list[float], std: np.ndarray | list[float],
-                 pad: int = 4) -> None:
+    def __init__(self, mean: np.ndarray | list[float], std: np.ndarray | list[float], pad: int = 4) -> None:
         self.mean, self.std = check_stats(mean, std)
         self.pad = pad
 
@@ -38,8 +37,9 @@ class Augmenter:
         """``(x - mean) / std`` per channel, without augmentation (test data)."""
         return (x - self.mean) / self.std
 
-    def epoch_batches(self, x: np.ndarray, y: np.ndarray, params: EpochParams, batch_size: int
-                      ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    def epoch_batches(
+        self, x: np.ndarray, y: np.ndarray, params: EpochParams, batch_size: int
+    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """The epoch's full batches ``(xb (B, H, W, C) float32, yb (B,))``, in epoch order."""
         n, h, w, c = x.shape
         check_params(params, n, self.pad)
@@ -60,7 +60,7 @@ class Augmenter:
         for step in range(params.steps(batch_size)):
             sl = slice(step * batch_size, (step + 1) * batch_size)
             idx = params.perm[sl]
-            padded[:, p:p + h, p:p + w] = x[idx]
+            padded[:, p : p + h, p : p + w] = x[idx]
             rows = params.dy[sl, None] + row_offsets  # (B, H)
             xb = row_windows[sample, rows, (params.dx[sl] * c)[:, None]]  # (B, H, W * C), a copy
             xb -= mean
@@ -72,7 +72,13 @@ class Augmenter:
 
     def settings(self) -> dict[str, object]:
         """What this pipeline does, for the fairness manifest."""
-        return describe(self.name, self.mean, self.std, self.pad, numpy=np.__version__,
-                        implementation="per batch: gather into a reused zero-padded buffer, one "
-                                       "fancy-indexing gather of row windows, normalize in place, "
-                                       "masked flip")
+        return describe(
+            self.name,
+            self.mean,
+            self.std,
+            self.pad,
+            numpy=np.__version__,
+            implementation="per batch: gather into a reused zero-padded buffer, one "
+            "fancy-indexing gather of row windows, normalize in place, "
+            "masked flip",
+        )

@@ -82,7 +82,7 @@ def channel_stats(x: np.ndarray, chunk: int = 4096) -> ChannelStats:
     total = np.zeros(channels)
     squares = np.zeros(channels)
     for start in range(0, x.shape[0], chunk):
-        part = x[start:start + chunk].reshape(-1, channels).astype(np.float64)
+        part = x[start : start + chunk].reshape(-1, channels).astype(np.float64)
         total += part.sum(axis=0)
         squares += np.square(part).sum(axis=0)
     count = x.shape[0] * x.shape[1] * x.shape[2]
@@ -96,8 +96,7 @@ def channel_stats(x: np.ndarray, chunk: int = 4096) -> ChannelStats:
     return ChannelStats(mean.astype(np.float32), std.astype(np.float32))
 
 
-def check_stats(mean: np.ndarray | list[float], std: np.ndarray | list[float]
-                ) -> tuple[np.ndarray, np.ndarray]:
+def check_stats(mean: np.ndarray | list[float], std: np.ndarray | list[float]) -> tuple[np.ndarray, np.ndarray]:
     """``mean`` and ``std`` as float32 vectors of one length, std positive (for Augmenters)."""
     m = np.asarray(mean, dtype=np.float32).reshape(-1)
     s = np.asarray(std, dtype=np.float32).reshape(-1)
@@ -108,13 +107,11 @@ def check_stats(mean: np.ndarray | list[float], std: np.ndarray | list[float]
     return m, s
 
 
-def describe(pipeline: str, mean: np.ndarray, std: np.ndarray, pad: int, **extra: object
-             ) -> dict[str, object]:
+def describe(pipeline: str, mean: np.ndarray, std: np.ndarray, pad: int, **extra: object) -> dict[str, object]:
     """The manifest entry every Augmenter's ``settings()`` returns (plus its own facts)."""
     return {
         "pipeline": pipeline,
-        "augmentation": f"random crop with {pad}-pixel zero padding (before normalization), "
-                        "horizontal flip p=0.5",
+        "augmentation": f"random crop with {pad}-pixel zero padding (before normalization), horizontal flip p=0.5",
         "normalization": "(x - mean) / std per channel",
         "mean": [float(v) for v in mean],
         "std": [float(v) for v in std],

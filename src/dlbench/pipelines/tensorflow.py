@@ -33,8 +33,9 @@ class Augmenter:
 
     name = "tensorflow"
 
-    def __init__(self, mean: np.ndarray | list[float], std: np.ndarray | list[float],
-                 pad: int = 4, vectorized: bool = True) -> None:
+    def __init__(
+        self, mean: np.ndarray | list[float], std: np.ndarray | list[float], pad: int = 4, vectorized: bool = True
+    ) -> None:
         m, s = check_stats(mean, std)
         self.pad = pad
         self.vectorized = vectorized
@@ -44,21 +45,21 @@ class Augmenter:
     def prepare(self, x: np.ndarray, y: np.ndarray) -> tuple[tf.Tensor, tf.Tensor]:
         """NHWC numpy -> float32 / int64 tensors in host memory, where tf.data works."""
         with tf.device("/CPU:0"):
-            return (tf.convert_to_tensor(np.asarray(x, dtype=np.float32)),
-                    tf.convert_to_tensor(np.asarray(y, dtype=np.int64)))
+            return (
+                tf.convert_to_tensor(np.asarray(x, dtype=np.float32)),
+                tf.convert_to_tensor(np.asarray(y, dtype=np.int64)),
+            )
 
     def normalize(self, x: tf.Tensor) -> tf.Tensor:
         """``(x - mean) / std`` per channel, without augmentation (test data)."""
         return (x - self._mean) / self._std
 
-    def epoch_batches(self, x: tf.Tensor, y: tf.Tensor, params: EpochParams, batch_size: int
-                      ) -> tf.data.Dataset:
+    def epoch_batches(self, x: tf.Tensor, y: tf.Tensor, params: EpochParams, batch_size: int) -> tf.data.Dataset:
         """A dataset of the epoch's full batches ``(xb (B, H, W, C), yb (B,))``, in epoch order."""
         n, h, w, c = (int(d) for d in x.shape)
         check_params(params, n, self.pad)
         p, mean, std = self.pad, self._mean, self._std
-        draws = (params.perm.astype(np.int32), params.dy.astype(np.int32),
-                 params.dx.astype(np.int32), params.flip)
+        draws = (params.perm.astype(np.int32), params.dy.astype(np.int32), params.dx.astype(np.int32), params.flip)
         ds = tf.data.Dataset.from_tensor_slices(draws)
 
         def one(i: tf.Tensor, a: tf.Tensor, b: tf.Tensor, f: tf.Tensor):
@@ -89,9 +90,23 @@ class Augmenter:
 
     def settings(self) -> dict[str, object]:
         """What this pipeline does, for the fairness manifest."""
-        order = ("from_tensor_slices(draws) -> batch(drop_remainder) -> map(gather, pad, "
-                 "gather rows, gather cols reversed when flipped) -> prefetch(AUTOTUNE)") if self.vectorized else (
-                 "from_tensor_slices(draws) -> map(gather, pad, slice, flip_left_right; AUTOTUNE) "
-                 "-> batch(drop_remainder) -> prefetch(AUTOTUNE)")
-        return describe(self.name, self._mean.numpy(), self._std.numpy(), self.pad,
-                        tensorflow=tf.__version__, vectorized=self.vectorized, implementation=order)
+        order = (
+            (
+                "from_tensor_slices(draws) -> batch(drop_remainder) -> map(gather, pad, "
+                "gather rows, gather cols reversed when flipped) -> prefetch(AUTOTUNE)"
+            )
+            if self.vectorized
+            else (
+                "from_tensor_slices(draws) -> map(gather, pad, slice, flip_left_right; AUTOTUNE) "
+                "-> batch(drop_remainder) -> prefetch(AUTOTUNE)"
+            )
+        )
+        return describe(
+            self.name,
+            self._mean.numpy(),
+            self._std.numpy(),
+            self.pad,
+            tensorflow=tf.__version__,
+            vectorized=self.vectorized,
+            implementation=order,
+        )

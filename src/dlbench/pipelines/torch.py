@@ -25,8 +25,13 @@ class Augmenter:
 
     name = "torch"
 
-    def __init__(self, mean: np.ndarray | list[float], std: np.ndarray | list[float],
-                 pad: int = 4, device: str | torch.device = "cpu") -> None:
+    def __init__(
+        self,
+        mean: np.ndarray | list[float],
+        std: np.ndarray | list[float],
+        pad: int = 4,
+        device: str | torch.device = "cpu",
+    ) -> None:
         m, s = check_stats(mean, std)
         self.pad = pad
         self.device = torch.device(device)
@@ -37,15 +42,18 @@ class Augmenter:
     def prepare(self, x: np.ndarray, y: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
         """NHWC numpy -> NCHW float32 and int64 tensors on ``device`` (once, before timing)."""
         xt = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).permute(0, 3, 1, 2)
-        return (xt.contiguous().to(self.device),
-                torch.from_numpy(np.ascontiguousarray(y, dtype=np.int64)).to(self.device))
+        return (
+            xt.contiguous().to(self.device),
+            torch.from_numpy(np.ascontiguousarray(y, dtype=np.int64)).to(self.device),
+        )
 
     def normalize(self, x: torch.Tensor) -> torch.Tensor:
         """``(x - mean) / std`` per channel of an NCHW tensor, without augmentation."""
         return (x - self._mean.to(x.device)) / self._std.to(x.device)
 
-    def epoch_batches(self, x: torch.Tensor, y: torch.Tensor, params: EpochParams, batch_size: int
-                      ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    def epoch_batches(
+        self, x: torch.Tensor, y: torch.Tensor, params: EpochParams, batch_size: int
+    ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         """The epoch's full batches ``(xb (B, C, H, W), yb (B,))`` on ``x``'s device, in epoch order."""
         n, _, h, w = x.shape
         check_params(params, n, self.pad)
@@ -69,8 +77,14 @@ class Augmenter:
 
     def settings(self) -> dict[str, object]:
         """What this pipeline does, for the fairness manifest."""
-        return describe(self.name, self._mean.flatten().cpu().numpy(),
-                        self._std.flatten().cpu().numpy(), self.pad, torch=torch.__version__,
-                        device=str(self.device), layout="NCHW",
-                        implementation="per batch on the device: index, F.pad, unfold + advanced "
-                                       "indexing, torch.where(flip, crop.flip(-1), crop), normalize")
+        return describe(
+            self.name,
+            self._mean.flatten().cpu().numpy(),
+            self._std.flatten().cpu().numpy(),
+            self.pad,
+            torch=torch.__version__,
+            device=str(self.device),
+            layout="NCHW",
+            implementation="per batch on the device: index, F.pad, unfold + advanced "
+            "indexing, torch.where(flip, crop.flip(-1), crop), normalize",
+        )

@@ -23,9 +23,9 @@ from dlbench.report.words import reason
 
 @dataclass(frozen=True)
 class AnswerItem:
-    subject: str          # what the compared cases share: "mlp digits b32 adam lr=0.001 3 ep"
-    metric: str           # "train time", "inference time", "accuracy"
-    best: str             # "jax:jit is fastest: median 38.2 ms"
+    subject: str  # what the compared cases share: "mlp digits b32 adam lr=0.001 3 ep"
+    metric: str  # "train time", "inference time", "accuracy"
+    best: str  # "jax:jit is fastest: median 38.2 ms"
     others: tuple[str, ...]  # one line per other framework/variant
 
 
@@ -33,7 +33,7 @@ class AnswerItem:
 class Answer:
     items: list[AnswerItem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what every line rests on, and warnings (busy machine)
-    empty: str = ""       # why there is nothing to answer (one framework only, no values)
+    empty: str = ""  # why there is nothing to answer (one framework only, no values)
 
     def lines(self) -> list[str]:
         """The block as plain text lines (console and anything line-based)."""
@@ -70,8 +70,10 @@ def undecided_words(c: Comparison, units: str) -> str:
     if why is None:
         return "undecided"
     if why.cause == "too few":
-        return (f"undecided: too few {units}; the exact test needs at least {why.need} {units} per "
-                f"framework{' (Holm-adjusted for ' + str(c.family_size) + ' comparisons)' if c.family_size > 1 else ''}")
+        return (
+            f"undecided: too few {units}; the exact test needs at least {why.need} {units} per "
+            f"framework{' (Holm-adjusted for ' + str(c.family_size) + ' comparisons)' if c.family_size > 1 else ''}"
+        )
     if why.cause in ("overlaps band", "not significant"):
         if why.projection == "edge":
             return f"undecided: the ratio sits on the ±{c.band:.0%} band's edge; more {units} alone cannot decide"
@@ -82,7 +84,7 @@ def undecided_words(c: Comparison, units: str) -> str:
 
 
 def p_short(c: Comparison) -> str:
-    """"p = 0.0022": two significant digits are what a reader compares with alpha."""
+    """ "p = 0.0022": two significant digits are what a reader compares with alpha."""
     return f"p = {c.p:.2g}"
 
 
@@ -120,8 +122,10 @@ def _accuracy_line(s: Standing, best: Standing, units: str) -> str:
     return f"{s.name} {abs(diff):.2f} pp lower {ci}, {p}: {verdict}"
 
 
-BUSY_WORDS = ("a busy loop on one core made a 2-thread torch cnn train 50x slower on a 2-core machine: "
-              "re-measure on a quiet machine, or pin a 1-thread worker (--threads 1 under taskset)")
+BUSY_WORDS = (
+    "a busy loop on one core made a 2-thread torch cnn train 50x slower on a 2-core machine: "
+    "re-measure on a quiet machine, or pin a 1-thread worker (--threads 1 under taskset)"
+)
 
 
 def build_answer(rankings: list[Ranking], busy: dict[str, float] | None = None) -> Answer:
@@ -139,8 +143,10 @@ def build_answer(rankings: list[Ranking], busy: dict[str, float] | None = None) 
         else:
             head = f"{best.name} is fastest: median {duration(best.estimate)}"
             others = tuple(_time_line(s, best.name, units) for s in r.standings[1:])
-        marked = tuple(line + (" — measured on a busy machine" if f"{s.name} {r.set_label}" in busy else "")
-                       for line, s in zip(others, r.standings[1:]))
+        marked = tuple(
+            line + (" — measured on a busy machine" if f"{s.name} {r.set_label}" in busy else "")
+            for line, s in zip(others, r.standings[1:])
+        )
         if f"{best.name} {r.set_label}" in busy:
             head += " — measured on a busy machine"
         answer.items.append(AnswerItem(r.set_label, r.metric, head, marked))
@@ -152,13 +158,17 @@ def build_answer(rankings: list[Ranking], busy: dict[str, float] | None = None) 
         answer.notes.append(
             "ratio of medians, 95% bootstrap CI; "
             + ("paired Wilcoxon over trial medians" if paired else "Mann-Whitney over repeats")
-            + f", Holm-adjusted; 'slower' = p < {ALPHA:g} and CI clear of ±{BAND:.0%}")
+            + f", Holm-adjusted; 'slower' = p < {ALPHA:g} and CI clear of ±{BAND:.0%}"
+        )
         if not paired:
             answer.notes.append("repeats in one process per case are correlated: --trials 2+ gives independent samples")
     else:
         answer.empty = "nothing to compare: every comparison needs two frameworks or variants with values"
     if busy:
         worst = max(busy.values())
-        answer.notes.insert(0, f"measured on a busy machine: other processes took up to {worst:.0f}% of the CPU "
-                               f"during {len(busy)} case(s) ({', '.join(sorted(busy))}); {BUSY_WORDS}")
+        answer.notes.insert(
+            0,
+            f"measured on a busy machine: other processes took up to {worst:.0f}% of the CPU "
+            f"during {len(busy)} case(s) ({', '.join(sorted(busy))}); {BUSY_WORDS}",
+        )
     return answer

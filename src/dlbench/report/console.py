@@ -68,8 +68,14 @@ def rich_table(data: TableData, width: int | None = None) -> RenderableType:
     t = Table(title=data.title, caption=data.caption or None)
     for n, (i, minimum) in enumerate(zip(kept, mins)):
         col = data.columns[i]
-        t.add_column(col, justify="right" if data.alignment(i) == "right" else "left", overflow="fold", no_wrap=col in data.nowrap,
-                     min_width=minimum, width=fixed[n] if fixed else None)
+        t.add_column(
+            col,
+            justify="right" if data.alignment(i) == "right" else "left",
+            overflow="fold",
+            no_wrap=col in data.nowrap,
+            min_width=minimum,
+            width=fixed[n] if fixed else None,
+        )
     for row in data.rows:
         t.add_row(*(row[i] for i in kept))
     dropped = [data.columns[i] for i in range(len(data.columns)) if i not in kept]
@@ -101,5 +107,8 @@ def print_report(console: Console, report, details: bool = False) -> None:
             console.print(line, highlight=False)
     console.print("notes: " + report.legend, highlight=False)
     if not details:
-        console.print(f"more: dlbench report --run {report.run['id']} --details (every table), "
-                      "--format html --out report.html (with figures)", highlight=False)
+        console.print(
+            f"more: dlbench report --run {report.run['id']} --details (every table), "
+            "--format html --out report.html (with figures)",
+            highlight=False,
+        )

@@ -22,14 +22,23 @@ from __future__ import annotations
 import sys
 import tempfile
 import traceback
+from pathlib import Path
 from typing import Any
 
 FORMATS = ("console", "markdown", "latex", "html", "csv")
 CHILDREN = 2  # with this process: three workers keep two cores busy to the end
 
 # Largest first (measured at 100,000 measurements), so the last figures taken are small.
-DRAWING_ORDER = ("05_batch_size", "03_runs_train_time", "06_accuracy_runs", "02_box_infer_time",
-                 "01_box_train_time", "04_relative_time", "08_telemetry", "07_energy_runs")
+DRAWING_ORDER = (
+    "05_batch_size",
+    "03_runs_train_time",
+    "06_accuracy_runs",
+    "02_box_infer_time",
+    "01_box_train_time",
+    "04_relative_time",
+    "08_telemetry",
+    "07_energy_runs",
+)
 
 
 class _Drawing:
@@ -40,8 +49,9 @@ class _Drawing:
 
         assert sorted(DRAWING_ORDER) == sorted(FIGURE_NAMES), "DRAWING_ORDER must name every figure"
         indexed = index_rows(trials, rows)  # once, here: every worker inherits it
-        self._draw = lambda name: make_figures(None, 0, tmp, formats=("svg",), only=(name,), trials=trials,
-                                               rows=rows, indexed=indexed)
+        self._draw = lambda name: make_figures(
+            None, 0, Path(tmp), formats=("svg",), only=(name,), trials=trials, rows=rows, indexed=indexed
+        )
         self.children: list = []
         if not sys.platform.startswith("linux"):
             self._next = iter(range(len(DRAWING_ORDER))).__next__
@@ -79,7 +89,7 @@ class _Drawing:
         return n
 
     def _drain(self) -> list:
-        drawn = []
+        drawn: list[Any] = []
         while True:
             try:
                 n = self._next()
@@ -106,8 +116,9 @@ class _Drawing:
                 status, payload = reader.recv()
             except EOFError:
                 process.join()
-                raise RuntimeError(f"drawing the figures failed: the child process ended with code "
-                                   f"{process.exitcode} and no result") from None
+                raise RuntimeError(
+                    f"drawing the figures failed: the child process ended with code {process.exitcode} and no result"
+                ) from None
             process.join()
             if status != "ok":
                 raise RuntimeError(f"drawing the figures failed:\n{payload}")

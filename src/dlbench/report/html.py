@@ -50,24 +50,37 @@ def _data_uri(f) -> str:
 
 
 def inline_figures(figures) -> list[InlineFigure]:
-    return [f if isinstance(f, InlineFigure) else InlineFigure(f.name, f.title, f.caption or "", _data_uri(f))
-            for f in figures]
+    return [
+        f if isinstance(f, InlineFigure) else InlineFigure(f.name, f.title, f.caption or "", _data_uri(f))
+        for f in figures
+    ]
 
 
 def render(report, figures=(), figures_note: str = "") -> str:
     import jinja2
 
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
-                             autoescape=True, undefined=jinja2.StrictUndefined,
-                             trim_blocks=True, lstrip_blocks=True)
-    sections = [("summary", "Summary statistics", report.summary),
-                ("sweeps", "Batch-size sweeps", report.sweeps),
-                ("latency", "Inference latency", [report.latency] if report.latency else []),
-                ("telemetry", "Telemetry", report.telemetry),
-                ("verdicts", "Verdicts", [t for t in (report.omnibus, report.verdicts) if t])]
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    sections = [
+        ("summary", "Summary statistics", report.summary),
+        ("sweeps", "Batch-size sweeps", report.sweeps),
+        ("latency", "Inference latency", [report.latency] if report.latency else []),
+        ("telemetry", "Telemetry", report.telemetry),
+        ("verdicts", "Verdicts", [t for t in (report.omnibus, report.verdicts) if t]),
+    ]
     hypotheses = [dict(r, p_text=p_text(r), effect_text=effect_text(r)) for r in report.hypotheses]
     return env.get_template("report.html.j2").render(
-        report=report, run=report.run, environment=report.environment_table(),
+        report=report,
+        run=report.run,
+        environment=report.environment_table(),
         manifests=[(m, json.dumps(m.manifest, indent=2, sort_keys=True, default=str)) for m in report.manifests],
-        sections=sections, hypotheses=hypotheses, figures=inline_figures(figures),
-        figures_note=figures_note)
+        sections=sections,
+        hypotheses=hypotheses,
+        figures=inline_figures(figures),
+        figures_note=figures_note,
+    )

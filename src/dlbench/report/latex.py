@@ -13,12 +13,32 @@ import json
 from dlbench.report.render import TableData
 
 _SPECIAL = {
-    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
-    "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
     # OT1 text fonts print < > | as other glyphs.
-    "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}",
-    "±": r"$\pm$", "—": "---", "–": "--", "−": "$-$", "δ": r"$\delta$", "°": r"\textdegree{}",
-    "≥": r"$\geq$", "≤": r"$\leq$", "≠": r"$\neq$", "×": r"$\times$", "…": r"\ldots{}", "µ": r"\textmu{}",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+    "|": r"\textbar{}",
+    "±": r"$\pm$",
+    "—": "---",
+    "–": "--",
+    "−": "$-$",
+    "δ": r"$\delta$",
+    "°": r"\textdegree{}",
+    "≥": r"$\geq$",
+    "≤": r"$\leq$",
+    "≠": r"$\neq$",
+    "×": r"$\times$",
+    "…": r"\ldots{}",
+    "µ": r"\textmu{}",
 }
 
 
@@ -39,9 +59,17 @@ def _tt_block(text: str) -> str:
 
 def table(t: TableData) -> str:
     spec = "".join("r" if t.alignment(i) == "right" else "l" for i in range(len(t.columns)))
-    out = ["\\begin{table}[htbp]", "\\centering", "\\footnotesize", f"\\caption{{{escape(t.title)}}}",
-           "\\begin{adjustbox}{max width=\\linewidth}", f"\\begin{{tabular}}{{{spec}}}", "\\toprule",
-           " & ".join(escape(c) for c in t.columns) + " \\\\", "\\midrule"]
+    out = [
+        "\\begin{table}[htbp]",
+        "\\centering",
+        "\\footnotesize",
+        f"\\caption{{{escape(t.title)}}}",
+        "\\begin{adjustbox}{max width=\\linewidth}",
+        f"\\begin{{tabular}}{{{spec}}}",
+        "\\toprule",
+        " & ".join(escape(c) for c in t.columns) + " \\\\",
+        "\\midrule",
+    ]
     out += [" & ".join(escape(c) for c in row) + " \\\\" for row in t.rows]
     out += ["\\bottomrule", "\\end{tabular}", "\\end{adjustbox}"]
     for extra in ([t.caption] if t.caption else []) + t.notes:
@@ -56,13 +84,21 @@ def _hypotheses(rows: list[dict]) -> str:
 
     out = ["\\begin{description}"]
     for i, r in enumerate(rows, 1):
-        out.append(f"\\item[Hypothesis {i}] ({escape(r['set'])}, {escape(r['name'])}: "
-                   f"{escape(r['a'])} vs {escape(r['b'])})")
+        out.append(
+            f"\\item[Hypothesis {i}] ({escape(r['set'])}, {escape(r['name'])}: {escape(r['a'])} vs {escape(r['b'])})"
+        )
         out.append("\\begin{itemize}")
-        for key, value in (("H0", r["H0"]), ("H1", r["H1"]), ("Normality", r["normality"]), ("Test", r["test"]),
-                           ("Statistic", f"{r['statistic_name']} = {r['statistic']:.4g}"), ("p", p_text(r)),
-                           ("Decision", r["decision"]), ("Effect", effect_text(r)),
-                           ("Verdict", f"{r['verdict']}: {r['reason']}")):
+        for key, value in (
+            ("H0", r["H0"]),
+            ("H1", r["H1"]),
+            ("Normality", r["normality"]),
+            ("Test", r["test"]),
+            ("Statistic", f"{r['statistic_name']} = {r['statistic']:.4g}"),
+            ("p", p_text(r)),
+            ("Decision", r["decision"]),
+            ("Effect", effect_text(r)),
+            ("Verdict", f"{r['verdict']}: {r['reason']}"),
+        ):
             out.append(f"\\item \\textbf{{{escape(key)}:}} {escape(value)}")
         out.append("\\end{itemize}")
     out.append("\\end{description}")
@@ -92,15 +128,23 @@ def answer(report) -> list[str]:
 
 def render(report) -> str:
     r = report.run
-    out = ["\\documentclass[a4paper]{article}", "\\usepackage[T1]{fontenc}", "\\usepackage[utf8]{inputenc}",
-           "\\usepackage[landscape,margin=1.5cm]{geometry}", "\\usepackage{booktabs}", "\\usepackage{adjustbox}",
-           "\\usepackage{textcomp}", "\\begin{document}",
-           f"\\section*{{{escape(report.title)}}}",
-           f"Status {escape(r['status'])}, started {escape(r['started_at'])}"
-           + (f", finished {escape(r['finished_at'])}" if r.get("finished_at") else "")
-           + f", dlbench {escape(r.get('dlbench_version') or '?')}.\\par\\medskip",
-           *answer(report),
-           "Command:\\par", _tt_block(r.get("command") or "")]
+    out = [
+        "\\documentclass[a4paper]{article}",
+        "\\usepackage[T1]{fontenc}",
+        "\\usepackage[utf8]{inputenc}",
+        "\\usepackage[landscape,margin=1.5cm]{geometry}",
+        "\\usepackage{booktabs}",
+        "\\usepackage{adjustbox}",
+        "\\usepackage{textcomp}",
+        "\\begin{document}",
+        f"\\section*{{{escape(report.title)}}}",
+        f"Status {escape(r['status'])}, started {escape(r['started_at'])}"
+        + (f", finished {escape(r['finished_at'])}" if r.get("finished_at") else "")
+        + f", dlbench {escape(r.get('dlbench_version') or '?')}.\\par\\medskip",
+        *answer(report),
+        "Command:\\par",
+        _tt_block(r.get("command") or ""),
+    ]
     if report.settings:
         out.append(f"\\medskip Settings shared by every case: {escape(report.settings)}.\\par")
         out.append(f"Notes: {escape(report.legend)}.\\par")
@@ -112,8 +156,10 @@ def render(report) -> str:
         out += [table(t) for t in tables]
         out.append("\\clearpage" if heading == "Telemetry" else "")
     if r.get("config_text"):
-        out += [f"\\subsection*{{Configuration ({escape(r.get('config_source') or 'embedded')})}}",
-                _tt_block(r["config_text"])]
+        out += [
+            f"\\subsection*{{Configuration ({escape(r.get('config_source') or 'embedded')})}}",
+            _tt_block(r["config_text"]),
+        ]
     if report.manifests:
         out.append("\\subsection*{Fairness manifests}")
         for m in report.manifests:

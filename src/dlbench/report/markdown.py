@@ -11,8 +11,19 @@ import json
 
 from dlbench.report.render import TableData
 
-_ESCAPES = {"\\": "\\\\", "|": "\\|", "`": "\\`", "*": "\\*", "_": "\\_", "[": "\\[", "]": "\\]",
-            "&": "&amp;", "<": "&lt;", ">": "&gt;", "#": "\\#"}
+_ESCAPES = {
+    "\\": "\\\\",
+    "|": "\\|",
+    "`": "\\`",
+    "*": "\\*",
+    "_": "\\_",
+    "[": "\\[",
+    "]": "\\]",
+    "&": "&amp;",
+    "<": "&lt;",
+    ">": "&gt;",
+    "#": "\\#",
+}
 
 
 def escape(text: str) -> str:
@@ -62,17 +73,32 @@ def answer(report) -> list[str]:
 
 def render(report) -> str:
     r = report.run
-    parts = [f"# {escape(report.title)}", "", *answer(report),
-             f"Status **{escape(r['status'])}**, started {escape(r['started_at'])}"
-             + (f", finished {escape(r['finished_at'])}" if r.get("finished_at") else "")
-             + f", dlbench {escape(r.get('dlbench_version') or '?')}.", "",
-             "Command:", "", _fence(r.get("command") or "", "sh")]
+    parts = [
+        f"# {escape(report.title)}",
+        "",
+        *answer(report),
+        f"Status **{escape(r['status'])}**, started {escape(r['started_at'])}"
+        + (f", finished {escape(r['finished_at'])}" if r.get("finished_at") else "")
+        + f", dlbench {escape(r.get('dlbench_version') or '?')}.",
+        "",
+        "Command:",
+        "",
+        _fence(r.get("command") or "", "sh"),
+    ]
     if r.get("config_text"):
-        parts += ["", f"Configuration ({escape(r.get('config_source') or 'embedded')}):", "",
-                  _fence(r["config_text"], "toml")]
+        parts += [
+            "",
+            f"Configuration ({escape(r.get('config_source') or 'embedded')}):",
+            "",
+            _fence(r["config_text"], "toml"),
+        ]
     if report.settings:
-        parts += ["", f"Settings shared by every case: {escape(report.settings)}", "",
-                  f"Notes: {escape(report.legend)}"]
+        parts += [
+            "",
+            f"Settings shared by every case: {escape(report.settings)}",
+            "",
+            f"Notes: {escape(report.legend)}",
+        ]
     for heading, tables in report.document_tables():
         parts += ["", f"## {heading}"]
         for t in tables:
@@ -80,6 +106,10 @@ def render(report) -> str:
     if report.manifests:
         parts += ["", "## Fairness manifests"]
         for m in report.manifests:
-            parts += ["", f"Trial {m.trial_id} (block {m.block}, {escape(m.status)}): {escape(m.case)}", "",
-                      _fence(json.dumps(m.manifest, indent=2, sort_keys=True, default=str), "json")]
+            parts += [
+                "",
+                f"Trial {m.trial_id} (block {m.block}, {escape(m.status)}): {escape(m.case)}",
+                "",
+                _fence(json.dumps(m.manifest, indent=2, sort_keys=True, default=str), "json"),
+            ]
     return "\n".join(parts) + "\n"

@@ -15,9 +15,11 @@ from dlbench.analysis.comparisons import ALPHA, BAND
 from dlbench.report.answer import Answer, build_answer
 from dlbench.report.render import TableData
 
-LEGEND = ("'1 process' = repeats inside one worker process (correlated; use --trials >= 2 "
-          "for independent samples); 'noisy' or IQR/median>10% = high variance; BUSY = other processes took "
-          f"at least {BUSY_THRESHOLD:g}% of the CPU while the case ran (re-measure it)")
+LEGEND = (
+    "'1 process' = repeats inside one worker process (correlated; use --trials >= 2 "
+    "for independent samples); 'noisy' or IQR/median>10% = high variance; BUSY = other processes took "
+    f"at least {BUSY_THRESHOLD:g}% of the CPU while the case ran (re-measure it)"
+)
 
 
 @dataclass
@@ -85,26 +87,34 @@ class Report:
         The samplers table is left out unless details: `dlbench run` printed it before
         the run, and samplers_line says the same in one line."""
         if details:
-            return [*self.summary, *self.sweeps, *(t for t in (self.latency,) if t), *self.telemetry,
-                    *(t for t in (self.omnibus, self.verdicts, self.failed, self.skipped) if t)]
+            return [
+                *self.summary,
+                *self.sweeps,
+                *(t for t in (self.latency,) if t),
+                *self.telemetry,
+                *(t for t in (self.omnibus, self.verdicts, self.failed, self.skipped) if t),
+            ]
         return [*(t for t in (self.glance,) if t), *self.sweeps, *(t for t in (self.latency, self.failed) if t)]
 
     def document_tables(self) -> list[tuple[str, list[TableData]]]:
         """Sections of the written formats (Markdown, LaTeX), each a heading and its tables."""
-        sections = [("Environment", [self.environment_table()]),
-                    ("Summary", [*(t for t in (self.glance,) if t), *self.summary]),
-                    ("Batch-size sweeps", self.sweeps),
-                    ("Latency", [self.latency] if self.latency else []),
-                    ("Telemetry", self.telemetry),
-                    ("Verdicts", [t for t in (self.omnibus, self.verdicts) if t]),
-                    ("Hypotheses", [self.hypothesis_table] if self.hypothesis_table else []),
-                    ("Failed trials", [self.failed] if self.failed else []),
-                    ("Skipped cells", [self.skipped] if self.skipped else [])]
+        sections = [
+            ("Environment", [self.environment_table()]),
+            ("Summary", [*(t for t in (self.glance,) if t), *self.summary]),
+            ("Batch-size sweeps", self.sweeps),
+            ("Latency", [self.latency] if self.latency else []),
+            ("Telemetry", self.telemetry),
+            ("Verdicts", [t for t in (self.omnibus, self.verdicts) if t]),
+            ("Hypotheses", [self.hypothesis_table] if self.hypothesis_table else []),
+            ("Failed trials", [self.failed] if self.failed else []),
+            ("Skipped cells", [self.skipped] if self.skipped else []),
+        ]
         return [(name, tables) for name, tables in sections if tables]
 
 
-def build_report(store, run_id: int, hypotheses: bool = True, trials: list | None = None,
-                 measurements: list | None = None) -> Report:
+def build_report(
+    store, run_id: int, hypotheses: bool = True, trials: list | None = None, measurements: list | None = None
+) -> Report:
     """hypotheses=False skips the hypothesis report (normality Monte Carlo and a bootstrap
     per pair), which the console output does not show. `trials`/`measurements`: the
     run's rows when the caller has loaded them already; the per-call latency rows
@@ -113,13 +123,22 @@ def build_report(store, run_id: int, hypotheses: bool = True, trials: list | Non
     from dlbench.analysis import stats
     from dlbench.analysis.busy import busy_cases
     from dlbench.analysis.comparisons import ACCURACY, analyse, comparison_groups, rankings, within_run
-    from dlbench.report.hypotheses import hypothesis_rows, hypothesis_table
     from dlbench.analysis.summary import latency_percentiles, summarize
     from dlbench.analysis.sweeps import sweeps
-    from dlbench.report.sweep_tables import largest_batch_table, sweep_table
     from dlbench.cases import case_label
-    from dlbench.report.tables import (common_settings, energy_note, glance_table, latency_table, samplers_line,
-                                       skipped_table, summary_tables, telemetry_tables, trials_table)
+    from dlbench.report.hypotheses import hypothesis_rows, hypothesis_table
+    from dlbench.report.sweep_tables import largest_batch_table, sweep_table
+    from dlbench.report.tables import (
+        common_settings,
+        energy_note,
+        glance_table,
+        latency_table,
+        samplers_line,
+        skipped_table,
+        summary_tables,
+        telemetry_tables,
+        trials_table,
+    )
     from dlbench.report.verdict_tables import omnibus_table, verdict_table
 
     row = store.run(run_id)
@@ -128,16 +147,26 @@ def build_report(store, run_id: int, hypotheses: bool = True, trials: list | Non
     summaries = summarize(trials, measurements)
     found = sweeps(summaries)
     analysed = analyse(list(trials), measurements, band=BAND, alpha=ALPHA)
-    accuracy = [(g, stats.compare_many(g.values, paired=g.paired, alpha=ALPHA, band=BAND))
-                for g in comparison_groups(list(trials), measurements, ACCURACY)]
+    accuracy = [
+        (g, stats.compare_many(g.values, paired=g.paired, alpha=ALPHA, band=BAND))
+        for g in comparison_groups(list(trials), measurements, ACCURACY)
+    ]
     sampler_rows = store.samplers(run_id)
     busy = busy_cases(measurements)
     labels = {s.case_key: case_label(s.case) for s in summaries}
     verdicts, omnibus = within_run(list(trials), measurements, analysed=analysed)
     failed = [t for t in trials if t["status"] != "ok"]
-    manifests = [Manifest(t["id"], t["block"], case_label(json.loads(t["case_json"])), t["status"],
-                          json.loads(t["manifest_json"]) if t["manifest_json"] else {}, t["error"] or "")
-                 for t in trials]
+    manifests = [
+        Manifest(
+            t["id"],
+            t["block"],
+            case_label(json.loads(t["case_json"])),
+            t["status"],
+            json.loads(t["manifest_json"]) if t["manifest_json"] else {},
+            t["error"] or "",
+        )
+        for t in trials
+    ]
     rows = hypothesis_rows(trials, measurements, alpha=ALPHA, band=BAND, analysed=analysed) if hypotheses else []
     return Report(
         run={k: row[k] for k in row.keys()},

@@ -21,13 +21,18 @@ from pathlib import Path
 from typing import Any
 
 # tab10, written out so that colours are fixed without importing matplotlib early.
-PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-           "#bcbd22", "#17becf")
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 WARM, GAP = "#bbbbbb", "#c00000"
 GAP_ORDER = ("oom", "timeout", "failed", "interrupted", "running", "pending")
-FACTOR_FORMAT = {"batch_size": "b{}", "lr": "lr={:g}", "momentum": "momentum={:g}", "epochs": "{} ep",
-                 "steps": "{} steps", "threads": "{} thr",
-                 "input_shape": "in{}"}
+FACTOR_FORMAT = {
+    "batch_size": "b{}",
+    "lr": "lr={:g}",
+    "momentum": "momentum={:g}",
+    "epochs": "{} ep",
+    "steps": "{} steps",
+    "threads": "{} thr",
+    "input_shape": "in{}",
+}
 PLAIN_FACTORS = ("model", "dataset", "optimizer", "init", "device", "precision", "layout")
 
 
@@ -114,8 +119,9 @@ class _Run:
         return self._samples(self.trials, self.rows if rows is None else rows, phase, metric)
 
     def medians(self, phase: str, metric: str, rows: list | None = None) -> dict[str, float]:
-        return {k: statistics.median(s.values.values()) for k, s in self.sample(phase, metric, rows).items()
-                if s.values}
+        return {
+            k: statistics.median(s.values.values()) for k, s in self.sample(phase, metric, rows).items() if s.values
+        }
 
     def grouped(self, keys: list[str]) -> dict[str, list[str]]:
         out: dict[str, list[str]] = defaultdict(list)
@@ -146,8 +152,7 @@ def _mark_gap(ax: Any, x: float, text: str, level: int = 0, color: str = GAP) ->
     """A red cross on the axis at x with the status above it: a value that does not exist."""
     tr = ax.get_xaxis_transform()  # x in data, y in axes fraction
     ax.plot([x], [0.02], marker="x", color=color, markersize=9, markeredgewidth=2, transform=tr, clip_on=False)
-    ax.text(x, 0.06 + 0.1 * level, text, transform=tr, rotation=90, ha="center", va="bottom", fontsize=7,
-            color=color)
+    ax.text(x, 0.06 + 0.1 * level, text, transform=tr, rotation=90, ha="center", va="bottom", fontsize=7, color=color)
 
 
 def _decorate(ax: Any, title: str, ylabel: str, grid: str = "y") -> None:
@@ -177,12 +182,14 @@ def _boxes(ax: Any, positions: list[float], samples: list[list[float]], colors: 
 def _ticks(ax: Any, positions: list[float], labels: list[str]) -> None:
     ax.set_xticks(positions)
     rotate = len(labels) > 3 or max((len(s) for s in labels), default=0) > 14
-    ax.set_xticklabels([_wrap(s) for s in labels], rotation=35 if rotate else 0, ha="right" if rotate else "center",
-                       fontsize=7)
+    ax.set_xticklabels(
+        [_wrap(s) for s in labels], rotation=35 if rotate else 0, ha="right" if rotate else "center", fontsize=7
+    )
 
 
-def _box_figure(run: _Run, phase: str, metric: str, scale: float, unit: str, what: str, name: str,
-                out: Target) -> Figure | None:
+def _box_figure(
+    run: _Run, phase: str, metric: str, scale: float, unit: str, what: str, name: str, out: Target
+) -> Figure | None:
     sample = run.sample(phase, metric)
     if not sample:
         return None
@@ -207,17 +214,36 @@ def _box_figure(run: _Run, phase: str, metric: str, scale: float, unit: str, wha
         ax.set_xlim(0.4, len(gkeys) + 0.6)
         _decorate(ax, title, f"{what} ({unit})")
     independent = {s.independent for s in sample.values()}
-    how = " or ".join(sorted(("one median per trial (independent processes)" if i else
-                              "the measured repeats of one trial (within-process, correlated)") for i in independent))
+    how = " or ".join(
+        sorted(
+            (
+                "one median per trial (independent processes)"
+                if i
+                else "the measured repeats of one trial (within-process, correlated)"
+            )
+            for i in independent
+        )
+    )
     title = f"{what.capitalize()} per case ({unit})"
     fig.suptitle(title)
-    caption = (f"{what.capitalize()} in {unit}; each box and its dots are the sample used for statistics: {how}. "
-               "Warm-up repeats are excluded. A red × marks a case without values (its status: OOM, failed, ...).")
+    caption = (
+        f"{what.capitalize()} in {unit}; each box and its dots are the sample used for statistics: {how}. "
+        "Warm-up repeats are excluded. A red × marks a case without values (its status: OOM, failed, ...)."
+    )
     return _save(fig, out, name, title, caption, data)
 
 
-def _draw_case_runs(ax: Any, run: _Run, key: str, phase: str, metric: str, x: float, scale: float,
-                    style: str, warm_at: list[tuple[float, float]]) -> tuple[float, dict[str, list]]:
+def _draw_case_runs(
+    ax: Any,
+    run: _Run,
+    key: str,
+    phase: str,
+    metric: str,
+    x: float,
+    scale: float,
+    style: str,
+    warm_at: list[tuple[float, float]],
+) -> tuple[float, dict[str, list]]:
     """Every row of one case from x on, trial after trial; returns the next free x and what was drawn."""
     color = run.color[run.ident[key]]
     drawn: dict[str, list] = {"measured": [], "warmup": [], "partial": [], "gaps": []}
@@ -228,8 +254,10 @@ def _draw_case_runs(ax: Any, run: _Run, key: str, phase: str, metric: str, x: fl
     for n, t in enumerate(run.trials_of[key]):
         if n:
             separators.append(x - 0.8)
-        rows = sorted(run.points.get((t["id"], phase, metric), []),
-                      key=lambda m: (m["repeat"] if m["repeat"] is not None else -1, m["seq"] or 0))
+        rows = sorted(
+            run.points.get((t["id"], phase, metric), []),
+            key=lambda m: (m["repeat"] if m["repeat"] is not None else -1, m["seq"] or 0),
+        )
         for m in rows:
             if m["value"] is None:
                 _mark_gap(ax, x, "no value")
@@ -250,23 +278,28 @@ def _draw_case_runs(ax: Any, run: _Run, key: str, phase: str, metric: str, x: fl
             x += 1
         x += 0.6
     if separators:
-        ax.vlines(separators, 0, 1, transform=ax.get_xaxis_transform(), color="#999999", linestyle=":",
-                  linewidth=0.6)
+        ax.vlines(separators, 0, 1, transform=ax.get_xaxis_transform(), color="#999999", linestyle=":", linewidth=0.6)
     for kind, (xs, vs) in points.items():
         if not xs:
             continue
         face = {"measured": color, "warmup": WARM, "partial": "none"}[kind]
         if style == "bar":
-            _bars(ax, xs, vs, face=face, edge=color if kind == "partial" else "#666666",
-                  hatch={"measured": None, "warmup": "///", "partial": "xx"}[kind])
+            _bars(
+                ax,
+                xs,
+                vs,
+                face=face,
+                edge=color if kind == "partial" else "#666666",
+                hatch={"measured": None, "warmup": "///", "partial": "xx"}[kind],
+            )
         else:
-            ax.scatter(xs, vs, s=18, facecolors=face, zorder=3,
-                       edgecolors="#666666" if kind == "warmup" else color)
+            ax.scatter(xs, vs, s=18, facecolors=face, zorder=3, edgecolors="#666666" if kind == "warmup" else color)
     return x, drawn
 
 
-def _bars(ax: Any, xs: list[float], heights: list[float], *, face: str, edge: str, hatch: str | None,
-          width: float = 0.8) -> None:
+def _bars(
+    ax: Any, xs: list[float], heights: list[float], *, face: str, edge: str, hatch: str | None, width: float = 0.8
+) -> None:
     """Bars from 0 as one PolyCollection: ax.bar makes an artist per bar, and 2,000 of
     them took 2 s to lay out and draw in a report of 100,000 values."""
     from matplotlib.collections import PolyCollection
@@ -279,8 +312,7 @@ def _bars(ax: Any, xs: list[float], heights: list[float], *, face: str, edge: st
     ax.autoscale_view()
 
 
-def _clip_warmups(ax: Any, panel: dict[str, dict[str, list]], warm_at: list[tuple[float, float]],
-                  unit: str) -> None:
+def _clip_warmups(ax: Any, panel: dict[str, dict[str, list]], warm_at: list[tuple[float, float]], unit: str) -> None:
     """Warm-ups (first-call compilation) can dwarf the steady state: cut them at the top
     of the axis and write their value, so that the measured repeats stay readable."""
     kept = [v for series in panel.values() for v in series["measured"] + series["partial"]]
@@ -290,15 +322,33 @@ def _clip_warmups(ax: Any, panel: dict[str, dict[str, list]], warm_at: list[tupl
     ax.set_ylim(top=top)
     for x, v in warm_at:
         if v > top:
-            ax.text(x, top, f"{v:.3g} {unit}", rotation=90, ha="center", va="top", fontsize=6, color="#333333",
-                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5})
+            ax.text(
+                x,
+                top,
+                f"{v:.3g} {unit}",
+                rotation=90,
+                ha="center",
+                va="top",
+                fontsize=6,
+                color="#333333",
+                bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5},
+            )
 
 
 MAX_BARS = 600  # beyond this many repeats per panel, per-run bars become dots
 
 
-def _per_run_figure(run: _Run, panels: list[tuple[str, str, str, list[str]]], scale: float, unit: str,
-                    what: str, style: str, name: str, title: str, out: Target) -> Figure | None:
+def _per_run_figure(
+    run: _Run,
+    panels: list[tuple[str, str, str, list[str]]],
+    scale: float,
+    unit: str,
+    what: str,
+    style: str,
+    name: str,
+    title: str,
+    out: Target,
+) -> Figure | None:
     """Every repeat in execution order (block, then repeat) per case: bars or dots."""
     from matplotlib.patches import Patch
 
@@ -313,7 +363,9 @@ def _per_run_figure(run: _Run, panels: list[tuple[str, str, str, list[str]]], sc
     data: dict[str, Any] = {}
     for ax, (ptitle, phase, metric, keys) in zip(_grid(fig, len(panels), ncols), panels):
         panel = data[ptitle] = {}
-        x, centers, warm_at = 0.0, [], []
+        x = 0.0
+        centers: list[float] = []
+        warm_at: list[tuple[float, float]] = []
         for n, k in enumerate(keys):
             if n:
                 ax.axvline(x - 0.8, color="#555555", linewidth=0.8)  # a new case
@@ -326,14 +378,18 @@ def _per_run_figure(run: _Run, panels: list[tuple[str, str, str, list[str]]], sc
         _clip_warmups(ax, panel, warm_at, unit)
         _decorate(ax, ptitle, f"{what} ({unit})")
     handles = [Patch(facecolor=c, label=i) for i, c in run.color.items()]
-    handles += [Patch(facecolor=WARM, hatch="///", edgecolor="#666666", label="warm-up (not in statistics)"),
-                Patch(facecolor="none", hatch="xx", edgecolor="#666666", label="trial that did not finish")]
+    handles += [
+        Patch(facecolor=WARM, hatch="///", edgecolor="#666666", label="warm-up (not in statistics)"),
+        Patch(facecolor="none", hatch="xx", edgecolor="#666666", label="trial that did not finish"),
+    ]
     fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 5), fontsize=7)
     fig.suptitle(title)
-    caption = (f"{what.capitalize()} ({unit}) of every repeat in execution order (block, then repeat), one group "
-               "per case; dotted lines separate trials (fresh processes). Grey hatched: warm-up (not in statistics); "
-               "hollow cross-hatched: values of a trial that did not finish; red ×: a trial without values, "
-               "with its status.")
+    caption = (
+        f"{what.capitalize()} ({unit}) of every repeat in execution order (block, then repeat), one group "
+        "per case; dotted lines separate trials (fresh processes). Grey hatched: warm-up (not in statistics); "
+        "hollow cross-hatched: values of a trial that did not finish; red ×: a trial without values, "
+        "with its status."
+    )
     return _save(fig, out, name, title, caption, data)
 
 
@@ -343,21 +399,23 @@ def _relative_figure(run: _Run, baseline: str | None, out: Target) -> Figure | N
     labels = sorted(set(run.fwv.values()))
     if not labels:
         return None
+    base: str | None
     if baseline is None:
         base = labels[0]
     else:
-        base = baseline if baseline in labels else next(
-            (lab for lab in labels if lab.split(":")[0] == baseline), None)
+        base = baseline if baseline in labels else next((lab for lab in labels if lab.split(":")[0] == baseline), None)
         if base is None:
             raise ValueError(f"baseline {baseline!r} is not in this run; frameworks here: {', '.join(labels)}")
     several_datasets = len({c["dataset"] for c in run.cases.values()}) > 1
     col = {k: (c["dataset"] if several_datasets else "", c["batch_size"]) for k, c in run.cases.items()}
     cell = {(run.row[k], col[k], run.fwv[k]): k for k in run.cases}
-    panels = [(phase, what, other, medians)
-              for phase, what in (("train", "train time"), ("infer", "inference time"))
-              if (medians := run.medians(phase, "time"))
-              for other in labels
-              if other != base and any(f == other and (r, c, base) in cell for r, c, f in cell)]
+    panels = [
+        (phase, what, other, medians)
+        for phase, what in (("train", "train time"), ("infer", "inference time"))
+        if (medians := run.medians(phase, "time"))
+        for other in labels
+        if other != base and any(f == other and (r, c, base) in cell for r, c, f in cell)
+    ]
     if not panels:
         return None
     rows = sorted({run.row[k] for k in run.cases})
@@ -366,7 +424,7 @@ def _relative_figure(run: _Run, baseline: str | None, out: Target) -> Figure | N
     ncols = 2 if len(panels) > 1 else 1
     fig = _canvas(max(4.5, 1.0 * len(cols) + 2.5) * ncols, (0.5 * len(rows) + 2.0) * math.ceil(len(panels) / ncols))
     ratios = {}
-    for phase, what, other, medians in panels:
+    for phase, _what, other, medians in panels:
         for r in rows:
             for c in cols:
                 a, b = cell.get((r, c, other)), cell.get((r, c, base))
@@ -392,8 +450,15 @@ def _relative_figure(run: _Run, baseline: str | None, out: Target) -> Figure | N
                     text = run.gap(a) if a not in medians else f"base {run.gap(b)}"
                 panel[(r, col_names[j])] = ratio if ratio is not None else text
                 dark = ratio is not None and ratio > 0 and abs(math.log2(ratio)) > 0.6 * span
-                ax.text(j, i, text, ha="center", va="center", fontsize=8,
-                        color=GAP if ratio is None else "white" if dark else "black")
+                ax.text(
+                    j,
+                    i,
+                    text,
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    color=GAP if ratio is None else "white" if dark else "black",
+                )
         masked = np.ma.masked_invalid(np.array(grid, dtype=float))
         image = ax.imshow(masked, cmap=_diverging(), vmin=-span, vmax=span, aspect="auto")
         ax.set_facecolor("#f2f2f2")
@@ -408,9 +473,11 @@ def _relative_figure(run: _Run, baseline: str | None, out: Target) -> Figure | N
         bar.ax.yaxis.set_major_formatter(_ratio_formatter())
     title = f"Median time relative to {base} (ratio, >1 = slower)"
     fig.suptitle(title)
-    caption = (f"Ratio of median times (s/s) of each framework to the baseline {base}, per model (rows) and "
-               "input / batch size (columns); red is slower than the baseline, blue faster. Blank cells have no "
-               "ratio: 'x' = not in this run, otherwise the status of the side without values (OOM, failed, ...).")
+    caption = (
+        f"Ratio of median times (s/s) of each framework to the baseline {base}, per model (rows) and "
+        "input / batch size (columns); red is slower than the baseline, blue faster. Blank cells have no "
+        "ratio: 'x' = not in this run, otherwise the status of the side without values (OOM, failed, ...)."
+    )
     return _save(fig, out, "04_relative_time", title, caption, data)
 
 
@@ -424,18 +491,24 @@ def _ratio_formatter() -> Any:
     from matplotlib.ticker import FuncFormatter
 
     # 3 digits: at 2 the colour bar of a 0.8-1.25 range labelled two ticks "1.1×"
-    return FuncFormatter(lambda v, _pos: f"{2 ** v:.3g}×")
+    return FuncFormatter(lambda v, _pos: f"{2**v:.3g}×")
 
 
 def _batch_figure(run: _Run, out: Target) -> Figure | None:
-    groups = {g: ks for g, ks in run.grouped(list(run.cases)).items()
-              if len({run.cases[k]["batch_size"] for k in ks}) >= 2}
+    groups = {
+        g: ks for g, ks in run.grouped(list(run.cases)).items() if len({run.cases[k]["batch_size"] for k in ks}) >= 2
+    }
     if not groups:
         return None
-    per_sample = [{**dict(m), "metric": "time_per_sample", "value": 1.0 / m["value"]} for m in run.rows
-                  if m["phase"] == "train" and m["metric"] == "throughput" and m["value"]]
-    metrics = (("train time per sample", "ms/sample", run.medians("train", "time_per_sample", per_sample), 1e3),
-               ("inference throughput", "samples/s", run.medians("infer", "throughput"), 1.0))
+    per_sample = [
+        {**dict(m), "metric": "time_per_sample", "value": 1.0 / m["value"]}
+        for m in run.rows
+        if m["phase"] == "train" and m["metric"] == "throughput" and m["value"]
+    ]
+    metrics = (
+        ("train time per sample", "ms/sample", run.medians("train", "time_per_sample", per_sample), 1e3),
+        ("inference throughput", "samples/s", run.medians("infer", "throughput"), 1.0),
+    )
     fig = _canvas(11, 3.4 * len(groups) + 0.8)
     axes = iter(_grid(fig, 2 * len(groups), 2))
     data: dict[str, Any] = {}
@@ -464,9 +537,11 @@ def _batch_figure(run: _Run, out: Target) -> Figure | None:
     fig.legend(list(lines.values()), list(lines), loc="outside lower center", ncols=min(len(lines), 6), fontsize=7)
     title = "Train time per sample (ms/sample) and inference throughput (samples/s) vs batch size"
     fig.suptitle(title)
-    caption = ("Median over the statistical sample (one median per trial, or the measured repeats) at each batch "
-               "size, one line per framework:variant. A break in a line with a cross at the axis is a batch size "
-               "whose trials gave no value (status written next to it, e.g. OOM).")
+    caption = (
+        "Median over the statistical sample (one median per trial, or the measured repeats) at each batch "
+        "size, one line per framework:variant. A break in a line with a cross at the axis is a batch size "
+        "whose trials gave no value (status written next to it, e.g. OOM)."
+    )
     return _save(fig, out, "05_batch_size", title, caption, data)
 
 
@@ -474,18 +549,25 @@ TELEMETRY_UNITS = {"%": "%", "C": "°C", "°C": "°C"}
 
 
 def _is_telemetry(metric: str) -> bool:
-    return (metric in ("cpu.process_util:mean", "cpu.system_util:mean")
-            or (metric.startswith("gpu") and metric.endswith(".util:mean"))
-            or (metric.startswith("temp") and metric.endswith(":max"))
-            or (metric.startswith("gpu") and metric.endswith(".temperature:max")))
+    return (
+        metric in ("cpu.process_util:mean", "cpu.system_util:mean")
+        or (metric.startswith("gpu") and metric.endswith(".util:mean"))
+        or (metric.startswith("temp") and metric.endswith(":max"))
+        or (metric.startswith("gpu") and metric.endswith(".temperature:max"))
+    )
 
 
 def _telemetry_figure(run: _Run, out: Target) -> Figure | None:
     values: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     units: dict[str, str] = {}
     for m in run.rows:
-        if (m["phase"] in ("train", "infer") and _is_telemetry(m["metric"]) and not m["warmup"]
-                and m["status"] == "ok" and m["value"] is not None):
+        if (
+            m["phase"] in ("train", "infer")
+            and _is_telemetry(m["metric"])
+            and not m["warmup"]
+            and m["status"] == "ok"
+            and m["value"] is not None
+        ):
             values[(m["metric"], m["phase"])][m["case_key"]].append(m["value"])
             units[m["metric"]] = TELEMETRY_UNITS.get(m["unit"], m["unit"])
     if not values:
@@ -515,9 +597,11 @@ def _telemetry_figure(run: _Run, out: Target) -> Figure | None:
     has_temp = any("temp" in m for m in metrics)
     title = "Utilization (%) and temperature (°C) per phase" if has_temp else "Utilization (%) per phase"
     fig.suptitle(title)
-    caption = ("Distribution over every measured repeat of the ok trials (warm-ups excluded) of the per-repeat "
-               "mean utilization and maximum temperature, for the train and inference phases. A cross marks a case "
-               "with no reading.")
+    caption = (
+        "Distribution over every measured repeat of the ok trials (warm-ups excluded) of the per-repeat "
+        "mean utilization and maximum temperature, for the train and inference phases. A cross marks a case "
+        "with no reading."
+    )
     return _save(fig, out, "08_telemetry", title, caption, data)
 
 
@@ -526,8 +610,11 @@ def _cases_with(run: _Run, phase: str, metric: str) -> list[str]:
     (drawn as gaps), provided the run measured that metric at all."""
     if not any(m["phase"] == phase and m["metric"] == metric for m in run.rows):
         return []
-    return [k for k in run.cases if any(run.points.get((t["id"], phase, metric)) or t["status"] != "ok"
-                                        for t in run.trials_of[k])]
+    return [
+        k
+        for k in run.cases
+        if any(run.points.get((t["id"], phase, metric)) or t["status"] != "ok" for t in run.trials_of[k])
+    ]
 
 
 @dataclass(frozen=True)
@@ -546,8 +633,7 @@ def _save(fig: Any, out: Target, name: str, title: str, caption: str, data: dict
         fig.savefig(png, dpi=120, pil_kwargs={"compress_level": 1})
     if "svg" in formats:
         fig.savefig(svg, metadata={"Date": None})  # no timestamp: the same run gives the same file
-    return Figure(name, title, png if "png" in formats else None, svg if "svg" in formats else None, caption,
-                  data)
+    return Figure(name, title, png if "png" in formats else None, svg if "svg" in formats else None, caption, data)
 
 
 def index_rows(trials: list, rows: list) -> _Run:
@@ -557,8 +643,16 @@ def index_rows(trials: list, rows: list) -> _Run:
 
 # Every figure, by the name its file gets; a function draws it or returns None
 # when the run has nothing to plot for it.
-FIGURE_NAMES = ("01_box_train_time", "02_box_infer_time", "03_runs_train_time", "04_relative_time",
-                "05_batch_size", "06_accuracy_runs", "07_energy_runs", "08_telemetry")
+FIGURE_NAMES = (
+    "01_box_train_time",
+    "02_box_infer_time",
+    "03_runs_train_time",
+    "04_relative_time",
+    "05_batch_size",
+    "06_accuracy_runs",
+    "07_energy_runs",
+    "08_telemetry",
+)
 
 
 def _drawers(run: _Run, out: Target, baseline: str | None) -> dict[str, Any]:
@@ -567,31 +661,63 @@ def _drawers(run: _Run, out: Target, baseline: str | None) -> dict[str, Any]:
 
     def energy() -> Figure | None:
         sources = sorted({m["metric"] for m in run.rows if m["metric"].startswith("energy:") and m["phase"] == "train"})
-        panels = [(f"{g} — {src.split(':', 1)[1]}", "train", src, ks)
-                  for src in sources for g, ks in run.grouped(_cases_with(run, "train", src)).items()]
-        return _per_run_figure(run, panels, 1.0, "J", "train energy", "bar", "07_energy_runs",
-                               "Energy of every training repeat (J)", out)
+        panels = [
+            (f"{g} — {src.split(':', 1)[1]}", "train", src, ks)
+            for src in sources
+            for g, ks in run.grouped(_cases_with(run, "train", src)).items()
+        ]
+        return _per_run_figure(
+            run, panels, 1.0, "J", "train energy", "bar", "07_energy_runs", "Energy of every training repeat (J)", out
+        )
 
     return {
-        "01_box_train_time": lambda: _box_figure(run, "train", "time", 1.0, "s", "train time", "01_box_train_time", out),
-        "02_box_infer_time": lambda: _box_figure(run, "infer", "time", 1e3, "ms", "inference time",
-                                                 "02_box_infer_time", out),
-        "03_runs_train_time": lambda: _per_run_figure(run, runs_panels("train", "time"), 1.0, "s", "train time",
-                                                      "bar", "03_runs_train_time", "Train time of every repeat (s)",
-                                                      out),
+        "01_box_train_time": lambda: _box_figure(
+            run, "train", "time", 1.0, "s", "train time", "01_box_train_time", out
+        ),
+        "02_box_infer_time": lambda: _box_figure(
+            run, "infer", "time", 1e3, "ms", "inference time", "02_box_infer_time", out
+        ),
+        "03_runs_train_time": lambda: _per_run_figure(
+            run,
+            runs_panels("train", "time"),
+            1.0,
+            "s",
+            "train time",
+            "bar",
+            "03_runs_train_time",
+            "Train time of every repeat (s)",
+            out,
+        ),
         "04_relative_time": lambda: _relative_figure(run, baseline, out),
         "05_batch_size": lambda: _batch_figure(run, out),
-        "06_accuracy_runs": lambda: _per_run_figure(run, runs_panels("accuracy", "accuracy"), 100.0, "%", "accuracy",
-                                                    "dot", "06_accuracy_runs", "Test accuracy of every repeat (%)",
-                                                    out),
+        "06_accuracy_runs": lambda: _per_run_figure(
+            run,
+            runs_panels("accuracy", "accuracy"),
+            100.0,
+            "%",
+            "accuracy",
+            "dot",
+            "06_accuracy_runs",
+            "Test accuracy of every repeat (%)",
+            out,
+        ),
         "07_energy_runs": energy,
         "08_telemetry": lambda: _telemetry_figure(run, out),
     }
 
 
-def make_figures(store: Any, run_id: int, out_dir: Path, *, baseline: str | None = None,
-                 formats: tuple[str, ...] = ("png", "svg"), only: tuple[str, ...] | None = None,
-                 trials: list | None = None, rows: list | None = None, indexed: Any = None) -> list[Figure]:
+def make_figures(
+    store: Any,
+    run_id: int,
+    out_dir: Path,
+    *,
+    baseline: str | None = None,
+    formats: tuple[str, ...] = ("png", "svg"),
+    only: tuple[str, ...] | None = None,
+    trials: list | None = None,
+    rows: list | None = None,
+    indexed: Any = None,
+) -> list[Figure]:
     """Draw every figure the run has data for into out_dir; return those made, in name order.
 
     `only` restricts the figures drawn (names from FIGURE_NAMES); `formats` the files
@@ -605,8 +731,9 @@ def make_figures(store: Any, run_id: int, out_dir: Path, *, baseline: str | None
         raise ValueError(f"unknown figures {sorted(unknown)}; known: {', '.join(FIGURE_NAMES)}")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    run = indexed or _Run(store.trials(run_id) if trials is None else trials,
-                          store.measurements(run_id) if rows is None else rows)
+    run = indexed or _Run(
+        store.trials(run_id) if trials is None else trials, store.measurements(run_id) if rows is None else rows
+    )
     drawers = _drawers(run, Target(out_dir, tuple(formats)), baseline)
     made: list[Figure | None] = []
     style = {"font.size": 9, "svg.hashsalt": "dlbench", "svg.fonttype": "none", "hatch.linewidth": 0.6}

@@ -19,9 +19,11 @@ def sweep_table(found: list[Sweep]) -> TableData | None:
     batch that fits are marked, OOM rows carry no numbers."""
     if not found:
         return None
-    t = TableData("batch-size sweeps: inference time per sample, training throughput, the fastest "
-                  "per-sample batch (*) and the largest batch that fits",
-                  ["sweep", "batch", "status", "infer µs/sample", "train samples/s", "note"])
+    t = TableData(
+        "batch-size sweeps: inference time per sample, training throughput, the fastest "
+        "per-sample batch (*) and the largest batch that fits",
+        ["sweep", "batch", "status", "infer µs/sample", "train samples/s", "note"],
+    )
     for w in found:
         fastest = w.fastest
         for p in w.points:
@@ -32,8 +34,14 @@ def sweep_table(found: list[Sweep]) -> TableData | None:
                 notes.append(f"largest that fits (b{w.smallest_oom} ran out of memory)")
             elif p.batch_size == w.largest_ok:
                 notes.append("largest tried; every batch fit")
-            t.add_row(w.label, str(p.batch_size), p.status.upper() if p.status == "oom" else p.status,
-                      _fmt(p.infer_per_sample, 1e6), _fmt(p.train_throughput), "; ".join(notes))
+            t.add_row(
+                w.label,
+                str(p.batch_size),
+                p.status.upper() if p.status == "oom" else p.status,
+                _fmt(p.infer_per_sample, 1e6),
+                _fmt(p.train_throughput),
+                "; ".join(notes),
+            )
     return t
 
 
@@ -44,7 +52,10 @@ def largest_batch_table(found: list[Sweep]) -> TableData | None:
     t = TableData("largest batch that fits", ["sweep", "largest ok", "smallest OOM", "fastest per sample"])
     for w in found:
         fastest = w.fastest
-        t.add_row(w.label, str(w.largest_ok) if w.largest_ok else "none",
-                  str(w.smallest_oom) if w.smallest_oom else "none (no OOM)",
-                  f"b{fastest.batch_size}" if fastest else "—")
+        t.add_row(
+            w.label,
+            str(w.largest_ok) if w.largest_ok else "none",
+            str(w.smallest_oom) if w.smallest_oom else "none (no OOM)",
+            f"b{fastest.batch_size}" if fastest else "—",
+        )
     return t

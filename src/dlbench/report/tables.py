@@ -10,17 +10,20 @@ import json
 import math
 from collections.abc import Iterable
 
+from dlbench.analysis.stats import Summary
+from dlbench.analysis.summary import CaseSummary
 from dlbench.cases import case_label
 from dlbench.plan import Plan
 from dlbench.report.render import TableData
-from dlbench.analysis.stats import Summary
-from dlbench.analysis.summary import CaseSummary
 
 
 def plan_table(plan: Plan) -> TableData:
     p = plan.experiment.protocol
-    t = TableData(f"{len(plan.trials)} trials ({len(plan.cases)} cases x {p.trials} trial(s)), "
-                  f"{p.warmup} warm-up + {p.repeats} measured repeats each", ["#", "block", "case", "key"])
+    t = TableData(
+        f"{len(plan.trials)} trials ({len(plan.cases)} cases x {p.trials} trial(s)), "
+        f"{p.warmup} warm-up + {p.repeats} measured repeats each",
+        ["#", "block", "case", "key"],
+    )
     for i, trial in enumerate(plan.trials, 1):
         t.add_row(str(i), str(trial.block), case_label(trial.case.as_dict()), trial.case.key)
     return t
@@ -33,8 +36,11 @@ def skipped_table(skipped: Iterable[tuple[dict, str]]) -> TableData | None:
     # The three identifying factors always; any other factor only where it varies
     # among the skipped cells (else identical-looking rows would differ unseen).
     fixed = ["framework", "model", "dataset"]
-    extra = [k for k in sorted({k for cell, _ in rows for k in cell} - set(fixed))
-             if len({json.dumps(cell.get(k)) for cell, _ in rows}) > 1]
+    extra = [
+        k
+        for k in sorted({k for cell, _ in rows for k in cell} - set(fixed))
+        if len({json.dumps(cell.get(k)) for cell, _ in rows}) > 1
+    ]
     t = TableData(f"{len(rows)} skipped cells", [*fixed, *extra, "reason"])
     for cell, reason in rows:
         t.add_row(*(str(cell.get(k, "")) for k in (*fixed, *extra)), reason)
@@ -62,12 +68,34 @@ def format_stat(stats: Summary | None, scale: float, digits: int = 3, fixed: boo
     def f(v: float) -> str:
         return "—" if not math.isfinite(v) else format(v * scale, spec)
 
-    return {"n": str(stats.n), "mean ± sd": f"{f(stats.mean)} ± {f(stats.sd)}", "median": f(stats.median),
-            "Q1": f(stats.q1), "Q3": f(stats.q3)}
+    return {
+        "n": str(stats.n),
+        "mean ± sd": f"{f(stats.mean)} ± {f(stats.sd)}",
+        "median": f(stats.median),
+        "Q1": f(stats.q1),
+        "Q3": f(stats.q3),
+    }
 
 
-CASE_COLUMNS = ("framework", "variant", "model", "dataset", "batch_size", "input_shape", "init", "optimizer",
-                "lr", "epochs", "steps", "threads", "device", "precision", "layout", "pipeline", "model_options")
+CASE_COLUMNS = (
+    "framework",
+    "variant",
+    "model",
+    "dataset",
+    "batch_size",
+    "input_shape",
+    "init",
+    "optimizer",
+    "lr",
+    "epochs",
+    "steps",
+    "threads",
+    "device",
+    "precision",
+    "layout",
+    "pipeline",
+    "model_options",
+)
 
 
 NOT_APPLICABLE = (None, "none")
@@ -83,9 +111,13 @@ def _applicable(cases: list[dict], field: str) -> set[str]:
             per_model.setdefault(str(x.get("model")), set()).add(json.dumps(x.get(field), sort_keys=True))
         widest = max(per_model.values(), key=len, default=set())
         return widest if len(widest) > 1 else (widest if len(per_model) == 1 else set())
-    return {json.dumps(x.get(field)) for x in cases
-            if x.get(field) not in NOT_APPLICABLE and x.get("optimizer") != "none"
-            or field in ("framework", "variant", "model", "dataset", "batch_size", "threads", "device")}
+    return {
+        json.dumps(x.get(field))
+        for x in cases
+        if x.get(field) not in NOT_APPLICABLE
+        and x.get("optimizer") != "none"
+        or field in ("framework", "variant", "model", "dataset", "batch_size", "threads", "device")
+    }
 
 
 def varying_fields(cases: list[dict]) -> list[str]:
@@ -132,9 +164,12 @@ def summary_tables(summaries: list[CaseSummary], busy: dict[str, float] | None =
         if (phase, metric) in OPTIONAL_HEADLINE and not any((phase, metric) in s.stats for s in summaries):
             continue
         stat_cols = ["n", "mean ± sd", "median", "Q1", "Q3"]
-        t = TableData(f"{label} ({unit})", [*_case_columns(columns), *stat_cols, "note"],
-                      align=["left"] * len(columns) + ["right"] * len(stat_cols) + ["left"],
-                      nowrap=frozenset(stat_cols))
+        t = TableData(
+            f"{label} ({unit})",
+            [*_case_columns(columns), *stat_cols, "note"],
+            align=["left"] * len(columns) + ["right"] * len(stat_cols) + ["left"],
+            nowrap=frozenset(stat_cols),
+        )
         any_row = False
         for s in summaries:
             stats = s.stats.get((phase, metric))
@@ -159,25 +194,34 @@ def summary_tables(summaries: list[CaseSummary], busy: dict[str, float] | None =
             bad = {k: v for k, v in s.statuses.items() if k != "ok"}
             if bad:
                 notes.append(", ".join(f"{v} {k}" for k, v in bad.items()))
-            t.add_row(*(cell(s.case, c) for c in columns), cells["n"], cells["mean ± sd"], cells["median"],
-                      cells["Q1"], cells["Q3"], "; ".join(notes))
+            t.add_row(
+                *(cell(s.case, c) for c in columns),
+                cells["n"],
+                cells["mean ± sd"],
+                cells["median"],
+                cells["Q1"],
+                cells["Q3"],
+                "; ".join(notes),
+            )
             any_row = True
         if any_row:
             tables.append(t)
     return tables
 
 
-GLANCE = (("train", "time", "train", 1.0, "s"), ("infer", "time", "infer", 1000.0, "ms"),
-          ("accuracy", "accuracy", "accuracy", 100.0, "%"))
+GLANCE = (
+    ("train", "time", "train", 1.0, "s"),
+    ("infer", "time", "infer", 1000.0, "ms"),
+    ("accuracy", "accuracy", "accuracy", 100.0, "%"),
+)
 
 
 def _set_key(case: dict) -> str:
-    return json.dumps({k: v for k, v in case.items() if k not in ("framework", "variant")}, sort_keys=True,
-                      default=str)
+    return json.dumps({k: v for k, v in case.items() if k not in ("framework", "variant")}, sort_keys=True, default=str)
 
 
 def ratio_text(ratio: float) -> str:
-    """"19.6×", "5.17×", "1.00×": three significant digits, two decimals below 10."""
+    """ "19.6×", "5.17×", "1.00×": three significant digits, two decimals below 10."""
     return f"{ratio:.1f}×" if ratio >= 10 else f"{ratio:.2f}×"
 
 
@@ -205,10 +249,12 @@ def glance_table(summaries: list[CaseSummary], busy: dict[str, float] | None = N
         head.append(f"{label} {unit}")
         if phase != "accuracy":
             head.append(f"{label} ×")
-    t = TableData("summary: medians, fastest first (× = time relative to the fastest of the same setting)",
-                  ["framework", *_case_columns(columns), *head, "n", "note"],
-                  align=["left"] * (len(columns) + 1) + ["right"] * (len(head) + 1) + ["left"],
-                  optional=("n",))
+    t = TableData(
+        "summary: medians, fastest first (× = time relative to the fastest of the same setting)",
+        ["framework", *_case_columns(columns), *head, "n", "note"],
+        align=["left"] * (len(columns) + 1) + ["right"] * (len(head) + 1) + ["left"],
+        optional=("n",),
+    )
     everywhere_one_process = all(s.within_process and any(st.n > 1 for st in s.stats.values()) for s in timed)
     if everywhere_one_process:  # said once under the table, not on every row
         t.caption = "every case: repeats in 1 process (correlated; --trials 2+ for independent samples)"
@@ -217,8 +263,10 @@ def glance_table(summaries: list[CaseSummary], busy: dict[str, float] | None = N
         members = sets[key]
         if first_timed is not None:
             members.sort(key=lambda s: (median(s, *first_timed[:2]) is None, median(s, *first_timed[:2]) or 0.0))
-        fastest = {(ph, me): min((v for v in (median(s, ph, me) for s in members) if v is not None), default=None)
-                   for ph, me, *_ in present}
+        fastest = {
+            (ph, me): min((v for v in (median(s, ph, me) for s in members) if v is not None), default=None)
+            for ph, me, *_ in present
+        }
         for s in members:
             cells = []
             for phase, metric, _, scale, unit in present:
@@ -240,8 +288,9 @@ def glance_table(summaries: list[CaseSummary], busy: dict[str, float] | None = N
                 notes.append(", ".join(f"{v} {k}" for k, v in bad.items()))
             first = s.stats.get(first_timed[:2]) if first_timed else None
             n = first.n if first is not None else max(st.n for st in s.stats.values())
-            t.add_row(case_label(s.case, setting=False), *(cell(s.case, c) for c in columns), *cells, str(n),
-                      "; ".join(notes))
+            t.add_row(
+                case_label(s.case, setting=False), *(cell(s.case, c) for c in columns), *cells, str(n), "; ".join(notes)
+            )
     return t
 
 
@@ -251,16 +300,24 @@ def latency_table(summaries: list[CaseSummary], latencies: dict) -> TableData | 
     if not rows:
         return None
     columns = varying_fields([s.case for s, _ in rows])
-    t = TableData("inference latency per call (ms): p50 / p90 / p99",
-                  [*_case_columns(columns), "at batch B", "at batch 1"],
-                  align=["left"] * len(columns) + ["right", "right"])
-    for s, phases in sorted(rows, key=lambda r: tuple(json.dumps(r[0].case.get(k)) for k in
-                                                       ("model", "dataset", "batch_size", "framework", "variant"))):
+    t = TableData(
+        "inference latency per call (ms): p50 / p90 / p99",
+        [*_case_columns(columns), "at batch B", "at batch 1"],
+        align=["left"] * len(columns) + ["right", "right"],
+    )
+    for s, phases in sorted(
+        rows,
+        key=lambda r: tuple(
+            json.dumps(r[0].case.get(k)) for k in ("model", "dataset", "batch_size", "framework", "variant")
+        ),
+    ):
+
         def fmt(phase: str) -> str:
             if phase not in phases:
                 return "—"
             n, p50, p90, p99 = phases[phase]
             return f"{p50 * 1e3:.3g} / {p90 * 1e3:.3g} / {p99 * 1e3:.3g} (n={n})"
+
         t.add_row(*(cell(s.case, c) for c in columns), fmt(f"latency_b{s.case['batch_size']}"), fmt("latency_b1"))
     return t
 
@@ -293,12 +350,20 @@ def samplers_table(rows) -> TableData:
     return t
 
 
-ENERGY_GROUPS = (("CPU package", lambda n: n.startswith("rapl.") and "package" in n),
-                 ("DRAM", lambda n: n.startswith("rapl.") and n.endswith("dram")),
-                 ("GPU", lambda n: n.startswith("gpu") and n.endswith(".energy")))
-UTILIZATION = (("process CPU %", "cpu.process_util:mean"), ("system CPU %", "cpu.system_util:mean"),
-               ("steal %", "cpu.steal:mean"), ("others' CPU %", "cpu.others_util:mean"), ("GPU %", None), ("max temp °C", None),
-               ("peak RSS MiB", "memory.peak_rss"))
+ENERGY_GROUPS = (
+    ("CPU package", lambda n: n.startswith("rapl.") and "package" in n),
+    ("DRAM", lambda n: n.startswith("rapl.") and n.endswith("dram")),
+    ("GPU", lambda n: n.startswith("gpu") and n.endswith(".energy")),
+)
+UTILIZATION = (
+    ("process CPU %", "cpu.process_util:mean"),
+    ("system CPU %", "cpu.system_util:mean"),
+    ("steal %", "cpu.steal:mean"),
+    ("others' CPU %", "cpu.others_util:mean"),
+    ("GPU %", None),
+    ("max temp °C", None),
+    ("peak RSS MiB", "memory.peak_rss"),
+)
 
 
 def _median(values: list[float]) -> float | None:
@@ -334,8 +399,11 @@ def energy_note(summaries: list[CaseSummary], measurements, sampler_rows) -> str
     if not caption.startswith(NO_ENERGY):
         return ""
     # Each source's reason up to its first colon: the cause; the samplers table (--details) has the rest.
-    reasons = [f"{r['name']}: {str(r['reason']).split(':')[0]}" for r in sampler_rows
-               if r["name"] in ("rapl", "nvml") and not r["available"]]
+    reasons = [
+        f"{r['name']}: {str(r['reason']).split(':')[0]}"
+        for r in sampler_rows
+        if r["name"] in ("rapl", "nvml") and not r["available"]
+    ]
     return "energy: not measured (" + ("; ".join(reasons) or "rapl and nvml were not selected") + ")"
 
 
@@ -345,17 +413,23 @@ def samplers_line(sampler_rows) -> str:
         return "telemetry: none selected"
     on = [r["name"] for r in sampler_rows if r["available"]]
     off = [r["name"] for r in sampler_rows if not r["available"]]
-    return ("telemetry: " + (", ".join(on) or "nothing") + " measured"
-            + (f"; unavailable here: {', '.join(off)}" if off else ""))
+    return (
+        "telemetry: "
+        + (", ".join(on) or "nothing")
+        + " measured"
+        + (f"; unavailable here: {', '.join(off)}" if off else "")
+    )
 
 
 def energy_table(summaries: list[CaseSummary], measurements, sampler_rows) -> TableData:
     """Seed 000's Table VI shape: energy per case and source, train and inference."""
     values = _telemetry_values(measurements)
     columns = varying_fields([s.case for s in summaries])
-    t = TableData("energy (median over measured repeats): train J, train J/sample, infer J/pass",
-                  [*_case_columns(columns), *(label for label, _ in ENERGY_GROUPS)],
-                  align=["left"] * len(columns) + ["right"] * len(ENERGY_GROUPS))
+    t = TableData(
+        "energy (median over measured repeats): train J, train J/sample, infer J/pass",
+        [*_case_columns(columns), *(label for label, _ in ENERGY_GROUPS)],
+        align=["left"] * len(columns) + ["right"] * len(ENERGY_GROUPS),
+    )
     any_value = False
     # Inference: per pass over the test split (its window spans several); runs
     # stored before the pass count existed timed one pass: their "energy:".
@@ -368,7 +442,7 @@ def energy_table(summaries: list[CaseSummary], measurements, sampler_rows) -> Ta
             for phase, prefix in (("train", "energy:"), ("train", "energy_per_sample:"), ("infer", infer)):
                 per_repeat: dict = {}
                 for (key, ph, metric), by_repeat in values.items():
-                    if key == s.case_key and ph == phase and metric.startswith(prefix) and match(metric[len(prefix):]):
+                    if key == s.case_key and ph == phase and metric.startswith(prefix) and match(metric[len(prefix) :]):
                         for r, v in by_repeat.items():
                             per_repeat[r] = per_repeat.get(r, 0.0) + sum(v)  # sum the domains of one repeat
                 med = _median(list(per_repeat.values()))
@@ -378,7 +452,9 @@ def energy_table(summaries: list[CaseSummary], measurements, sampler_rows) -> Ta
             cells.append(" / ".join(parts))
         t.add_row(*(cell(s.case, c) for c in columns), *cells)
     if not any_value:
-        reasons = [f"{r['name']}: {r['reason']}" for r in sampler_rows if r["name"] in ("rapl", "nvml") and not r["available"]]
+        reasons = [
+            f"{r['name']}: {r['reason']}" for r in sampler_rows if r["name"] in ("rapl", "nvml") and not r["available"]
+        ]
         t.caption = NO_ENERGY + ("; ".join(reasons) or "rapl and nvml were not selected")
     return t
 
@@ -390,12 +466,17 @@ def utilization_table(summaries: list[CaseSummary], measurements) -> TableData |
     values = _telemetry_values(measurements, flagged)
     metrics = {metric for (_, _, metric) in values}
     gpu_util = sorted(m for m in metrics if m.startswith("gpu") and m.endswith(".util:mean"))
-    temps = sorted(m for m in metrics if m.startswith(("temp.", "gpu")) and m.endswith((":max",))
-                   and (m.startswith("temp.") or ".temperature" in m))
+    temps = sorted(
+        m
+        for m in metrics
+        if m.startswith(("temp.", "gpu")) and m.endswith((":max",)) and (m.startswith("temp.") or ".temperature" in m)
+    )
     columns = varying_fields([s.case for s in summaries])
-    t = TableData("utilization, temperature and memory per phase (median over measured repeats)",
-                  [*_case_columns([*columns, "phase"]), *(label for label, _ in UTILIZATION)],
-                  align=["left"] * (len(columns) + 1) + ["right"] * len(UTILIZATION))
+    t = TableData(
+        "utilization, temperature and memory per phase (median over measured repeats)",
+        [*_case_columns([*columns, "phase"]), *(label for label, _ in UTILIZATION)],
+        align=["left"] * (len(columns) + 1) + ["right"] * len(UTILIZATION),
+    )
     rows = 0
     for s in summaries:
         for phase in ("train", "infer"):
@@ -422,8 +503,10 @@ def utilization_table(summaries: list[CaseSummary], measurements) -> TableData |
                 t.add_row(*(cell(s.case, c) for c in columns), phase, *cells)
                 rows += 1
     if flagged:
-        t.caption = ("* includes windows too short for the source's resolution (e.g. under 10 CPU-time ticks "
-                     "= 100 ms): unreliable, see the flag column of the measurements")
+        t.caption = (
+            "* includes windows too short for the source's resolution (e.g. under 10 CPU-time ticks "
+            "= 100 ms): unreliable, see the flag column of the measurements"
+        )
     return t if rows else None
 
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from dlbench.report.render import TableData
-from dlbench.report.words import reason
-
 from dlbench.analysis.comparisons import PairVerdict, RunDiff
 from dlbench.analysis.stats import estimator_name
 from dlbench.cases import case_label
+from dlbench.report.render import TableData
+from dlbench.report.words import reason
 
 
 def _p(c) -> str:
@@ -16,48 +15,72 @@ def _p(c) -> str:
 
 
 def verdict_table(verdicts: list[PairVerdict], band: float = 0.02, alpha: float = 0.05) -> TableData:
-    t = TableData("framework vs framework (A relative to B; ratio of medians with bootstrap 95% CI)",
-                  ["set", "metric", "A", "B", "ratio A/B [95% CI]", "test", "p", "Cliff's δ", "verdict", "sample"],
-                  notes=[f"verdicts: faster/slower need p < {alpha} and the ratio CI outside ±{band:.0%}; "
-                         f"'no meaningful difference' = ratio CI inside ±{band:.0%}"],
-                  optional=("sample", "test", "Cliff's δ"))
+    t = TableData(
+        "framework vs framework (A relative to B; ratio of medians with bootstrap 95% CI)",
+        ["set", "metric", "A", "B", "ratio A/B [95% CI]", "test", "p", "Cliff's δ", "verdict", "sample"],
+        notes=[
+            f"verdicts: faster/slower need p < {alpha} and the ratio CI outside ±{band:.0%}; "
+            f"'no meaningful difference' = ratio CI inside ±{band:.0%}"
+        ],
+        optional=("sample", "test", "Cliff's δ"),
+    )
     for v in verdicts:
         c = v.comparison
-        t.add_row(v.set_label, v.metric, v.a, v.b, f"{c.ratio:.3f} [{c.ratio_ci[0]:.3f}, {c.ratio_ci[1]:.3f}]",
-                  c.test, _p(c), f"{c.cliffs_delta:+.2f} ({c.magnitude})",
-                  c.verdict,
-                  f"{c.n_a}+{c.n_b} " + ("trial medians, paired by block" if v.independent
-                                         else "repeats in one process each (correlated)"))
+        t.add_row(
+            v.set_label,
+            v.metric,
+            v.a,
+            v.b,
+            f"{c.ratio:.3f} [{c.ratio_ci[0]:.3f}, {c.ratio_ci[1]:.3f}]",
+            c.test,
+            _p(c),
+            f"{c.cliffs_delta:+.2f} ({c.magnitude})",
+            c.verdict,
+            f"{c.n_a}+{c.n_b} "
+            + ("trial medians, paired by block" if v.independent else "repeats in one process each (correlated)"),
+        )
     return t
 
 
 def omnibus_table(rows) -> TableData:
-    t = TableData("more than two frameworks: omnibus tests", ["set", "metric", "test", "statistic", "df", "p", "groups"])
+    t = TableData(
+        "more than two frameworks: omnibus tests", ["set", "metric", "test", "statistic", "df", "p", "groups"]
+    )
     for set_label, metric, o in rows:
         t.add_row(set_label, metric, o.test, f"{o.statistic:.4g}", str(o.df), f"{o.p_value:.3g}", ", ".join(o.groups))
     return t
 
 
-def compare_table(diffs: list[RunDiff], a_name: str, b_name: str, threshold: float,
-                  quantile: float = 0.5) -> TableData:
+def compare_table(diffs: list[RunDiff], a_name: str, b_name: str, threshold: float, quantile: float = 0.5) -> TableData:
     est = estimator_name(quantile)
     ratio_col = "ratio B/A [95% CI]"
     # The verdict is what a reader (or a grep in a CI log) looks for: it never wraps,
     # so the reason of an undecided verdict has a column of its own.
-    t = TableData(f"{b_name} relative to {a_name} (ratio of {est}s, > 1: slower; regression = significant and "
-                  f"beyond +{threshold:.0%})",
-                  ["case", "metric", f"{est} A", f"{est} B", ratio_col, "p", "verdict", "reason", "sample"],
-                  notes=["paired: A and B took turns block by block (dlbench extend A B), block k of A paired with "
-                         "block k of B (Wilcoxon signed-rank, pairs resampled jointly); unpaired: Mann-Whitney U, "
-                         "samples resampled independently"],
-                  nowrap=frozenset({ratio_col, "verdict"}))
+    t = TableData(
+        f"{b_name} relative to {a_name} (ratio of {est}s, > 1: slower; regression = significant and "
+        f"beyond +{threshold:.0%})",
+        ["case", "metric", f"{est} A", f"{est} B", ratio_col, "p", "verdict", "reason", "sample"],
+        notes=[
+            "paired: A and B took turns block by block (dlbench extend A B), block k of A paired with "
+            "block k of B (Wilcoxon signed-rank, pairs resampled jointly); unpaired: Mann-Whitney U, "
+            "samples resampled independently"
+        ],
+        nowrap=frozenset({ratio_col, "verdict"}),
+    )
     for d in diffs:
         c = d.comparison
         if c is None:
             t.add_row(case_label(d.case), d.metric, "—", "—", "—", "—", "no values on one side", "", "—")
             continue
-        t.add_row(case_label(d.case), d.metric, f"{c.estimate_b:.4g}", f"{c.estimate_a:.4g}",
-                  f"{c.ratio:.3f} [{c.ratio_ci[0]:.3f}, {c.ratio_ci[1]:.3f}]", _p(c),
-                  "REGRESSION" if d.regression else c.verdict, reason(c) if c.verdict == "undecided" else "",
-                  d.sample)
+        t.add_row(
+            case_label(d.case),
+            d.metric,
+            f"{c.estimate_b:.4g}",
+            f"{c.estimate_a:.4g}",
+            f"{c.ratio:.3f} [{c.ratio_ci[0]:.3f}, {c.ratio_ci[1]:.3f}]",
+            _p(c),
+            "REGRESSION" if d.regression else c.verdict,
+            reason(c) if c.verdict == "undecided" else "",
+            d.sample,
+        )
     return t

@@ -33,13 +33,19 @@ def _projection(c: Comparison) -> str:
     if why.projection == "edge":
         return f"; the ratio {num(c.ratio)} sits on the band's edge, where more samples alone cannot decide"
     if why.projection == "futile":
-        return (f"; at this spread more than {FUTILE_SAMPLES:,} {unit} would be needed for the ratio "
-                f"{num(c.ratio)}: more samples alone will hardly decide")
+        return (
+            f"; at this spread more than {FUTILE_SAMPLES:,} {unit} would be needed for the ratio "
+            f"{num(c.ratio)}: more samples alone will hardly decide"
+        )
     if why.projection == "inside":
-        return (f"; at this spread about {why.projected} {unit} would put the CI inside ±{c.band:.0%} "
-                f"if the ratio stays at {num(c.ratio)}")
-    return (f"; at this spread about {why.projected} {unit} would clear the ±{c.band:.0%} band "
-            f"if the ratio stays at {num(c.ratio)}")
+        return (
+            f"; at this spread about {why.projected} {unit} would put the CI inside ±{c.band:.0%} "
+            f"if the ratio stays at {num(c.ratio)}"
+        )
+    return (
+        f"; at this spread about {why.projected} {unit} would clear the ±{c.band:.0%} band "
+        f"if the ratio stays at {num(c.ratio)}"
+    )
 
 
 def reason(c: Comparison) -> str:
@@ -50,14 +56,20 @@ def reason(c: Comparison) -> str:
     m, alpha, cause = c.family_size, c.alpha, why.cause
     if cause == "too few":
         if c.paired:
-            return (f"needs at least {why.need} pairs{family(m)}: the exact two-sided Wilcoxon signed-rank test "
-                    f"cannot reach p < {alpha:g} with {c.n_a} (smallest p = {num(why.smallest_p or math.nan)})")
-        return (f"needs at least {why.need} + {why.need} samples{family(m)}: the exact two-sided Mann-Whitney "
-                f"test cannot reach p < {alpha:g} with {c.n_a} + {c.n_b} (smallest p = "
-                f"{num(why.smallest_p or math.nan)})")
+            return (
+                f"needs at least {why.need} pairs{family(m)}: the exact two-sided Wilcoxon signed-rank test "
+                f"cannot reach p < {alpha:g} with {c.n_a} (smallest p = {num(why.smallest_p or math.nan)})"
+            )
+        return (
+            f"needs at least {why.need} + {why.need} samples{family(m)}: the exact two-sided Mann-Whitney "
+            f"test cannot reach p < {alpha:g} with {c.n_a} + {c.n_b} (smallest p = "
+            f"{num(why.smallest_p or math.nan)})"
+        )
     if cause == "too few for quantile":
-        return (f"the {c.estimator} of {min(c.n_a, c.n_b)} values rests on fewer than two values beyond it: "
-                f"needs at least {why.need} per side")
+        return (
+            f"the {c.estimator} of {min(c.n_a, c.n_b)} values rests on fewer than two values beyond it: "
+            f"needs at least {why.need} per side"
+        )
     if cause == "undefined ratio":
         return f"ratio of {c.estimator}s undefined ({c.estimator} of b is not positive)"
     lo, hi = c.ratio_ci
@@ -72,6 +84,8 @@ def reason(c: Comparison) -> str:
     if cause == "overlaps band":
         return f"{p} < {alpha:g} but {ci} overlaps the ±{c.band:.0%} band{_projection(c)}"
     if cause == "few non-zero":
-        return (f"{ci} not inside ±{c.band:.0%}, and only {c.n_nonzero} of {c.n_a} differences are non-zero: "
-                f"the Wilcoxon test needs {min_pairs(alpha / m)}{family(m)} to reach p < {alpha:g}")
+        return (
+            f"{ci} not inside ±{c.band:.0%}, and only {c.n_nonzero} of {c.n_a} differences are non-zero: "
+            f"the Wilcoxon test needs {min_pairs(alpha / m)}{family(m)} to reach p < {alpha:g}"
+        )
     return f"{p} ≥ {alpha:g} and {ci} not inside ±{c.band:.0%}: more samples needed{_projection(c)}"

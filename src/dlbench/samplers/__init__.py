@@ -27,7 +27,7 @@ ALL = (*SAMPLERS, WORKER_MEMORY)
 @dataclass(frozen=True)
 class Availability:
     name: str
-    reason: str | None   # None: available
+    reason: str | None  # None: available
     hint: str
     interval_s: float | None
 

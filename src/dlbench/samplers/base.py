@@ -24,10 +24,10 @@ from typing import Protocol, runtime_checkable
 
 @dataclass
 class Series:
-    name: str                  # e.g. "cpu.process_util", "rapl.package-0", "gpu0.power"
-    unit: str                  # "%", "J", "W", "C", "bytes", "MHz", "bitmask"
-    kind: str                  # "gauge" or "counter"
-    method: str                # how obtained: "polled", "counter", "integrated-power"
+    name: str  # e.g. "cpu.process_util", "rapl.package-0", "gpu0.power"
+    unit: str  # "%", "J", "W", "C", "bytes", "MHz", "bitmask"
+    kind: str  # "gauge" or "counter"
+    method: str  # how obtained: "polled", "counter", "integrated-power"
     # The source's own refresh period (s): a window shorter than this cannot be
     # measured reliably (NVML energy/power: ~0.1 s; RAPL: ~0.001 s).
     update_period_s: float | None = None
@@ -39,7 +39,7 @@ class Series:
 
 @runtime_checkable
 class Sampler(Protocol):
-    name: str                  # short name used by --samplers ("cpu", "rapl", "nvml", "thermal")
+    name: str  # short name used by --samplers ("cpu", "rapl", "nvml", "thermal")
     default_interval_s: float  # polling interval suited to the source
 
     def unavailable(self) -> str | None:

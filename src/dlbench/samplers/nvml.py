@@ -66,33 +66,39 @@ def _init_failure(nvml: Any, exc: BaseException) -> str:
 @dataclass
 class _Call:
     """One NVML call polled for a device and the series it feeds (utilization feeds two)."""
+
     api: str
-    outputs: list[tuple[str, str]]          # (series suffix, unit)
+    outputs: list[tuple[str, str]]  # (series suffix, unit)
     read: Callable[[Any, Any], tuple[float, ...]]
     period_s: float | None = None
 
 
 def _gauge_calls(nvml: Any) -> list[list[_Call]]:
     """Candidate calls per metric, in order of preference (the first that probes wins)."""
-    def single(api: str, suffix: str, unit: str, period: float | None = None,
-               args: tuple = (), divisor: int = 1) -> _Call:
-        return _Call(api, [(suffix, unit)],
-                     lambda n, h: (getattr(n, api)(h, *args) / divisor,), period)
+
+    def single(
+        api: str, suffix: str, unit: str, period: float | None = None, args: tuple = (), divisor: int = 1
+    ) -> _Call:
+        return _Call(api, [(suffix, unit)], lambda n, h: (getattr(n, api)(h, *args) / divisor,), period)
 
     def utilization(n: Any, h: Any) -> tuple[float, ...]:
         rates = n.nvmlDeviceGetUtilizationRates(h)
         return (rates.gpu, rates.memory)
 
-    reasons = [single(api, "throttle_reasons", "bitmask")
-               for api in ("nvmlDeviceGetCurrentClocksEventReasons",
-                           "nvmlDeviceGetCurrentClocksThrottleReasons") if hasattr(nvml, api)]
+    reasons = [
+        single(api, "throttle_reasons", "bitmask")
+        for api in ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons")
+        if hasattr(nvml, api)
+    ]
     return [
         [single("nvmlDeviceGetPowerUsage", "power", "W", NVML_REFRESH_S, divisor=1000)],  # mW -> W
         [_Call("nvmlDeviceGetUtilizationRates", [("util", "%"), ("mem_util", "%")], utilization)],
-        [_Call("nvmlDeviceGetMemoryInfo", [("memory_used", "bytes")],
-               lambda n, h: (n.nvmlDeviceGetMemoryInfo(h).used,))],
-        [single("nvmlDeviceGetTemperature", "temperature", "C",
-                args=(getattr(nvml, "NVML_TEMPERATURE_GPU", 0),))],
+        [
+            _Call(
+                "nvmlDeviceGetMemoryInfo", [("memory_used", "bytes")], lambda n, h: (n.nvmlDeviceGetMemoryInfo(h).used,)
+            )
+        ],
+        [single("nvmlDeviceGetTemperature", "temperature", "C", args=(getattr(nvml, "NVML_TEMPERATURE_GPU", 0),))],
         [single("nvmlDeviceGetClockInfo", "sm_clock", "MHz", args=(getattr(nvml, "NVML_CLOCK_SM", 1),))],
         reasons,
     ]
@@ -101,14 +107,15 @@ def _gauge_calls(nvml: Any) -> list[list[_Call]]:
 @dataclass
 class _Device:
     """Everything collected for one GPU during one trial."""
+
     index: int
     handle: Any
     calls: list[_Call] = field(default_factory=list)
     series: dict[str, Series] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)                 # fixed at start()
-    attempts: dict[str, int] = field(default_factory=dict)          # per api
+    notes: list[str] = field(default_factory=list)  # fixed at start()
+    attempts: dict[str, int] = field(default_factory=dict)  # per api
     failures: dict[str, tuple[int, str]] = field(default_factory=dict)  # api -> (count, last error)
-    energy_mode: str | None = None                                  # "counter" | "integrated-power"
+    energy_mode: str | None = None  # "counter" | "integrated-power"
     energy_base_mj: int = 0
     energy_last_mj: int = 0
     energy_reset: str | None = None
@@ -190,8 +197,9 @@ class NvmlSampler:
                 try:
                     handle = nvml.nvmlDeviceGetHandleByIndex(index)
                 except nvml.NVMLError as exc:
-                    self._start_notes.append(f"gpu{index}: no handle (nvmlDeviceGetHandleByIndex: {exc}); "
-                                             "nothing measured on it")
+                    self._start_notes.append(
+                        f"gpu{index}: no handle (nvmlDeviceGetHandleByIndex: {exc}); nothing measured on it"
+                    )
                     continue
                 self._devices.append(self._probe(index, handle, now, family))
 
@@ -233,8 +241,7 @@ class NvmlSampler:
         except (psutil.Error, ValueError):
             return {self._pid}
 
-    def _add_series(self, dev: _Device, suffix: str, unit: str, kind: str, method: str,
-                    period: float | None) -> None:
+    def _add_series(self, dev: _Device, suffix: str, unit: str, kind: str, method: str, period: float | None) -> None:
         dev.series[suffix] = Series(dev.name(suffix), unit, kind, method, period)
 
     def _probe(self, index: int, handle: Any, now: int, family: set[int]) -> _Device:
@@ -256,8 +263,11 @@ class NvmlSampler:
                 self._record(dev, call, values, now)
                 break
             else:
-                names = ", ".join(dev.name(s) for s, _ in candidates[0].outputs) if candidates \
+                names = (
+                    ", ".join(dev.name(s) for s, _ in candidates[0].outputs)
+                    if candidates
                     else dev.name("throttle_reasons")
+                )
                 reason = "; ".join(errors) or "no clock-reasons call in this nvidia-ml-py"
                 dev.notes.append(f"{names}: not available ({reason})")
                 if candidates and candidates[0].outputs[0][0] == "power":
@@ -285,16 +295,19 @@ class NvmlSampler:
             dev.last_power = dev.series["power"].points[-1]  # the first trapezoid starts here
             dev.notes.append(f"{dev.name('energy')}: total-energy counter not supported ({counter_error})")
         else:
-            dev.notes.append(f"{dev.name('energy')}: not available: neither the total-energy counter "
-                             f"({counter_error}) nor power ({power_error}) can be read")
+            dev.notes.append(
+                f"{dev.name('energy')}: not available: neither the total-energy counter "
+                f"({counter_error}) nor power ({power_error}) can be read"
+            )
 
     def _probe_processes(self, dev: _Device, now: int, family: set[int]) -> None:
         nvml = self._nvml
         try:
             procs = nvml.nvmlDeviceGetComputeRunningProcesses(dev.handle)
         except nvml.NVMLError as exc:
-            dev.notes.append(f"{dev.name('process_memory')}: not available "
-                             f"(nvmlDeviceGetComputeRunningProcesses: {exc})")
+            dev.notes.append(
+                f"{dev.name('process_memory')}: not available (nvmlDeviceGetComputeRunningProcesses: {exc})"
+            )
             return
         dev.track_processes = True
         dev.attempts["nvmlDeviceGetComputeRunningProcesses"] = 1
@@ -368,25 +381,37 @@ class NvmlSampler:
         """Notes whose numbers grow during the trial (failed reads, the polling interval)."""
         out = []
         for api, (count, error) in dev.failures.items():
-            out.append(f"gpu{dev.index}: {api} failed {count} of {dev.attempts.get(api, count)} "
-                       f"reads ({error}); those points are missing, not filled in")
+            out.append(
+                f"gpu{dev.index}: {api} failed {count} of {dev.attempts.get(api, count)} "
+                f"reads ({error}); those points are missing, not filled in"
+            )
         if dev.energy_mode == "integrated-power":
             times = [t for t, _ in dev.series["power"].points]
             gaps = [(b - a) / 1e9 for a, b in zip(times, times[1:])]
-            every = (f"every {statistics.median(gaps):.3g} s (median of {len(gaps)} intervals)" if gaps
-                     else f"at the sampler's interval (default {self.default_interval_s} s)")
-            out.append(f"{dev.name('energy')}: integrated from power polled {every} by the "
-                       "trapezoid rule; changes between polls are not seen")
+            every = (
+                f"every {statistics.median(gaps):.3g} s (median of {len(gaps)} intervals)"
+                if gaps
+                else f"at the sampler's interval (default {self.default_interval_s} s)"
+            )
+            out.append(
+                f"{dev.name('energy')}: integrated from power polled {every} by the "
+                "trapezoid rule; changes between polls are not seen"
+            )
         if dev.energy_reset:
-            out.append(f"{dev.name('energy')}: the energy counter restarted ({dev.energy_reset}); "
-                       "no energy points after that")
+            out.append(
+                f"{dev.name('energy')}: the energy counter restarted ({dev.energy_reset}); no energy points after that"
+            )
         if dev.proc_absent:
-            out.append(f"{dev.name('process_memory')}: pid {self._pid} and its children were not in "
-                       f"the GPU's compute-process list at {dev.proc_absent} reading(s) (no CUDA "
-                       "context yet, or a PID namespace hides them); no point recorded then")
+            out.append(
+                f"{dev.name('process_memory')}: pid {self._pid} and its children were not in "
+                f"the GPU's compute-process list at {dev.proc_absent} reading(s) (no CUDA "
+                "context yet, or a PID namespace hides them); no point recorded then"
+            )
         if dev.proc_na:
-            out.append(f"{dev.name('process_memory')}: NVML reported usedGpuMemory as not available "
-                       f"at {dev.proc_na} reading(s); no point recorded then")
+            out.append(
+                f"{dev.name('process_memory')}: NVML reported usedGpuMemory as not available "
+                f"at {dev.proc_na} reading(s); no point recorded then"
+            )
         return out
 
 

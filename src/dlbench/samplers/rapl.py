@@ -50,11 +50,11 @@ def read_sysfs(path: Path) -> str:
 
 @dataclass(frozen=True)
 class Domain:
-    zone: str                       # "0", "0:1", or "mmio:0" for the MMIO mirror
-    name: str                       # package-0, core, uncore, dram, psys
-    path: Path                      # the zone directory
+    zone: str  # "0", "0:1", or "mmio:0" for the MMIO mirror
+    name: str  # package-0, core, uncore, dram, psys
+    path: Path  # the zone directory
     max_energy_range_uj: int | None  # None when absent or unreadable
-    problem: str | None             # why energy cannot be read from it; None when it can
+    problem: str | None  # why energy cannot be read from it; None when it can
 
     @property
     def series_name(self) -> str:
@@ -127,8 +127,9 @@ def read_domains(root: str | Path = DEFAULT_ROOT) -> list[Domain]:
             max_range = None
         problem = _energy_problem(path / "energy_uj")
         if problem is None and max_range is None:
-            problem = (f"{path / 'max_energy_range_uj'} is missing or unreadable: "
-                       "counter wrap-around could not be undone")
+            problem = (
+                f"{path / 'max_energy_range_uj'} is missing or unreadable: counter wrap-around could not be undone"
+            )
         domains.append(Domain(zone, name, path, max_range, problem))
     return domains
 
@@ -167,8 +168,9 @@ class RaplSampler:
         if msr:
             for d in domains:
                 if d.zone.startswith("mmio:"):
-                    notes.append(f"{d.path.name} ({d.name}) skipped: the MMIO interface mirrors "
-                                 "the intel-rapl package counter")
+                    notes.append(
+                        f"{d.path.name} ({d.name}) skipped: the MMIO interface mirrors the intel-rapl package counter"
+                    )
             domains = msr
         usable = []
         for d in domains:
@@ -180,8 +182,7 @@ class RaplSampler:
 
     def unavailable(self) -> str | None:
         if not self.root.is_dir():
-            return (f"no {self.root}: the kernel exposes no powercap interface "
-                    "(not Linux, or a VM)")
+            return f"no {self.root}: the kernel exposes no powercap interface (not Linux, or a VM)"
         domains = read_domains(self.root)
         if not domains:
             return f"no RAPL domains under {self.root}: this CPU or VM does not expose RAPL"
@@ -196,11 +197,15 @@ class RaplSampler:
     def enable_hint(self) -> str:
         reason = self.unavailable() or ""
         if "readable by root only" in reason:
-            return (f"run dlbench as root, or make the counters readable until reboot with "
-                    f"`sudo chmod o+r {self.root}/intel-rapl:*/energy_uj`")
-        return ("run on a bare-metal Linux machine with an Intel (Sandy Bridge or later) or "
-                "AMD Zen CPU and the intel_rapl_msr module loaded (`sudo modprobe intel_rapl_msr`); "
-                "virtual machines rarely pass RAPL through")
+            return (
+                f"run dlbench as root, or make the counters readable until reboot with "
+                f"`sudo chmod o+r {self.root}/intel-rapl:*/energy_uj`"
+            )
+        return (
+            "run on a bare-metal Linux machine with an Intel (Sandy Bridge or later) or "
+            "AMD Zen CPU and the intel_rapl_msr module loaded (`sudo modprobe intel_rapl_msr`); "
+            "virtual machines rarely pass RAPL through"
+        )
 
     # -- a trial ------------------------------------------------------------------
 
@@ -248,8 +253,10 @@ class RaplSampler:
         by_zone = {d.zone: d for d in self._active}
         for zone, (count, first) in self._failures.items():
             d = by_zone[zone]
-            self._notes.append(f"{d.series_name}: {count} read(s) of {d.energy_path} failed during "
-                               f"the trial, no value recorded for them (first error: {first})")
+            self._notes.append(
+                f"{d.series_name}: {count} read(s) of {d.energy_path} failed during "
+                f"the trial, no value recorded for them (first error: {first})"
+            )
         self._failures = {}
         return list(self._series.values())
 

@@ -44,7 +44,7 @@ def read_sysfs(path: Path) -> str:
 @dataclass(frozen=True)
 class Sensor:
     series_name: str
-    path: Path          # the file holding millidegrees
+    path: Path  # the file holding millidegrees
 
 
 def _index(path: Path) -> int:
@@ -97,8 +97,7 @@ def hwmon_sensors(root: str | Path) -> list[Sensor]:
 
 def _temp_inputs(directory: Path) -> list[tuple[int, Path]]:
     try:
-        found = [(int(m.group(1)), p) for p in directory.iterdir()
-                 if (m := _TEMP_INPUT_RE.match(p.name))]
+        found = [(int(m.group(1)), p) for p in directory.iterdir() if (m := _TEMP_INPUT_RE.match(p.name))]
     except OSError:
         return []
     return sorted(found)
@@ -123,8 +122,9 @@ class ThermalSampler:
     name = "thermal"
     default_interval_s = 0.5
 
-    def __init__(self, hwmon_root: str | Path = "/sys/class/hwmon",
-                 thermal_root: str | Path = "/sys/class/thermal") -> None:
+    def __init__(
+        self, hwmon_root: str | Path = "/sys/class/hwmon", thermal_root: str | Path = "/sys/class/thermal"
+    ) -> None:
         self.hwmon_root = Path(hwmon_root)
         self.thermal_root = Path(thermal_root)
         self._sensors: list[Sensor] = []
@@ -138,8 +138,10 @@ class ThermalSampler:
     def unavailable(self) -> str | None:
         sensors = self._discover()
         if not sensors:
-            return (f"no temperature sensors: {self.hwmon_root} has no temp*_input and "
-                    f"{self.thermal_root} has no thermal_zone*")
+            return (
+                f"no temperature sensors: {self.hwmon_root} has no temp*_input and "
+                f"{self.thermal_root} has no thermal_zone*"
+            )
         errors = []
         for s in sensors:
             try:
@@ -150,14 +152,15 @@ class ThermalSampler:
         return f"no temperature sensor could be read ({len(errors)} tried; first: {errors[0]})"
 
     def enable_hint(self) -> str:
-        return ("run on bare metal (virtual machines rarely expose sensors), or load the CPU's "
-                "sensor module: `sudo modprobe coretemp` (Intel) or `sudo modprobe k10temp` (AMD)")
+        return (
+            "run on bare metal (virtual machines rarely expose sensors), or load the CPU's "
+            "sensor module: `sudo modprobe coretemp` (Intel) or `sudo modprobe k10temp` (AMD)"
+        )
 
     def start(self, pid: int) -> None:
         """`pid` is unused: temperatures belong to the machine, not to one process."""
         self._sensors = self._discover()
-        self._series = {s.series_name: Series(s.series_name, "C", "gauge", "polled")
-                        for s in self._sensors}
+        self._series = {s.series_name: Series(s.series_name, "C", "gauge", "polled") for s in self._sensors}
         self._failures, self._notes = {}, []
         self.poll(time.monotonic_ns())
 
@@ -179,11 +182,12 @@ class ThermalSampler:
             if s.series_name in self._failures:
                 count, first = self._failures[s.series_name]
                 if series.points:
-                    self._notes.append(f"{s.series_name}: {count} read(s) of {s.path} failed, "
-                                       f"no value recorded for them (first error: {first})")
+                    self._notes.append(
+                        f"{s.series_name}: {count} read(s) of {s.path} failed, "
+                        f"no value recorded for them (first error: {first})"
+                    )
                 else:
-                    self._notes.append(f"{s.series_name} left out: {s.path} could not be read "
-                                       f"({first})")
+                    self._notes.append(f"{s.series_name} left out: {s.path} could not be read ({first})")
             if series.points:
                 out.append(series)
         self._failures = {}

@@ -34,12 +34,18 @@ import math
 from typing import NamedTuple
 
 from dlbench.models.mobilenet_v2 import TINY_BN_MOMENTUM, make_divisible
-from dlbench.models.spec import (FRACTION, MULTIPLIER, ModelSpec, Shape, batchnorm_params, conv_params,
-                                 dense_params)
+from dlbench.models.spec import FRACTION, MULTIPLIER, ModelSpec, Shape, batchnorm_params, conv_params, dense_params
 
 # (expand ratio, kernel, first stride, in channels, out channels, repeats) at B0.
-STAGES = ((1, 3, 1, 32, 16, 1), (6, 3, 2, 16, 24, 2), (6, 5, 2, 24, 40, 2), (6, 3, 2, 40, 80, 3),
-          (6, 5, 1, 80, 112, 3), (6, 5, 2, 112, 192, 4), (6, 3, 1, 192, 320, 1))
+STAGES = (
+    (1, 3, 1, 32, 16, 1),
+    (6, 3, 2, 16, 24, 2),
+    (6, 5, 2, 24, 40, 2),
+    (6, 3, 2, 40, 80, 3),
+    (6, 5, 1, 80, 112, 3),
+    (6, 5, 2, 112, 192, 4),
+    (6, 3, 1, 192, 320, 1),
+)
 BN_EPSILON = 1e-5
 BN_MOMENTUM = 0.9  # Keras/Flax convention (torch 0.1)
 
@@ -72,14 +78,17 @@ def stem_channels(width_mult: float) -> int:
 
 def blocks(width_mult: float, depth_mult: float, stochastic_depth: float) -> list[MBConv]:
     """Every MBConv block in order, with its stochastic-depth rate."""
-    stages = [(e, k, s, make_divisible(i * width_mult), make_divisible(o * width_mult),
-               int(math.ceil(n * depth_mult))) for e, k, s, i, o, n in STAGES]
+    stages = [
+        (e, k, s, make_divisible(i * width_mult), make_divisible(o * width_mult), int(math.ceil(n * depth_mult)))
+        for e, k, s, i, o, n in STAGES
+    ]
     total = sum(stage[-1] for stage in stages)
     out: list[MBConv] = []
     for e, k, s, inp, oup, n in stages:
         for j in range(n):
-            out.append(MBConv(e, k, s if j == 0 else 1, inp if j == 0 else oup, oup,
-                              stochastic_depth * len(out) / total))
+            out.append(
+                MBConv(e, k, s if j == 0 else 1, inp if j == 0 else oup, oup, stochastic_depth * len(out) / total)
+            )
     return out
 
 
@@ -91,8 +100,15 @@ def _conv_bn(in_ch: int, out_ch: int, kernel: int, groups: int = 1) -> int:
     return conv_params(in_ch, out_ch, kernel, bias=False, groups=groups) + batchnorm_params(out_ch)
 
 
-def param_count(shape: Shape, classes: int, width_mult: float, depth_mult: float,
-                dropout: float, stochastic_depth: float, bn_momentum: float) -> int:
+def param_count(
+    shape: Shape,
+    classes: int,
+    width_mult: float,
+    depth_mult: float,
+    dropout: float,
+    stochastic_depth: float,
+    bn_momentum: float,
+) -> int:
     total = _conv_bn(shape[2], stem_channels(width_mult), 3)
     for b in blocks(width_mult, depth_mult, stochastic_depth):
         e = b.expanded
@@ -110,27 +126,38 @@ def check_input(shape: Shape) -> str | None:
     return None if len(shape) == 3 else f"efficientnet needs (H, W, C) images; got shape {shape}"
 
 
-def make_spec(name: str, width_mult: float, depth_mult: float, dropout: float, resolution: int,
-              reference: int) -> ModelSpec:
+def make_spec(
+    name: str, width_mult: float, depth_mult: float, dropout: float, resolution: int, reference: int
+) -> ModelSpec:
     """The spec of one EfficientNet variant; `resolution` is only the reference input size."""
     return ModelSpec(
         name=name,
         description=f"EfficientNet (torchvision) width {width_mult} depth {depth_mult}: MBConv + SE, "
-                    f"SiLU, stochastic depth .2, dropout {dropout}",
+        f"SiLU, stochastic depth .2, dropout {dropout}",
         kind="nn",
         frameworks=("torch", "tensorflow", "jax"),
         param_count=param_count,
         check_input=check_input,
         reference_counts={((resolution, resolution, 3), 1000): reference},
         reference_source=f"torchvision.models.{name} (num_params {reference:,}); "
-                         "keras.applications trainable count is the same",
-        options={"width_mult": width_mult, "depth_mult": depth_mult, "dropout": dropout,
-                 "stochastic_depth": 0.2, "bn_momentum": BN_MOMENTUM},
+        "keras.applications trainable count is the same",
+        options={
+            "width_mult": width_mult,
+            "depth_mult": depth_mult,
+            "dropout": dropout,
+            "stochastic_depth": 0.2,
+            "bn_momentum": BN_MOMENTUM,
+        },
         # One block per stage, half of B0's width: the same code, CI-sized; batch-norm
         # momentum as in `dlbench.models.mobilenet_v2` (measured here: 26% -> 83%).
         tiny_options={"width_mult": 0.5, "depth_mult": 0.1, "bn_momentum": TINY_BN_MOMENTUM},
-        option_ranges={"width_mult": MULTIPLIER, "depth_mult": MULTIPLIER, "dropout": FRACTION,
-                       "stochastic_depth": FRACTION, "bn_momentum": FRACTION},
+        option_ranges={
+            "width_mult": MULTIPLIER,
+            "depth_mult": MULTIPLIER,
+            "dropout": FRACTION,
+            "stochastic_depth": FRACTION,
+            "bn_momentum": FRACTION,
+        },
         tiny_shape=(32, 32, 3),
         keras_application=f"EfficientNetB{name[-1]}",
     )

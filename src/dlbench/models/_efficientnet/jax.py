@@ -11,8 +11,7 @@ from __future__ import annotations
 import flax.linen as nn
 import jax
 
-from dlbench.models._efficientnet import (BN_EPSILON, blocks, check_input, head_channels,
-                                          stem_channels)
+from dlbench.models._efficientnet import BN_EPSILON, blocks, check_input, head_channels, stem_channels
 from dlbench.models.mobilenet_v2.jax import DEFAULT_BIAS_INIT, DEFAULT_KERNEL_INIT, conv_bn
 from dlbench.models.spec import Shape
 
@@ -29,8 +28,13 @@ class EfficientNet(nn.Module):
 
     @nn.compact
     def __call__(self, x: jax.Array, deterministic: bool = True) -> jax.Array:
-        kw = dict(deterministic=deterministic, kernel_init=self.kernel_init, act=nn.silu,
-                  eps=BN_EPSILON, momentum=self.bn_momentum)
+        kw = dict(
+            deterministic=deterministic,
+            kernel_init=self.kernel_init,
+            act=nn.silu,
+            eps=BN_EPSILON,
+            momentum=self.bn_momentum,
+        )
         inits = dict(kernel_init=self.kernel_init, bias_init=self.bias_init)
         x = conv_bn(x, stem_channels(self.width_mult), 3, stride=2, **kw)
         for b in blocks(self.width_mult, self.depth_mult, self.stochastic_depth):
@@ -52,11 +56,19 @@ class EfficientNet(nn.Module):
         return nn.Dense(self.classes, name="classifier", **inits)(x)
 
 
-def build(shape: Shape, classes: int, *, kernel_init: nn.initializers.Initializer = DEFAULT_KERNEL_INIT,
-          bias_init: nn.initializers.Initializer = DEFAULT_BIAS_INIT, width_mult: float, depth_mult: float,
-          dropout: float, stochastic_depth: float, bn_momentum: float) -> EfficientNet:
+def build(
+    shape: Shape,
+    classes: int,
+    *,
+    kernel_init: nn.initializers.Initializer = DEFAULT_KERNEL_INIT,
+    bias_init: nn.initializers.Initializer = DEFAULT_BIAS_INIT,
+    width_mult: float,
+    depth_mult: float,
+    dropout: float,
+    stochastic_depth: float,
+    bn_momentum: float,
+) -> EfficientNet:
     reason = check_input(shape)
     if reason:
         raise ValueError(reason)
-    return EfficientNet(classes, width_mult, depth_mult, dropout, stochastic_depth, bn_momentum, kernel_init,
-                        bias_init)
+    return EfficientNet(classes, width_mult, depth_mult, dropout, stochastic_depth, bn_momentum, kernel_init, bias_init)

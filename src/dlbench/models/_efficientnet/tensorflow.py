@@ -12,16 +12,23 @@ from typing import Any
 
 import keras
 
-from dlbench.models._efficientnet import (BN_EPSILON, blocks, check_input, head_channels,
-                                          stem_channels)
+from dlbench.models._efficientnet import BN_EPSILON, blocks, check_input, head_channels, stem_channels
 from dlbench.models.mlp.tensorflow import init_kwargs
 from dlbench.models.mobilenet_v2.tensorflow import conv_bn
 
 layers = keras.layers
 
 
-def _conv_bn(x: Any, filters: int, kernel: int, init: dict[str, Any], momentum: float, stride: int = 1,
-             depthwise: bool = False, act: str | None = "silu") -> Any:
+def _conv_bn(
+    x: Any,
+    filters: int,
+    kernel: int,
+    init: dict[str, Any],
+    momentum: float,
+    stride: int = 1,
+    depthwise: bool = False,
+    act: str | None = "silu",
+) -> Any:
     return conv_bn(x, filters, kernel, init, stride, depthwise, act, eps=BN_EPSILON, momentum=momentum)
 
 
@@ -32,9 +39,19 @@ def _squeeze_excite(x: Any, channels: int, squeeze: int, init: dict[str, Any]) -
     return layers.Multiply()([x, s])
 
 
-def build(input_shape: tuple[int, int, int], num_classes: int, name: str, *, kernel_initializer: Any = None,
-          bias_initializer: Any = None, width_mult: float, depth_mult: float, dropout: float,
-          stochastic_depth: float, bn_momentum: float) -> keras.Model:
+def build(
+    input_shape: tuple[int, int, int],
+    num_classes: int,
+    name: str,
+    *,
+    kernel_initializer: Any = None,
+    bias_initializer: Any = None,
+    width_mult: float,
+    depth_mult: float,
+    dropout: float,
+    stochastic_depth: float,
+    bn_momentum: float,
+) -> keras.Model:
     reason = check_input(input_shape)
     if reason:
         raise ValueError(reason)

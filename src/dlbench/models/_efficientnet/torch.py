@@ -11,8 +11,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from dlbench.models._efficientnet import (BN_EPSILON, MBConv, blocks, check_input,
-                                          head_channels, stem_channels)
+from dlbench.models._efficientnet import BN_EPSILON, MBConv, blocks, check_input, head_channels, stem_channels
 from dlbench.models.mobilenet_v2.torch import conv_bn
 
 
@@ -50,9 +49,11 @@ class MBConvBlock(nn.Module):
         super().__init__()
         e = b.expanded
         layers: list[nn.Module] = [_conv_bn(b.inp, e, 1, momentum)] if e != b.inp else []
-        layers += [_conv_bn(e, e, b.kernel, momentum, b.stride, groups=e),
-                   SqueezeExcitation(e, b.squeeze),
-                   _conv_bn(e, b.out, 1, momentum, act=None)]
+        layers += [
+            _conv_bn(e, e, b.kernel, momentum, b.stride, groups=e),
+            SqueezeExcitation(e, b.squeeze),
+            _conv_bn(e, b.out, 1, momentum, act=None),
+        ]
         self.body = nn.Sequential(*layers)
         self.residual = b.residual
         self.drop = StochasticDepth(b.drop_rate) if b.residual else nn.Identity()
@@ -62,14 +63,29 @@ class MBConvBlock(nn.Module):
         return x + self.drop(y) if self.residual else y
 
 
-def _conv_bn(in_ch: int, out_ch: int, kernel: int, momentum: float, stride: int = 1, groups: int = 1,
-             act: type[nn.Module] | None = nn.SiLU) -> nn.Sequential:
+def _conv_bn(
+    in_ch: int,
+    out_ch: int,
+    kernel: int,
+    momentum: float,
+    stride: int = 1,
+    groups: int = 1,
+    act: type[nn.Module] | None = nn.SiLU,
+) -> nn.Sequential:
     return conv_bn(in_ch, out_ch, kernel, stride, groups, act, eps=BN_EPSILON, momentum=momentum)
 
 
 class EfficientNet(nn.Module):
-    def __init__(self, in_channels: int, num_classes: int, width_mult: float, depth_mult: float,
-                 dropout: float, stochastic_depth: float, bn_momentum: float) -> None:
+    def __init__(
+        self,
+        in_channels: int,
+        num_classes: int,
+        width_mult: float,
+        depth_mult: float,
+        dropout: float,
+        stochastic_depth: float,
+        bn_momentum: float,
+    ) -> None:
         super().__init__()
         table = blocks(width_mult, depth_mult, stochastic_depth)
         head = head_channels(width_mult)
@@ -84,10 +100,17 @@ class EfficientNet(nn.Module):
         return self.classifier(self.features(x).mean(dim=(2, 3)))
 
 
-def build(input_shape: tuple[int, int, int], num_classes: int, *, width_mult: float, depth_mult: float,
-          dropout: float, stochastic_depth: float, bn_momentum: float) -> nn.Module:
+def build(
+    input_shape: tuple[int, int, int],
+    num_classes: int,
+    *,
+    width_mult: float,
+    depth_mult: float,
+    dropout: float,
+    stochastic_depth: float,
+    bn_momentum: float,
+) -> nn.Module:
     reason = check_input(input_shape)
     if reason:
         raise ValueError(reason)
-    return EfficientNet(input_shape[2], num_classes, width_mult, depth_mult, dropout, stochastic_depth,
-                        bn_momentum)
+    return EfficientNet(input_shape[2], num_classes, width_mult, depth_mult, dropout, stochastic_depth, bn_momentum)

@@ -51,7 +51,7 @@ def stages(block: str, blocks: tuple[int, ...], width: int) -> list[list[tuple[i
     channels = width
     out: list[list[tuple[int, int, int, bool]]] = []
     for i, count in enumerate(blocks):
-        planes = width * 2 ** i
+        planes = width * 2**i
         stage = []
         for j in range(count):
             stride = 2 if (i > 0 and j == 0) else 1
@@ -79,8 +79,9 @@ def _convs(block: str, blocks: tuple[int, ...], width: int, in_channels: int) ->
 def param_count(shape: Shape, classes: int, block: str, blocks: tuple[int, ...], width: int) -> int:
     convs = _convs(block, blocks, width, shape[2])
     features = width * 2 ** (len(blocks) - 1) * EXPANSION[block]
-    return (sum(conv_params(i, o, k, bias=False) + batchnorm_params(o) for i, o, k in convs)
-            + dense_params(features, classes))
+    return sum(conv_params(i, o, k, bias=False) + batchnorm_params(o) for i, o, k in convs) + dense_params(
+        features, classes
+    )
 
 
 def conv_bias_count(shape: Shape, block: str, blocks: tuple[int, ...], width: int = WIDTH) -> int:
@@ -95,8 +96,14 @@ def check_input(shape: Shape) -> str | None:
     return None
 
 
-def make_spec(name: str, block: str, blocks: tuple[int, ...], reference: int,
-              tiny_blocks: tuple[int, ...], keras_application: str | None) -> ModelSpec:
+def make_spec(
+    name: str,
+    block: str,
+    blocks: tuple[int, ...],
+    reference: int,
+    tiny_blocks: tuple[int, ...],
+    keras_application: str | None,
+) -> ModelSpec:
     """The spec of one ResNet depth: its block kind is fixed, `blocks` and `width` are options."""
 
     def count(shape: Shape, classes: int, blocks: tuple[int, ...] = blocks, width: int = WIDTH) -> int:

@@ -25,6 +25,7 @@ DEFAULT_BIAS_INIT = nn.Conv.bias_init
 
 class Block(nn.Module):
     """A basic or bottleneck residual block (the kind is an attribute, so one class serves both)."""
+
     kind: str
     planes: int
     stride: int
@@ -33,13 +34,19 @@ class Block(nn.Module):
 
     @nn.compact
     def __call__(self, x: jax.Array, deterministic: bool) -> jax.Array:
-        bn = partial(nn.BatchNorm, use_running_average=deterministic, momentum=BN_MOMENTUM_KERAS,
-                     epsilon=BN_EPSILON)
+        bn = partial(nn.BatchNorm, use_running_average=deterministic, momentum=BN_MOMENTUM_KERAS, epsilon=BN_EPSILON)
 
         def conv(features: int, kernel: int, stride: int, name: str) -> nn.Conv:
             pad = kernel // 2
-            return nn.Conv(features, (kernel, kernel), strides=(stride, stride), padding=((pad, pad), (pad, pad)),
-                           use_bias=False, kernel_init=self.kernel_init, name=name)
+            return nn.Conv(
+                features,
+                (kernel, kernel),
+                strides=(stride, stride),
+                padding=((pad, pad), (pad, pad)),
+                use_bias=False,
+                kernel_init=self.kernel_init,
+                name=name,
+            )
 
         cout = self.planes * EXPANSION[self.kind]
         shortcut = x
@@ -65,10 +72,18 @@ class ResNet(nn.Module):
 
     @nn.compact
     def __call__(self, x: jax.Array, deterministic: bool = True) -> jax.Array:
-        x = nn.Conv(self.width, (7, 7), strides=(2, 2), padding=((3, 3), (3, 3)), use_bias=False,
-                    kernel_init=self.kernel_init, name="conv1")(x)
-        x = nn.BatchNorm(use_running_average=deterministic, momentum=BN_MOMENTUM_KERAS, epsilon=BN_EPSILON,
-                         name="bn1")(x)
+        x = nn.Conv(
+            self.width,
+            (7, 7),
+            strides=(2, 2),
+            padding=((3, 3), (3, 3)),
+            use_bias=False,
+            kernel_init=self.kernel_init,
+            name="conv1",
+        )(x)
+        x = nn.BatchNorm(use_running_average=deterministic, momentum=BN_MOMENTUM_KERAS, epsilon=BN_EPSILON, name="bn1")(
+            x
+        )
         x = nn.max_pool(nn.relu(x), (3, 3), strides=(2, 2), padding=((1, 1), (1, 1)))
         for i, stage in enumerate(stages(self.block, self.blocks, self.width), start=1):
             for j, (_, planes, stride, down) in enumerate(stage):
@@ -77,13 +92,21 @@ class ResNet(nn.Module):
         return nn.Dense(self.classes, kernel_init=self.kernel_init, bias_init=self.bias_init, name="fc")(x)
 
 
-def build_resnet(shape: Shape, classes: int, block: str, blocks: tuple[int, ...], width: int, *,
-                 kernel_init: nn.initializers.Initializer = DEFAULT_KERNEL_INIT,
-                 bias_init: nn.initializers.Initializer = DEFAULT_BIAS_INIT) -> ResNet:
+def build_resnet(
+    shape: Shape,
+    classes: int,
+    block: str,
+    blocks: tuple[int, ...],
+    width: int,
+    *,
+    kernel_init: nn.initializers.Initializer = DEFAULT_KERNEL_INIT,
+    bias_init: nn.initializers.Initializer = DEFAULT_BIAS_INIT,
+) -> ResNet:
     """The ResNet with `block` kind and per-stage `blocks` for NHWC input of `shape`."""
     reason = check_input(shape)
     if reason:
         raise ValueError(reason)
     stages(block, tuple(blocks), width)  # validates now rather than at init
-    return ResNet(classes=classes, block=block, blocks=tuple(blocks), width=width,
-                  kernel_init=kernel_init, bias_init=bias_init)
+    return ResNet(
+        classes=classes, block=block, blocks=tuple(blocks), width=width, kernel_init=kernel_init, bias_init=bias_init
+    )

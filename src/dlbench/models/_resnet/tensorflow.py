@@ -21,8 +21,7 @@ from dlbench.models.mlp.tensorflow import init_kwargs
 layers = keras.layers
 
 
-def _conv_bn(x: Any, filters: int, kernel: int, stride: int, conv_name: str, bn_name: str,
-             init: dict[str, Any]) -> Any:
+def _conv_bn(x: Any, filters: int, kernel: int, stride: int, conv_name: str, bn_name: str, init: dict[str, Any]) -> Any:
     """Convolution (no bias) with torch's symmetric padding, then batch norm (no activation)."""
     pad = kernel // 2
     if pad and stride > 1:
@@ -34,8 +33,7 @@ def _conv_bn(x: Any, filters: int, kernel: int, stride: int, conv_name: str, bn_
     return layers.BatchNormalization(momentum=BN_MOMENTUM_KERAS, epsilon=BN_EPSILON, name=bn_name)(x)
 
 
-def _block(x: Any, block: str, planes: int, stride: int, downsample: bool, name: str,
-           init: dict[str, Any]) -> Any:
+def _block(x: Any, block: str, planes: int, stride: int, downsample: bool, name: str, init: dict[str, Any]) -> Any:
     if downsample:
         cout = planes * EXPANSION[block]
         shortcut = _conv_bn(x, cout, 1, stride, f"{name}_downsample_0", f"{name}_downsample_1", init)
@@ -55,9 +53,16 @@ def _block(x: Any, block: str, planes: int, stride: int, downsample: bool, name:
     return layers.ReLU(name=f"{name}_out")(y)
 
 
-def build_resnet(input_shape: tuple[int, int, int], num_classes: int, block: str,
-                 blocks: tuple[int, ...], width: int, kernel_initializer: Any = None,
-                 bias_initializer: Any = None, name: str = "resnet") -> keras.Model:
+def build_resnet(
+    input_shape: tuple[int, int, int],
+    num_classes: int,
+    block: str,
+    blocks: tuple[int, ...],
+    width: int,
+    kernel_initializer: Any = None,
+    bias_initializer: Any = None,
+    name: str = "resnet",
+) -> keras.Model:
     """The ResNet with `block` kind and per-stage `blocks` for (H, W, C) inputs."""
     reason = check_input(input_shape)
     if reason:

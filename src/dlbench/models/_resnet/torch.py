@@ -63,8 +63,7 @@ class Bottleneck(nn.Module):
 
 
 class ResNet(nn.Module):
-    def __init__(self, in_channels: int, num_classes: int, block: str, blocks: tuple[int, ...],
-                 width: int) -> None:
+    def __init__(self, in_channels: int, num_classes: int, block: str, blocks: tuple[int, ...], width: int) -> None:
         super().__init__()
         block_cls = BasicBlock if block == "basic" else Bottleneck
         self.conv1 = _conv(in_channels, width, 7, stride=2)
@@ -86,8 +85,9 @@ class ResNet(nn.Module):
         return self.fc(torch.flatten(self.avgpool(x), 1))
 
 
-def build_resnet(input_shape: tuple[int, int, int], num_classes: int, block: str,
-                 blocks: tuple[int, ...], width: int) -> nn.Module:
+def build_resnet(
+    input_shape: tuple[int, int, int], num_classes: int, block: str, blocks: tuple[int, ...], width: int
+) -> nn.Module:
     """The ResNet with `block` kind and per-stage `blocks` for (H, W, C) inputs."""
     reason = check_input(input_shape)
     if reason:

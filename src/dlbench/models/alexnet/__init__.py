@@ -52,13 +52,18 @@ def check_input(shape: Shape) -> str | None:
     return None
 
 
-def param_count(shape: Shape, classes: int, widths: tuple[int, ...] = WIDTHS, hidden: int = HIDDEN,
-                dropout: float = DROPOUT) -> int:
+def param_count(
+    shape: Shape, classes: int, widths: tuple[int, ...] = WIDTHS, hidden: int = HIDDEN, dropout: float = DROPOUT
+) -> int:
     chans = (shape[2], *widths)
     kernels = (11, 5, 3, 3, 3)
     convs = sum(conv_params(chans[i], chans[i + 1], k) for i, k in enumerate(kernels))
-    return (convs + dense_params(widths[-1] * POOL * POOL, hidden) + dense_params(hidden, hidden)
-            + dense_params(hidden, classes))
+    return (
+        convs
+        + dense_params(widths[-1] * POOL * POOL, hidden)
+        + dense_params(hidden, hidden)
+        + dense_params(hidden, classes)
+    )
 
 
 def adaptive_pool_weights(size: int, out: int) -> np.ndarray:

@@ -16,8 +16,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from dlbench.models.alexnet import (CONV_INDEX, DROPOUT, FC_INDEX, HIDDEN, POOL, SPEC, WIDTHS,
-                                    adaptive_pool_weights)
+from dlbench.models.alexnet import CONV_INDEX, DROPOUT, FC_INDEX, HIDDEN, POOL, SPEC, WIDTHS, adaptive_pool_weights
 from dlbench.models.spec import Shape
 
 DEFAULT_KERNEL_INIT = nn.Conv.kernel_init
@@ -65,16 +64,27 @@ class AlexNet(nn.Module):
         return dense(self.classes, name=f"classifier_{FC_INDEX[2]}")(x)
 
 
-def build(shape: Shape, classes: int, *,
-          kernel_init: nn.initializers.Initializer = DEFAULT_KERNEL_INIT,
-          bias_init: nn.initializers.Initializer = DEFAULT_BIAS_INIT,
-          widths: tuple[int, ...] = WIDTHS, hidden: int = HIDDEN,
-          dropout: float = DROPOUT) -> AlexNet:
+def build(
+    shape: Shape,
+    classes: int,
+    *,
+    kernel_init: nn.initializers.Initializer = DEFAULT_KERNEL_INIT,
+    bias_init: nn.initializers.Initializer = DEFAULT_BIAS_INIT,
+    widths: tuple[int, ...] = WIDTHS,
+    hidden: int = HIDDEN,
+    dropout: float = DROPOUT,
+) -> AlexNet:
     """The network for NHWC input of `shape` (H, W, C) and `classes` outputs."""
     reason = SPEC.check_input(shape)
     if reason:
         raise ValueError(reason)
     if len(widths) != 5:
         raise ValueError(f"alexnet takes five conv widths; got {widths}")
-    return AlexNet(classes=classes, widths=tuple(widths), hidden=hidden, dropout=dropout,
-                   kernel_init=kernel_init, bias_init=bias_init)
+    return AlexNet(
+        classes=classes,
+        widths=tuple(widths),
+        hidden=hidden,
+        dropout=dropout,
+        kernel_init=kernel_init,
+        bias_init=bias_init,
+    )

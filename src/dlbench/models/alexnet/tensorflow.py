@@ -14,8 +14,7 @@ from typing import Any
 
 import keras
 
-from dlbench.models.alexnet import (CONV_INDEX, DROPOUT, FC_INDEX, HIDDEN, POOL, SPEC, WIDTHS,
-                                    adaptive_pool_weights)
+from dlbench.models.alexnet import CONV_INDEX, DROPOUT, FC_INDEX, HIDDEN, POOL, SPEC, WIDTHS, adaptive_pool_weights
 from dlbench.models.mlp.tensorflow import init_kwargs
 
 
@@ -47,10 +46,15 @@ class AdaptiveAveragePooling2D(keras.layers.Layer):
         return {**super().get_config(), "output_size": self.output_size}
 
 
-def build(input_shape: tuple[int, int, int], num_classes: int,
-          kernel_initializer: Any = None, bias_initializer: Any = None,
-          widths: tuple[int, ...] = WIDTHS, hidden: int = HIDDEN,
-          dropout: float = DROPOUT) -> keras.Model:
+def build(
+    input_shape: tuple[int, int, int],
+    num_classes: int,
+    kernel_initializer: Any = None,
+    bias_initializer: Any = None,
+    widths: tuple[int, ...] = WIDTHS,
+    hidden: int = HIDDEN,
+    dropout: float = DROPOUT,
+) -> keras.Model:
     reason = SPEC.check_input(input_shape)
     if reason:
         raise ValueError(reason)

@@ -14,8 +14,9 @@ from dlbench.models.alexnet import DROPOUT, HIDDEN, POOL, SPEC, WIDTHS
 
 
 class AlexNet(nn.Module):
-    def __init__(self, in_channels: int, num_classes: int, widths: tuple[int, ...], hidden: int,
-                 dropout: float) -> None:
+    def __init__(
+        self, in_channels: int, num_classes: int, widths: tuple[int, ...], hidden: int, dropout: float
+    ) -> None:
         super().__init__()
         w1, w2, w3, w4, w5 = widths
         self.features = nn.Sequential(
@@ -49,9 +50,13 @@ class AlexNet(nn.Module):
         return self.classifier(torch.flatten(x, 1))
 
 
-def build(input_shape: tuple[int, int, int], num_classes: int,
-          widths: tuple[int, ...] = WIDTHS, hidden: int = HIDDEN,
-          dropout: float = DROPOUT) -> nn.Module:
+def build(
+    input_shape: tuple[int, int, int],
+    num_classes: int,
+    widths: tuple[int, ...] = WIDTHS,
+    hidden: int = HIDDEN,
+    dropout: float = DROPOUT,
+) -> nn.Module:
     """The network for (H, W, C) inputs and `num_classes` classes."""
     reason = SPEC.check_input(input_shape)
     if reason:

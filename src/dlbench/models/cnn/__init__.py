@@ -30,8 +30,12 @@ def check_input(shape: Shape) -> str | None:
 def param_count(shape: Shape, classes: int) -> int:
     c = shape[2]
     fh, fw = _feature_hw(shape)
-    return (conv_params(c, 32, 3) + conv_params(32, 64, 3)
-            + dense_params(64 * (fh // 2) * (fw // 2), 128) + dense_params(128, classes))
+    return (
+        conv_params(c, 32, 3)
+        + conv_params(32, 64, 3)
+        + dense_params(64 * (fh // 2) * (fw // 2), 128)
+        + dense_params(128, classes)
+    )
 
 
 SPEC = ModelSpec(

@@ -39,9 +39,13 @@ class CNN(nn.Module):
         return nn.Dense(self.classes, name="fc2", **inits)(x)
 
 
-def build(shape: Shape, classes: int, *,
-          kernel_init: nn.initializers.Initializer = DEFAULT_KERNEL_INIT,
-          bias_init: nn.initializers.Initializer = DEFAULT_BIAS_INIT) -> CNN:
+def build(
+    shape: Shape,
+    classes: int,
+    *,
+    kernel_init: nn.initializers.Initializer = DEFAULT_KERNEL_INIT,
+    bias_init: nn.initializers.Initializer = DEFAULT_BIAS_INIT,
+) -> CNN:
     """The network for NHWC input of `shape` (H, W, C) and `classes` outputs."""
     reason = SPEC.check_input(shape)
     if reason:

@@ -67,8 +67,7 @@ def check_options(rnn: str, rnn_layers: int, hidden: int, conv_channels: int) ->
             raise ValueError(f"deepspeech2 {name} must be >= 1, got {value}")
 
 
-def param_count(shape: Shape, classes: int, *, rnn: str, rnn_layers: int, hidden: int,
-                conv_channels: int) -> int:
+def param_count(shape: Shape, classes: int, *, rnn: str, rnn_layers: int, hidden: int, conv_channels: int) -> int:
     check_options(rnn, rnn_layers, hidden, conv_channels)
     _, f2 = front_end_out(*shape)
     c = conv_channels
@@ -88,7 +87,7 @@ SPEC = ModelSpec(
     param_count=param_count,
     check_input=check_input,
     reference_source="no published count for this configuration; 56,563,133 at the defaults "
-                     "(F = 161, 29 symbols) is derived from the architecture",
+    "(F = 161, 29 symbols) is derived from the architecture",
     options={"rnn": "gru", "rnn_layers": 5, "hidden": 800, "conv_channels": 32},
     tiny_options={"rnn_layers": 1, "hidden": 32, "conv_channels": 8},
     option_choices={"rnn": tuple(GATES)},

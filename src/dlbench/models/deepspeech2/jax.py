@@ -32,10 +32,16 @@ class DeepSpeech2(nn.Module):
         conv_init = {} if self.kernel_init is None else {"kernel_init": self.kernel_init}
         for i, conv in enumerate((CONV1, CONV2), start=1):
             pt, pf = conv["padding"]
-            x = nn.Conv(self.conv_channels, conv["kernel"], strides=conv["stride"],
-                        padding=((pt, pt), (pf, pf)), use_bias=False, name=f"conv{i}", **conv_init)(x)
-            x = nn.BatchNorm(use_running_average=deterministic, momentum=BN_DECAY, epsilon=BN_EPS,
-                             name=f"bn{i}")(x)
+            x = nn.Conv(
+                self.conv_channels,
+                conv["kernel"],
+                strides=conv["stride"],
+                padding=((pt, pt), (pf, pf)),
+                use_bias=False,
+                name=f"conv{i}",
+                **conv_init,
+            )(x)
+            x = nn.BatchNorm(use_running_average=deterministic, momentum=BN_DECAY, epsilon=BN_EPS, name=f"bn{i}")(x)
             x = jnp.clip(x, 0.0, CLIP)
         n, t, f, c = x.shape
         x = x.reshape(n, t, f * c)
@@ -48,9 +54,16 @@ class DeepSpeech2(nn.Module):
         return nn.Dense(self.classes, name="fc", **dense_kwargs(self.kernel_init, self.bias_init))(x)
 
 
-def build(shape: tuple[int, int], classes: int, *, kernel_init: Initializer | None = None,
-          bias_init: Initializer | None = None, rnn: str, rnn_layers: int, hidden: int,
-          conv_channels: int) -> DeepSpeech2:
+def build(
+    shape: tuple[int, int],
+    classes: int,
+    *,
+    kernel_init: Initializer | None = None,
+    bias_init: Initializer | None = None,
+    rnn: str,
+    rnn_layers: int,
+    hidden: int,
+    conv_channels: int,
+) -> DeepSpeech2:
     check_options(rnn, rnn_layers, hidden, conv_channels)
-    return DeepSpeech2(classes, rnn, rnn_layers, hidden, conv_channels, kernel_init=kernel_init,
-                       bias_init=bias_init)
+    return DeepSpeech2(classes, rnn, rnn_layers, hidden, conv_channels, kernel_init=kernel_init, bias_init=bias_init)

@@ -20,9 +20,17 @@ from dlbench.models.lstm.tensorflow import recurrent_init_kwargs
 from dlbench.models.mlp.tensorflow import init_kwargs
 
 
-def build(input_shape: tuple[int, int], num_classes: int, kernel_initializer: Any = None,
-          bias_initializer: Any = None, *, rnn: str, rnn_layers: int, hidden: int,
-          conv_channels: int) -> keras.Model:
+def build(
+    input_shape: tuple[int, int],
+    num_classes: int,
+    kernel_initializer: Any = None,
+    bias_initializer: Any = None,
+    *,
+    rnn: str,
+    rnn_layers: int,
+    hidden: int,
+    conv_channels: int,
+) -> keras.Model:
     check_options(rnn, rnn_layers, hidden, conv_channels)
     layers = keras.layers
     t, f = input_shape
@@ -36,14 +44,22 @@ def build(input_shape: tuple[int, int], num_classes: int, kernel_initializer: An
     for i, conv in enumerate((CONV1, CONV2), start=1):
         (pt, pf) = conv["padding"]
         x = layers.ZeroPadding2D(((pt, pt), (pf, pf)), name=f"pad{i}")(x)
-        x = layers.Conv2D(conv_channels, conv["kernel"], strides=conv["stride"], padding="valid",
-                          use_bias=False, name=f"conv{i}", **conv_init)(x)
+        x = layers.Conv2D(
+            conv_channels,
+            conv["kernel"],
+            strides=conv["stride"],
+            padding="valid",
+            use_bias=False,
+            name=f"conv{i}",
+            **conv_init,
+        )(x)
         x = layers.BatchNormalization(momentum=BN_DECAY, epsilon=BN_EPS, name=f"bn{i}")(x)
         x = layers.ReLU(max_value=CLIP, name=f"clip{i}")(x)
     x = layers.Reshape((t2, f2 * conv_channels), name="frames")(x)
     cell = layers.GRU if rnn == "gru" else layers.LSTM
     for i in range(rnn_layers):
-        x = layers.Bidirectional(cell(hidden, return_sequences=True, **rnn_init),
-                                 merge_mode="concat", name=f"birnn{i + 1}")(x)
+        x = layers.Bidirectional(
+            cell(hidden, return_sequences=True, **rnn_init), merge_mode="concat", name=f"birnn{i + 1}"
+        )(x)
     logits = layers.Dense(num_classes, name="fc", **init_kwargs(kernel_initializer, bias_initializer))(x)
     return keras.Model(inputs, logits, name="deepspeech2")

@@ -23,8 +23,7 @@ from dlbench.models.lstm.torch import freeze_recurrent_biases
 
 
 class DeepSpeech2(nn.Module):
-    def __init__(self, features: int, classes: int, rnn: str, rnn_layers: int, hidden: int,
-                 conv_channels: int) -> None:
+    def __init__(self, features: int, classes: int, rnn: str, rnn_layers: int, hidden: int, conv_channels: int) -> None:
         super().__init__()
         c = conv_channels
         momentum = 1.0 - BN_DECAY  # torch's momentum is the weight of the new batch
@@ -51,8 +50,9 @@ class DeepSpeech2(nn.Module):
         return self.fc(x)
 
 
-def build(input_shape: tuple[int, int], num_classes: int, *, rnn: str, rnn_layers: int, hidden: int,
-          conv_channels: int) -> nn.Module:
+def build(
+    input_shape: tuple[int, int], num_classes: int, *, rnn: str, rnn_layers: int, hidden: int, conv_channels: int
+) -> nn.Module:
     """The model for spectrograms of `input_shape` (T, F) and an alphabet of `num_classes` (incl. blank)."""
     check_options(rnn, rnn_layers, hidden, conv_channels)
     return DeepSpeech2(input_shape[1], num_classes, rnn, rnn_layers, hidden, conv_channels)

@@ -11,7 +11,14 @@ from dlbench.models.mobilenet_v2.jax import DEFAULT_BIAS_INIT, DEFAULT_KERNEL_IN
 from dlbench.models.spec import Shape
 
 
-def build(shape: Shape, classes: int, *, kernel_init: nn.initializers.Initializer = DEFAULT_KERNEL_INIT,
-          bias_init: nn.initializers.Initializer = DEFAULT_BIAS_INIT, **options: float) -> efficientnet.EfficientNet:
-    return efficientnet.build(shape, classes, kernel_init=kernel_init, bias_init=bias_init,
-                              **SPEC.resolve_options(options))
+def build(
+    shape: Shape,
+    classes: int,
+    *,
+    kernel_init: nn.initializers.Initializer = DEFAULT_KERNEL_INIT,
+    bias_init: nn.initializers.Initializer = DEFAULT_BIAS_INIT,
+    **options: float,
+) -> efficientnet.EfficientNet:
+    return efficientnet.build(
+        shape, classes, kernel_init=kernel_init, bias_init=bias_init, **SPEC.resolve_options(options)
+    )

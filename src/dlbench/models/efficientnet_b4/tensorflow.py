@@ -11,7 +11,18 @@ from dlbench.models._efficientnet import tensorflow as efficientnet
 from dlbench.models.efficientnet_b4 import SPEC
 
 
-def build(input_shape: tuple[int, int, int], num_classes: int, kernel_initializer: Any = None,
-          bias_initializer: Any = None, **options: float) -> keras.Model:
-    return efficientnet.build(input_shape, num_classes, SPEC.name, kernel_initializer=kernel_initializer,
-                              bias_initializer=bias_initializer, **SPEC.resolve_options(options))
+def build(
+    input_shape: tuple[int, int, int],
+    num_classes: int,
+    kernel_initializer: Any = None,
+    bias_initializer: Any = None,
+    **options: float,
+) -> keras.Model:
+    return efficientnet.build(
+        input_shape,
+        num_classes,
+        SPEC.name,
+        kernel_initializer=kernel_initializer,
+        bias_initializer=bias_initializer,
+        **SPEC.resolve_options(options),
+    )

@@ -42,7 +42,7 @@ learned too slowly: 37-49% on the suite's digits vs 66-86% at a quarter). `bn_mo
 
 from __future__ import annotations
 
-from typing import NamedTuple, Union
+from typing import NamedTuple
 
 from dlbench.models.mobilenet_v2 import TINY_BN_MOMENTUM
 from dlbench.models.spec import FRACTION, MULTIPLIER, ModelSpec, OptionRange, Shape, batchnorm_params, dense_params
@@ -54,6 +54,7 @@ DROPOUT = 0.5
 
 class Conv(NamedTuple):
     """A basic conv: `out` filters of kh x kw, stride, symmetric padding (ph, pw)."""
+
     out: int
     kh: int
     kw: int
@@ -64,15 +65,17 @@ class Conv(NamedTuple):
 
 class Pool(NamedTuple):
     """3x3 pooling: "max" (stride 2, no padding) or "avg" (stride 1, padding 1, counted)."""
+
     kind: str
 
 
 class Split(NamedTuple):
     """Convs applied side by side to the same input and concatenated (Inception E)."""
+
     convs: tuple[Conv, ...]
 
 
-Step = Union[Conv, Pool, Split]
+Step = Conv | Pool | Split
 Branch = tuple[Step, ...]
 MAX, AVG = Pool("max"), Pool("avg")
 
@@ -83,37 +86,61 @@ def _same(out: int, kh: int, kw: int) -> Conv:
 
 def stem(w: float) -> Branch:
     s = lambda c: scaled(c, w)  # noqa: E731
-    return (Conv(s(32), 3, 3, 2), Conv(s(32), 3, 3), _same(s(64), 3, 3), MAX,
-            Conv(s(80), 1, 1), Conv(s(192), 3, 3), MAX)
+    return (
+        Conv(s(32), 3, 3, 2),
+        Conv(s(32), 3, 3),
+        _same(s(64), 3, 3),
+        MAX,
+        Conv(s(80), 1, 1),
+        Conv(s(192), 3, 3),
+        MAX,
+    )
 
 
 def scaled(channels: int, width_mult: float) -> int:
     return max(1, int(round(channels * width_mult)))
 
 
-def blocks(width_mult: float = 1.0, blocks_a: int = 3, blocks_c: int = 4,
-           blocks_e: int = 2) -> list[tuple[Branch, ...]]:
+def blocks(
+    width_mult: float = 1.0, blocks_a: int = 3, blocks_c: int = 4, blocks_e: int = 2
+) -> list[tuple[Branch, ...]]:
     """The mixed blocks in order; each is a tuple of branches whose outputs are concatenated."""
     s = lambda c: scaled(c, width_mult)  # noqa: E731
-    a = [((_same(s(64), 1, 1),),
-          (_same(s(48), 1, 1), _same(s(64), 5, 5)),
-          (_same(s(64), 1, 1), _same(s(96), 3, 3), _same(s(96), 3, 3)),
-          (AVG, _same(s(pool), 1, 1))) for pool in (32, 64, 64)[:blocks_a]]
-    b = [((Conv(s(384), 3, 3, 2),),
-          (_same(s(64), 1, 1), _same(s(96), 3, 3), Conv(s(96), 3, 3, 2)),
-          (MAX,))]
-    c = [((_same(s(192), 1, 1),),
-          (_same(s(c7), 1, 1), _same(s(c7), 1, 7), _same(s(192), 7, 1)),
-          (_same(s(c7), 1, 1), _same(s(c7), 7, 1), _same(s(c7), 1, 7), _same(s(c7), 7, 1), _same(s(192), 1, 7)),
-          (AVG, _same(s(192), 1, 1))) for c7 in (128, 160, 160, 192)[:blocks_c]]
-    d = [((_same(s(192), 1, 1), Conv(s(320), 3, 3, 2)),
-          (_same(s(192), 1, 1), _same(s(192), 1, 7), _same(s(192), 7, 1), Conv(s(192), 3, 3, 2)),
-          (MAX,))]
+    a = [
+        (
+            (_same(s(64), 1, 1),),
+            (_same(s(48), 1, 1), _same(s(64), 5, 5)),
+            (_same(s(64), 1, 1), _same(s(96), 3, 3), _same(s(96), 3, 3)),
+            (AVG, _same(s(pool), 1, 1)),
+        )
+        for pool in (32, 64, 64)[:blocks_a]
+    ]
+    b = [((Conv(s(384), 3, 3, 2),), (_same(s(64), 1, 1), _same(s(96), 3, 3), Conv(s(96), 3, 3, 2)), (MAX,))]
+    c = [
+        (
+            (_same(s(192), 1, 1),),
+            (_same(s(c7), 1, 1), _same(s(c7), 1, 7), _same(s(192), 7, 1)),
+            (_same(s(c7), 1, 1), _same(s(c7), 7, 1), _same(s(c7), 1, 7), _same(s(c7), 7, 1), _same(s(192), 1, 7)),
+            (AVG, _same(s(192), 1, 1)),
+        )
+        for c7 in (128, 160, 160, 192)[:blocks_c]
+    ]
+    d = [
+        (
+            (_same(s(192), 1, 1), Conv(s(320), 3, 3, 2)),
+            (_same(s(192), 1, 1), _same(s(192), 1, 7), _same(s(192), 7, 1), Conv(s(192), 3, 3, 2)),
+            (MAX,),
+        )
+    ]
     split = Split((_same(s(384), 1, 3), _same(s(384), 3, 1)))
-    e = [((_same(s(320), 1, 1),),
-          (_same(s(384), 1, 1), split),
-          (_same(s(448), 1, 1), _same(s(384), 3, 3), split),
-          (AVG, _same(s(192), 1, 1)))] * blocks_e
+    e = [
+        (
+            (_same(s(320), 1, 1),),
+            (_same(s(384), 1, 1), split),
+            (_same(s(448), 1, 1), _same(s(384), 3, 3), split),
+            (AVG, _same(s(192), 1, 1)),
+        )
+    ] * blocks_e
     out: list[tuple[Branch, ...]] = [*a, *b, *c, *d, *e]
     return out
 
@@ -142,7 +169,7 @@ def _convs(shape: Shape, options: dict) -> list[tuple[int, Conv]]:
 
     def walk(branch: Branch, ch: int) -> int:
         for step in branch:
-            for conv in (step.convs if isinstance(step, Split) else (step,) if isinstance(step, Conv) else ()):
+            for conv in step.convs if isinstance(step, Split) else (step,) if isinstance(step, Conv) else ():
                 found.append((ch, conv))
             ch = step_channels(step, ch)
         return ch
@@ -204,15 +231,17 @@ SPEC = ModelSpec(
     check_input=check_input,
     reference_counts={((299, 299, 3), 1000): 23_834_568},
     reference_source="torchvision.models.inception_v3 27,161,264 minus its auxiliary classifier "
-                     "(3,326,696); keras.applications.InceptionV3 23,817,352 (batch norm without scale)",
+    "(3,326,696); keras.applications.InceptionV3 23,817,352 (batch norm without scale)",
     options={"width_mult": 1.0, "blocks_a": 3, "blocks_c": 4, "blocks_e": 2, "bn_momentum": BN_MOMENTUM},
-    tiny_options={"width_mult": 0.25, "blocks_a": 1, "blocks_c": 1, "blocks_e": 1,
-                  "bn_momentum": TINY_BN_MOMENTUM},
+    tiny_options={"width_mult": 0.25, "blocks_a": 1, "blocks_c": 1, "blocks_e": 1, "bn_momentum": TINY_BN_MOMENTUM},
     # blocks_a/c/e keep the first k of each group: at most the group's size.
-    option_ranges={"width_mult": MULTIPLIER, "bn_momentum": FRACTION,
-                   "blocks_a": OptionRange(int, 1, 3, why="Inception v3 has 3 A blocks"),
-                   "blocks_c": OptionRange(int, 1, 4, why="Inception v3 has 4 C blocks"),
-                   "blocks_e": OptionRange(int, 1, 2, why="Inception v3 has 2 E blocks")},
+    option_ranges={
+        "width_mult": MULTIPLIER,
+        "bn_momentum": FRACTION,
+        "blocks_a": OptionRange(int, 1, 3, why="Inception v3 has 3 A blocks"),
+        "blocks_c": OptionRange(int, 1, 4, why="Inception v3 has 4 C blocks"),
+        "blocks_e": OptionRange(int, 1, 2, why="Inception v3 has 2 E blocks"),
+    },
     tiny_shape=(75, 75, 3),
     keras_application="InceptionV3",
 )

@@ -27,8 +27,14 @@ class InceptionV3(nn.Module):
     bias_init: nn.initializers.Initializer = DEFAULT_BIAS_INIT
 
     def _conv(self, x: jax.Array, c: Conv, deterministic: bool) -> jax.Array:
-        x = nn.Conv(c.out, (c.kh, c.kw), strides=c.stride, padding=((c.ph, c.ph), (c.pw, c.pw)),
-                    use_bias=False, kernel_init=self.kernel_init)(x)
+        x = nn.Conv(
+            c.out,
+            (c.kh, c.kw),
+            strides=c.stride,
+            padding=((c.ph, c.ph), (c.pw, c.pw)),
+            use_bias=False,
+            kernel_init=self.kernel_init,
+        )(x)
         x = nn.BatchNorm(use_running_average=deterministic, momentum=self.bn_momentum, epsilon=BN_EPSILON)(x)
         return nn.relu(x)
 
@@ -51,13 +57,21 @@ class InceptionV3(nn.Module):
             x = jnp.concatenate([self._branch(x, b, deterministic) for b in block], axis=-1)
         x = x.mean(axis=(1, 2))
         x = nn.Dropout(DROPOUT, deterministic=deterministic)(x)
-        return nn.Dense(self.classes, kernel_init=self.kernel_init, bias_init=self.bias_init,
-                        name="classifier")(x)
+        return nn.Dense(self.classes, kernel_init=self.kernel_init, bias_init=self.bias_init, name="classifier")(x)
 
 
-def build(shape: Shape, classes: int, *, kernel_init: nn.initializers.Initializer = DEFAULT_KERNEL_INIT,
-          bias_init: nn.initializers.Initializer = DEFAULT_BIAS_INIT, width_mult: float = 1.0, blocks_a: int = 3,
-          blocks_c: int = 4, blocks_e: int = 2, bn_momentum: float = BN_MOMENTUM) -> InceptionV3:
+def build(
+    shape: Shape,
+    classes: int,
+    *,
+    kernel_init: nn.initializers.Initializer = DEFAULT_KERNEL_INIT,
+    bias_init: nn.initializers.Initializer = DEFAULT_BIAS_INIT,
+    width_mult: float = 1.0,
+    blocks_a: int = 3,
+    blocks_c: int = 4,
+    blocks_e: int = 2,
+    bn_momentum: float = BN_MOMENTUM,
+) -> InceptionV3:
     reason = SPEC.check_input(shape)
     if reason:
         raise ValueError(reason)

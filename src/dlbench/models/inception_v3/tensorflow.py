@@ -46,9 +46,17 @@ def _branch(x: Any, steps: Branch, init: dict[str, Any], momentum: float) -> Any
     return x
 
 
-def build(input_shape: tuple[int, int, int], num_classes: int, kernel_initializer: Any = None,
-          bias_initializer: Any = None, width_mult: float = 1.0, blocks_a: int = 3, blocks_c: int = 4,
-          blocks_e: int = 2, bn_momentum: float = BN_MOMENTUM) -> keras.Model:
+def build(
+    input_shape: tuple[int, int, int],
+    num_classes: int,
+    kernel_initializer: Any = None,
+    bias_initializer: Any = None,
+    width_mult: float = 1.0,
+    blocks_a: int = 3,
+    blocks_c: int = 4,
+    blocks_e: int = 2,
+    bn_momentum: float = BN_MOMENTUM,
+) -> keras.Model:
     reason = SPEC.check_input(input_shape)
     if reason:
         raise ValueError(reason)

@@ -11,8 +11,22 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from dlbench.models.inception_v3 import (AVG, BN_EPSILON, BN_MOMENTUM, DROPOUT, SPEC, Branch, Conv, Split,
-                                         Step, block_channels, blocks, branch_channels, stem, step_channels)
+from dlbench.models.inception_v3 import (
+    AVG,
+    BN_EPSILON,
+    BN_MOMENTUM,
+    DROPOUT,
+    SPEC,
+    Branch,
+    Conv,
+    Split,
+    Step,
+    block_channels,
+    blocks,
+    branch_channels,
+    stem,
+    step_channels,
+)
 
 
 class BasicConv(nn.Sequential):
@@ -63,8 +77,9 @@ class Mixed(nn.Module):
 
 
 class InceptionV3(nn.Module):
-    def __init__(self, input_shape: tuple[int, int, int], num_classes: int, bn_momentum: float,
-                 **options: int | float) -> None:
+    def __init__(
+        self, input_shape: tuple[int, int, int], num_classes: int, bn_momentum: float, **options: int | float
+    ) -> None:
         super().__init__()
         self.stem = branch(stem(options["width_mult"]), input_shape[2], bn_momentum)
         mixed, ch = [], branch_channels(stem(options["width_mult"]), input_shape[2])
@@ -79,10 +94,24 @@ class InceptionV3(nn.Module):
         return self.classifier(x)
 
 
-def build(input_shape: tuple[int, int, int], num_classes: int, width_mult: float = 1.0, blocks_a: int = 3,
-          blocks_c: int = 4, blocks_e: int = 2, bn_momentum: float = BN_MOMENTUM) -> nn.Module:
+def build(
+    input_shape: tuple[int, int, int],
+    num_classes: int,
+    width_mult: float = 1.0,
+    blocks_a: int = 3,
+    blocks_c: int = 4,
+    blocks_e: int = 2,
+    bn_momentum: float = BN_MOMENTUM,
+) -> nn.Module:
     reason = SPEC.check_input(input_shape)
     if reason:
         raise ValueError(reason)
-    return InceptionV3(input_shape, num_classes, bn_momentum, width_mult=width_mult, blocks_a=blocks_a,
-                       blocks_c=blocks_c, blocks_e=blocks_e)
+    return InceptionV3(
+        input_shape,
+        num_classes,
+        bn_momentum,
+        width_mult=width_mult,
+        blocks_a=blocks_a,
+        blocks_c=blocks_c,
+        blocks_e=blocks_e,
+    )

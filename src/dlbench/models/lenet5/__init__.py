@@ -29,16 +29,20 @@ def check_input(shape: Shape) -> str | None:
     fh, fw = _feature_hw(shape)
     if fh < 1 or fw < 1:
         h, w, _ = shape
-        return (f"lenet5 needs input of at least 12x12 (two 5x5 convolutions and two 2x2 pools); "
-                f"got {h}x{w}")
+        return f"lenet5 needs input of at least 12x12 (two 5x5 convolutions and two 2x2 pools); got {h}x{w}"
     return None
 
 
 def param_count(shape: Shape, classes: int) -> int:
     c = shape[2]
     fh, fw = _feature_hw(shape)
-    return (conv_params(c, 6, 5) + conv_params(6, 16, 5) + dense_params(16 * fh * fw, 120)
-            + dense_params(120, 84) + dense_params(84, classes))
+    return (
+        conv_params(c, 6, 5)
+        + conv_params(6, 16, 5)
+        + dense_params(16 * fh * fw, 120)
+        + dense_params(120, 84)
+        + dense_params(84, classes)
+    )
 
 
 SPEC = ModelSpec(

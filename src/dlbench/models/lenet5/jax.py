@@ -41,9 +41,13 @@ class LeNet5(nn.Module):
         return nn.Dense(self.classes, name="fc3", **inits)(x)
 
 
-def build(shape: Shape, classes: int, *,
-          kernel_init: nn.initializers.Initializer = DEFAULT_KERNEL_INIT,
-          bias_init: nn.initializers.Initializer = DEFAULT_BIAS_INIT) -> LeNet5:
+def build(
+    shape: Shape,
+    classes: int,
+    *,
+    kernel_init: nn.initializers.Initializer = DEFAULT_KERNEL_INIT,
+    bias_init: nn.initializers.Initializer = DEFAULT_BIAS_INIT,
+) -> LeNet5:
     """The network for NHWC input of `shape` (H, W, C) and `classes` outputs."""
     reason = SPEC.check_input(shape)
     if reason:

@@ -14,8 +14,9 @@ import keras
 from dlbench.models.mlp.tensorflow import init_kwargs
 
 
-def build(input_shape: tuple[int, int, int], num_classes: int,
-          kernel_initializer: Any = None, bias_initializer: Any = None) -> keras.Model:
+def build(
+    input_shape: tuple[int, int, int], num_classes: int, kernel_initializer: Any = None, bias_initializer: Any = None
+) -> keras.Model:
     init = init_kwargs(kernel_initializer, bias_initializer)
     layers = keras.layers
     inputs = keras.Input(shape=input_shape, name="image")

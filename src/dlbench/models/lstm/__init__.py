@@ -72,8 +72,9 @@ def check_options(embed: int, hidden: int, layers: int, dropout: float) -> None:
         raise ValueError(f"lstm dropout must be in [0, 1), got {dropout}")
 
 
-def param_count(shape: Shape, classes: int, *, vocab: int | None, embed: int, hidden: int,
-                layers: int, dropout: float) -> int:
+def param_count(
+    shape: Shape, classes: int, *, vocab: int | None, embed: int, hidden: int, layers: int, dropout: float
+) -> int:
     check_options(embed, hidden, layers, dropout)
     v = resolve_vocab(vocab, classes)
     total = v * embed
@@ -90,7 +91,7 @@ SPEC = ModelSpec(
     param_count=param_count,
     check_input=check_input,
     reference_source="no published count for this exact model; 19,775,200 at the defaults is derived "
-                     "(Zaremba's medium model with one bias per LSTM gate)",
+    "(Zaremba's medium model with one bias per LSTM gate)",
     options={"vocab": None, "embed": 650, "hidden": 650, "layers": 2, "dropout": 0.5},
     tiny_options={"embed": 32, "hidden": 32, "layers": 2, "dropout": 0.1},
     # vocab None: the dataset's classes (checked against them when the model is built).

@@ -33,8 +33,10 @@ DEFAULT_BIAS_INIT = nn.Dense.bias_init
 
 def symmetric_uniform(limit: float) -> Initializer:
     """U(-limit, limit) (nn.initializers.uniform draws from [0, scale))."""
+
     def init(key: jax.Array, shape: Any, dtype: Any = jnp.float32) -> jax.Array:
         return jax.random.uniform(key, shape, dtype, -limit, limit)
+
     return init
 
 
@@ -62,9 +64,9 @@ class FusedLSTMCell(nn.RNNCellBase):
     @nn.compact
     def __call__(self, carry: tuple[jax.Array, jax.Array], inputs: jax.Array):
         c, h = carry
-        z = (nn.Dense(4 * self.features, use_bias=False, kernel_init=self.kernel_init, name="input")(inputs)
-             + nn.Dense(4 * self.features, kernel_init=self.recurrent_kernel_init, bias_init=self.bias_init,
-                        name="recurrent")(h))
+        z = nn.Dense(4 * self.features, use_bias=False, kernel_init=self.kernel_init, name="input")(inputs) + nn.Dense(
+            4 * self.features, kernel_init=self.recurrent_kernel_init, bias_init=self.bias_init, name="recurrent"
+        )(h)
         i, f, g, o = jnp.split(z, 4, axis=-1)
         c = nn.sigmoid(f) * c + nn.sigmoid(i) * jnp.tanh(g)
         h = nn.sigmoid(o) * jnp.tanh(c)
@@ -91,10 +93,10 @@ class FusedGRUCell(nn.RNNCellBase):
     @nn.compact
     def __call__(self, carry: jax.Array, inputs: jax.Array):
         h = carry
-        xi = nn.Dense(3 * self.features, kernel_init=self.kernel_init, bias_init=self.bias_init,
-                      name="input")(inputs)
-        hh = nn.Dense(3 * self.features, kernel_init=self.recurrent_kernel_init, bias_init=self.bias_init,
-                      name="recurrent")(h)
+        xi = nn.Dense(3 * self.features, kernel_init=self.kernel_init, bias_init=self.bias_init, name="input")(inputs)
+        hh = nn.Dense(
+            3 * self.features, kernel_init=self.recurrent_kernel_init, bias_init=self.bias_init, name="recurrent"
+        )(h)
         xr, xz, xn = jnp.split(xi, 3, axis=-1)
         hr, hz, hn = jnp.split(hh, 3, axis=-1)
         r = nn.sigmoid(xr + hr)
@@ -112,8 +114,9 @@ class FusedGRUCell(nn.RNNCellBase):
         return 1
 
 
-def cell(kind: str, hidden: int, kernel_init: Initializer | None, bias_init: Initializer | None,
-         name: str | None = None) -> nn.RNNCellBase:
+def cell(
+    kind: str, hidden: int, kernel_init: Initializer | None, bias_init: Initializer | None, name: str | None = None
+) -> nn.RNNCellBase:
     cls = FusedLSTMCell if kind == "lstm" else FusedGRUCell
     # parent=None: an unbound cell, adopted by the nn.RNN it is handed to, so its
     # parameters live under that RNN ("<rnn>/cell/..."), as with Flax's own cells.
@@ -142,9 +145,26 @@ class LSTMLanguageModel(nn.Module):
         return nn.Dense(self.classes, name="decoder", **dense_kwargs(self.kernel_init, self.bias_init))(x)
 
 
-def build(shape: tuple[int], classes: int, *, kernel_init: Initializer | None = None,
-          bias_init: Initializer | None = None, vocab: int | None, embed: int, hidden: int, layers: int,
-          dropout: float) -> LSTMLanguageModel:
+def build(
+    shape: tuple[int],
+    classes: int,
+    *,
+    kernel_init: Initializer | None = None,
+    bias_init: Initializer | None = None,
+    vocab: int | None,
+    embed: int,
+    hidden: int,
+    layers: int,
+    dropout: float,
+) -> LSTMLanguageModel:
     check_options(embed, hidden, layers, dropout)
-    return LSTMLanguageModel(resolve_vocab(vocab, classes), classes, embed, hidden, layers, dropout,
-                             kernel_init=kernel_init, bias_init=bias_init)
+    return LSTMLanguageModel(
+        resolve_vocab(vocab, classes),
+        classes,
+        embed,
+        hidden,
+        layers,
+        dropout,
+        kernel_init=kernel_init,
+        bias_init=bias_init,
+    )

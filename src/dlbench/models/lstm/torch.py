@@ -33,8 +33,7 @@ class LSTMLanguageModel(nn.Module):
         super().__init__()
         self.embedding = nn.Embedding(vocab, embed)
         self.drop = nn.Dropout(dropout)
-        self.rnn = nn.LSTM(embed, hidden, num_layers=layers, dropout=dropout if layers > 1 else 0.0,
-                           batch_first=True)
+        self.rnn = nn.LSTM(embed, hidden, num_layers=layers, dropout=dropout if layers > 1 else 0.0, batch_first=True)
         freeze_recurrent_biases(self.rnn)
         self.decoder = nn.Linear(hidden, classes)
 
@@ -44,8 +43,16 @@ class LSTMLanguageModel(nn.Module):
         return self.decoder(self.drop(x))  # (N, T, vocab) logits
 
 
-def build(input_shape: tuple[int], num_classes: int, *, vocab: int | None, embed: int, hidden: int,
-          layers: int, dropout: float) -> nn.Module:
+def build(
+    input_shape: tuple[int],
+    num_classes: int,
+    *,
+    vocab: int | None,
+    embed: int,
+    hidden: int,
+    layers: int,
+    dropout: float,
+) -> nn.Module:
     """The model for token sequences of `input_shape` (T,) over a vocabulary of `num_classes`."""
     check_options(embed, hidden, layers, dropout)
     return LSTMLanguageModel(resolve_vocab(vocab, num_classes), num_classes, embed, hidden, layers, dropout)

@@ -29,16 +29,19 @@ class MLP(nn.Module):
     def __call__(self, x: jax.Array, deterministic: bool = True) -> jax.Array:
         # `deterministic` is unused (no dropout) but every dlbench model takes it,
         # so the adapter's train/eval steps are the same code for every network.
-        dense = lambda units, name: nn.Dense(units, kernel_init=self.kernel_init,
-                                             bias_init=self.bias_init, name=name)
+        dense = lambda units, name: nn.Dense(units, kernel_init=self.kernel_init, bias_init=self.bias_init, name=name)
         x = x.reshape((x.shape[0], -1))
         x = nn.relu(dense(HIDDEN, "dense1")(x))
         return dense(self.classes, "dense2")(x)
 
 
-def build(shape: Shape, classes: int, *,
-          kernel_init: nn.initializers.Initializer = DEFAULT_KERNEL_INIT,
-          bias_init: nn.initializers.Initializer = DEFAULT_BIAS_INIT) -> MLP:
+def build(
+    shape: Shape,
+    classes: int,
+    *,
+    kernel_init: nn.initializers.Initializer = DEFAULT_KERNEL_INIT,
+    bias_init: nn.initializers.Initializer = DEFAULT_BIAS_INIT,
+) -> MLP:
     """The network for NHWC input of `shape` (H, W, C) and `classes` outputs."""
     reason = SPEC.check_input(shape)
     if reason:

@@ -104,7 +104,7 @@ class NumpyMLP:
         }
         return loss, grads
 
-    def astype(self, dtype: npt.DTypeLike) -> "NumpyMLP":
+    def astype(self, dtype: npt.DTypeLike) -> NumpyMLP:
         """A copy with every parameter cast (the gradient check uses float64)."""
         return NumpyMLP({k: v.astype(dtype) for k, v in self.params.items()})
 

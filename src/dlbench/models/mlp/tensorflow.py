@@ -26,8 +26,9 @@ def init_kwargs(kernel_initializer: Any, bias_initializer: Any) -> dict[str, Any
     return kwargs
 
 
-def build(input_shape: tuple[int, int, int], num_classes: int,
-          kernel_initializer: Any = None, bias_initializer: Any = None) -> keras.Model:
+def build(
+    input_shape: tuple[int, int, int], num_classes: int, kernel_initializer: Any = None, bias_initializer: Any = None
+) -> keras.Model:
     init = init_kwargs(kernel_initializer, bias_initializer)
     inputs = keras.Input(shape=input_shape, name="image")
     x = keras.layers.Flatten(name="flatten")(inputs)

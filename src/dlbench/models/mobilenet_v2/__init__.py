@@ -35,8 +35,7 @@ from typing import NamedTuple
 from dlbench.models.spec import FRACTION, MULTIPLIER, ModelSpec, Shape, batchnorm_params, conv_params, dense_params
 
 # (expand ratio t, output channels c, repeats n, first stride s): the paper's Table 2.
-SETTINGS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2),
-            (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1))
+SETTINGS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1))
 STEM = 32
 LAST = 1280
 DROPOUT = 0.2
@@ -118,7 +117,7 @@ SPEC = ModelSpec(
     check_input=check_input,
     reference_counts={((224, 224, 3), 1000): 3_504_872},
     reference_source="torchvision.models.mobilenet_v2 (num_params 3,504,872); "
-                     "keras.applications.MobileNetV2 trainable count is the same",
+    "keras.applications.MobileNetV2 trainable count is the same",
     options={"width_mult": 1.0, "depth_mult": 1.0, "bn_momentum": BN_MOMENTUM},
     tiny_options={"width_mult": 0.5, "depth_mult": 0.1, "bn_momentum": TINY_BN_MOMENTUM},
     option_ranges={"width_mult": MULTIPLIER, "depth_mult": MULTIPLIER, "bn_momentum": FRACTION},

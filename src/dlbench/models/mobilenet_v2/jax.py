@@ -14,8 +14,7 @@ from collections.abc import Callable
 import flax.linen as nn
 import jax
 
-from dlbench.models.mobilenet_v2 import (BN_EPSILON, BN_MOMENTUM, DROPOUT, SPEC, blocks, last_channels,
-                                         stem_channels)
+from dlbench.models.mobilenet_v2 import BN_EPSILON, BN_MOMENTUM, DROPOUT, SPEC, blocks, last_channels, stem_channels
 from dlbench.models.spec import Shape
 
 DEFAULT_KERNEL_INIT = nn.Conv.kernel_init
@@ -23,14 +22,31 @@ DEFAULT_BIAS_INIT = nn.Conv.bias_init
 Activation = Callable[[jax.Array], jax.Array] | None
 
 
-def conv_bn(x: jax.Array, features: int, kernel: int, *, deterministic: bool,
-            kernel_init: nn.initializers.Initializer, stride: int = 1, groups: int = 1,
-            act: Activation = nn.relu6, eps: float = BN_EPSILON, momentum: float = BN_MOMENTUM) -> jax.Array:
+def conv_bn(
+    x: jax.Array,
+    features: int,
+    kernel: int,
+    *,
+    deterministic: bool,
+    kernel_init: nn.initializers.Initializer,
+    stride: int = 1,
+    groups: int = 1,
+    act: Activation = nn.relu6,
+    eps: float = BN_EPSILON,
+    momentum: float = BN_MOMENTUM,
+) -> jax.Array:
     """Conv (no bias, symmetric padding) -> batch norm -> optional activation. Called
     inside a parent's compact __call__, so its layers become the parent's submodules."""
     p = (kernel - 1) // 2
-    x = nn.Conv(features, (kernel, kernel), strides=stride, padding=((p, p), (p, p)),
-                feature_group_count=groups, use_bias=False, kernel_init=kernel_init)(x)
+    x = nn.Conv(
+        features,
+        (kernel, kernel),
+        strides=stride,
+        padding=((p, p), (p, p)),
+        feature_group_count=groups,
+        use_bias=False,
+        kernel_init=kernel_init,
+    )(x)
     x = nn.BatchNorm(use_running_average=deterministic, momentum=momentum, epsilon=eps)(x)
     return act(x) if act is not None else x
 
@@ -55,13 +71,19 @@ class MobileNetV2(nn.Module):
         x = conv_bn(x, last_channels(self.width_mult), 1, **kw)
         x = x.mean(axis=(1, 2))  # global average pool
         x = nn.Dropout(DROPOUT, deterministic=deterministic)(x)
-        return nn.Dense(self.classes, kernel_init=self.kernel_init, bias_init=self.bias_init,
-                        name="classifier")(x)
+        return nn.Dense(self.classes, kernel_init=self.kernel_init, bias_init=self.bias_init, name="classifier")(x)
 
 
-def build(shape: Shape, classes: int, *, kernel_init: nn.initializers.Initializer = DEFAULT_KERNEL_INIT,
-          bias_init: nn.initializers.Initializer = DEFAULT_BIAS_INIT, width_mult: float = 1.0,
-          depth_mult: float = 1.0, bn_momentum: float = BN_MOMENTUM) -> MobileNetV2:
+def build(
+    shape: Shape,
+    classes: int,
+    *,
+    kernel_init: nn.initializers.Initializer = DEFAULT_KERNEL_INIT,
+    bias_init: nn.initializers.Initializer = DEFAULT_BIAS_INIT,
+    width_mult: float = 1.0,
+    depth_mult: float = 1.0,
+    bn_momentum: float = BN_MOMENTUM,
+) -> MobileNetV2:
     reason = SPEC.check_input(shape)
     if reason:
         raise ValueError(reason)

@@ -14,14 +14,22 @@ from typing import Any
 import keras
 
 from dlbench.models.mlp.tensorflow import init_kwargs
-from dlbench.models.mobilenet_v2 import (BN_EPSILON, BN_MOMENTUM, DROPOUT, SPEC, blocks, last_channels,
-                                         stem_channels)
+from dlbench.models.mobilenet_v2 import BN_EPSILON, BN_MOMENTUM, DROPOUT, SPEC, blocks, last_channels, stem_channels
 
 layers = keras.layers
 
 
-def conv_bn(x: Any, filters: int, kernel: int, init: dict[str, Any], stride: int = 1, depthwise: bool = False,
-            act: str | None = "relu6", eps: float = BN_EPSILON, momentum: float = BN_MOMENTUM) -> Any:
+def conv_bn(
+    x: Any,
+    filters: int,
+    kernel: int,
+    init: dict[str, Any],
+    stride: int = 1,
+    depthwise: bool = False,
+    act: str | None = "relu6",
+    eps: float = BN_EPSILON,
+    momentum: float = BN_MOMENTUM,
+) -> Any:
     """Conv (no bias, torch-style symmetric padding) -> batch norm -> optional activation."""
     padding = "same"
     if stride > 1 and kernel > 1:
@@ -37,9 +45,15 @@ def conv_bn(x: Any, filters: int, kernel: int, init: dict[str, Any], stride: int
     return layers.Activation(act)(x) if act else x
 
 
-def build(input_shape: tuple[int, int, int], num_classes: int, kernel_initializer: Any = None,
-          bias_initializer: Any = None, width_mult: float = 1.0, depth_mult: float = 1.0,
-          bn_momentum: float = BN_MOMENTUM) -> keras.Model:
+def build(
+    input_shape: tuple[int, int, int],
+    num_classes: int,
+    kernel_initializer: Any = None,
+    bias_initializer: Any = None,
+    width_mult: float = 1.0,
+    depth_mult: float = 1.0,
+    bn_momentum: float = BN_MOMENTUM,
+) -> keras.Model:
     reason = SPEC.check_input(input_shape)
     if reason:
         raise ValueError(reason)

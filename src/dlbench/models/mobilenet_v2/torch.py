@@ -10,13 +10,28 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from dlbench.models.mobilenet_v2 import (BN_EPSILON, BN_MOMENTUM, DROPOUT, SPEC, Block, blocks,
-                                         last_channels, stem_channels)
+from dlbench.models.mobilenet_v2 import (
+    BN_EPSILON,
+    BN_MOMENTUM,
+    DROPOUT,
+    SPEC,
+    Block,
+    blocks,
+    last_channels,
+    stem_channels,
+)
 
 
-def conv_bn(in_ch: int, out_ch: int, kernel: int, stride: int = 1, groups: int = 1,
-            act: type[nn.Module] | None = nn.ReLU6, eps: float = BN_EPSILON,
-            momentum: float = BN_MOMENTUM) -> nn.Sequential:
+def conv_bn(
+    in_ch: int,
+    out_ch: int,
+    kernel: int,
+    stride: int = 1,
+    groups: int = 1,
+    act: type[nn.Module] | None = nn.ReLU6,
+    eps: float = BN_EPSILON,
+    momentum: float = BN_MOMENTUM,
+) -> nn.Sequential:
     """Conv (no bias, symmetric padding) -> batch norm -> optional activation.
     `momentum` is given in the Keras/Flax convention, as the specs state it."""
     layers: list[nn.Module] = [
@@ -32,8 +47,10 @@ class InvertedResidual(nn.Module):
     def __init__(self, b: Block, momentum: float) -> None:
         super().__init__()
         layers = [conv_bn(b.inp, b.hidden, 1, momentum=momentum)] if b.expand != 1 else []
-        layers += [conv_bn(b.hidden, b.hidden, 3, b.stride, groups=b.hidden, momentum=momentum),
-                   conv_bn(b.hidden, b.out, 1, act=None, momentum=momentum)]  # linear bottleneck
+        layers += [
+            conv_bn(b.hidden, b.hidden, 3, b.stride, groups=b.hidden, momentum=momentum),
+            conv_bn(b.hidden, b.out, 1, act=None, momentum=momentum),
+        ]  # linear bottleneck
         self.body = nn.Sequential(*layers)
         self.residual = b.residual
 
@@ -42,8 +59,9 @@ class InvertedResidual(nn.Module):
 
 
 class MobileNetV2(nn.Module):
-    def __init__(self, in_channels: int, num_classes: int, width_mult: float, depth_mult: float,
-                 bn_momentum: float) -> None:
+    def __init__(
+        self, in_channels: int, num_classes: int, width_mult: float, depth_mult: float, bn_momentum: float
+    ) -> None:
         super().__init__()
         table = blocks(width_mult, depth_mult)
         self.features = nn.Sequential(
@@ -58,8 +76,13 @@ class MobileNetV2(nn.Module):
         return self.classifier(x)
 
 
-def build(input_shape: tuple[int, int, int], num_classes: int, width_mult: float = 1.0,
-          depth_mult: float = 1.0, bn_momentum: float = BN_MOMENTUM) -> nn.Module:
+def build(
+    input_shape: tuple[int, int, int],
+    num_classes: int,
+    width_mult: float = 1.0,
+    depth_mult: float = 1.0,
+    bn_momentum: float = BN_MOMENTUM,
+) -> nn.Module:
     reason = SPEC.check_input(input_shape)
     if reason:
         raise ValueError(reason)

@@ -18,5 +18,6 @@ from dlbench.models._resnet import make_spec
 BLOCK = "bottleneck"
 BLOCKS = (3, 8, 36, 3)
 
-SPEC = make_spec("resnet152", BLOCK, BLOCKS, reference=60_192_808, tiny_blocks=(1, 1, 2, 1),
-                 keras_application="ResNet152")
+SPEC = make_spec(
+    "resnet152", BLOCK, BLOCKS, reference=60_192_808, tiny_blocks=(1, 1, 2, 1), keras_application="ResNet152"
+)

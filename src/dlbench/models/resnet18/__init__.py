@@ -13,5 +13,4 @@ from dlbench.models._resnet import make_spec
 BLOCK = "basic"
 BLOCKS = (2, 2, 2, 2)
 
-SPEC = make_spec("resnet18", BLOCK, BLOCKS, reference=11_689_512, tiny_blocks=(1, 1, 1, 1),
-                 keras_application=None)
+SPEC = make_spec("resnet18", BLOCK, BLOCKS, reference=11_689_512, tiny_blocks=(1, 1, 1, 1), keras_application=None)

@@ -17,5 +17,6 @@ from dlbench.models._resnet import make_spec
 BLOCK = "bottleneck"
 BLOCKS = (3, 4, 6, 3)
 
-SPEC = make_spec("resnet50", BLOCK, BLOCKS, reference=25_557_032, tiny_blocks=(1, 1, 1, 1),
-                 keras_application="ResNet50")
+SPEC = make_spec(
+    "resnet50", BLOCK, BLOCKS, reference=25_557_032, tiny_blocks=(1, 1, 1, 1), keras_application="ResNet50"
+)

@@ -10,6 +10,7 @@ from dlbench.models._resnet.torch import build_resnet
 from dlbench.models.resnet50 import BLOCK, BLOCKS
 
 
-def build(input_shape: tuple[int, int, int], num_classes: int,
-          blocks: tuple[int, ...] = BLOCKS, width: int = WIDTH) -> nn.Module:
+def build(
+    input_shape: tuple[int, int, int], num_classes: int, blocks: tuple[int, ...] = BLOCKS, width: int = WIDTH
+) -> nn.Module:
     return build_resnet(input_shape, num_classes, BLOCK, blocks, width)

@@ -34,15 +34,22 @@ class EncoderLayer(nn.Module):
     @nn.compact
     def __call__(self, x: jax.Array, deterministic: bool) -> jax.Array:
         attended = nn.MultiHeadDotProductAttention(
-            num_heads=self.heads, qkv_features=self.hidden, out_features=self.hidden,
-            dropout_rate=self.dropout, name="attention", **self.inits)(x, deterministic=deterministic)
+            num_heads=self.heads,
+            qkv_features=self.hidden,
+            out_features=self.hidden,
+            dropout_rate=self.dropout,
+            name="attention",
+            **self.inits,
+        )(x, deterministic=deterministic)
         x = nn.LayerNorm(epsilon=LAYER_NORM_EPS, name="norm_a")(
-            x + nn.Dropout(self.dropout)(attended, deterministic=deterministic))
+            x + nn.Dropout(self.dropout)(attended, deterministic=deterministic)
+        )
         y = nn.gelu(nn.Dense(self.ff, name="ff_a", **self.inits)(x), approximate=False)
         y = nn.Dropout(self.dropout)(y, deterministic=deterministic)
         y = nn.Dense(self.hidden, name="ff_b", **self.inits)(y)
         return nn.LayerNorm(epsilon=LAYER_NORM_EPS, name="norm_b")(
-            x + nn.Dropout(self.dropout)(y, deterministic=deterministic))
+            x + nn.Dropout(self.dropout)(y, deterministic=deterministic)
+        )
 
 
 class TransformerClassifier(nn.Module):
@@ -67,12 +74,19 @@ class TransformerClassifier(nn.Module):
         x = nn.Dropout(self.dropout)(x, deterministic=deterministic)
         for i in range(self.layers):
             x = EncoderLayer(self.hidden, self.heads, self.ff, self.dropout, inits, name=f"layer{i + 1}")(
-                x, deterministic)
+                x, deterministic
+            )
         return nn.Dense(self.classes, name="classifier", **inits)(x[:, 0])
 
 
-def build(shape: tuple[int], classes: int, *, kernel_init: Initializer | None = None,
-          bias_init: Initializer | None = None, **options: Any) -> TransformerClassifier:
+def build(
+    shape: tuple[int],
+    classes: int,
+    *,
+    kernel_init: Initializer | None = None,
+    bias_init: Initializer | None = None,
+    **options: Any,
+) -> TransformerClassifier:
     cfg = config(options)
     check_length(shape[0], cfg)
     return TransformerClassifier(classes, kernel_init=kernel_init, bias_init=bias_init, **cfg)

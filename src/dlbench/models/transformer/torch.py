@@ -17,16 +17,24 @@ from dlbench.models.transformer import LAYER_NORM_EPS, check_length, config
 
 
 class TransformerClassifier(nn.Module):
-    def __init__(self, classes: int, *, layers: int, hidden: int, heads: int, ff: int, vocab: int,
-                 max_len: int, dropout: float) -> None:
+    def __init__(
+        self, classes: int, *, layers: int, hidden: int, heads: int, ff: int, vocab: int, max_len: int, dropout: float
+    ) -> None:
         super().__init__()
         self.tokens = nn.Embedding(vocab, hidden)
         self.positions = nn.Embedding(max_len, hidden)
         self.norm = nn.LayerNorm(hidden, eps=LAYER_NORM_EPS)
         self.drop = nn.Dropout(dropout)
-        layer = nn.TransformerEncoderLayer(hidden, heads, dim_feedforward=ff, dropout=dropout,
-                                           activation="gelu", layer_norm_eps=LAYER_NORM_EPS,
-                                           batch_first=True, norm_first=False)
+        layer = nn.TransformerEncoderLayer(
+            hidden,
+            heads,
+            dim_feedforward=ff,
+            dropout=dropout,
+            activation="gelu",
+            layer_norm_eps=LAYER_NORM_EPS,
+            batch_first=True,
+            norm_first=False,
+        )
         self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
         self.classifier = nn.Linear(hidden, classes)
 

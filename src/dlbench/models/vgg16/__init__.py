@@ -60,15 +60,25 @@ def check_input(shape: Shape) -> str | None:
     return None
 
 
-def param_count(shape: Shape, classes: int, widths: tuple[int, ...] = WIDTHS,
-                convs: tuple[int, ...] = CONVS_PER_STAGE, hidden: int = HIDDEN, dropout: float = DROPOUT) -> int:
+def param_count(
+    shape: Shape,
+    classes: int,
+    widths: tuple[int, ...] = WIDTHS,
+    convs: tuple[int, ...] = CONVS_PER_STAGE,
+    hidden: int = HIDDEN,
+    dropout: float = DROPOUT,
+) -> int:
     total, channels = 0, shape[2]
     for kind, _, filters in plan(widths, convs):
         if kind == "conv":
             total += conv_params(channels, filters, 3)
             channels = filters
-    return (total + dense_params(channels * POOL * POOL, hidden) + dense_params(hidden, hidden)
-            + dense_params(hidden, classes))
+    return (
+        total
+        + dense_params(channels * POOL * POOL, hidden)
+        + dense_params(hidden, hidden)
+        + dense_params(hidden, classes)
+    )
 
 
 SPEC = ModelSpec(

@@ -44,15 +44,28 @@ class VGG(nn.Module):
         return nn.Dense(self.classes, name=f"classifier_{FC_INDEX[2]}", **inits)(x)
 
 
-def build(shape: Shape, classes: int, *,
-          kernel_init: nn.initializers.Initializer = DEFAULT_KERNEL_INIT,
-          bias_init: nn.initializers.Initializer = DEFAULT_BIAS_INIT,
-          widths: tuple[int, ...] = WIDTHS, convs: tuple[int, ...] = CONVS_PER_STAGE, hidden: int = HIDDEN,
-          dropout: float = DROPOUT) -> VGG:
+def build(
+    shape: Shape,
+    classes: int,
+    *,
+    kernel_init: nn.initializers.Initializer = DEFAULT_KERNEL_INIT,
+    bias_init: nn.initializers.Initializer = DEFAULT_BIAS_INIT,
+    widths: tuple[int, ...] = WIDTHS,
+    convs: tuple[int, ...] = CONVS_PER_STAGE,
+    hidden: int = HIDDEN,
+    dropout: float = DROPOUT,
+) -> VGG:
     """The network for NHWC input of `shape` (H, W, C) and `classes` outputs."""
     reason = SPEC.check_input(shape)
     if reason:
         raise ValueError(reason)
     plan(widths, convs)  # validates the number of stages before Flax defers the error to init
-    return VGG(classes=classes, widths=tuple(widths), convs=tuple(convs), hidden=hidden, dropout=dropout,
-               kernel_init=kernel_init, bias_init=bias_init)
+    return VGG(
+        classes=classes,
+        widths=tuple(widths),
+        convs=tuple(convs),
+        hidden=hidden,
+        dropout=dropout,
+        kernel_init=kernel_init,
+        bias_init=bias_init,
+    )

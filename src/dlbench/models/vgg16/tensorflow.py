@@ -17,10 +17,16 @@ from dlbench.models.mlp.tensorflow import init_kwargs
 from dlbench.models.vgg16 import CONVS_PER_STAGE, DROPOUT, FC_INDEX, HIDDEN, POOL, SPEC, WIDTHS, plan
 
 
-def build(input_shape: tuple[int, int, int], num_classes: int,
-          kernel_initializer: Any = None, bias_initializer: Any = None,
-          widths: tuple[int, ...] = WIDTHS, convs: tuple[int, ...] = CONVS_PER_STAGE, hidden: int = HIDDEN,
-          dropout: float = DROPOUT) -> keras.Model:
+def build(
+    input_shape: tuple[int, int, int],
+    num_classes: int,
+    kernel_initializer: Any = None,
+    bias_initializer: Any = None,
+    widths: tuple[int, ...] = WIDTHS,
+    convs: tuple[int, ...] = CONVS_PER_STAGE,
+    hidden: int = HIDDEN,
+    dropout: float = DROPOUT,
+) -> keras.Model:
     reason = SPEC.check_input(input_shape)
     if reason:
         raise ValueError(reason)

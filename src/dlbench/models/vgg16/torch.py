@@ -14,9 +14,15 @@ from dlbench.models.vgg16 import CONVS_PER_STAGE, DROPOUT, HIDDEN, POOL, SPEC, W
 
 
 class VGG(nn.Module):
-    def __init__(self, in_channels: int, num_classes: int, widths: tuple[int, ...], convs: tuple[int, ...],
-                 hidden: int,
-                 dropout: float) -> None:
+    def __init__(
+        self,
+        in_channels: int,
+        num_classes: int,
+        widths: tuple[int, ...],
+        convs: tuple[int, ...],
+        hidden: int,
+        dropout: float,
+    ) -> None:
         super().__init__()
         layers: list[nn.Module] = []
         channels = in_channels
@@ -43,9 +49,14 @@ class VGG(nn.Module):
         return self.classifier(torch.flatten(x, 1))
 
 
-def build(input_shape: tuple[int, int, int], num_classes: int,
-          widths: tuple[int, ...] = WIDTHS, convs: tuple[int, ...] = CONVS_PER_STAGE, hidden: int = HIDDEN,
-          dropout: float = DROPOUT) -> nn.Module:
+def build(
+    input_shape: tuple[int, int, int],
+    num_classes: int,
+    widths: tuple[int, ...] = WIDTHS,
+    convs: tuple[int, ...] = CONVS_PER_STAGE,
+    hidden: int = HIDDEN,
+    dropout: float = DROPOUT,
+) -> nn.Module:
     """The network for (H, W, C) inputs and `num_classes` classes."""
     reason = SPEC.check_input(input_shape)
     if reason:
