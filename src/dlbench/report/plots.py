@@ -47,6 +47,69 @@ class Figure:
     data: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
 
+# A figure is shown at its own size (figsize, in inches): text is at least 9 pt there and
+# the PNGs have 150 pixels per inch, enough for print at that size.
+MIN_FONT = 9
+DPI = 150
+# A panel whose values span more than this factor gets a log axis: on a linear one a
+# 0.015 s case beside a 7 s one is a flat line at zero.
+LOG_SPAN = 10.0
+# Below this many values a box and whiskers summarize nothing a reader cannot see in
+# the dots themselves (and quartiles of 3 values are interpolation): dots only.
+MIN_BOX = 5
+
+
+def _flat(values: Any) -> list[float]:
+    """Numbers in a panel's data entry (a list, or a dict of lists per trial)."""
+    if isinstance(values, dict):
+        return [v for vs in values.values() for v in _flat(vs)]
+    if isinstance(values, list | tuple):
+        return [v for x in values for v in _flat(x)]
+    return [values] if isinstance(values, int | float) else []
+
+
+def log_if_wide(ax: Any, values: list[float]) -> bool:
+    """Log y axis when the panel's positive values span more than LOG_SPAN; True if set."""
+    positive = [v for v in values if v is not None and v > 0]
+    if len(positive) >= 2 and max(positive) / min(positive) > LOG_SPAN:
+        ax.set_yscale("log")
+        return True
+    return False
+
+
+PHASE_WORDS = {"train": "training", "infer": "inference"}
+
+
+def metric_words(metric: str) -> str:
+    """A stored telemetry key in words with its unit: "cpu.process_util:mean" ->
+    "process CPU (% of one core)". Figures never show an internal key."""
+    fixed = {
+        "cpu.process_util:mean": "process CPU (% of one core)",
+        "cpu.system_util:mean": "system CPU (% of all cores)",
+        "cpu.others_util:mean": "other processes' CPU (% of all cores)",
+        "cpu.steal:mean": "steal (% of all cores)",
+    }
+    if metric in fixed:
+        return fixed[metric]
+    name, _, agg = metric.partition(":")
+    if name.startswith("gpu") and name.endswith(".util"):
+        return f"GPU {name[3:].split('.')[0]} utilization (%)"
+    if name.startswith("gpu") and name.endswith(".temperature"):
+        return f"GPU {name[3:].split('.')[0]} temperature, {agg or 'max'} (°C)"
+    if name.startswith("temp."):
+        return f"temperature {name[5:].replace('_', ' ')}, {agg or 'max'} (°C)"
+    return name.replace("_", " ").replace(".", " ")
+
+
+def _legend(fig: Any, handles: list[Any], labels: list[str]) -> None:
+    """One legend under the panels, in as many columns as fit the figure's width, so
+    that no entry is cut at the figure's edges."""
+    width_in = fig.get_figwidth()
+    entry_in = max((len(label) for label in labels), default=1) * MIN_FONT * 0.55 / 72 + 0.6
+    ncols = max(1, min(len(labels), int(width_in // entry_in)))
+    fig.legend(handles, labels, loc="outside lower center", ncols=ncols, fontsize=MIN_FONT)
+
+
 def _fmt(name: str, value: Any) -> str:
     if name in PLAIN_FACTORS:
         return str(value)
@@ -152,12 +215,14 @@ def _mark_gap(ax: Any, x: float, text: str, level: int = 0, color: str = GAP) ->
     """A red cross on the axis at x with the status above it: a value that does not exist."""
     tr = ax.get_xaxis_transform()  # x in data, y in axes fraction
     ax.plot([x], [0.02], marker="x", color=color, markersize=9, markeredgewidth=2, transform=tr, clip_on=False)
-    ax.text(x, 0.06 + 0.1 * level, text, transform=tr, rotation=90, ha="center", va="bottom", fontsize=7, color=color)
+    ax.text(
+        x, 0.06 + 0.1 * level, text, transform=tr, rotation=90, ha="center", va="bottom", fontsize=MIN_FONT, color=color
+    )
 
 
 def _decorate(ax: Any, title: str, ylabel: str, grid: str = "y") -> None:
     ax.set_title(title, fontsize=9)
-    ax.set_ylabel(ylabel, fontsize=8)
+    ax.set_ylabel(ylabel, fontsize=MIN_FONT)
     ax.grid(axis=grid, alpha=0.3)
 
 
@@ -166,24 +231,46 @@ def _boxes(ax: Any, positions: list[float], samples: list[list[float]], colors: 
     box made the two box figures a fifth of an HTML report's drawing time)."""
     if not positions:
         return
-    boxes = ax.boxplot(samples, positions=positions, widths=0.6, patch_artist=True, showfliers=not dots)
-    for box, median, color in zip(boxes["boxes"], boxes["medians"], colors):
-        box.set(facecolor=color, alpha=0.55)
-        median.set(color="black")
-    if dots:  # each sample itself, spread evenly across its box
-        xs, ys = [], []
-        for x, values in zip(positions, samples):
-            n = len(values)
-            xs += [x] if n == 1 else [x - 0.18 + 0.36 * j / (n - 1) for j in range(n)]
-            ys += values
-        ax.scatter(xs, ys, s=10, color="black", zorder=3)
+    boxed = [i for i, values in enumerate(samples) if len(values) >= MIN_BOX]
+    if boxed:
+        boxes = ax.boxplot(
+            [samples[i] for i in boxed],
+            positions=[positions[i] for i in boxed],
+            widths=0.6,
+            patch_artist=True,
+            showfliers=not dots,
+        )
+        for box, median, i in zip(boxes["boxes"], boxes["medians"], boxed):
+            box.set(facecolor=colors[i], alpha=0.55)
+            median.set(color="black")
+    # Each value itself, spread evenly across its slot: always for a sample too small for a
+    # box (in its colour, with a bar at the median), and over the box when asked for.
+    xs, ys, cs = [], [], []
+    for i, (x, values) in enumerate(zip(positions, samples)):
+        if not dots and i in boxed:
+            continue
+        n = len(values)
+        xs += [x] if n == 1 else [x - 0.18 + 0.36 * j / (n - 1) for j in range(n)]
+        ys += values
+        cs += ["black" if i in boxed else colors[i]] * n
+        if i not in boxed:
+            ax.hlines(
+                sorted(values)[n // 2] if n % 2 else sum(sorted(values)[n // 2 - 1 : n // 2 + 1]) / 2,
+                x - 0.25,
+                x + 0.25,
+                color="black",
+                linewidth=1.5,
+                zorder=4,
+            )
+    if xs:
+        ax.scatter(xs, ys, s=16, c=cs, edgecolors="black", linewidths=0.5, zorder=3)
 
 
 def _ticks(ax: Any, positions: list[float], labels: list[str]) -> None:
     ax.set_xticks(positions)
     rotate = len(labels) > 3 or max((len(s) for s in labels), default=0) > 14
     ax.set_xticklabels(
-        [_wrap(s) for s in labels], rotation=35 if rotate else 0, ha="right" if rotate else "center", fontsize=7
+        [_wrap(s) for s in labels], rotation=35 if rotate else 0, ha="right" if rotate else "center", fontsize=MIN_FONT
     )
 
 
@@ -210,9 +297,10 @@ def _box_figure(
             for part, item in zip(drawn, (i, values, run.color[run.ident[k]])):
                 part.append(item)
         _boxes(ax, *drawn, dots=True)
+        logged = log_if_wide(ax, [v for values in drawn[1] for v in values])
         _ticks(ax, list(range(1, len(gkeys) + 1)), [run.short(k) for k in gkeys])
         ax.set_xlim(0.4, len(gkeys) + 0.6)
-        _decorate(ax, title, f"{what} ({unit})")
+        _decorate(ax, title + (" (log scale)" if logged else ""), f"{what} ({unit})")
     independent = {s.independent for s in sample.values()}
     how = " or ".join(
         sorted(
@@ -329,7 +417,7 @@ def _clip_warmups(ax: Any, panel: dict[str, dict[str, list]], warm_at: list[tupl
                 rotation=90,
                 ha="center",
                 va="top",
-                fontsize=6,
+                fontsize=MIN_FONT,
                 color="#333333",
                 bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5},
             )
@@ -376,13 +464,14 @@ def _per_run_figure(
         _ticks(ax, centers, [run.short(k) for k in keys])
         ax.set_xlim(-1, max(x - 1.6, 1))
         _clip_warmups(ax, panel, warm_at, unit)
-        _decorate(ax, ptitle, f"{what} ({unit})")
+        logged = log_if_wide(ax, [v for values in panel.values() for v in _flat(values)])
+        _decorate(ax, ptitle + (" (log scale)" if logged else ""), f"{what} ({unit})")
     handles = [Patch(facecolor=c, label=i) for i, c in run.color.items()]
     handles += [
         Patch(facecolor=WARM, hatch="///", edgecolor="#666666", label="warm-up (not in statistics)"),
         Patch(facecolor="none", hatch="xx", edgecolor="#666666", label="trial that did not finish"),
     ]
-    fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 5), fontsize=7)
+    _legend(fig, handles, [h.get_label() for h in handles])
     fig.suptitle(title)
     caption = (
         f"{what.capitalize()} ({unit}) of every repeat in execution order (block, then repeat), one group "
@@ -456,16 +545,16 @@ def _relative_figure(run: _Run, baseline: str | None, out: Target) -> Figure | N
                     text,
                     ha="center",
                     va="center",
-                    fontsize=8,
+                    fontsize=MIN_FONT,
                     color=GAP if ratio is None else "white" if dark else "black",
                 )
         masked = np.ma.masked_invalid(np.array(grid, dtype=float))
         image = ax.imshow(masked, cmap=_diverging(), vmin=-span, vmax=span, aspect="auto")
         ax.set_facecolor("#f2f2f2")
         ax.set_xticks(range(len(cols)))
-        ax.set_xticklabels(col_names, rotation=30 if len(cols) > 4 else 0, fontsize=8)
+        ax.set_xticklabels(col_names, rotation=30 if len(cols) > 4 else 0, fontsize=MIN_FONT)
         ax.set_yticks(range(len(rows)))
-        ax.set_yticklabels([_wrap(r, 28) for r in rows], fontsize=8)
+        ax.set_yticklabels([_wrap(r, 28) for r in rows], fontsize=MIN_FONT)
         ax.set_title(ptitle, fontsize=9)
     if image is not None:
         bar = fig.colorbar(image, ax=fig.axes, shrink=0.8)
@@ -534,7 +623,7 @@ def _batch_figure(run: _Run, out: Target) -> Figure | None:
     # One legend for all panels (the same lines in each): a legend per panel placed by
     # loc="best" was a sixth of this figure's drawing time.
     lines = {label: handle for ax in fig.axes for handle, label in zip(*ax.get_legend_handles_labels())}
-    fig.legend(list(lines.values()), list(lines), loc="outside lower center", ncols=min(len(lines), 6), fontsize=7)
+    _legend(fig, list(lines.values()), list(lines))
     title = "Train time per sample (ms/sample) and inference throughput (samples/s) vs batch size"
     fig.suptitle(title)
     caption = (
@@ -550,7 +639,7 @@ TELEMETRY_UNITS = {"%": "%", "C": "°C", "°C": "°C"}
 
 def _is_telemetry(metric: str) -> bool:
     return (
-        metric in ("cpu.process_util:mean", "cpu.system_util:mean")
+        metric in ("cpu.process_util:mean", "cpu.system_util:mean", "cpu.others_util:mean")
         or (metric.startswith("gpu") and metric.endswith(".util:mean"))
         or (metric.startswith("temp") and metric.endswith(":max"))
         or (metric.startswith("gpu") and metric.endswith(".temperature:max"))
@@ -593,7 +682,7 @@ def _telemetry_figure(run: _Run, out: Target) -> Figure | None:
             _boxes(ax, *drawn, dots=False)
             _ticks(ax, list(range(1, len(keys) + 1)), [run.label(k) for k in keys])
             ax.set_xlim(0.4, len(keys) + 0.6)
-            _decorate(ax, f"{metric} during {phase}", f"{metric} ({units[metric]})")
+            _decorate(ax, f"{metric_words(metric)}, {PHASE_WORDS.get(phase, phase)}", metric_words(metric))
     has_temp = any("temp" in m for m in metrics)
     title = "Utilization (%) and temperature (°C) per phase" if has_temp else "Utilization (%) per phase"
     fig.suptitle(title)
@@ -630,7 +719,7 @@ def _save(fig: Any, out: Target, name: str, title: str, caption: str, data: dict
     formats = out.formats
     if "png" in formats:
         # zlib level 1: a quarter of the encoding time for ~20% larger files.
-        fig.savefig(png, dpi=120, pil_kwargs={"compress_level": 1})
+        fig.savefig(png, dpi=DPI, pil_kwargs={"compress_level": 1})
     if "svg" in formats:
         fig.savefig(svg, metadata={"Date": None})  # no timestamp: the same run gives the same file
     return Figure(name, title, png if "png" in formats else None, svg if "svg" in formats else None, caption, data)
