@@ -471,7 +471,7 @@ def _per_run_figure(
         Patch(facecolor=WARM, hatch="///", edgecolor="#666666", label="warm-up (not in statistics)"),
         Patch(facecolor="none", hatch="xx", edgecolor="#666666", label="trial that did not finish"),
     ]
-    _legend(fig, handles, [h.get_label() for h in handles])
+    _legend(fig, handles, [str(h.get_label()) for h in handles])
     fig.suptitle(title)
     caption = (
         f"{what.capitalize()} ({unit}) of every repeat in execution order (block, then repeat), one group "
