@@ -198,17 +198,35 @@ def test_markdown_tables(real_run, tmp_path):
     assert "R&amp;D\\_1%$\\#" in md
 
 
-def test_csv_summary_rows(real_run, tmp_path):
+def test_csv_summary_rows_carry_full_precision(real_run, tmp_path):
     text = _render(real_run, "csv", tmp_path)
     rows = list(csv.DictReader(io.StringIO(text)))
-    assert {r["metric"] for r in rows} == {"train time (s)", "infer time (ms)", "accuracy (%)"}
+    assert {r["metric"] for r in rows} == {"train time", "inference time", "accuracy"}
+    assert {r["unit"] for r in rows} == {"s", "fraction"}
     assert {(r["framework"], r["model"]) for r in rows} == {("numpy", "mlp"), ("sklearn", "knn")}
     for r in rows:
         assert int(r["n"]) == 2  # one median per trial
-        assert float(r["Q1"]) <= float(r["median"]) <= float(r["Q3"])
-        assert float(r["mean"]) > 0
-    acc = next(r for r in rows if r["metric"] == "accuracy (%)" and r["framework"] == "sklearn")
-    assert 85 < float(acc["median"]) <= 100
+        assert float(r["q1"]) <= float(r["median"]) <= float(r["q3"]) and float(r["mean"]) > 0
+    acc = next(r for r in rows if r["metric"] == "accuracy" and r["framework"] == "sklearn")
+    assert 0.85 < float(acc["median"]) <= 1
+    # The exact value: the median of the trial medians of the stored measurements, read back bit for bit.
+    with Store(real_run) as store:
+        run_id = store.run()["id"]
+        trials = {t["id"]: t for t in store.trials(run_id)}
+        per_trial: dict[int, list[float]] = {}
+        for m in store.measurements(run_id, latency=False):
+            if (
+                (m["phase"], m["metric"]) == ("train", "time")
+                and not m["warmup"]
+                and m["repeat"] is not None
+                and trials[m["trial_id"]]["case_key"] == acc["case_key"]
+            ):
+                per_trial.setdefault(m["trial_id"], []).append(m["value"])
+    import numpy as np
+
+    expected = float(np.median([float(np.median(v)) for v in per_trial.values()]))
+    train = next(r for r in rows if r["metric"] == "train time" and r["case_key"] == acc["case_key"])
+    assert float(train["median"]) == expected and train["median"] == repr(expected)
 
 
 def test_unknown_format_and_console_out_are_errors(real_run, tmp_path):
@@ -476,3 +494,46 @@ def test_html_renders_in_headless_chromium(real_run, tmp_path):
     images, broken, tables, rows = map(int, m.groups())
     assert images == 2 and broken == 0  # the PNG and the SVG decoded
     assert tables >= 7 and rows >= 20
+
+
+def test_markdown_and_latex_show_the_figures_they_wrote(real_run, tmp_path):
+    out_dir = tmp_path / "paper"
+    out_dir.mkdir()
+    md_file, tex_file, figs = out_dir / "r.md", out_dir / "r.tex", out_dir / "figs"
+    for fmt, target in (("markdown", md_file), ("latex", tex_file)):
+        result = runner.invoke(
+            app, ["report", "--db", str(real_run), "--format", fmt, "--out", str(target), "--figures", str(figs)]
+        )
+        assert result.exit_code == 0, result.output
+    links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md_file.read_text())
+    included = re.findall(r"\\includegraphics\[[^\]]*\]\{([^}]+)\}", tex_file.read_text())
+    assert links and links == included  # the same figures, in the same order
+    assert all((out_dir / link).is_file() and link.startswith("figs/") for link in links)
+    assert "\\usepackage{graphicx}" in tex_file.read_text()
+
+
+def test_latex_tables_are_bare_tabulars_to_input(real_run, tmp_path):
+    tables = tmp_path / "tables"
+    result = runner.invoke(
+        app,
+        [
+            "report",
+            "--db",
+            str(real_run),
+            "--format",
+            "latex",
+            "--out",
+            str(tmp_path / "r.tex"),
+            "--latex-tables",
+            str(tables),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    files = sorted(tables.glob("*.tex"))
+    assert len(files) >= 4
+    for f in files:
+        text = f.read_text()
+        assert "\\documentclass" not in text and "\\begin{table}" not in text
+        assert text.count("\\begin{tabular}") == 1 and text.rstrip().endswith("\\end{tabular}")
+    wrong = runner.invoke(app, ["report", "--db", str(real_run), "--format", "markdown", "--latex-tables", str(tables)])
+    assert wrong.exit_code == 2 and "--latex-tables" in wrong.output and "--format latex" in wrong.output

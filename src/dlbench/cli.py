@@ -622,7 +622,20 @@ def report(
         Path | None, typer.Option("--out", "-o", help="Write the report to this file (default: standard output).")
     ] = None,
     figures: Annotated[
-        Path | None, typer.Option("--figures", help="Also write every figure (PNG and SVG) into this directory.")
+        Path | None,
+        typer.Option(
+            "--figures",
+            help="Also write every figure (PNG and SVG) into this directory; Markdown and LaTeX "
+            "then show them, linked relative to --out's folder.",
+        ),
+    ] = None,
+    latex_tables: Annotated[
+        Path | None,
+        typer.Option(
+            "--latex-tables",
+            help="With --format latex: also write every table as a bare tabular (booktabs) to this "
+            "directory, one .tex file each, to \\input in a paper.",
+        ),
     ] = None,
     details: Annotated[
         bool,
@@ -645,11 +658,16 @@ def report(
         _fail(f"--format {fmt!r}: allowed: {', '.join(FORMATS)}")
     if fmt == "console" and out is not None:
         _fail("--out needs a written format (markdown, latex, html or csv); console output goes to the terminal")
+    if latex_tables is not None and fmt != "latex":
+        _fail(f"--latex-tables writes LaTeX tables: it needs --format latex (got --format {fmt})")
     store = _open_store(db, readonly=True)
     try:
         row = store.run(run_id)
     except StoreError as exc:
         _fail(str(exc))
+    made: list[Any] = []
+    # A document on standard output keeps stdout for itself: messages go to stderr.
+    say = err_console if fmt != "console" and out is None else console
     if figures is not None:
         from dlbench.report.plots import make_figures
 
@@ -658,7 +676,7 @@ def report(
             made = make_figures(store, row["id"], figures)
         except OSError as exc:
             _fail(f"cannot write figures to {figures}: {exc}")
-        console.print(
+        say.print(
             f"wrote {len(made)} figures (PNG and SVG) to {figures}: " + ", ".join(f.name for f in made), highlight=False
         )
     if fmt == "console":
@@ -667,7 +685,20 @@ def report(
         return
     from dlbench.report.formats import render
 
-    text = render(store, row["id"], fmt)
+    base = (out.parent if out is not None else Path.cwd()) if made else None
+    text = render(store, row["id"], fmt, made, base)
+    if latex_tables is not None:
+        from dlbench.report.latex import bare_tables
+        from dlbench.report.model import build_report
+
+        try:
+            latex_tables.mkdir(parents=True, exist_ok=True)
+            written = bare_tables(build_report(store, row["id"]))
+            for name, body in written:
+                (latex_tables / name).write_text(body, encoding="utf-8")
+        except OSError as exc:
+            _fail(f"cannot write LaTeX tables to {latex_tables}: {exc}")
+        say.print(f"wrote {len(written)} bare LaTeX tables to {latex_tables}", highlight=False)
     if out is None:
         sys.stdout.write(text)  # not rich: its markup and wrapping would alter the document
         return

@@ -1,36 +1,60 @@
-"""CSV rendering of a report's summary tables: one row per case and headline metric.
+"""CSV of a report's summary: one row per case and headline metric, at full precision.
 
-The summary statistics only; `dlbench export` writes every raw measurement.
-"mean ± sd" is split into two columns so that the file loads as numbers.
+Numbers come from the analysis (report.summaries), never from the tables' display
+strings: floats are written with repr, so a value reads back exactly as computed.
+Times are in seconds and accuracy is a fraction (units in the `unit` column), the
+case's settings are columns of their own. `dlbench export` writes every raw value.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import json
+from typing import Any
+
+from dlbench.report.tables import CASE_COLUMNS
+
+METRICS = (
+    ("train", "time", "train time", "s"),
+    ("infer", "time", "inference time", "s"),
+    ("accuracy", "accuracy", "accuracy", "fraction"),
+    ("tta", "time", "time to target accuracy", "s"),
+    ("tta", "epochs", "epochs to target accuracy", "epochs"),
+)
+STATS = ("n", "mean", "sd", "median", "q1", "q3", "min", "max")
 
 
-def _cell(value: str) -> str:
-    # The tables' "—" (no value) is an empty field, which every CSV reader takes as missing.
-    return "" if value.strip() in ("—", "") else value
+def _number(v: float | int) -> str:
+    return repr(v) if isinstance(v, float) and v == v else ("" if isinstance(v, float) else str(v))
+
+
+def _setting(value: Any) -> str:
+    if value is None:
+        return ""
+    return json.dumps(value, sort_keys=True) if isinstance(value, dict | list) else str(value)
 
 
 def render(report) -> str:
-    fields: list[str] = ["metric"]
-    records: list[dict[str, str]] = []
-    for t in report.summary:
-        for row in t.rows:
-            rec = {"metric": t.title}
-            for col, value in zip(t.columns, row):
-                if col == "mean ± sd":
-                    mean, _, sd = value.partition(" ± ")
-                    rec["mean"], rec["sd"] = _cell(mean), _cell(sd)
-                else:
-                    rec[col] = _cell(value)
-            records.append(rec)
-            fields += [k for k in rec if k not in fields]
+    fields = ["metric", "phase", "unit", *CASE_COLUMNS, *STATS, "trials", "statuses", "sample", "case_key"]
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=fields, restval="", lineterminator="\n")
+    writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
     writer.writeheader()
-    writer.writerows(records)
+    for s in report.summaries:
+        for phase, metric, words, unit in METRICS:
+            st = s.stats.get((phase, metric))
+            if st is None:
+                continue
+            row = {
+                "metric": words,
+                "phase": phase,
+                "unit": unit,
+                "case_key": s.case_key,
+                "trials": str(s.trials),
+                "statuses": ", ".join(f"{v} {k}" for k, v in sorted(s.statuses.items())),
+                "sample": "repeats in one process" if s.within_process else "one median per trial",
+            }
+            row.update({c: _setting(s.case.get(c)) for c in CASE_COLUMNS})
+            row.update({k: _number(getattr(st, k)) for k in STATS})
+            writer.writerow(row)
     return buf.getvalue()

@@ -143,8 +143,9 @@ def _finish_figures(drawing: Any) -> tuple[list, str]:
     return drawing.finish()
 
 
-def render(store, run_id: int, fmt: str) -> str:
-    """The report of run_id in a written format (everything but console)."""
+def render(store, run_id: int, fmt: str, figures: Any = (), base: Any = None) -> str:
+    """The report of run_id in a written format (everything but console). Markdown and
+    LaTeX link `figures` (already written by make_figures) relative to `base`."""
     from dlbench.report import csv_out, html, latex, markdown
     from dlbench.report.model import build_report
 
@@ -153,7 +154,10 @@ def render(store, run_id: int, fmt: str) -> str:
     if fmt != "html":
         # CSV holds the summary only: skip the hypothesis tests it would not show.
         report = build_report(store, run_id, hypotheses=fmt != "csv")
-        return {"markdown": markdown.render, "latex": latex.render, "csv": csv_out.render}[fmt](report)
+        if fmt == "csv":
+            return csv_out.render(report)
+        renderer = markdown.render if fmt == "markdown" else latex.render
+        return renderer(report, figures, base)
     # Neither the figures nor the tables but the latency table need the per-call latency
     # rows (nine in ten of a run's rows): build_report reads those apart, after the fork.
     trials, rows = store.trials(run_id), store.measurements(run_id, latency=False)

@@ -9,7 +9,12 @@ the document compiles with pdflatex as well as with lualatex.
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
+from dlbench.report.markdown import relative
 from dlbench.report.render import TableData
 
 _SPECIAL = {
@@ -57,21 +62,51 @@ def _tt_block(text: str) -> str:
     return "{\\small\\ttfamily\\raggedright\n" + "\\\\\n".join(lines) + "\\par}\n"
 
 
-def table(t: TableData) -> str:
+def tabular(t: TableData) -> list[str]:
+    """The tabular alone (booktabs rules): what a paper `\\input`s inside its own table."""
     spec = "".join("r" if t.alignment(i) == "right" else "l" for i in range(len(t.columns)))
     out = [
-        "\\begin{table}[htbp]",
-        "\\centering",
-        "\\footnotesize",
-        f"\\caption{{{escape(t.title)}}}",
-        "\\begin{adjustbox}{max width=\\linewidth}",
         f"\\begin{{tabular}}{{{spec}}}",
         "\\toprule",
         " & ".join(escape(c) for c in t.columns) + " \\\\",
         "\\midrule",
     ]
     out += [" & ".join(escape(c) for c in row) + " \\\\" for row in t.rows]
-    out += ["\\bottomrule", "\\end{tabular}", "\\end{adjustbox}"]
+    return out + ["\\bottomrule", "\\end{tabular}"]
+
+
+def bare_tables(report) -> list[tuple[str, str]]:
+    """(file name, text) of every table as a bare tabular to \\input (needs booktabs),
+    numbered in the report's order; the table's title is a comment at its top."""
+    out = []
+    n = 0
+    for heading, tables in report.document_tables():
+        if heading == "Hypotheses":
+            continue
+        for t in tables:
+            n += 1
+            slug = re.sub(r"[^a-z0-9]+", "_", t.title.lower()).strip("_")[:40] or "table"
+            title = " ".join(t.title.split())
+            out.append(
+                (
+                    f"{n:02d}_{slug}.tex",
+                    f"% {title}\n% dlbench: \\input this inside a table environment; "
+                    "needs \\usepackage{booktabs}\n" + "\n".join(tabular(t)) + "\n",
+                )
+            )
+    return out
+
+
+def table(t: TableData) -> str:
+    out = [
+        "\\begin{table}[htbp]",
+        "\\centering",
+        "\\footnotesize",
+        f"\\caption{{{escape(t.title)}}}",
+        "\\begin{adjustbox}{max width=\\linewidth}",
+        *tabular(t),
+        "\\end{adjustbox}",
+    ]
     for extra in ([t.caption] if t.caption else []) + t.notes:
         out.append(f"\\par\\smallskip{{\\scriptsize {escape(extra)}}}")
     out.append("\\end{table}")
@@ -126,7 +161,8 @@ def answer(report) -> list[str]:
     return out
 
 
-def render(report) -> str:
+def render(report, figures: Sequence[Any] = (), base: Path | None = None) -> str:
+    """A whole document; figures (written by make_figures) are included relative to `base`."""
     r = report.run
     out = [
         "\\documentclass[a4paper]{article}",
@@ -136,6 +172,7 @@ def render(report) -> str:
         "\\usepackage{booktabs}",
         "\\usepackage{adjustbox}",
         "\\usepackage{textcomp}",
+        "\\usepackage{graphicx}",
         "\\begin{document}",
         f"\\section*{{{escape(report.title)}}}",
         f"Status {escape(r['status'])}, started {escape(r['started_at'])}"
@@ -155,6 +192,19 @@ def render(report) -> str:
             continue
         out += [table(t) for t in tables]
         out.append("\\clearpage" if heading == "Telemetry" else "")
+    for fig in figures:
+        if fig.png is None:
+            continue
+        out += [
+            "\\begin{figure}[htbp]",
+            "\\centering",
+            f"\\includegraphics[width=\\linewidth,height=0.75\\textheight,keepaspectratio]"
+            f"{{{relative(fig.png, base)}}}",
+            f"\\caption{{{escape(fig.title)}. {escape(fig.caption)}}}",
+            "\\end{figure}",
+        ]
+    if figures:
+        out.append("\\clearpage")
     if r.get("config_text"):
         out += [
             f"\\subsection*{{Configuration ({escape(r.get('config_source') or 'embedded')})}}",

@@ -8,6 +8,10 @@ values) render as themselves instead of as HTML or emphasis.
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 from dlbench.report.render import TableData
 
@@ -71,7 +75,25 @@ def answer(report) -> list[str]:
     return parts
 
 
-def render(report) -> str:
+def relative(path: Path, base: Path | None) -> str:
+    """A figure's path as the document should link it: relative to the document's folder
+    (so the pair can be moved together), with forward slashes."""
+    if base is None:
+        return path.as_posix()
+    return Path(os.path.relpath(path.resolve(), base.resolve())).as_posix()
+
+
+def figures_section(figures: Sequence[Any], base: Path | None) -> list[str]:
+    parts = ["", "## Figures"]
+    for f in figures:
+        if f.png is None:
+            continue
+        parts += ["", f"![{escape(f.title)}]({relative(f.png, base)})", "", f"*{escape(f.caption)}*"]
+    return parts
+
+
+def render(report, figures: Sequence[Any] = (), base: Path | None = None) -> str:
+    """figures: written by make_figures, linked relative to `base` (the document's folder)."""
     r = report.run
     parts = [
         f"# {escape(report.title)}",
@@ -103,6 +125,8 @@ def render(report) -> str:
         parts += ["", f"## {heading}"]
         for t in tables:
             parts += ["", table(t)]
+    if figures:
+        parts += figures_section(figures, base)
     if report.manifests:
         parts += ["", "## Fairness manifests"]
         for m in report.manifests:
