@@ -113,11 +113,11 @@ ENV = {
 
 
 def test_drift_notes_name_what_differs_and_unchanged_cases_that_moved():
-    from dlbench.analysis.comparisons import drift_notes
+    from dlbench.report.drift import drift_notes
 
     # Identical environments (the working directory does not count): a move is the machine's or unrecorded.
     same = drift_notes([_diff("jax", "slower", 1.23), _diff("torch", "undecided", 1.1)], ENV, dict(ENV, cwd="/b"))
-    assert same[0] == "nothing dlbench records differs between A and B (machine, packages, dlbench)"
+    assert same[0] == "nothing dlbench records differs between A and B (machine, packages, settings, dlbench)"
     assert same[1].startswith("1 comparison(s) moved (×1.23) although nothing dlbench records differs")
     assert "add blocks to both runs in turn (`dlbench extend A B`)" in same[1]
     # Runs that took turns block by block: the machine's drift fell on both; no advice to alternate.
@@ -129,7 +129,8 @@ def test_drift_notes_name_what_differs_and_unchanged_cases_that_moved():
     notes = drift_notes([_diff("torch", "slower", 1.3), _diff("jax", "slower", 1.2)], ENV, upgraded)
     assert notes[0] == "recorded differences between A and B: torch: 2.13.0 → 2.14.0"
     assert notes[1].startswith(
-        "1 comparison(s) of cases whose framework packages, machine and dlbench are the same in both runs moved (×1.2)"
+        "1 comparison(s) of cases whose framework packages, settings, machine and dlbench are the same in both runs "
+        "moved (×1.2)"
     )
     # Only the upgraded framework moved: no warning.
     assert drift_notes([_diff("torch", "slower", 1.3), _diff("jax", "undecided", 1.0)], ENV, upgraded) == notes[:1]
@@ -315,3 +316,54 @@ def test_a_case_with_no_values_on_one_side_fails_the_gate_unless_allowed(tmp_pat
     assert "error: 2 of 2 comparisons have no values on one side" in flat and "--allow-missing" in flat
     allowed = runner.invoke(app, ["compare", "1", "2", "--allow-missing", "--db", str(db)])
     assert allowed.exit_code == 0, allowed.output
+
+
+def test_compare_names_every_setting_that_differs_and_shows_units(tmp_path):
+    """The same run at --threads 1 and at --threads 2: compare says so (the case, the
+    protocol-free manifest of the framework), instead of 'nothing differs'."""
+    from typer.testing import CliRunner
+
+    from dlbench.analysis.comparisons import setting_changes
+    from dlbench.cli import app
+    from dlbench.report.drift import setting_line
+    from dlbench.store import Store
+
+    runner = CliRunner()
+    dbs = []
+    for threads in ("1", "2"):
+        db = tmp_path / f"t{threads}.db"
+        result = runner.invoke(
+            app,
+            [
+                "run",
+                "--framework",
+                "numpy",
+                "--model",
+                "mlp",
+                "--dataset",
+                "digits",
+                "--epochs",
+                "1",
+                "--repeats",
+                "2",
+                "--warmup",
+                "0",
+                "--samplers",
+                "none",
+                "--threads",
+                threads,
+                "--db",
+                str(db),
+            ],
+        )
+        assert result.exit_code == 0, result.output
+        dbs.append(db)
+    with Store(dbs[0]) as a, Store(dbs[1]) as b:
+        changes = setting_changes(a.trials(1), b.trials(1))
+    lines = [setting_line(c) for c in changes]
+    assert "threads: 1 → 2" in lines, lines
+    assert all(c.key != "seed" for c in changes)  # what is equal is not listed
+    out = runner.invoke(app, ["compare", str(dbs[0]), str(dbs[1]), "--allow-missing"])
+    text = " ".join(out.output.split())
+    assert "threads: 1 → 2" in text and "nothing dlbench records differs" not in text
+    assert "median A (s)" in text and "median B (s)" in text

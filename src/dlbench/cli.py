@@ -799,7 +799,8 @@ def compare(
     """Run vs run: per case ratio B/A with CI and verdict (paired by block when the runs took turns, as
     `dlbench extend A B` runs them). Exit status: 1 on a significant regression; 3 when a case has no values
     on one side (unless --allow-missing); 2 on bad input."""
-    from dlbench.analysis.comparisons import drift_notes, run_vs_run
+    from dlbench.analysis.comparisons import run_vs_run, setting_changes
+    from dlbench.report.drift import drift_notes
     from dlbench.report.verdict_tables import compare_table
 
     if not 0 < threshold < 1 or not 0 < alpha < 1:
@@ -811,10 +812,11 @@ def compare(
         )
     sa, ra = _resolve_run(a, db, readonly=True)
     sb, rb = _resolve_run(b, db, readonly=True)
+    a_trials, b_trials = sa.trials(ra["id"]), sb.trials(rb["id"])
     diffs = run_vs_run(
-        sa.trials(ra["id"]),
+        a_trials,
         sa.measurements(ra["id"]),
-        sb.trials(rb["id"]),
+        b_trials,
         sb.measurements(rb["id"]),
         threshold=threshold,
         alpha=alpha,
@@ -830,7 +832,7 @@ def compare(
         highlight=False,
     )
     env_a, env_b = (json.loads(r["environment_json"] or "{}") for r in (ra, rb))
-    for note in drift_notes(diffs, env_a, env_b):
+    for note in drift_notes(diffs, env_a, env_b, setting_changes(a_trials, b_trials)):
         console.print(note, highlight=False)
     if regressions:
         raise typer.Exit(1)

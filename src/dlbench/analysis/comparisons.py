@@ -319,88 +319,55 @@ def run_vs_run(
     return out
 
 
-# What a run records about where it ran, compared field by field between two runs.
-# Not compared: the working directory and the interpreter's path (a fresh clone or
-# venv elsewhere runs the same code), nor the CPU flags (implied by the model).
-ENVIRONMENT_FIELDS = (
-    "hostname",
-    "cpu_model",
-    "physical_cores",
-    "logical_cores",
-    "memory_total_bytes",
-    "cpu_governor",
-    "os",
-    "kernel",
-    "python",
-    "gpus",
-    "dlbench_version",
-    "dlbench_git",
-)
+@dataclass(frozen=True)
+class SettingChange:
+    """A recorded setting whose values differ between two runs."""
+
+    scope: str  # "case", "protocol", or a framework name (its fairness manifest)
+    key: str  # e.g. "threads", "intra_op_threads", "variant_settings.torch.compile"
+    a: tuple[str, ...]  # the values in run A (JSON text), sorted
+    b: tuple[str, ...]
 
 
-def environment_changes(env_a: dict[str, Any], env_b: dict[str, Any]) -> tuple[list[str], set[str]]:
-    """What differs between two runs' recorded environments: lines "field: A → B", and
-    the names of the packages whose versions differ."""
-    lines = [f"{f}: {env_a.get(f)} → {env_b.get(f)}" for f in ENVIRONMENT_FIELDS if env_a.get(f) != env_b.get(f)]
-    pa, pb = env_a.get("packages") or {}, env_b.get("packages") or {}
-    packages = {p for p in set(pa) | set(pb) if pa.get(p) != pb.get(p)}
-    lines += [f"{p}: {pa.get(p, 'absent')} → {pb.get(p, 'absent')}" for p in sorted(packages)]
-    return lines, packages
+def _flatten(value: Any, prefix: str = "") -> dict[str, str]:
+    if isinstance(value, dict):
+        out: dict[str, str] = {}
+        for k, v in value.items():
+            out.update(_flatten(v, f"{prefix}{k}."))
+        return out
+    return {prefix[:-1]: json.dumps(value, sort_keys=True)}
 
 
-def drift_notes(diffs: list[RunDiff], env_a: dict[str, Any], env_b: dict[str, Any]) -> list[str]:
-    """Whether the verdicts can be laid at the door of what changed between the runs.
+def setting_changes(a_trials: Rows, b_trials: Rows) -> list[SettingChange]:
+    """Every recorded setting whose values differ between the runs: the case fields, the
+    protocol, and each framework's fairness manifest (threads, precision, compile mode,
+    pipeline, ...). Versions are the environment's business (packages), not listed here."""
 
-    Two runs are taken at different times: a shared machine's speed can change
-    between them (other load, frequency, noisy neighbours; measured here: a
-    dispatch-bound loop ran 1.75x slower for seconds at a time while a BLAS loop did
-    not). Cases whose framework packages, machine and dlbench are the same in both
-    runs act as controls: if they moved, a change of that size elsewhere may be the
-    machine's, not the code's. A CI gate should still fail on it; this says why."""
-    from dlbench.frameworks import registry
+    def collect(trials: Rows) -> dict[tuple[str, str], set[str]]:
+        out: dict[tuple[str, str], set[str]] = defaultdict(set)
+        for t in trials:
+            case = json.loads(t["case_json"])
+            for key, text in _flatten(case).items():
+                out[("case", key)].add(text)
+            for key, text in _flatten(json.loads(t["protocol_json"] or "{}")).items():
+                out[("protocol", key)].add(text)
+            if t["manifest_json"]:
+                manifest = json.loads(t["manifest_json"])
+                manifest.pop("versions", None)
+                for key, text in _flatten(manifest).items():
+                    out[(str(case.get("framework")), key)].add(text)
+        return out
 
-    changes, packages = environment_changes(env_a, env_b)
-    machine_or_harness = [c for c in changes if c.split(":")[0] in ENVIRONMENT_FIELDS]
-    frameworks = registry()
-
-    def unchanged(d: RunDiff) -> bool:
-        info = frameworks.get(d.case["framework"])
-        touched = set(info.distributions) & packages if info is not None else {"(unknown framework)"}
-        return not machine_or_harness and not touched
-
-    moved = [
-        d for d in diffs if d.comparison is not None and d.comparison.verdict in ("slower", "faster") and unchanged(d)
-    ]
-    notes = [
-        ("recorded differences between A and B: " + "; ".join(changes))
-        if changes
-        else "nothing dlbench records differs between A and B (machine, packages, dlbench)"
-    ]
-    if moved:
-        ratios = sorted(d.comparison.ratio for d in moved if d.comparison is not None)
-        span = f"×{ratios[0]:.3g}" + (f" to ×{ratios[-1]:.3g}" if len(ratios) > 1 else "")
-        if all(d.comparison is not None and d.comparison.paired for d in moved):
-            # Pairs ran back to back: a change of the machine's speed over time fell on both members.
-            cause = (
-                "A and B took turns block by block, so the machine's speed over time fell on both alike: what "
-                "moved them ran with one run's trials only (code or settings dlbench does not record, or other "
-                "load beside that run's blocks)"
+    a, b = collect(a_trials), collect(b_trials)
+    frameworks = {scope for scope, _ in a} & {scope for scope, _ in b}
+    changes = []
+    for scope, key in sorted(set(a) | set(b)):
+        if scope not in ("case", "protocol") and scope not in frameworks:
+            continue  # a framework only one run has: its manifest has nothing to compare with
+        if a.get((scope, key), set()) != b.get((scope, key), set()):
+            changes.append(
+                SettingChange(
+                    scope, key, tuple(sorted(a.get((scope, key), ()))), tuple(sorted(b.get((scope, key), ())))
+                )
             )
-        else:
-            cause = (
-                "the machine's speed may have changed between the runs (other load, frequency, a noisy "
-                "neighbour); add blocks to both runs in turn (`dlbench extend A B`), which pairs their blocks "
-                "so that the machine's state falls on both alike, or take both in one quiet machine state"
-            )
-        if changes:
-            notes.append(
-                f"{len(moved)} comparison(s) of cases whose framework packages, machine and dlbench are "
-                f"the same in both runs moved ({span}), so differences of that size in the other cases are "
-                f"not evidence about the change: {cause}."
-            )
-        else:
-            notes.append(
-                f"{len(moved)} comparison(s) moved ({span}) although nothing dlbench records differs, "
-                f"so code outside what dlbench records changed, or the machine did: {cause}."
-            )
-    return notes
+    return changes

@@ -59,7 +59,7 @@ def compare_table(diffs: list[RunDiff], a_name: str, b_name: str, threshold: flo
     t = TableData(
         f"{b_name} relative to {a_name} (ratio of {est}s, > 1: slower; regression = significant and "
         f"beyond +{threshold:.0%})",
-        ["case", "metric", f"{est} A", f"{est} B", ratio_col, "p", "verdict", "reason", "sample"],
+        ["case", "metric", f"{est} A (s)", f"{est} B (s)", ratio_col, "p", "verdict", "reason", "sample"],
         notes=[
             "paired: A and B took turns block by block (dlbench extend A B), block k of A paired with "
             "block k of B (Wilcoxon signed-rank, pairs resampled jointly); unpaired: Mann-Whitney U, "
