@@ -164,7 +164,9 @@ dataset = ["synthetic"]
 width = 8
 """)
     )
-    case = json.loads(json.dumps(plan.trials[0].case.as_dict()))  # what the worker receives
+    from dlbench.trialspec import case_from_dict
+
+    case = case_from_dict(json.loads(json.dumps(plan.trials[0].case.as_dict())))  # what the worker receives
     options = settings_for(case, 0).model_options
     assert options["blocks"] == (2, 2, 2, 2) and options["width"] == 8
     hash(tuple(sorted(options.items())))  # the JAX adapter's compile-cache key

@@ -30,9 +30,13 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dlbench.frameworks.protocol import Framework, TrainSettings
+
+if TYPE_CHECKING:
+    from dlbench.plan import Case
+    from dlbench.trialspec import ProtocolSpec
 from dlbench.store import Measurement
 
 Emit = Callable[..., None]
@@ -47,31 +51,31 @@ def _frozen(value: Any) -> Any:
     return tuple(_frozen(v) for v in value) if isinstance(value, list) else value
 
 
-def settings_for(case: dict[str, Any], repeat: int) -> TrainSettings:
-    classical = case["optimizer"] == "none"
+def settings_for(case: Case, repeat: int) -> TrainSettings:
+    classical = case.optimizer == "none"
     return TrainSettings(
-        model=case["model"],
-        batch_size=case["batch_size"],
+        model=case.model,
+        batch_size=case.batch_size,
         # Classical models ignore epochs/optimizer; TrainSettings still wants valid values.
-        epochs=1 if classical else case["epochs"],
-        steps=None if classical else case["steps"],
-        optimizer="sgd" if classical else case["optimizer"],
-        lr=case["lr"] or 0.01,
-        momentum=case["momentum"],
-        init="glorot-uniform" if classical else case["init"],
-        seed=case["seed"] + repeat,
-        model_options={k: _frozen(v) for k, v in (case.get("model_options") or {}).items()},
-        precision=case.get("precision", "float32"),
-        layout=case.get("layout", "native"),
-        pipeline="preloaded" if classical else case.get("pipeline", "preloaded"),
+        epochs=1 if classical else case.epochs,
+        steps=None if classical else case.steps,
+        optimizer="sgd" if classical else case.optimizer,
+        lr=case.lr or 0.01,
+        momentum=case.momentum,
+        init="glorot-uniform" if classical else case.init,
+        seed=case.seed + repeat,
+        model_options={k: _frozen(v) for k, v in case.model_options},
+        precision=case.precision,
+        layout=case.layout,
+        pipeline="preloaded" if classical else case.pipeline,
     )
 
 
 def run_repeat(
     fw: Framework,
     native: Any,
-    case: dict[str, Any],
-    protocol: dict[str, Any],
+    case: Case,
+    protocol: ProtocolSpec,
     repeat: int,
     n_train: int,
     marker: Emit,
@@ -83,10 +87,10 @@ def run_repeat(
     `calibration` carries the inference pass count from the trial's first repeat to
     the next ones (one dict per trial)."""
     calibration = {} if calibration is None else calibration
-    warm = repeat < protocol["warmup"]
+    warm = repeat < protocol.warmup
     settings = settings_for(case, repeat)
-    classical = case["optimizer"] == "none"
-    tta = bool(protocol.get("target_accuracy")) and not classical
+    classical = case.optimizer == "none"
+    tta = bool(protocol.target_accuracy) and not classical
     max_epochs = settings.epochs or 1
     if tta:  # one epoch per train() call; the configured epochs are the budget
         settings = replace(settings, epochs=1)
@@ -135,7 +139,7 @@ def run_repeat(
 def _time_to_accuracy(
     trainer: Any,
     settings: TrainSettings,
-    protocol: dict[str, Any],
+    protocol: ProtocolSpec,
     max_epochs: int,
     n_train: int,
     add: Callable[..., None],
@@ -148,8 +152,8 @@ def _time_to_accuracy(
     Only training is summed into the time to target; each evaluation is timed and
     reported apart. One marker window "tta" spans the loop (evaluations included),
     so telemetry of this phase covers both."""
-    target = protocol["target_accuracy"]
-    budget = protocol.get("tta_budget") or float("inf")
+    target = protocol.target_accuracy
+    budget = protocol.tta_budget or float("inf")
     train_s = eval_s = 0.0
     reached_at = None
     marker(phase="tta", repeat=repeat, edge="start")
@@ -224,21 +228,21 @@ def _infer_passes(trainer: Any, batch: int, min_time: float, calibration: dict[s
 
 def _inference(
     trainer: Any,
-    case: dict[str, Any],
-    protocol: dict[str, Any],
+    case: Case,
+    protocol: ProtocolSpec,
     repeat: int,
     add: Callable[..., None],
     marker: Emit,
     calibration: dict[str, Any],
     out: list[Measurement],
 ) -> list[Measurement]:
-    batch = case["batch_size"]
+    batch = case.batch_size
     batches = trainer.prepare_infer(batch)
     if batches == 0:
         add("infer", "time", None, "s")  # test split smaller than one batch: nothing to time
         return out
     # Runs stored before infer_min_time existed timed one pass; a resumed one keeps that.
-    min_time = protocol.get("infer_min_time", 0.0)
+    min_time = protocol.infer_min_time
     marker(phase="infer", repeat=repeat, edge="start")
     samples, seconds, passes = _infer_passes(trainer, batch, min_time, calibration)
     marker(phase="infer", repeat=repeat, edge="end")
@@ -246,7 +250,7 @@ def _inference(
     add("infer", "passes", float(passes), "count")
     add("infer", "throughput", samples / seconds if seconds > 0 else None, "samples/s")
 
-    n_latency = protocol["latency_batches"]
+    n_latency = protocol.latency_batches
     for b in dict.fromkeys((batch, 1)):
         if n_latency == 0:
             break

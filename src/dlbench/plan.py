@@ -60,11 +60,6 @@ class Case:
         canonical = json.dumps(self.as_dict(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
-    @property
-    def label(self) -> str:
-        fw = f"{self.framework}:{self.variant}"
-        return f"{fw} {self.model} {self.dataset} b{self.batch_size} {self.init} {self.optimizer} lr={self.lr:g}"
-
 
 @dataclass(frozen=True)
 class Trial:

@@ -25,8 +25,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from dlbench.plan import Plan
+from dlbench.plan import Case, Plan
 from dlbench.store import Measurement, Store, StoreError
+from dlbench.trialspec import ProtocolSpec, TrialSpec
 
 STDERR_KEEP = 20_000  # characters of a worker's stderr kept in the store
 KILL_GRACE_S = 5.0
@@ -165,7 +166,7 @@ def _memory_rows(event: dict[str, Any], warmup: int) -> list[Measurement]:
     return rows
 
 
-def _work(rows: list[Measurement], case: dict[str, Any]) -> dict[tuple[str, int | None], dict[str, float]]:
+def _work(rows: list[Measurement], case: Case) -> dict[tuple[str, int | None], dict[str, float]]:
     """Samples (and epochs, passes) each phase's telemetry window spans, for energy per
     sample / epoch / pass. The inference window holds `infer.passes` passes (one in
     runs stored before the pass count existed)."""
@@ -173,7 +174,7 @@ def _work(rows: list[Measurement], case: dict[str, Any]) -> dict[tuple[str, int 
     by = {(m.phase, m.repeat, m.metric): m.value for m in rows}
     for (phase, repeat, metric), value in by.items():
         if phase == "train" and metric == "steps" and value:
-            work[(phase, repeat)] = {"samples": value * case["batch_size"], "epochs": case.get("epochs") or 0}
+            work[(phase, repeat)] = {"samples": value * case.batch_size, "epochs": case.epochs or 0}
         if phase == "infer" and metric == "time" and value:
             throughput = by.get((phase, repeat, "throughput"))
             passes = by.get((phase, repeat, "passes")) or 1.0
@@ -182,19 +183,18 @@ def _work(rows: list[Measurement], case: dict[str, Any]) -> dict[tuple[str, int 
     return work
 
 
-def _start_poller(spec: dict[str, Any]) -> Any:
+def _start_poller(spec: TrialSpec) -> Any:
     from dlbench import samplers
     from dlbench.samplers.poller import Poller
 
-    names = tuple(spec["protocol"].get("samplers", ()))
-    active = samplers.active(names, spec["protocol"].get("sample_interval") or None)
+    active = samplers.active(spec.protocol.samplers, spec.protocol.sample_interval or None)
     return Poller(active) if active else None
 
 
 def _store_telemetry(
     store: Store,
     trial_id: int,
-    spec: dict[str, Any],
+    spec: TrialSpec,
     poller: Any,
     markers: list[dict[str, Any]],
     rows: list[Measurement],
@@ -208,9 +208,9 @@ def _store_telemetry(
     telemetry_rows, slice_notes = telemetry.phase_measurements(
         series,
         telemetry.windows(markers),
-        spec["protocol"]["warmup"],
-        _work(rows, spec["case"]),
-        spec.get("idle_power"),
+        spec.protocol.warmup,
+        _work(rows, spec.case),
+        spec.idle_power,
     )
     if slice_notes:
         notes["slicing"] = sorted(set(slice_notes))
@@ -220,7 +220,7 @@ def _store_telemetry(
 def execute_trial(
     store: Store,
     trial_id: int,
-    spec: dict[str, Any],
+    spec: TrialSpec,
     *,
     timeout: float,
     command: Sequence[str] | None = None,
@@ -233,7 +233,7 @@ def execute_trial(
     markers: list[dict[str, Any]] = []
     rows: list[Measurement] = []
     memory_notes: set[str] = set()
-    expected = spec["protocol"]["warmup"] + spec["protocol"]["repeats"]
+    expected = spec.protocol.warmup + spec.protocol.repeats
     outcome = TrialOutcome(status="failed")
     error_event: dict[str, Any] | None = None
     done = timed_out = False
@@ -255,7 +255,7 @@ def execute_trial(
             # process dies, however it dies, the worker reads end-of-file and stops
             # its whole process group (worker.die_with_parent).
             assert proc.stdin is not None  # started with stdin=PIPE
-            proc.stdin.write(json.dumps(spec) + "\n")
+            proc.stdin.write(spec.to_json() + "\n")
             proc.stdin.flush()
         except BrokenPipeError:
             pass  # the worker died at once; its exit status says why
@@ -287,7 +287,7 @@ def execute_trial(
                     if poller is not None:
                         poller.poll_all()  # a reading at every phase edge
                     if event["edge"] == "end":
-                        store.add_measurements(trial_id, _memory_rows(event, spec["protocol"]["warmup"]))
+                        store.add_measurements(trial_id, _memory_rows(event, spec.protocol.warmup))
                         if event.get("device_peak") is None and event.get("device_peak_source"):
                             memory_notes.add(f"device memory peak: {event['device_peak_source']}")
                 elif kind == "measurements":
@@ -337,7 +337,7 @@ def execute_trial(
             f"worker killed by {_signal_name(proc.returncode)} after {outcome.repeats} of "
             f"{expected} repeats; stderr tail:\n{stderr_tail[-2000:]}"
         )
-        limit = spec["protocol"].get("memory_limit")
+        limit = spec.protocol.memory_limit
         oom_after = oom_kills()
         if -proc.returncode == signal.SIGKILL:
             # RLIMIT_DATA never sends SIGKILL (malloc fails instead); the kernel's OOM
@@ -367,7 +367,7 @@ def execute_trial(
             outcome.status = "oom"
             outcome.error = (
                 f"out of memory (inferred): the worker died by {_signal_name(proc.returncode)} "
-                f"while capped at {'+' if spec['protocol'].get('memory_limit_relative') else ''}"
+                f"while capped at {'+' if spec.protocol.memory_limit_relative else ''}"
                 f"{limit / 2**20:.0f} MiB (--memory-limit); native code that "
                 f"does not check a failed allocation crashes this way. " + outcome.error
             )
@@ -391,7 +391,8 @@ def execute_trial(
     return outcome
 
 
-def protocol_for_worker(plan: Plan) -> dict[str, Any]:
+def protocol_for_worker(plan: Plan) -> ProtocolSpec:
+    """The plan's protocol resolved for the worker (sampler names, the memory limit in bytes)."""
     from dlbench.config import parse_memory_limit
 
     p = plan.experiment.protocol
@@ -400,25 +401,25 @@ def protocol_for_worker(plan: Plan) -> dict[str, Any]:
     # Samplers first: a bad samplers string is reported before a bad memory_limit.
     samplers = list(parse_names(p.samplers))
     memory_limit, memory_limit_relative = parse_memory_limit(p.memory_limit)
-    return {
-        "repeats": p.repeats,
-        "warmup": p.warmup,
-        "latency_batches": p.latency_batches,
-        "infer_min_time": p.infer_min_time,
-        "timeout": p.timeout,
-        "data_dir": p.data_dir,
-        "trials": p.trials,
-        "samplers": samplers,
-        "sample_interval": p.sample_interval,
-        "until_ci": p.until_ci,
-        "max_repeats": p.max_repeats,
-        "budget": p.budget,
-        "until_ci_metrics": p.until_ci_metrics,
-        "memory_limit": memory_limit,
-        "memory_limit_relative": memory_limit_relative,
-        "target_accuracy": p.target_accuracy,
-        "tta_budget": p.tta_budget,
-    }
+    return ProtocolSpec(
+        repeats=p.repeats,
+        warmup=p.warmup,
+        latency_batches=p.latency_batches,
+        infer_min_time=p.infer_min_time,
+        timeout=p.timeout,
+        data_dir=p.data_dir,
+        trials=p.trials,
+        samplers=tuple(samplers),
+        sample_interval=p.sample_interval,
+        until_ci=p.until_ci,
+        max_repeats=p.max_repeats,
+        budget=p.budget,
+        until_ci_metrics=p.until_ci_metrics,
+        memory_limit=memory_limit,
+        memory_limit_relative=memory_limit_relative,
+        target_accuracy=p.target_accuracy,
+        tta_budget=p.tta_budget,
+    )
 
 
 def create_run(
@@ -430,7 +431,8 @@ def create_run(
     from dlbench import runlock, samplers
 
     exp = plan.experiment
-    protocol = protocol_for_worker(plan)
+    spec = protocol_for_worker(plan)
+    protocol = spec.to_dict()
     trials = [
         {
             "case_key": t.case.key,
@@ -441,7 +443,7 @@ def create_run(
         }
         for t in plan.trials
     ]
-    table = samplers.availability(tuple(protocol["samplers"]), protocol["sample_interval"] or None)
+    table = samplers.availability(spec.samplers, spec.sample_interval or None)
     return store.create_run(
         name=exp.name,
         command=command,
@@ -700,16 +702,13 @@ def _execute_pending(
     emit("run_start", run_id=run_id, total=len(store.trials(run_id)), pending=len(pending))
     try:
         for row in pending:
-            spec = {
-                "case": json.loads(row["case_json"]),
-                "protocol": json.loads(row["protocol_json"]),
-                "idle_power": idle,
-            }
-            emit("trial_start", trial_id=row["id"], case=spec["case"])
+            spec = TrialSpec.from_row(row, idle)
+            case = spec.case.as_dict()
+            emit("trial_start", trial_id=row["id"], case=case)
             outcome = execute_trial(
-                store, row["id"], spec, timeout=spec["protocol"]["timeout"], command=command, on_event=on_event
+                store, row["id"], spec, timeout=spec.protocol.timeout, command=command, on_event=on_event
             )
-            emit("trial_end", trial_id=row["id"], case=spec["case"], outcome=outcome)
+            emit("trial_end", trial_id=row["id"], case=case, outcome=outcome)
     except KeyboardInterrupt:
         store.mark_interrupted(run_id)
         store.finish_run(run_id, "interrupted")

@@ -26,7 +26,13 @@ import sys
 import time
 import traceback
 from dataclasses import asdict
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+from dlbench.trialspec import TrialSpec
+
+if TYPE_CHECKING:
+    from dlbench.plan import Case
+    from dlbench.trialspec import ProtocolSpec
 
 OOM_MARKERS = (
     "MemoryError",
@@ -203,33 +209,33 @@ def _synthetic_kind(model: str, options: dict[str, Any]) -> dict[str, Any]:
     return kind
 
 
-def load_arrays(case: dict[str, Any], protocol: dict[str, Any]) -> Any:
+def load_arrays(case: Case, protocol: ProtocolSpec) -> Any:
     from dlbench.datasets import SyntheticOptions, load
     from dlbench.datasets.arrays import Arrays
 
     synthetic = None
-    if case.get("synthetic"):
+    if case.synthetic:
         # [*shape, classes, train_size, test_size]; the shape's length follows the
         # model's input kind ((H, W, C), (T,) or (T, F)), and the model's task
         # decides what the labels are (see dlbench.datasets.synthetic).
-        *shape, classes, n_train, n_test = case["synthetic"]
+        *shape, classes, n_train, n_test = case.synthetic
         synthetic = SyntheticOptions(
-            tuple(shape), classes, n_train, n_test, **_synthetic_kind(case["model"], case.get("model_options") or {})
+            tuple(shape), classes, n_train, n_test, **_synthetic_kind(case.model, dict(case.model_options))
         )
-    arrays = load(case["dataset"], protocol.get("data_dir"), synthetic=synthetic, seed=case["seed"])
+    arrays = load(case.dataset, protocol.data_dir, synthetic=synthetic, seed=case.seed)
     return Arrays(
         arrays.name,
-        arrays.train.head(case["train_samples"]),
-        arrays.test.head(case["test_samples"]),
+        arrays.train.head(case.train_samples),
+        arrays.test.head(case.test_samples),
         arrays.num_classes,
     )
 
 
-def run_trial(spec: dict[str, Any], emit: Emitter) -> None:
+def run_trial(spec: TrialSpec, emit: Emitter) -> None:
     from dlbench.frameworks import get_info
     from dlbench.phases import run_repeat
 
-    case, protocol = spec["case"], spec["protocol"]
+    case, protocol = spec.case, spec.protocol
     process: list[dict[str, Any]] = []
 
     def record(metric: str, value: float, unit: str) -> None:
@@ -245,30 +251,30 @@ def run_trial(spec: dict[str, Any], emit: Emitter) -> None:
             }
         )
 
-    relative = bool(protocol.get("memory_limit_relative"))
-    affinity = pin_threads(case["threads"])
-    info = get_info(case["framework"])
+    relative = protocol.memory_limit_relative
+    affinity = pin_threads(case.threads)
+    info = get_info(case.framework)
     t0 = time.perf_counter_ns()
     fw = info.load_adapter()  # imports the framework
     record("import_time", (time.perf_counter_ns() - t0) / 1e9, "s")
     t0 = time.perf_counter_ns()
-    manifest = fw.setup(variant=case["variant"], threads=case["threads"], seed=case["seed"], device=case["device"])
+    manifest = fw.setup(variant=case.variant, threads=case.threads, seed=case.seed, device=case.device)
     record("setup_time", (time.perf_counter_ns() - t0) / 1e9, "s")
     t0 = time.perf_counter_ns()
     arrays = load_arrays(case, protocol)
     native = fw.prepare(arrays)
     record("data_load_time", (time.perf_counter_ns() - t0) / 1e9, "s")
-    if relative and protocol.get("memory_limit"):
-        limits = limit_memory_above_now(protocol["memory_limit"])
+    if relative and protocol.memory_limit:
+        limits = limit_memory_above_now(protocol.memory_limit)
     else:
-        limits = limit_memory_after_load(protocol.get("memory_limit") or 0)
+        limits = limit_memory_after_load(protocol.memory_limit)
     manifest = {
         **manifest,
         **limits,
         "cpu_affinity": affinity,
-        "precision": case["precision"],
-        "layout": case.get("layout", "native"),
-        "data_pipeline_setting": case.get("pipeline", "preloaded"),
+        "precision": case.precision,
+        "layout": case.layout,
+        "data_pipeline_setting": case.pipeline,
         "train_samples": len(arrays.train),
         "test_samples": len(arrays.test),
         "input_shape": list(arrays.input_shape),
@@ -278,7 +284,7 @@ def run_trial(spec: dict[str, Any], emit: Emitter) -> None:
     }
     emit("manifest", manifest=manifest)
 
-    memory = PhaseMemory(fw, "memory" in protocol.get("samplers", ("memory",)))
+    memory = PhaseMemory(fw, "memory" in protocol.samplers)
 
     def marker(**fields: Any) -> None:
         # Memory bookkeeping stays outside the timed region: before the start
@@ -296,7 +302,7 @@ def run_trial(spec: dict[str, Any], emit: Emitter) -> None:
             emit("manifest", manifest=manifest)
 
     calibration: dict[str, Any] = {}  # the inference pass count, set by the first repeat
-    for repeat in range(protocol["warmup"] + protocol["repeats"]):
+    for repeat in range(protocol.warmup + protocol.repeats):
         rows = run_repeat(fw, native, case, protocol, repeat, len(arrays.train), marker, facts, calibration)
         emit("measurements", repeat=repeat, rows=[asdict(m) for m in rows])
 
@@ -370,7 +376,7 @@ def main() -> int:
     emit = Emitter(events)
     emit("started", pid=os.getpid(), t=time.monotonic_ns())
     try:
-        spec = json.loads(sys.stdin.readline())
+        spec = TrialSpec.from_json(sys.stdin.readline())
         if parent is not None:
             _watch_lifeline()
         run_trial(spec, emit)

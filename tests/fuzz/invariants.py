@@ -12,11 +12,13 @@ from dataclasses import asdict
 from typing import Any
 
 from dlbench import config, runner
+from dlbench.cases import case_label
 from dlbench.config import ConfigError, Experiment
 from dlbench.datasets import dataset_shape
 from dlbench.models import get_spec
 from dlbench.phases import settings_for
 from dlbench.plan import Plan, expand, physical_cores
+from dlbench.trialspec import case_from_dict
 
 # kind -> inputs tried; "<kind> accepted" / "<kind> refused" split them.
 COUNTS: Counter[str] = Counter()
@@ -93,7 +95,7 @@ def check_accepted(exp: Experiment, store=None) -> Plan:
     cores = config.available_cores()
     for case in plan.cases:
         d = case.as_dict()
-        numbers_fit(d, f"case {case.label}")
+        numbers_fit(d, f"case {case_label(d)}")
         text = json.dumps(d, allow_nan=False, sort_keys=True)
         assert json.loads(text) == _lists(d)
         assert len(case.key) == 16
@@ -103,7 +105,8 @@ def check_accepted(exp: Experiment, store=None) -> Plan:
             assert 1 <= case.threads <= cores, (case.threads, cores)
         else:
             assert case.threads == physical_cores()
-        worker_case = json.loads(text)
+        worker_case = case_from_dict(json.loads(text))
+        assert worker_case == case  # the typed case survives the trip to the worker
         for repeat in (0, p.warmup + p.repeats - 1):
             settings = settings_for(worker_case, repeat)
             assert 0 <= settings.seed < SEED_LIMIT

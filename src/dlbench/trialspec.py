@@ -1,0 +1,125 @@
+"""The trial as it crosses the process boundary: typed, frozen, with to/from JSON.
+
+The runner writes one TrialSpec as a JSON line to the worker's stdin; the worker
+reads it back with TrialSpec.from_json. The case is plan.Case (the cell of the
+matrix), the protocol is ProtocolSpec (how to measure it). Every optional setting
+has its default here, in one place, so that rows stored by older versions (which
+lack a setting added since) read the same way everywhere; an unknown key or a
+missing required one is an error that names it, never a silent default.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from typing import Any
+
+from dlbench.plan import Case
+
+
+class SpecError(ValueError):
+    """A trial spec that does not describe a trial (unknown or missing key, wrong shape)."""
+
+
+def _check_keys(what: str, data: Any, known: set[str], required: set[str]) -> None:
+    if not isinstance(data, dict):
+        raise SpecError(f"{what}: expected a JSON object, got {type(data).__name__}")
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise SpecError(f"{what}: unknown key {unknown[0]!r}; known keys: {', '.join(sorted(known))}")
+    missing = sorted(required - set(data))
+    if missing:
+        raise SpecError(f"{what}: missing key {missing[0]!r}")
+
+
+def _tuples(value: Any) -> Any:
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+def case_from_dict(data: Any) -> Case:
+    """A plan.Case from its as_dict() form (model_options a dict, synthetic a list)."""
+    names = {f.name for f in fields(Case)}
+    required = {f.name for f in fields(Case) if f.default is MISSING and f.default_factory is MISSING}
+    _check_keys("trial case", data, names, required)
+    values = dict(data)
+    # JSON has lists where the plan has tuples (hashable option values, e.g. resnet's blocks).
+    values["model_options"] = tuple(sorted((k, _tuples(v)) for k, v in (values.get("model_options") or {}).items()))
+    if values.get("synthetic") is not None:
+        values["synthetic"] = tuple(values["synthetic"])
+    return Case(**values)
+
+
+@dataclass(frozen=True)
+class ProtocolSpec:
+    """How a trial is measured (config.Protocol resolved for the worker)."""
+
+    repeats: int
+    warmup: int
+    timeout: float = 1800.0  # seconds for the whole worker process (config.Protocol's default)
+    latency_batches: int = 20
+    infer_min_time: float = 0.0
+    data_dir: str | None = None
+    trials: int = 1
+    samplers: tuple[str, ...] = ()
+    sample_interval: float = 0.0
+    until_ci: float = 0.0
+    max_repeats: int = 20
+    budget: float = 0.0
+    until_ci_metrics: str = "train.time"
+    memory_limit: int = 0  # bytes; 0: none
+    memory_limit_relative: bool = False  # the limit is above the footprint after import and data load
+    target_accuracy: float = 0.0
+    tta_budget: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["samplers"] = list(self.samplers)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: Any) -> ProtocolSpec:
+        names = {f.name for f in fields(cls)}
+        required = {"repeats", "warmup"}
+        _check_keys("trial protocol", data, names, required)
+        values = dict(data)
+        values["samplers"] = tuple(values.get("samplers") or ())
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    """What the worker needs to run one trial."""
+
+    case: Case
+    protocol: ProtocolSpec
+    idle_power: dict[str, float] = field(default_factory=dict)  # W per energy domain, subtracted at report time
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"case": self.case.as_dict(), "protocol": self.protocol.to_dict(), "idle_power": dict(self.idle_power)}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> TrialSpec:
+        _check_keys("trial spec", data, {"case", "protocol", "idle_power"}, {"case", "protocol"})
+        return cls(
+            case_from_dict(data["case"]), ProtocolSpec.from_dict(data["protocol"]), dict(data.get("idle_power") or {})
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> TrialSpec:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SpecError(f"trial spec: not JSON ({exc})") from None
+        return cls.from_dict(data)
+
+    @classmethod
+    def from_row(cls, row: Any, idle_power: dict[str, float] | None = None) -> TrialSpec:
+        """From a stored trials row (case_json, protocol_json), old versions' rows included."""
+        return cls(
+            case_from_dict(json.loads(row["case_json"])),
+            ProtocolSpec.from_dict(json.loads(row["protocol_json"])),
+            dict(idle_power or {}),
+        )
