@@ -198,9 +198,6 @@ def expand(exp: Experiment) -> Plan:
         if reason is not None:
             plan.skipped.append(Skipped(cell, reason))
             continue
-        if reason is not None:
-            plan.skipped.append(Skipped(cell, reason))
-            continue
         classical = spec.kind == "classical"
         runnable.append(
             Case(

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dlbench.cases import case_label
+
 # tab10, written out so that colours are fixed without importing matplotlib early.
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 WARM, GAP = "#bbbbbb", "#c00000"
@@ -151,7 +153,7 @@ class _Run:
         self.ident, self.group, self.sub, self.row, self.fwv = {}, {}, {}, {}, {}
         for key, c in self.cases.items():
             peers = by_model[c["model"]]
-            self.fwv[key] = f"{c['framework']}:{c['variant']}"
+            self.fwv[key] = case_label(c, setting=False)
             self.ident[key] = self.fwv[key] + (f"@{c.get('device')}" if several_devices else "")
             inner = _varying(peers, {"framework", "variant", "device", "batch_size", "model"})
             self.group[key] = " ".join([c["model"], *(_fmt(k, c.get(k)) for k in inner)])
