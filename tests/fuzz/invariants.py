@@ -18,7 +18,7 @@ from dlbench.datasets import dataset_shape
 from dlbench.models import get_spec
 from dlbench.phases import settings_for
 from dlbench.plan import Plan, expand, physical_cores
-from dlbench.trialspec import case_from_dict
+from dlbench.trialspec import TrialSpec, case_from_dict
 
 # kind -> inputs tried; "<kind> accepted" / "<kind> refused" split them.
 COUNTS: Counter[str] = Counter()
@@ -84,7 +84,10 @@ def check_accepted(exp: Experiment, store=None) -> Plan:
     ):
         assert math.isfinite(seconds) and 0 <= seconds < threading.TIMEOUT_MAX, f"{name} = {seconds}"
     assert p.timeout > 0
-    protocol = runner.protocol_for_worker(plan)
+    spec = runner.protocol_for_worker(plan)
+    if plan.cases:  # the protocol survives the trip to the worker
+        assert TrialSpec.from_json(TrialSpec(plan.cases[0], spec).to_json()).protocol == spec
+    protocol = spec.to_dict()
     numbers_fit(protocol, "protocol")
     assert json.loads(json.dumps(protocol, allow_nan=False)) == _lists(protocol)
     memory, _ = config.parse_memory_limit(p.memory_limit)
