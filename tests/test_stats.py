@@ -410,3 +410,9 @@ def test_estimator_names():
         0.9: "90th percentile",
         0.21: "21st percentile",
     }
+
+
+def test_one_value_beside_ties_takes_the_normal_approximation():
+    # Accuracies tie often; scipy's permutation test refuses a sample of one value.
+    c = stats.compare_two([0.9], [0.9, 0.9, 0.8], paired=False)
+    assert c.test_method == "normal approximation, tie-corrected" and c.verdict == "undecided"

@@ -454,7 +454,7 @@ def _design_note(plan: Any) -> None:
         if d.paired
         else f"--repeats {d.repeats_needed}, or --trials {d.trials_needed} (independent trials paired by block)"
     )
-    err_console.print(
+    console.print(
         f"warning: this design cannot reach a verdict: {d.members} frameworks/variants per comparison set give "
         f"{d.family} Holm-adjusted comparison{'s' if d.family > 1 else ''}, and with {sample} the exact {test} "
         f"cannot go below p = {d.smallest_p:.3g} >= {d.alpha:g}, however large the difference. "

@@ -380,7 +380,7 @@ def _ratio_ci(
 def _wilcoxon(d: np.ndarray, seed: int) -> tuple[float, float, str]:
     abs_nonzero = np.abs(d[d != 0])
     irregular = abs_nonzero.size < d.size or np.unique(abs_nonzero).size < abs_nonzero.size
-    if d.size > MAX_EXACT or (irregular and d.size > MAX_PERMUTATION):
+    if d.size > MAX_EXACT or (irregular and (d.size > MAX_PERMUTATION or d.size < 2)):
         method, label = "asymptotic", "normal approximation"
     elif irregular:
         # The exact table assumes no ties and no zeros; enumerating the sign flips does not.
@@ -394,7 +394,9 @@ def _wilcoxon(d: np.ndarray, seed: int) -> tuple[float, float, str]:
 def _mannwhitney(a: np.ndarray, b: np.ndarray, seed: int) -> tuple[float, float, str]:
     both = np.concatenate([a, b])
     ties = np.unique(both).size < both.size
-    if max(a.size, b.size) > MAX_EXACT or (ties and math.comb(both.size, a.size) > N_BOOT):
+    # A permutation test needs two values a side (scipy refuses fewer): one value and a tie
+    # (accuracies often tie) take the normal approximation, which any verdict then outweighs.
+    if max(a.size, b.size) > MAX_EXACT or (ties and (math.comb(both.size, a.size) > N_BOOT or min(a.size, b.size) < 2)):
         method, label = "asymptotic", "normal approximation, tie-corrected"
     elif ties:
         method, label = st.PermutationMethod(rng=np.random.default_rng(seed)), "exact permutation (ties)"
