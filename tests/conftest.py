@@ -90,3 +90,31 @@ def faulty_plugin(tmp_path_factory, monkeypatch) -> Path:
     yield root
     for mod in [m for m in sys.modules if m.startswith("dlbench_faulty")]:
         del sys.modules[mod]
+
+
+@pytest.fixture
+def tiny_run():
+    """`dlbench run` of the numpy reference MLP on digits (a few seconds), flags given as
+    keywords override the defaults (threads=2 -> --threads 2); returns the output and
+    asserts exit status 0."""
+    from typer.testing import CliRunner
+
+    from dlbench.cli import app
+
+    def run(db: Path, **flags: object) -> str:
+        settings = {
+            "framework": "numpy",
+            "model": "mlp",
+            "dataset": "digits",
+            "epochs": 1,
+            "repeats": 2,
+            "warmup": 0,
+            "samplers": "none",
+            **flags,
+        }
+        args = [part for key, value in settings.items() for part in (f"--{key.replace('_', '-')}", str(value))]
+        result = CliRunner().invoke(app, ["run", *args, "--db", str(db)])
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    return run

@@ -9,10 +9,8 @@ import time
 
 import psutil
 import pytest
-from typer.testing import CliRunner
 
 from dlbench.analysis.busy import BUSY_THRESHOLD, busy_cases, busy_trials, others_share
-from dlbench.cli import app
 from dlbench.samplers.cpu import others_share as share_of_window
 from dlbench.store import Store
 
@@ -49,53 +47,28 @@ def test_trials_are_flagged_on_the_median_of_their_measured_windows():
     assert busy_trials(rows, threshold=4.0) == {1: 5.0, 2: 25.0}
 
 
-def _run(db, pinned_loop: bool) -> str:
+def _run(tiny_run, db, pinned_loop: bool) -> str:
     loop = None
     if pinned_loop:
         loop = subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c", "while True: pass"])
         time.sleep(0.3)
     try:
-        result = CliRunner().invoke(
-            app,
-            [
-                "run",
-                "--framework",
-                "numpy",
-                "--model",
-                "mlp",
-                "--dataset",
-                "digits",
-                "--epochs",
-                "40",
-                "--repeats",
-                "3",
-                "--warmup",
-                "0",
-                "--threads",
-                "1",
-                "--samplers",
-                "cpu",
-                "--db",
-                str(db),
-            ],
-        )
+        return tiny_run(db, epochs=40, repeats=3, threads=1, samplers="cpu")
     finally:
         if loop is not None:
             loop.kill()
             loop.wait()
-    assert result.exit_code == 0, result.output
-    return result.output
 
 
 @pytest.mark.skipif(shutil.which("taskset") is None, reason="taskset (util-linux) is not installed")
-def test_a_trial_beside_a_busy_loop_on_its_core_is_flagged_and_a_quiet_one_is_not(tmp_path):
+def test_a_trial_beside_a_busy_loop_on_its_core_is_flagged_and_a_quiet_one_is_not(tmp_path, tiny_run):
     # The worker inherits this process's affinity: pin the test to core 0 for the run.
     before = psutil.Process().cpu_affinity()
     psutil.Process().cpu_affinity([0])
     try:
-        busy_out = _run(tmp_path / "busy.db", pinned_loop=True)
+        busy_out = _run(tiny_run, tmp_path / "busy.db", pinned_loop=True)
         load = psutil.cpu_percent(interval=1.0)  # the machine without our loop
-        quiet_out = _run(tmp_path / "quiet.db", pinned_loop=False)
+        quiet_out = _run(tiny_run, tmp_path / "quiet.db", pinned_loop=False)
     finally:
         psutil.Process().cpu_affinity(before)
     with Store(tmp_path / "busy.db") as store:

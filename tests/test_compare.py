@@ -318,46 +318,17 @@ def test_a_case_with_no_values_on_one_side_fails_the_gate_unless_allowed(tmp_pat
     assert allowed.exit_code == 0, allowed.output
 
 
-def test_compare_names_every_setting_that_differs_and_shows_units(tmp_path):
-    """The same run at --threads 1 and at --threads 2: compare says so (the case, the
-    protocol-free manifest of the framework), instead of 'nothing differs'."""
-    from typer.testing import CliRunner
-
+def test_compare_names_every_setting_that_differs_and_shows_units(tmp_path, tiny_run):
+    """The same run at --threads 1 and at --threads 2: compare says so (the case and the
+    framework's fairness manifest), instead of 'nothing differs'."""
     from dlbench.analysis.comparisons import setting_changes
-    from dlbench.cli import app
     from dlbench.report.drift import setting_line
     from dlbench.store import Store
 
     runner = CliRunner()
-    dbs = []
-    for threads in ("1", "2"):
-        db = tmp_path / f"t{threads}.db"
-        result = runner.invoke(
-            app,
-            [
-                "run",
-                "--framework",
-                "numpy",
-                "--model",
-                "mlp",
-                "--dataset",
-                "digits",
-                "--epochs",
-                "1",
-                "--repeats",
-                "2",
-                "--warmup",
-                "0",
-                "--samplers",
-                "none",
-                "--threads",
-                threads,
-                "--db",
-                str(db),
-            ],
-        )
-        assert result.exit_code == 0, result.output
-        dbs.append(db)
+    dbs = [tmp_path / "t1.db", tmp_path / "t2.db"]
+    for db, threads in zip(dbs, (1, 2)):
+        tiny_run(db, threads=threads)
     with Store(dbs[0]) as a, Store(dbs[1]) as b:
         changes = setting_changes(a.trials(1), b.trials(1))
     lines = [setting_line(c) for c in changes]

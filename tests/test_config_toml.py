@@ -82,32 +82,10 @@ def test_values_are_toml():
         value(float("nan"))
 
 
-def test_a_run_reports_the_configuration_that_ran(tmp_path):
+def test_a_run_reports_the_configuration_that_ran(tmp_path, tiny_run):
     db = tmp_path / "r.db"
     runner = CliRunner()
-    result = runner.invoke(
-        app,
-        [
-            "run",
-            "--framework",
-            "numpy",
-            "--model",
-            "mlp",
-            "--dataset",
-            "digits",
-            "--epochs",
-            "2",
-            "--repeats",
-            "2",
-            "--warmup",
-            "0",
-            "--samplers",
-            "none",
-            "--db",
-            str(db),
-        ],
-    )
-    assert result.exit_code == 0, result.output
+    tiny_run(db, epochs=2)
     md = runner.invoke(app, ["report", "--db", str(db), "--format", "markdown"]).output
     configuration = md.split("```toml")[1].split("```")[0]
     assert "epochs = 2" in configuration and 'model = ["mlp"]' in configuration
