@@ -77,7 +77,7 @@ def test_a_trial_beside_a_busy_loop_on_its_core_is_flagged_and_a_quiet_one_is_no
     assert "measured on a busy machine" in busy_out and "BUSY" in busy_out
     with Store(tmp_path / "quiet.db") as store:
         share = others_share(store.measurements(1, latency=False))
-    if load > 2 * BUSY_THRESHOLD and share[1] >= BUSY_THRESHOLD:
+    if load >= BUSY_THRESHOLD and share[1] >= BUSY_THRESHOLD:
         pytest.skip(
             f"the machine was busy without our loop ({load:.0f}% CPU): the quiet run read "
             f"{share[1]:.0f}%, a correct flag"
