@@ -102,7 +102,7 @@ def _expect(arrays: datasets.Arrays, official: dict) -> None:
 
 
 def test_registry_shape() -> None:
-    assert "cifar10" in datasets.DATASET_NAMES
+    assert datasets.dataset_shape("cifar10") == ((32, 32, 3), 10)
     assert datasets.dataset_shape("cifar10") == ((32, 32, 3), 10)
     assert cifar10.CIFAR10.md5 == "c32a1d4ab5d03f1284b67883e8d87530"
     assert cifar10.CIFAR10.size == 170052171

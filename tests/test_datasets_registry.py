@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import dlbench.datasets as datasets
+from dlbench import registry
 from dlbench.datasets import SyntheticOptions, fetch, mnist
 from dlbench.datasets.idx import encode_idx
 
@@ -32,7 +33,7 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_names_and_shapes() -> None:
-    assert datasets.DATASET_NAMES == ("digits", "mnist", "fashion-mnist", "cifar10", "synthetic")
+    assert registry.names("dataset", {}) == ["digits", "mnist", "fashion-mnist", "cifar10", "synthetic"]
     assert datasets.dataset_shape("cifar10") == ((32, 32, 3), 10)
     assert datasets.dataset_shape("digits") == ((8, 8, 1), 10)
     assert datasets.dataset_shape("mnist") == ((28, 28, 1), 10)
@@ -56,7 +57,8 @@ def test_unknown_name_is_keyerror_naming_choices(call) -> None:
         call()
     message = str(err.value)
     assert "'imagenet'" in message
-    assert all(name in message for name in datasets.DATASET_NAMES)
+    assert all(name in message for name in registry.BUILTIN_DATASETS)
+    assert "\n" not in message
 
 
 def _fake_set(directory: Path) -> Path:

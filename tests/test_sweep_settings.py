@@ -102,7 +102,7 @@ def test_model_options_from_flags_are_typed_and_validated():
     with pytest.raises(ConfigError, match="expected MODEL.OPTION=VALUE"):
         config.parse_option_flags(["hidden=3"])
     with pytest.raises(ConfigError, match="model mlp has no option 'hidden'"):
-        config.parse_option_flags(["mlp.hidden=3"])
+        config.parse_option_flags(["mlp.hidden=3"], sources={})
 
 
 def _summary(batch: int, status: str, infer_tp: float | None, train_tp: float | None) -> CaseSummary:

@@ -5,4 +5,8 @@ deep-learning framework. Frameworks are imported only inside worker processes
 (`python -m dlbench.worker`), one per trial.
 """
 
-__version__ = "0.1.0"
+from dlbench.api import experiment, load, run  # noqa: E402  (each imports what it needs when called)
+from dlbench.usermodel import Model  # noqa: E402  (light: no framework, no I/O)
+from dlbench.version import __version__
+
+__all__ = ["Model", "__version__", "experiment", "load", "run"]

@@ -21,8 +21,28 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
     help="dlbench: fair, repeated, statistically tested benchmarks of PyTorch, TensorFlow and JAX.",
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from dlbench.version import __version__
+
+        print(f"dlbench {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """dlbench: fair, repeated, statistically tested benchmarks of PyTorch, TensorFlow and JAX."""
+
+
 # Logs and CI output are not terminals; rich would wrap them at 80 columns.
 # markup=False: error texts, paths and TOML table names ("[protocol]") are printed verbatim.
 
@@ -278,6 +298,8 @@ def run(
                 store.run(resume)
             except StoreError as exc:
                 _fail(str(exc))
+            # A resumed run imports the user's own model or data only if named again now.
+            sources = _named_sources(model, dataset)
             run_id = resume
         else:
             protocol = dict(
@@ -326,9 +348,10 @@ def run(
             if not plan.trials:
                 _print_skipped([(s.cell, s.reason) for s in plan.skipped])
                 _fail("nothing to run: every cell was skipped (reasons above)")
+            sources = plan.experiment.sources
             for name in sorted({t.case.dataset for t in plan.trials}):
                 try:
-                    ensure(name, plan.experiment.protocol.data_dir, progress=None)
+                    ensure(name, plan.experiment.protocol.data_dir, progress=None, sources=sources)
                 except DatasetError as exc:
                     _fail(str(exc))
             command_line = _command_line(ctx)
@@ -361,7 +384,7 @@ def run(
             f"run {run_id} is stored, no trial ran yet. Resume with: dlbench run --resume {run_id} "
             f"--db {shlex.quote(str(db))}",
         )
-    counts = _execute(store, run_id, db)
+    counts = _execute(store, run_id, db, sources)
     try:
         _print_report(store, run_id)
     except KeyboardInterrupt as exc:  # SIGTERM too (runner.Terminated): the run itself is complete
@@ -386,7 +409,26 @@ def _exit_on_signal(exc: KeyboardInterrupt, message: str) -> NoReturn:
     raise typer.Exit(128 + (exc.signum if isinstance(exc, Terminated) else 2))
 
 
-def _execute(store, run_id: int, db: Path) -> dict[str, int]:
+def _named_sources(model: str | None, dataset: str | None) -> dict[str, str]:
+    """The user's own models and datasets named by reference in --model / --dataset
+    (plain names need no source), for the commands that execute stored runs."""
+    from dlbench import registry
+
+    sources: dict[str, str] = {}
+    for kind, given in (("model", model), ("dataset", dataset)):
+        for text in _split(given) or []:
+            if not registry.is_reference(kind, text):
+                continue
+            try:
+                name, ref = registry.resolve(kind, text)
+            except registry.RegistryError as exc:
+                _fail(f"--{kind} {text}: {exc}")
+            if ref is not None:
+                sources[f"{kind}:{name}"] = ref
+    return sources
+
+
+def _execute(store, run_id: int, db: Path, sources: dict[str, str]) -> dict[str, int]:
     """Execute (or resume) a run with a progress bar. Ctrl-C, SIGTERM and SIGHUP stop
     the worker, mark the run interrupted and exit 128 + the signal's number with the
     command that resumes it; a run executed by another live process is refused."""
@@ -394,11 +436,15 @@ def _execute(store, run_id: int, db: Path) -> dict[str, int]:
     from dlbench.progress import RunProgress
     from dlbench.store import StoreError
 
-    resume = f"dlbench run --resume {run_id} --db {shlex.quote(str(db))}"
+    named = "".join(f" --{key.partition(':')[0]} {shlex.quote(ref)}" for key, ref in sorted(sources.items()))
+    resume = f"dlbench run --resume {run_id} --db {shlex.quote(str(db))}{named}"
     runner.raise_on_termination()
     try:
+        runner.check_sources(store, run_id, sources)
         with RunProgress(console, store, run_id) as progress:
-            return runner.execute_run(store, run_id, on_event=progress.on_event)
+            return runner.execute_run(store, run_id, on_event=progress.on_event, sources=sources)
+    except runner.SourcesMissing as exc:
+        _fail(str(exc))
     except KeyboardInterrupt as exc:
         _exit_on_signal(exc, f"finished trials are stored. Resume with: {resume}")
     except runner.RunBusy as exc:
@@ -535,16 +581,14 @@ def list_(
     """Frameworks (installed versions or why not), models (parameter counts per framework), datasets."""
     from rich.table import Table
 
-    from dlbench.datasets import DATASET_NAMES, dataset_shape, locate
-    from dlbench.frameworks import registry
-    from dlbench.models import all_specs
+    from dlbench import registry
     from dlbench.param_counts import NN_FRAMEWORKS, framework_counts, reference_point
 
     t = Table(title="frameworks")
     for col in ("name", "variants", "status", "versions"):
         t.add_column(col, overflow="fold")
     installed = {}
-    for info in registry().values():
+    for info in registry.frameworks().values():
         reason = info.unavailable_reason()
         versions = ", ".join(f"{k} {v}" for k, v in info.versions().items() if v != "not installed")
         t.add_row(info.name, ", ".join(info.variants), reason or "installed", versions)
@@ -559,14 +603,14 @@ def list_(
         title="models: trainable parameters at the input shown, as each framework builds them, "
         "beside the spec's formula and the published count"
     )
-    for col in ("name", "input, classes", "formula", *counts, "published", "description"):
+    for col in ("name", "input, classes", "formula", *counts, "published", "description", "from"):
         t.add_column(col, overflow="fold")
-    for spec in all_specs():
-        if spec.param_count is None:
-            t.add_row(spec.name, "—", "—", *("—" for _ in counts), "—", spec.description)
+    for spec in registry.models({}):
+        if spec.kind == "classical":
+            t.add_row(spec.name, "—", "—", *("—" for _ in counts), "—", spec.description, spec.origin)
             continue
         shape, classes, published = reference_point(spec)
-        formula = spec.count(shape, classes)
+        formula = spec.count(shape, classes) if spec.param_count is not None else None
 
         def shown(fw: str) -> str:
             got = counts[fw]
@@ -577,29 +621,37 @@ def list_(
                 return "—"
             if isinstance(value, dict):
                 return f"error: {value['error']}"
-            return f"{value:,}" + ("" if value == formula else " (≠ formula)")
+            return f"{value:,}" + ("" if formula is None or value == formula else " (≠ formula)")
 
         t.add_row(
             spec.name,
             f"{'x'.join(map(str, shape))}, {classes}",
-            f"{formula:,}",
+            f"{formula:,}" if formula is not None else "—",
             *(shown(fw) for fw in counts),
             f"{published:,}" if published else "—",
             spec.description,
+            spec.origin,
         )
     console.print(t)
     t = Table(title="datasets")
-    for col in ("name", "shape", "classes", "location"):
+    for col in ("name", "shape", "classes", "location", "description", "from"):
         t.add_column(col, overflow="fold")
-    for name in DATASET_NAMES:
-        shape, classes = dataset_shape(name)
-        if name in ("digits", "synthetic"):
-            where = "built in" if name == "digits" else "generated in memory"
+    for data in registry.datasets({}):
+        shape, classes = data.shape(None)
+        found, searched = data.locate(None)
+        if found is not None:
+            where = str(found)
+        elif searched:
+            where = "not found locally (downloaded on first use)"
         else:
-            found, searched = locate(name)
-            where = str(found) if found else "not found locally (downloaded on first use)"
-        t.add_row(name, "x".join(map(str, shape)), str(classes), where)
+            where = "in memory" if data.fixed_shape else "generated in memory"
+        t.add_row(data.name, "x".join(map(str, shape)), str(classes), where, data.description, data.origin)
     console.print(t)
+    err_console.print(
+        "your own: --model PATH.py:NAME or package.module:NAME (see docs/tutorial.md), "
+        "--dataset FILE.npz or a directory of IDX files; plugins: entry points dlbench.models, "
+        "dlbench.datasets, dlbench.frameworks"
+    )
 
 
 FORMAT = Annotated[
@@ -719,12 +771,21 @@ def runs(db: DB = Path("dlbench.db")) -> None:
 
 @app.command()
 def export(
-    out: Annotated[Path, typer.Argument(help="CSV file to write.")],
+    out: Annotated[Path, typer.Argument(help="File to write (.csv, .json or .parquet).")],
     run_id: Annotated[int | None, typer.Option("--run", help="Run id (default: the latest).")] = None,
+    fmt: Annotated[
+        str | None,
+        typer.Option("--format", "-f", help="csv, json or parquet (default: from the file's suffix, else csv)."),
+    ] = None,
     db: DB = Path("dlbench.db"),
 ) -> None:
-    """Every measurement of a run as CSV (long format, one row per value)."""
+    """Every measurement of a run, one row per value, every factor of its case as a column (docs/schema.md)."""
     from dlbench.store import StoreError
+
+    formats = ("csv", "json", "parquet")
+    fmt = fmt or (out.suffix.lstrip(".").lower() if out.suffix.lstrip(".").lower() in formats else "csv")
+    if fmt not in formats:
+        _fail(f"--format {fmt!r}: allowed: {', '.join(formats)}")
 
     # The destination is checked before the database is opened: a bad path fails
     # with one line and leaves no trace (not even a new, empty database file).
@@ -743,11 +804,17 @@ def export(
         row = store.run(run_id)
     except StoreError as exc:
         _fail(str(exc))
+    from dlbench import results
+
+    store.close()
+    data = results.load(db)
+    frame = data.measurements(row["id"])
+    data.close()
     try:
-        n = store.export_csv(row["id"], out)
+        results.export(frame, out, fmt)
     except OSError as exc:
         _fail(f"export {out}: cannot write: {exc.strerror or exc}")
-    console.print(f"wrote {n} measurements of run {row['id']} to {out}")
+    console.print(f"wrote {len(frame)} measurements of run {row['id']} to {out} ({fmt})")
 
 
 def _resolve_run(ref: str, db: Path, readonly: bool = False):
@@ -865,6 +932,16 @@ def extend(
             "on its word.",
         ),
     ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="Your own model a run uses (PATH.py:NAME or package.module:NAME, comma list): a database can "
+            "come from someone else, so dlbench imports the code of a stored run only when you name it again."
+        ),
+    ] = None,
+    dataset: Annotated[
+        str | None, typer.Option(help="Your own dataset a run uses (.npz file or IDX directory), named again.")
+    ] = None,
     db: DB = Path("dlbench.db"),
 ) -> None:
     """Add blocks to stored runs, the runs taking turns block by block (A, B, B, A, ...), so that two runs to
@@ -877,6 +954,7 @@ def extend(
     if not 1 <= blocks <= MAX_TRIALS:
         _fail(f"--blocks {blocks}: must be at least 1 and at most {MAX_TRIALS} (the most trials a case may have)")
     trusted = _trusted_interpreters(python or [])
+    sources = _named_sources(model, dataset)
     targets, seen = [], set()
     for ref in refs:
         store, row = _resolve_run(ref, db)
@@ -897,7 +975,7 @@ def extend(
                 f"({sys.executable}); dlbench runs no program a database names. If you trust it, name it: "
                 f"--python {shlex.quote(str(recorded))}"
             )
-        targets.append(runner.Target(store, row["id"], runner.worker_command(interpreter)))
+        targets.append(runner.Target(store, row["id"], runner.worker_command(interpreter), sources))
     names = {id(t): ref for t, ref in zip(targets, refs)}
 
     def on_block(target, block, done):
@@ -916,6 +994,8 @@ def extend(
         _exit_on_signal(exc, "finished trials are stored. Finish with dlbench run --resume RUN")
     except runner.RunBusy as exc:
         _fail(str(exc), code=EXIT_BUSY)
+    except runner.SourcesMissing as exc:
+        _fail(str(exc))
     except StoreError as exc:
         _fail(str(exc), code=1)
     for ref, t, c in zip(refs, targets, counts):
@@ -938,6 +1018,56 @@ def _trusted_interpreters(named: list[str]) -> dict[str, str]:
             _fail(f"--python {path}: not an executable file")
         trusted[_real(path)] = path
     return trusted
+
+
+@app.command()
+def check(
+    model: Annotated[str, typer.Argument(help="A model name, or your own: PATH.py:NAME or package.module:NAME.")],
+    framework: ListOpt = None,
+    input_shape: Annotated[
+        str | None, typer.Option(help="One sample's shape, e.g. 28x28x1 (default: the model's own, else 28x28x1).")
+    ] = None,
+    classes: Annotated[int, typer.Option(help="Output classes.")] = 10,
+    option: OptionOpt = None,
+) -> None:
+    """Conformance: is MODEL the same network in every framework? Parameter counts, output shapes, loss falls on
+    a fixed batch, same seed same losses, and logits after copying one framework's weights into the others.
+    Exits 1 when a check fails or the implementations are not the same network."""
+    from dlbench import config, conformance, registry
+
+    sources = _named_sources(model, None)
+    name = next((k.partition(":")[2] for k in sources), model)
+    try:
+        registry.model(name, sources)
+    except registry.RegistryError as exc:
+        _fail(str(exc))
+    shape = None
+    if input_shape is not None:
+        try:
+            shape = tuple(int(d) for d in input_shape.lower().split("x"))
+            if not all(d > 0 for d in shape):
+                raise ValueError
+        except ValueError:
+            _fail(f"--input-shape {input_shape!r}: expected positive integers joined by x, e.g. 28x28x1 or 128")
+    if classes < 2:
+        _fail(f"--classes {classes}: a classifier needs at least 2 classes")
+    try:
+        options = config.parse_option_flags(option or [], sources=sources).get(name, {})
+    except config.ConfigError as exc:
+        _fail(str(exc))
+    frameworks = tuple(_split(framework) or ("torch", "tensorflow", "jax"))
+    for fw in frameworks:
+        if fw not in registry.frameworks():
+            _fail(f"--framework {fw}: unknown framework; allowed: {', '.join(registry.frameworks())}")
+    err_console.print(f"checking {name} in {', '.join(frameworks)} (one process each) ...")
+    report = conformance.check(name, sources, frameworks=frameworks, shape=shape, classes=classes, options=options)
+    for fw, why in report.skipped.items():
+        console.print(f"skipped {fw}: {why}", highlight=False)
+    for f in report.findings:
+        console.print(f"{'ok  ' if f.ok else 'FAIL'} {f.check}: {f.detail}", highlight=False)
+    console.print(report.verdict(), highlight=False)
+    if not report.ok:
+        raise typer.Exit(1)
 
 
 @app.command("env")

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import os
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from importlib import resources
 from pathlib import Path
@@ -151,6 +151,9 @@ class Experiment:
     model_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     source: str = "<defaults>"  # file the experiment came from
     text: str = ""  # the file's text, verbatim (stored with the run)
+    # The user's own models and datasets named by reference: {"model:<name>": absolute
+    # reference}. Given to each trial's worker; never read back from a database.
+    sources: dict[str, str] = field(default_factory=dict)
 
 
 MATRIX_DEFAULTS: dict[str, tuple[Any, ...]] = {
@@ -209,24 +212,41 @@ def _as_tuple(value: Any) -> tuple[Any, ...]:
     return tuple(value) if isinstance(value, list | tuple) else (value,)
 
 
-def _model_names() -> tuple[str, ...]:
-    from dlbench.models import MODEL_NAMES
+@dataclass
+class _Refs:
+    """Where relative paths in model and dataset values start (the experiment file's
+    directory, else the working directory) and the sources resolved so far."""
 
-    return MODEL_NAMES
+    base: Path | None = None
+    sources: dict[str, str] = field(default_factory=dict)
 
+    def name_of(self, key: str, factor: str, value: Any) -> str:
+        """A model or dataset value -> its name; a reference is loaded and recorded."""
+        from dlbench import registry
 
-def _dataset_names() -> tuple[str, ...]:
-    from dlbench.datasets import DATASET_NAMES
-
-    return DATASET_NAMES
+        unknown = (
+            f"{key}: unknown {factor}; allowed: {_allowed(registry.names(factor, self.sources))}, or your own "
+            + ("(PATH.py:NAME or package.module:NAME)" if factor == "model" else "(a .npz file or an IDX directory)")
+        )
+        if not isinstance(value, str):
+            raise ConfigError(unknown)
+        try:
+            name, ref = registry.resolve(factor, value, self.base)
+        except registry.UnknownName:
+            raise ConfigError(unknown) from None
+        except registry.RegistryError as exc:
+            raise ConfigError(f"{key}: {exc}") from None
+        if ref is not None:
+            earlier = self.sources.setdefault(f"{factor}:{name}", ref)
+            if earlier != ref:
+                raise ConfigError(f"{key}: a second {factor} called {name!r} (the first is {earlier}); rename one")
+        return name
 
 
 # Factors whose values must be one of a fixed set: factor -> its allowed values.
 # Functions, so that the model and dataset packages are imported only when a
 # config actually names those factors, not when this module is imported.
 _CHOICES: dict[str, Callable[[], tuple[Any, ...]]] = {
-    "model": _model_names,
-    "dataset": _dataset_names,
     "init": lambda: INITS,
     "optimizer": lambda: OPTIMIZERS,
     "precision": lambda: PRECISIONS,
@@ -235,12 +255,14 @@ _CHOICES: dict[str, Callable[[], tuple[Any, ...]]] = {
 }
 
 
-def _check_factor(where: str, factor: str, values: tuple[Any, ...]) -> tuple[Any, ...]:
-    """Validate one factor's values; returns them normalized."""
-    from dlbench.frameworks import registry
+def _check_factor(where: str, factor: str, values: tuple[Any, ...], refs: _Refs | None = None) -> tuple[Any, ...]:
+    """Validate one factor's values; returns them normalized (a model or dataset named
+    by reference becomes its name, the reference going into `refs.sources`)."""
+    from dlbench.registry import frameworks as registry
 
     if not values:
         raise ConfigError(f"{where}: {factor} is empty; give at least one value")
+    refs = refs if refs is not None else _Refs()
     frameworks = registry() if factor == "framework" else {}
     choices = _CHOICES[factor]() if factor in _CHOICES else None
     out = []
@@ -254,6 +276,8 @@ def _check_factor(where: str, factor: str, values: tuple[Any, ...]) -> tuple[Any
                 raise ConfigError(f"{key}: unknown framework; allowed: {_allowed(frameworks)}")
             if variant and variant not in frameworks[name].variants:
                 raise ConfigError(f"{key}: unknown variant of {name}; allowed: {_allowed(frameworks[name].variants)}")
+        elif factor in ("model", "dataset"):
+            v = refs.name_of(key, factor, v)
         elif choices is not None and v not in choices:
             raise ConfigError(f"{key}: unknown {factor}; allowed: {_allowed(choices)}")
         elif factor == "batch_size" and not _within(v, 1, MAX_BATCH_SIZE, integer=True):
@@ -536,7 +560,7 @@ def _synthetic(where: str, table: dict[str, Any]) -> Synthetic:
     return replace(s, **values)
 
 
-def _cells(where: str, entries: Any, kind: str) -> tuple[dict[str, tuple[Any, ...]], ...]:
+def _cells(where: str, entries: Any, kind: str, refs: _Refs) -> tuple[dict[str, tuple[Any, ...]], ...]:
     if not isinstance(entries, list):
         raise ConfigError(f"{where}: [[{kind}]] must be an array of tables")
     out = []
@@ -545,7 +569,7 @@ def _cells(where: str, entries: Any, kind: str) -> tuple[dict[str, tuple[Any, ..
         if not isinstance(entry, dict) or not entry:
             raise ConfigError(f"{at}: expected a non-empty table of factors")
         _check_keys(at, entry, FACTORS)
-        out.append({k: _check_factor(at, k, _as_tuple(v)) for k, v in entry.items()})
+        out.append({k: _check_factor(at, k, _as_tuple(v), refs) for k, v in entry.items()})
     return tuple(out)
 
 
@@ -589,8 +613,18 @@ def _check_size(where: str, matrix: dict[str, tuple[Any, ...]], include: Any, tr
         )
 
 
-def parse(text: str, source: str = "<string>") -> Experiment:
-    data = _loads(text, source)
+def parse(text: str, source: str = "<string>", base: Path | None = None) -> Experiment:
+    """An experiment from TOML text. Models and datasets named by path are relative to
+    `base` (the file's directory; None: the working directory)."""
+    return from_dict(_loads(text, source), source, base, text)
+
+
+def from_dict(data: Any, source: str = "<dict>", base: Path | None = None, text: str = "") -> Experiment:
+    """An experiment from the TOML file's structure as Python data (the Python API's
+    dict form), validated exactly like a file."""
+    refs = _Refs(base)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: an experiment is a table (dict) of [experiment], [matrix], [protocol], ...")
     _check_keys(source, data, _TOP_KEYS)
     for key in ("experiment", "matrix", "protocol", "synthetic", "models"):
         if key in data and not isinstance(data[key], dict):
@@ -601,12 +635,13 @@ def parse(text: str, source: str = "<string>") -> Experiment:
     _check_keys(f"{source} [matrix]", matrix_table, FACTORS)
     matrix = dict(MATRIX_DEFAULTS)
     for k, v in matrix_table.items():
-        matrix[k] = _check_factor(f"{source} [matrix]", k, _as_tuple(v))
+        matrix[k] = _check_factor(f"{source} [matrix]", k, _as_tuple(v), refs)
     name = exp["name"] if "name" in exp else Path(source).stem
     if "name" in exp:
         _text(f"{source} [experiment]", "name", name, limit=MAX_NAME, free=False)
     protocol = _protocol(f"{source} [protocol]", data.get("protocol", {}), Protocol())
-    include = _cells(source, data.get("include", []), "include")
+    include = _cells(source, data.get("include", []), "include", refs)
+    exclude = _cells(source, data.get("exclude", []), "exclude", refs)
     _check_size(f"{source} [matrix]", matrix, include, protocol.trials)
     return Experiment(
         name=name,
@@ -617,36 +652,43 @@ def parse(text: str, source: str = "<string>") -> Experiment:
         protocol=protocol,
         synthetic=_synthetic(f"{source} [synthetic]", data.get("synthetic", {})),
         include=include,
-        exclude=_cells(source, data.get("exclude", []), "exclude"),
-        model_options=_model_options(f"{source} [models]", data.get("models", {})),
+        exclude=exclude,
+        model_options=_model_options(f"{source} [models]", data.get("models", {}), refs.sources),
         source=source,
         text=text,
+        sources=refs.sources,
     )
 
 
-def _model_options(where: str, table: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _model_options(where: str, table: dict[str, Any], sources: Mapping[str, str]) -> dict[str, dict[str, Any]]:
     """[models.<name>] tables -> {name: options}, each checked against the model's spec
-    (types and ranges, and the rules across options) and normalized (lists -> tuples)."""
-    from dlbench.models import MODEL_NAMES, get_spec
+    (types and ranges, and the rules across options) and normalized (lists -> tuples).
+    A user's model is named by its name once the matrix has named its file."""
+    from dlbench import registry
 
     out = {}
+    known = registry.names("model", sources)
     for name, options in table.items():
         at = f"{where[:-1]}.{name}]"
-        if name not in MODEL_NAMES:
-            raise ConfigError(f"{at}: unknown model {_show(name)}; allowed: {_allowed(MODEL_NAMES)}")
+        if name not in known:
+            raise ConfigError(f"{at}: unknown model {_show(name)}; allowed: {_allowed(known)}")
         if not isinstance(options, dict):
             raise ConfigError(f"{at}: expected a table of options")
         try:
-            resolved = get_spec(name).resolve_options(options)
+            resolved = registry.model(name, sources).resolve_options(options)
         except ValueError as exc:
             raise ConfigError(f"{at}: {exc}") from None
         out[name] = {k: resolved[k] for k in options}
     return out
 
 
-def parse_option_flags(flags: list[str], where: str = "--option") -> dict[str, dict[str, Any]]:
+def parse_option_flags(
+    flags: list[str], where: str = "--option", sources: Mapping[str, str] | None = None
+) -> dict[str, dict[str, Any]]:
     """['lstm.hidden=650', 'transformer.preset=bert_base'] -> {model: {option: value}};
-    values are read as TOML values (numbers, true/false), else kept as strings."""
+    values are read as TOML values (numbers, true/false), else kept as strings. Checked
+    against the models' specs when `sources` is given (override checks them otherwise,
+    once the command line's own models are known)."""
     table: dict[str, dict[str, Any]] = {}
     for flag in flags:
         name, dot, rest = flag.partition(".")
@@ -658,7 +700,7 @@ def parse_option_flags(flags: list[str], where: str = "--option") -> dict[str, d
         except tomllib.TOMLDecodeError:
             value = raw
         table.setdefault(name, {})[option] = value
-    return _model_options(f"{where} [models]", table)
+    return table if sources is None else _model_options(f"{where} [models]", table, sources)
 
 
 def load(path: str | Path) -> Experiment:
@@ -686,7 +728,7 @@ def load(path: str | Path) -> Experiment:
             f"{shown}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
             "an experiment file is TOML, which is UTF-8"
         ) from None
-    return parse(text, shown)
+    return parse(text, shown, base=path.resolve().parent)
 
 
 def default() -> Experiment:
@@ -705,8 +747,9 @@ def override(
     """Apply command-line flags: matrix factors replace the file's lists; protocol
     settings replace single values. Validated like the file."""
     new_matrix = dict(exp.matrix)
+    refs = _Refs(None, dict(exp.sources))
     for k, v in matrix.items():
-        new_matrix[k] = _check_factor(f"{where} ({_flag(k)})", k, tuple(v))
+        new_matrix[k] = _check_factor(f"{where} ({_flag(k)})", k, tuple(v), refs)
     # A factor given on the command line also narrows the file's [[include]] cells:
     # `--framework torch` must not still run an included sklearn cell.
     include = []
@@ -720,10 +763,19 @@ def override(
         if "epochs" in proto_table and "steps" in proto_table:
             raise ConfigError(f"{where}: give --epochs or --steps, not both")
         proto = _protocol(where, proto_table, exp.protocol, flags=True)
+    if model_options:  # the flags alone first: an error names --option, not the merge
+        _model_options("--option [models]", model_options, refs.sources)
     options = {k: dict(v) for k, v in exp.model_options.items()}
     for name, given in (model_options or {}).items():
         options.setdefault(name, {}).update(given)
     if model_options:  # the file's options and the flags' together must fit (transformer hidden / heads)
-        options = _model_options(f"{where} (--option) [models]", options)
+        options = _model_options(f"{where} (--option) [models]", options, refs.sources)
     _check_size(where, new_matrix, include, proto.trials)
-    return replace(exp, matrix=new_matrix, protocol=proto, include=tuple(include), model_options=options)
+    return replace(
+        exp,
+        matrix=new_matrix,
+        protocol=proto,
+        include=tuple(include),
+        model_options=options,
+        sources=refs.sources,
+    )

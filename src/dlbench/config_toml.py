@@ -44,6 +44,14 @@ def key(k: str) -> str:
     return k if k.replace("_", "").replace("-", "").isalnum() and k.isascii() else json.dumps(k)
 
 
+def _written(exp: Experiment, factor: str, values: Any) -> list[Any]:
+    """A factor's values as the file reads them: a user's model or dataset by its
+    reference (an absolute path), so that the stored text runs again as it ran."""
+    if factor not in ("model", "dataset"):
+        return list(values)
+    return [exp.sources.get(f"{factor}:{v}", v) for v in values]
+
+
 def to_toml(exp: Experiment) -> str:
     """Every setting of the experiment, defaults included, in the file format config.parse reads."""
     lines = [
@@ -54,7 +62,7 @@ def to_toml(exp: Experiment) -> str:
     ]
     if exp.description:
         lines.append(f"description = {value(exp.description)}")
-    lines += ["", "[matrix]", *(f"{k} = {value(list(exp.matrix[k]))}" for k in FACTORS if k in exp.matrix)]
+    lines += ["", "[matrix]", *(f"{k} = {value(_written(exp, k, exp.matrix[k]))}" for k in FACTORS if k in exp.matrix)]
     lines += ["", "[protocol]"]
     for f in fields(Protocol):
         v = getattr(exp.protocol, f.name)
@@ -63,7 +71,7 @@ def to_toml(exp: Experiment) -> str:
     lines += ["", "[synthetic]", *(f"{k} = {value(v)}" for k, v in asdict(exp.synthetic).items())]
     for kind, cells in (("include", exp.include), ("exclude", exp.exclude)):
         for cell in cells:
-            lines += ["", f"[[{kind}]]", *(f"{k} = {value(list(v))}" for k, v in cell.items())]
+            lines += ["", f"[[{kind}]]", *(f"{k} = {value(_written(exp, k, v))}" for k, v in cell.items())]
     for model, options in exp.model_options.items():
         lines += ["", f"[models.{key(model)}]", *(f"{key(k)} = {value(v)}" for k, v in options.items())]
     return "\n".join(lines) + "\n"

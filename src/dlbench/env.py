@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import dlbench
+from dlbench.version import __version__
 
 PACKAGES = (
     "torch",
@@ -88,7 +88,7 @@ def package_versions() -> dict[str, str]:
 
 def git_revision() -> str | None:
     """The commit of the dlbench source tree, when it runs from a checkout."""
-    src = Path(dlbench.__file__).resolve().parent
+    src = Path(__file__).resolve().parent  # this module lives in the package directory
     if shutil.which("git") is None:
         return None
     try:
@@ -154,7 +154,7 @@ def fingerprint() -> dict[str, Any]:
         "gpus": gpus(),
         "nvml_devices": _nvml_devices(),
         "packages": package_versions(),
-        "dlbench_version": dlbench.__version__,
+        "dlbench_version": __version__,
         "dlbench_git": git_revision(),
         "cwd": os.getcwd(),
     }

@@ -14,7 +14,6 @@ version and model source, so only the first `dlbench list` pays.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import os
 import subprocess
@@ -33,6 +32,8 @@ def reference_point(spec: ModelSpec) -> tuple[Shape, int, int | None]:
     if spec.reference_counts:
         (shape, classes), published = next(iter(spec.reference_counts.items()))
         return tuple(shape), classes, published
+    if not spec.builtin and spec.tiny_shape is not None:  # a user's model that takes one input shape
+        return tuple(spec.tiny_shape), 10, None
     if spec.synthetic_data is not None:
         shape, classes = spec.synthetic_data(spec.resolve_options())
         return tuple(shape), classes, None
@@ -42,7 +43,7 @@ def reference_point(spec: ModelSpec) -> tuple[Shape, int, int | None]:
 def _count_torch(spec: ModelSpec, shape: Shape, classes: int, options: dict) -> int:
     import torch
 
-    build = importlib.import_module(f"dlbench.models.{spec.name}.torch").build
+    build = spec.builder("torch")
     with torch.device("meta"):  # shapes only: no memory, no initialization
         model = build(shape, classes, **options)
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
@@ -52,7 +53,7 @@ def _count_jax(spec: ModelSpec, shape: Shape, classes: int, options: dict) -> in
     import jax
     import jax.numpy as jnp
 
-    model = importlib.import_module(f"dlbench.models.{spec.name}.jax").build(shape, classes, **options)
+    model = spec.builder("jax")(shape, classes, **options)
     dtype = jnp.int32 if spec.input_kind == "tokens" else jnp.float32
     dummy = jax.ShapeDtypeStruct((1, *shape), dtype)
     variables = jax.eval_shape(lambda key, x: model.init({"params": key}, x), jax.random.key(0), dummy)
@@ -63,7 +64,7 @@ def _count_tensorflow(spec: ModelSpec, shape: Shape, classes: int, options: dict
     import keras
     import numpy as np
 
-    model = importlib.import_module(f"dlbench.models.{spec.name}.tensorflow").build(shape, classes, **options)
+    model = spec.builder("tensorflow")(shape, classes, **options)
     count = int(sum(np.prod(v.shape) for v in model.trainable_weights))
     keras.backend.clear_session()  # free the weights before the next model
     return count

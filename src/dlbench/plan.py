@@ -18,8 +18,8 @@ import random
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from dlbench import registry
 from dlbench.config import FACTORS, Experiment
-from dlbench.frameworks import registry
 
 
 @dataclass(frozen=True)
@@ -161,17 +161,16 @@ def pipeline_reason(framework: str, pipeline: str, input_kind: str, shape: tuple
 def expand(exp: Experiment) -> Plan:
     """The trials an experiment asks for, in execution order, and the skipped cells."""
     from dlbench.datasets import dataset_shape
-    from dlbench.models import get_spec
 
     p = exp.protocol
     threads = p.threads or physical_cores()
     plan = Plan(exp)
-    frameworks = registry()
+    frameworks = registry.frameworks()
     runnable: list[Case] = []
     for cell in _cells(exp):
         name, _, variant = cell["framework"].partition(":")
         info = frameworks[name]
-        spec = get_spec(cell["model"])
+        spec = registry.model(cell["model"], exp.sources)
         options = spec.resolve_options(exp.model_options.get(cell["model"]))
         size = cell["input_shape"]
         synthetic = None
@@ -180,14 +179,14 @@ def expand(exp: Experiment) -> Plan:
             shape, classes = synthetic_sample(exp, spec, options, size)
             synthetic = (*shape, classes, exp.synthetic.train_size, exp.synthetic.test_size)
         elif size:
-            fixed, _ = dataset_shape(cell["dataset"])
+            fixed, _ = dataset_shape(cell["dataset"], sources=exp.sources)
             reason = (
                 f"input_shape {size} applies to the synthetic dataset; {cell['dataset']} has a fixed "
                 f"{'x'.join(map(str, fixed))} input"
             )
             shape = fixed
         else:
-            shape, _ = dataset_shape(cell["dataset"])
+            shape, _ = dataset_shape(cell["dataset"], sources=exp.sources)
         reason = (
             reason
             or info.unavailable_reason()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import shlex
 import signal
 import sqlite3
 import subprocess
@@ -21,7 +22,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -427,8 +428,8 @@ def create_run(
 ) -> int:
     """Store the run, its planned trials (status pending), the skipped cells and the
     sampler table in one transaction, owned by `owner` (default: this process)."""
-    import dlbench
     from dlbench import runlock, samplers
+    from dlbench.version import __version__
 
     exp = plan.experiment
     spec = protocol_for_worker(plan)
@@ -451,7 +452,7 @@ def create_run(
         config_text=exp.text,
         experiment=asdict(exp) | {"text": None},
         environment=environment,
-        version=dlbench.__version__,
+        version=__version__,
         trials=trials,
         skipped=[(s.cell, s.reason) for s in plan.skipped],
         samplers=table,
@@ -588,14 +589,22 @@ def claim(store: Store, run_id: int) -> dict[str, Any]:
 
 
 def execute_run(
-    store: Store, run_id: int, *, command: Sequence[str] | None = None, on_event: Callback | None = None
+    store: Store,
+    run_id: int,
+    *,
+    command: Sequence[str] | None = None,
+    on_event: Callback | None = None,
+    sources: Mapping[str, str] | None = None,
 ) -> dict[str, int]:
     """Run every trial of a run that has not finished yet (so this also resumes);
     in adaptive mode, keep adding blocks until the stopping rule says stop.
 
     The run is claimed first (RunBusy if another live process executes it), and the
     attempts an earlier process left unfinished are kept and planned again
-    (Store.retire_unfinished). Returns the count of trials per final status."""
+    (Store.retire_unfinished). Returns the count of trials per final status.
+    `sources`: the user's own models and datasets, as named in this invocation.
+    SourcesMissing before anything starts when the run needs one that is not there."""
+    check_sources(store, run_id, sources or {})
     owner = claim(store, run_id)
     try:
         store.retire_unfinished(run_id)
@@ -611,7 +620,7 @@ def execute_run(
         adaptive = bool(json.loads(first["protocol_json"]).get("until_ci"))
         seed = json.loads(first["case_json"])["seed"]
         while True:
-            counts = _execute_pending(store, run_id, command, on_event)
+            counts = _execute_pending(store, run_id, command, on_event, sources)
             if not adaptive:
                 break
             stop_reason = adaptive_decision(store, run_id, started)
@@ -642,6 +651,8 @@ class Target:
     store: Store
     run_id: int
     command: Sequence[str] | None = None
+    # The user's own models and datasets the run uses, named again by the user.
+    sources: Mapping[str, str] = field(default_factory=dict)
 
 
 def extend_runs(targets: Sequence[Target], blocks: int, on_block: Callback | None = None) -> list[dict[str, int]]:
@@ -653,6 +664,8 @@ def extend_runs(targets: Sequence[Target], blocks: int, on_block: Callback | Non
     if blocks < 1:
         raise ValueError(f"blocks must be at least 1, got {blocks}")
     targets = list(targets)
+    for t in targets:
+        check_sources(t.store, t.run_id, t.sources, every=True)
     owners: list[tuple[Target, dict[str, Any]]] = []
     try:
         for t in targets:
@@ -662,7 +675,7 @@ def extend_runs(targets: Sequence[Target], blocks: int, on_block: Callback | Non
             for t in targets if i % 2 == 0 else targets[::-1]:
                 seed = json.loads(t.store.trials(t.run_id)[0]["case_json"])["seed"]
                 block = add_block(t.store, t.run_id, seed)
-                _execute_pending(t.store, t.run_id, t.command, None)
+                _execute_pending(t.store, t.run_id, t.command, None, t.sources)
                 if on_block is not None:
                     on_block(target=t, block=block, done=i + 1)
         counts = []
@@ -693,16 +706,51 @@ def _mark_interrupted_if_possible(store: Store, run_id: int) -> bool:
     return False
 
 
+class SourcesMissing(ValueError):
+    """A stored run whose model or dataset is the user's own code or data, which this
+    invocation did not name: dlbench imports nothing a database names."""
+
+
+def check_sources(store: Store, run_id: int, sources: Mapping[str, str], every: bool = False) -> None:
+    """Raise SourcesMissing unless every model and dataset of the run's unfinished
+    trials (every: of all its trials, for extend) is built in, installed, or named by
+    the user now (`sources`)."""
+    from dlbench import registry
+
+    pending = store.trials(run_id) if every else store.trials(run_id, statuses=("pending", "running", "interrupted"))
+    stored = json.loads(store.run(run_id)["experiment_json"] or "{}").get("sources") or {}
+    for kind in ("model", "dataset"):
+        for name in sorted({row[kind] for row in pending}):
+            if registry.is_registered(kind, name) or f"{kind}:{name}" in sources:
+                continue
+            was = stored.get(f"{kind}:{name}") if isinstance(stored, dict) else None
+            again = f"--{kind} {shlex.quote(str(was))}" if isinstance(was, str) else f"--{kind} PATH"
+            raise SourcesMissing(
+                f"run {run_id} uses {kind} {name!r}, your own "
+                f"{'code' if kind == 'model' else 'data'}"
+                + (f" (named as {was})" if isinstance(was, str) else "")
+                + f"; dlbench imports no file a database names: name it again with {again}"
+            )
+
+
 def _execute_pending(
-    store: Store, run_id: int, command: Sequence[str] | None, on_event: Callback | None
+    store: Store,
+    run_id: int,
+    command: Sequence[str] | None,
+    on_event: Callback | None,
+    sources: Mapping[str, str] | None = None,
 ) -> dict[str, int]:
+    from dlbench import registry
+
+    sources = dict(sources or {})
+    check_sources(store, run_id, sources)
     pending = store.trials(run_id, statuses=("pending", "running", "interrupted"))
     idle = json.loads(store.run(run_id)["idle_json"] or "{}").get("power_w", {})
     emit = on_event or (lambda *a, **k: None)
     emit("run_start", run_id=run_id, total=len(store.trials(run_id)), pending=len(pending))
     try:
         for row in pending:
-            spec = TrialSpec.from_row(row, idle)
+            spec = TrialSpec.from_row(row, idle, registry.needed(row["model"], row["dataset"], sources))
             case = spec.case.as_dict()
             emit("trial_start", trial_id=row["id"], case=case)
             outcome = execute_trial(
@@ -739,4 +787,4 @@ def run_plan(
     on_event: Callback | None = None,
 ) -> tuple[int, dict[str, int]]:
     run_id = create_run(store, plan, command=command_line, environment=environment)
-    return run_id, execute_run(store, run_id, command=worker, on_event=on_event)
+    return run_id, execute_run(store, run_id, command=worker, on_event=on_event, sources=plan.experiment.sources)

@@ -93,18 +93,32 @@ class TrialSpec:
     case: Case
     protocol: ProtocolSpec
     idle_power: dict[str, float] = field(default_factory=dict)  # W per energy domain, subtracted at report time
+    # The user's own model and dataset of this case, as this invocation named them
+    # ({"model:<name>": reference}; see dlbench.registry). Never stored in the database.
+    sources: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"case": self.case.as_dict(), "protocol": self.protocol.to_dict(), "idle_power": dict(self.idle_power)}
+        return {
+            "case": self.case.as_dict(),
+            "protocol": self.protocol.to_dict(),
+            "idle_power": dict(self.idle_power),
+            "sources": dict(self.sources),
+        }
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)
 
     @classmethod
     def from_dict(cls, data: Any) -> TrialSpec:
-        _check_keys("trial spec", data, {"case", "protocol", "idle_power"}, {"case", "protocol"})
+        _check_keys("trial spec", data, {"case", "protocol", "idle_power", "sources"}, {"case", "protocol"})
+        sources = data.get("sources") or {}
+        if not isinstance(sources, dict) or not all(isinstance(v, str) for v in sources.values()):
+            raise SpecError("trial spec: sources must map names to reference strings")
         return cls(
-            case_from_dict(data["case"]), ProtocolSpec.from_dict(data["protocol"]), dict(data.get("idle_power") or {})
+            case_from_dict(data["case"]),
+            ProtocolSpec.from_dict(data["protocol"]),
+            dict(data.get("idle_power") or {}),
+            dict(sources),
         )
 
     @classmethod
@@ -116,10 +130,14 @@ class TrialSpec:
         return cls.from_dict(data)
 
     @classmethod
-    def from_row(cls, row: Any, idle_power: dict[str, float] | None = None) -> TrialSpec:
-        """From a stored trials row (case_json, protocol_json), old versions' rows included."""
+    def from_row(
+        cls, row: Any, idle_power: dict[str, float] | None = None, sources: dict[str, str] | None = None
+    ) -> TrialSpec:
+        """From a stored trials row (case_json, protocol_json), old versions' rows included.
+        `sources` come from the caller (what the user named now), never from the row."""
         return cls(
             case_from_dict(json.loads(row["case_json"])),
             ProtocolSpec.from_dict(json.loads(row["protocol_json"])),
             dict(idle_power or {}),
+            dict(sources or {}),
         )

@@ -202,8 +202,9 @@ def _synthetic_kind(model: str, options: dict[str, Any]) -> dict[str, Any]:
 
     spec = get_spec(model)
     kind: dict[str, Any] = {"input_kind": spec.input_kind, "task": spec.task}
-    if spec.input_kind == "tokens" and spec.task == "classify":
-        # Token ids must stay inside the model's embedding table.
+    if spec.input_kind == "tokens" and spec.task == "classify" and spec.builtin:
+        # Token ids must stay inside the model's embedding table (a user's token model
+        # gets the synthetic default vocabulary).
         package = importlib.import_module(f"dlbench.models.{model}")
         kind["vocab"] = package.token_vocab(spec.resolve_options(options))
     return kind
@@ -232,10 +233,13 @@ def load_arrays(case: Case, protocol: ProtocolSpec) -> Any:
 
 
 def run_trial(spec: TrialSpec, emit: Emitter) -> None:
-    from dlbench.frameworks import get_info
+    from dlbench import registry
     from dlbench.phases import run_repeat
+    from dlbench.registry import framework as get_info
 
     case, protocol = spec.case, spec.protocol
+    # The user's own model or data, named for this run (never read from a database).
+    registry.adopt(spec.sources)
     process: list[dict[str, Any]] = []
 
     def record(metric: str, value: float, unit: str) -> None:
@@ -371,6 +375,9 @@ def _parent_pid(argv: list[str]) -> int | None:
 def main() -> int:
     parent = _parent_pid(sys.argv[1:])
     die_with_parent(parent)
+    # A user's model file imported here must not start runs of its own (dlbench.run
+    # refuses inside a worker): that would fork workers without end.
+    os.environ["DLBENCH_WORKER"] = "1"
     events = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     os.dup2(2, 1)
     emit = Emitter(events)

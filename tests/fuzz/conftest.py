@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from .invariants import COUNTS
 
 
@@ -20,18 +18,3 @@ def pytest_terminal_summary(terminalreporter):
     terminalreporter.write_line(
         f"total: {total} inputs, every one parsed, refused with one line or accepted and checked; no other exception"
     )
-
-
-@pytest.fixture(scope="package", autouse=True)
-def _registry_read_once():
-    """dlbench.frameworks.registry() reads every installed distribution's entry points
-    on each call (about 20 ms here), which would be most of a fuzzed input's time;
-    the fuzz tests read it once. No test here installs a framework plugin."""
-    import dlbench.frameworks
-    import dlbench.plan
-
-    frameworks = dlbench.frameworks.registry()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(dlbench.frameworks, "registry", lambda: frameworks)
-        mp.setattr(dlbench.plan, "registry", lambda: frameworks)
-        yield

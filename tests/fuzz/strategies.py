@@ -13,10 +13,9 @@ from typing import Any
 from hypothesis import strategies as st
 
 from dlbench import config
-from dlbench.datasets import DATASET_NAMES
-from dlbench.frameworks import registry
+from dlbench import registry as _registry
 from dlbench.frameworks.protocol import INITS, OPTIMIZERS
-from dlbench.models import MODEL_NAMES, get_spec
+from dlbench.models import get_spec
 from dlbench.models.spec import OptionRange
 
 # -- a small TOML writer (the standard library reads TOML but does not write it) --
@@ -203,13 +202,15 @@ EDGE_NUMBERS = st.one_of(
 
 def _variants() -> list[str]:
     out = []
-    for name, info in registry().items():
+    for name, info in _registry.frameworks().items():
         out.append(name)
         out += [f"{name}:{v}" for v in info.variants]
     return out
 
 
 FRAMEWORKS = _variants()
+MODEL_NAMES = tuple(_registry.BUILTIN_MODELS)
+DATASET_NAMES = tuple(_registry.BUILTIN_DATASETS)
 
 FACTOR_VALUES: dict[str, st.SearchStrategy[Any]] = {
     "framework": st.sampled_from(FRAMEWORKS),

@@ -6,7 +6,8 @@ Three input kinds share one container:
   produces); each framework converts once, before any timing, to its
   preferred layout;
 - token ids: (N, T) int32 or int64, non-negative;
-- spectrogram features: (N, T, F) float32 (T frames of F features).
+- spectrogram features: (N, T, F) float32 (T frames of F features);
+- feature vectors: (N, F) float32 (a user's tabular data).
 
 Labels are int64: (N,) class ids; (N, T) next-token targets (one per input
 position, non-negative); or (N, L) CTC label sequences padded at the end with
@@ -28,8 +29,10 @@ def _check_x(x: np.ndarray) -> None:
         if x.dtype != np.float32:
             raise ValueError(f"images must be float32, got {x.dtype}")
     elif x.ndim == 2:
+        if x.dtype == np.float32:
+            return  # feature vectors
         if x.dtype not in (np.int32, np.int64):
-            raise ValueError(f"token ids (N, T) must be int32 or int64, got {x.dtype}")
+            raise ValueError(f"token ids (N, T) must be int32 or int64 (feature vectors float32), got {x.dtype}")
         if x.size and int(x.min()) < 0:
             raise ValueError("token ids must be non-negative")
     elif x.ndim == 3:
@@ -45,6 +48,8 @@ def _check_y(x: np.ndarray, y: np.ndarray) -> None:
         raise ValueError(f"labels shape {y.shape} does not match {n} {'images' if x.ndim == 4 else 'sequences'}")
     if y.dtype != np.int64:
         raise ValueError(f"labels must be int64, got {y.dtype}")
+    if y.ndim == 2 and x.ndim == 2 and x.dtype == np.float32:
+        raise ValueError(f"labels shape {y.shape}: feature vectors take one class id per sample")
     if y.ndim == 2 and x.ndim == 2 and y.shape[1] != x.shape[1]:
         raise ValueError(f"next-token targets {y.shape} must have one label per input position {x.shape}")
     if y.ndim == 2 and x.ndim == 3 and y.size:
@@ -70,6 +75,8 @@ class ArraySplit:
 
     @property
     def input_kind(self) -> str:
+        if self.x.ndim == 2 and self.x.dtype == np.float32:
+            return "features"
         return INPUT_NDIM[self.x.ndim]
 
     def head(self, n: int) -> ArraySplit:

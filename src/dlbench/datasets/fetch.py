@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from dlbench import __version__
+from dlbench.version import __version__
 
 # progress(file name, bytes received so far, total bytes or None when unknown)
 ProgressFn = Callable[[str, int, int | None], None]

@@ -1,9 +1,10 @@
-"""Framework registry: static facts the parent needs without importing anything heavy.
+"""The built-in frameworks: static facts the parent needs without importing anything heavy.
 
 Availability is decided with `importlib.util.find_spec` and versions are read
 from installed distribution metadata, so `dlbench list` and `dlbench plan`
 never import torch, tensorflow or jax. Adapters (`dlbench.frameworks.<name>`)
-are imported only inside worker processes.
+are imported only inside worker processes. Plugins (the `dlbench.frameworks`
+entry-point group) are added by `dlbench.registry.frameworks()`.
 """
 
 from __future__ import annotations
@@ -102,28 +103,3 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
         ),
     )
 }
-
-
-PLUGIN_GROUP = "dlbench.frameworks"
-
-
-def registry() -> dict[str, FrameworkInfo]:
-    """Built-in frameworks plus plugins: installed distributions that declare an entry
-    point in the `dlbench.frameworks` group pointing at a FrameworkInfo object.
-    Read on each call (cheap) so that nothing is scanned at import time."""
-    out = dict(FRAMEWORKS)
-    for ep in importlib.metadata.entry_points(group=PLUGIN_GROUP):
-        if ep.name in out:
-            continue  # a plugin cannot replace a built-in framework
-        info = ep.load()
-        if not isinstance(info, FrameworkInfo) or info.name != ep.name:
-            raise TypeError(f"plugin entry point {ep.name} = {ep.value} must name a FrameworkInfo called {ep.name!r}")
-        out[ep.name] = info
-    return out
-
-
-def get_info(name: str) -> FrameworkInfo:
-    frameworks = registry()
-    if name not in frameworks:
-        raise KeyError(f"unknown framework {name!r}; known frameworks: {', '.join(frameworks)}")
-    return frameworks[name]

@@ -54,7 +54,9 @@ import numpy as np
 import optax
 
 from dlbench.datasets.arrays import Arrays
+from dlbench.frameworks.builders import BuilderError, accepts, call_builder
 from dlbench.frameworks.protocol import TrainSettings
+from dlbench.models import get_spec
 from dlbench.models.deepspeech2.ctc import ctc_accuracy
 
 # Evaluation batch (untimed accuracy pass): large enough to need few dispatches,
@@ -126,6 +128,17 @@ def _epoch_plan(
     idx = order[: steps * batch].reshape(steps, batch)
     keys = jax.random.split(jax.random.fold_in(dropout_key, epoch), steps)
     return idx, keys, jnp.zeros((), jnp.float32), jnp.zeros((), jnp.int32)
+
+
+class _Deterministic(nn.Module):
+    """A user's Flax module whose __call__ takes only the input: the train and eval
+    steps pass `deterministic` to every network, and this one has no dropout to switch."""
+
+    inner: nn.Module
+
+    @nn.compact
+    def __call__(self, x: jax.Array, deterministic: bool = True) -> jax.Array:
+        return self.inner(x)
 
 
 def _task(model: str) -> str:
@@ -314,7 +327,7 @@ class JaxFramework:
         put = partial(jax.device_put, device=self.device)
 
         def inputs(x: np.ndarray) -> np.ndarray:
-            return x.astype(np.int32) if x.ndim == 2 else x  # token ids: JAX's int32
+            return x.astype(np.int32) if x.dtype.kind in "iu" else x  # token ids: JAX's int32
 
         data = JaxData(
             train_x=put(inputs(arrays.train.x)),
@@ -328,18 +341,21 @@ class JaxFramework:
         return data
 
     def build(self, native: JaxData, settings: TrainSettings) -> JaxTrainer:
-        module = importlib.import_module(f"dlbench.models.{settings.model}.jax")
-        if settings.init == "glorot-uniform":
-            # variance_scaling counts a conv kernel's fans as in*kh*kw and out*kh*kw.
-            model = module.build(
-                native.shape,
-                native.classes,
-                kernel_init=nn.initializers.glorot_uniform(),
-                bias_init=nn.initializers.zeros_init(),
-                **settings.model_options,
+        spec = get_spec(settings.model)
+        # variance_scaling counts a conv kernel's fans as in*kh*kw and out*kh*kw; without
+        # init keywords the modules keep Flax's defaults (framework-default).
+        init = (
+            {"kernel_init": nn.initializers.glorot_uniform(), "bias_init": nn.initializers.zeros_init()}
+            if settings.init == "glorot-uniform"
+            else {}
+        )
+        model, note = call_builder(spec, "jax", native.shape, native.classes, settings.model_options, init)
+        if not isinstance(model, nn.Module):
+            raise BuilderError(
+                f"model {spec.name}: the jax builder returned a {type(model).__name__}, not a Flax module"
             )
-        else:
-            model = module.build(native.shape, native.classes, **settings.model_options)  # Flax's defaults
+        if not accepts(type(model).__call__, ("deterministic",)):
+            model = _Deterministic(model)
         tx = _optimizer(settings)
         augment = None
         if settings.pipeline != "preloaded":
@@ -359,6 +375,7 @@ class JaxFramework:
             native, settings, model, tx, self._compiled(settings, native, model, tx), init=self._inits[init_key]
         )
         trainer.augment = augment
+        trainer.facts = {"init_note": note} if note else {}
         return trainer
 
     def _pipeline(self, native: JaxData, settings: TrainSettings) -> tuple[JaxData, Callable[[int], Any]]:
@@ -452,7 +469,12 @@ class JaxTrainer:
         # epoch -> that epoch's (xb, yb) batches, when an augmentation pipeline runs.
         self.augment: Callable[[int], Any] | None = None
         self._infer_batches: tuple[jax.Array, ...] = ()
+        # What the manifest must say about this network (an init scheme its builder could not take).
+        self.facts: dict[str, Any] = {}
         jax.block_until_ready((self.params, self.state, self.opt_state))
+
+    def manifest(self) -> dict[str, Any]:
+        return dict(self.facts)
 
     def parameter_count(self) -> int:
         return sum(int(leaf.size) for leaf in jax.tree.leaves(self.params))

@@ -16,7 +16,6 @@ This module imports TensorFlow and Keras at top level, so only a worker imports 
 
 from __future__ import annotations
 
-import importlib
 import os
 import platform
 from collections.abc import Callable
@@ -34,7 +33,9 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from dlbench.datasets.arrays import Arrays  # noqa: E402
+from dlbench.frameworks.builders import BuilderError, call_builder  # noqa: E402
 from dlbench.frameworks.protocol import TrainSettings  # noqa: E402
+from dlbench.models import get_spec  # noqa: E402
 from dlbench.models.deepspeech2.ctc import ctc_accuracy  # noqa: E402
 
 VARIANTS: dict[str, dict[str, bool]] = {
@@ -332,7 +333,7 @@ class KerasTrainer:
         self.settings = settings
         self.variant = variant
         self.options = VARIANTS[variant]
-        module = importlib.import_module(f"dlbench.models.{settings.model}.tensorflow")
+        spec = get_spec(settings.model)
         self.task = _task(settings.model)
         # Framework-default passes no initializer at all, so Keras' layer defaults apply
         # (glorot_uniform kernels and zero biases, as it happens).
@@ -348,11 +349,17 @@ class KerasTrainer:
         keras.config.set_dtype_policy(policy)
         try:
             with tf.device(data.device):
-                self.model: keras.Model = module.build(
-                    data.input_shape, data.num_classes, **init, **settings.model_options
+                self.model, note = call_builder(
+                    spec, "tensorflow", data.input_shape, data.num_classes, settings.model_options, init
                 )
         finally:
             keras.config.set_dtype_policy(previous)
+        if not isinstance(self.model, keras.Model):
+            raise BuilderError(
+                f"model {spec.name}: the tensorflow builder returned a {type(self.model).__name__}, not a keras.Model"
+            )
+        # What the manifest must say about this network (an init scheme its builder could not take).
+        self.facts: dict[str, Any] = {"init_note": note} if note else {}
         with tf.device(data.device):
             self.model.compile(
                 optimizer=_optimizer(settings),
@@ -388,6 +395,9 @@ class KerasTrainer:
         return self.data.x_train[:b], self.data.y_train[:b]
 
     # -- training -----------------------------------------------------------------
+
+    def manifest(self) -> dict[str, Any]:
+        return dict(self.facts)
 
     def parameter_count(self) -> int:
         return int(sum(np.prod(v.shape) for v in self.model.trainable_weights))

@@ -18,7 +18,6 @@ inductor backend). Idiom and fairness choices, all recorded in the manifest:
 from __future__ import annotations
 
 import copy
-import importlib
 import os
 import tempfile
 from collections.abc import Callable
@@ -30,7 +29,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from dlbench.datasets.arrays import Arrays
+from dlbench.frameworks.builders import BuilderError, call_builder
 from dlbench.frameworks.protocol import TrainSettings
+from dlbench.models import get_spec
 from dlbench.models.deepspeech2.ctc import ctc_accuracy
 
 COMPILE_MODE = "default"
@@ -61,8 +62,9 @@ def _to_device(x: Any, device: torch.device) -> torch.Tensor:
     if x.ndim == 4:
         return _to_nchw(x, device)
     tensor = torch.from_numpy(x)
-    # Token ids as int64, torch's index type; spectrogram frames need no conversion.
-    return (tensor.long() if x.ndim == 2 else tensor).to(device)
+    # Token ids as int64, torch's index type; spectrogram frames and feature vectors
+    # (floats) need no conversion.
+    return (tensor.long() if x.dtype.kind in "iu" else tensor).to(device)
 
 
 def _task(model: str) -> str:
@@ -113,7 +115,7 @@ def _inductor_cache_dir() -> str:
 EMBED_INIT_LIMIT = 0.05  # Keras' Embedding default, the glorot-uniform setting's embedding init
 
 
-def glorot_uniform_(model: nn.Module) -> None:
+def glorot_uniform_(model: nn.Module) -> int:
     """Glorot/Xavier-uniform kernels and zero biases for every Conv2d and Linear.
 
     torch's fan computation for a conv weight (out, in, kh, kw) is
@@ -123,9 +125,13 @@ def glorot_uniform_(model: nn.Module) -> None:
     Attention: each of the Q, K, V blocks of in_proj_weight is Glorot-initialized
     as the hidden x hidden map it is (fans of the fused (3H, H) matrix would
     differ from Keras' and Flax's). Embeddings: U(-0.05, 0.05).
-    Draws come from torch's global RNG, which `build` has just seeded.
+    Draws come from torch's global RNG, which `build` has just seeded. Returns the
+    number of trainable parameters in layers of other types, left as built.
     """
+    covered: set[int] = set()
     for module in model.modules():
+        if isinstance(module, (nn.Conv2d, nn.Linear, nn.LSTM, nn.GRU, nn.MultiheadAttention, nn.Embedding)):
+            covered.update(id(p) for p in module.parameters(recurse=False))
         if isinstance(module, (nn.Conv2d, nn.Linear)):
             nn.init.xavier_uniform_(module.weight)
             if module.bias is not None:
@@ -146,6 +152,11 @@ def glorot_uniform_(model: nn.Module) -> None:
                 nn.init.zeros_(module.in_proj_bias)
         elif isinstance(module, nn.Embedding):
             nn.init.uniform_(module.weight, -EMBED_INIT_LIMIT, EMBED_INIT_LIMIT)
+        elif isinstance(module, nn.modules.batchnorm._NormBase | nn.LayerNorm | nn.GroupNorm):
+            # Normalization layers start at scale 1, shift 0 in every framework.
+            covered.update(id(p) for p in module.parameters(recurse=False))
+    # What the scheme did not reach (a user's own layer type) keeps its builder's init.
+    return sum(p.numel() for p in model.parameters() if p.requires_grad and id(p) not in covered)
 
 
 def _autocast(
@@ -182,6 +193,8 @@ class TorchTrainer:
         self.optimizer = self._make_optimizer()
         self.task = _task(settings.model)
         self._loss = LOSSES[self.task]
+        # What the manifest must say about this network (a user's layers the init missed).
+        self.facts: dict[str, Any] = {}
         # The shuffle order has its own generator (CPU, as torch.randperm wants),
         # so dropout draws cannot change which samples form a batch.
         self.generator = torch.Generator().manual_seed(settings.seed)
@@ -210,6 +223,9 @@ class TorchTrainer:
         loss.backward()
         self.optimizer.step()
         return loss.detach()
+
+    def manifest(self) -> dict[str, Any]:
+        return dict(self.facts)
 
     def parameter_count(self) -> int:
         return sum(p.numel() for p in self.model.parameters() if p.requires_grad)
@@ -449,20 +465,30 @@ class TorchFramework:
         )
 
     def build(self, native: TorchData, settings: TrainSettings) -> TorchTrainer:
-        builder = importlib.import_module(f"dlbench.models.{settings.model}.torch").build
+        spec = get_spec(settings.model)
         # Seeded before construction so torch's own (framework-default) init is
         # reproducible; built and initialized on the CPU, then moved, so a GPU run
         # starts from the very same weights.
         torch.manual_seed(settings.seed)
-        model = builder(native.input_shape, native.num_classes, **settings.model_options)
+        model, _ = call_builder(spec, "torch", native.input_shape, native.num_classes, settings.model_options, {})
+        if not isinstance(model, nn.Module):
+            raise BuilderError(
+                f"model {spec.name}: the torch builder returned a {type(model).__name__}, not an nn.Module"
+            )
+        facts: dict[str, Any] = {}
         if settings.init == "glorot-uniform":
-            glorot_uniform_(model)
+            kept = glorot_uniform_(model)
+            if kept and not spec.builtin:
+                facts["init_note"] = (
+                    f"glorot-uniform on Conv2d/Linear/LSTM/GRU/attention/embedding layers; {kept} parameters "
+                    "in other layers keep the builder's own init"
+                )
         model = model.to(native.device)
         if settings.layout == "channels-last":
             # The documented channels-last recipe: weights and inputs in NHWC memory
             # order (the logical shape stays NCHW); the inputs are converted once per
             # dataset, cached, so no repeat pays for it in a timed phase twice.
-            model = model.to(memory_format=torch.channels_last)
+            model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]  # torch's stub lacks it
             native = self._channels_last(native)
         forward: Callable[[torch.Tensor], torch.Tensor] = model
         if self.variant == "compile":
@@ -478,6 +504,7 @@ class TorchFramework:
             native, augment = self._pipeline(native, settings)
         trainer = TorchTrainer(native, settings, model, forward)
         trainer.augment = augment
+        trainer.facts = facts
         return trainer
 
     def _pipeline(self, native: TorchData, settings: TrainSettings) -> tuple[TorchData, Callable[[int], Any]]:

@@ -1,37 +1,23 @@
-"""Model registry: name -> framework-neutral spec. Implementations live beside
-each spec as `dlbench.models.<name>.<framework>` and are imported only by workers."""
+"""The model zoo. Each built-in model is a package `dlbench.models.<name>` whose
+`__init__` holds its framework-neutral spec (`SPEC`) and whose `<framework>.py`
+modules hold the implementations, imported only by workers. Names, plugins and
+the user's own models are resolved by `dlbench.registry`; these two functions
+are its model half, kept for the callers that only need models."""
 
 from __future__ import annotations
 
-import importlib
-
 from dlbench.models.spec import ModelSpec
-
-MODEL_NAMES = (
-    "mlp",
-    "lenet5",
-    "cnn",
-    "knn",
-    "alexnet",
-    "vgg16",
-    "resnet18",
-    "resnet50",
-    "resnet152",
-    "lstm",
-    "deepspeech2",
-    "transformer",
-    "mobilenet_v2",
-    "efficientnet_b0",
-    "efficientnet_b4",
-    "inception_v3",
-)
 
 
 def get_spec(name: str) -> ModelSpec:
-    if name not in MODEL_NAMES:
-        raise KeyError(f"unknown model {name!r}; known models: {', '.join(MODEL_NAMES)}")
-    return importlib.import_module(f"dlbench.models.{name}").SPEC
+    """The spec of model `name` (built-in, installed, or adopted by this worker)."""
+    from dlbench import registry
+
+    return registry.model(name)
 
 
 def all_specs() -> list[ModelSpec]:
-    return [get_spec(n) for n in MODEL_NAMES]
+    """Every built-in and installed model."""
+    from dlbench import registry
+
+    return registry.models({})

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # One sample's shape: (H, W, C) for images, (T,) for token sequences,
-# (T, F) for spectrogram frames.
+# (T, F) for spectrogram frames, (F,) for feature vectors.
 Shape = tuple[int, ...]
 
-INPUT_KINDS = ("image", "tokens", "spectrogram")
+INPUT_KINDS = ("image", "tokens", "spectrogram", "features")
 # classify: logits (N, classes) vs labels (N,); next-token: logits (N, T, vocab)
 # vs labels (N, T); ctc: logits (N, T', alphabet) vs padded label sequences.
 TASKS = ("classify", "next-token", "ctc")
@@ -128,6 +128,15 @@ class ModelSpec:
     option_choices: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
     # Rules across options (transformer: hidden divisible by heads): raises ValueError.
     check_options: Callable[[Mapping[str, Any]], None] | None = None
+    # framework -> its builder: a callable or a "module:attr" string. Empty for the
+    # built-ins, whose builders are `build` in dlbench.models.<name>.<framework>.
+    builders: Mapping[str, Any] = field(default_factory=dict)
+    # What is minimized; every model here is trained on softmax cross-entropy of its logits
+    # (classify), per token (next-token) or CTC.
+    loss: str = "cross-entropy"
+    # Where the spec comes from, shown by `dlbench list`: "built-in", "plugin <dist>",
+    # or the file / module the user named.
+    origin: str = "built-in"
 
     def __post_init__(self) -> None:
         if self.input_kind not in INPUT_KINDS:
@@ -153,6 +162,23 @@ class ModelSpec:
         # The defaults and the CI configuration must pass the checks a user's values pass.
         self.resolve_options(self.options)
         self.resolve_options(self.tiny_options)
+
+    @property
+    def builtin(self) -> bool:
+        return self.origin == "built-in"
+
+    def builder(self, framework: str) -> Callable[..., Any]:
+        """The function that builds this network in `framework` (imports it: call this
+        in a worker, or in a process that may import the framework)."""
+        import importlib
+
+        target = self.builders.get(framework) if self.builders else f"dlbench.models.{self.name}.{framework}:build"
+        if target is None:
+            raise KeyError(f"model {self.name} has no {framework} builder (builders: {', '.join(self.builders)})")
+        if callable(target):
+            return target
+        module, _, attr = str(target).partition(":")
+        return getattr(importlib.import_module(module), attr or "build")
 
     def option_range(self, key: str) -> OptionRange | None:
         """The declared range of a numeric option, WIDTH for an undeclared integer (or
@@ -206,8 +232,11 @@ class ModelSpec:
 
     def unsupported_reason(self, framework: str, shape: Shape, plugin_models: tuple[str, ...] = ()) -> str | None:
         if framework not in self.frameworks and self.name not in plugin_models:
+            if not self.builtin:
+                return f"{self.name} has no {framework} builder (builders: {', '.join(self.frameworks)})"
             return f"{framework} has no implementation of {self.name} (implemented in: {', '.join(self.frameworks)})"
-        return self.check_input(shape)
+        reason = self.check_input(shape)
+        return f"{self.name} {reason}" if reason and not self.builtin else reason
 
     def resolve_options(self, given: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Defaults overlaid with `given`, normalized (lists become tuples). An unknown
@@ -226,7 +255,8 @@ class ModelSpec:
     def count(self, shape: Shape, classes: int, options: Mapping[str, Any] | None = None) -> int:
         """Trainable parameters of this model for `shape`, `classes` and `options`."""
         if self.param_count is None:
-            raise ValueError(f"{self.name} is not a neural network: it has no parameter count")
+            what = "is not a neural network" if self.kind == "classical" else "declares no parameter-count formula"
+            raise ValueError(f"{self.name} {what}: it has no parameter count")
         return self.param_count(shape, classes, **self.resolve_options(options))
 
 

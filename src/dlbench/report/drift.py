@@ -64,7 +64,7 @@ def drift_notes(
     not). Cases whose framework packages, machine and dlbench are the same in both
     runs act as controls: if they moved, a change of that size elsewhere may be the
     machine's, not the code's. A CI gate should still fail on it; this says why."""
-    from dlbench.frameworks import registry
+    from dlbench.registry import frameworks as registry
 
     changes, packages = environment_changes(env_a, env_b)
     machine_or_harness = [c for c in changes if c.split(":")[0] in ENVIRONMENT_FIELDS]

@@ -1,0 +1,166 @@
+"""A user's own dataset from a path: a `.npz` file or a directory of IDX files.
+
+`.npz`: exactly the arrays x_train, y_train, x_test, y_test (read with
+allow_pickle=False: an object array is refused, never unpickled). A directory:
+the four MNIST-named IDX files (train-images-idx3-ubyte, train-labels-idx1-ubyte,
+t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte), each plain or gzipped.
+
+Conventions are those of the built-in loaders: images (N, H, W) or (N, H, W, C)
+become float32 NHWC, scaled to [0, 1] when stored as uint8; (N, F) float arrays
+are feature vectors; (N, T) integer arrays are token ids; labels become int64
+class ids 0..classes-1, the class count being the largest label + 1. Every
+problem is a UserDataError: one line naming the file and what is expected.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from dlbench.datasets.arrays import Arrays, ArraySplit
+from dlbench.datasets.fetch import DatasetError
+from dlbench.datasets.idx import IdxFormatError, decompress, is_gzip, parse_idx
+from dlbench.datasets.spec import DatasetSpec
+
+NPZ_KEYS = ("x_train", "y_train", "x_test", "y_test")
+IDX_FILES = {
+    "x_train": "train-images-idx3-ubyte",
+    "y_train": "train-labels-idx1-ubyte",
+    "x_test": "t10k-images-idx3-ubyte",
+    "y_test": "t10k-labels-idx1-ubyte",
+}
+MAX_CLASSES = 100_000  # a label beyond this is a mistake (an id, a pixel), not a class
+
+
+class UserDataError(DatasetError):
+    """A user's dataset that cannot be used as it is; the message is one line."""
+
+
+def _npz(path: Path) -> dict[str, np.ndarray]:
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            keys = list(data.files)
+            missing = [k for k in NPZ_KEYS if k not in keys]
+            if missing:
+                raise UserDataError(
+                    f"{path}: no array {missing[0]!r}; a dataset .npz holds exactly {', '.join(NPZ_KEYS)} "
+                    f"(found: {', '.join(keys) or 'none'})"
+                )
+            extra = [k for k in keys if k not in NPZ_KEYS]
+            if extra:
+                raise UserDataError(f"{path}: unexpected array {extra[0]!r}; allowed: {', '.join(NPZ_KEYS)}")
+            return {k: data[k] for k in NPZ_KEYS}
+    except UserDataError:
+        raise
+    except ValueError as exc:  # an object array needs pickle, which is refused
+        raise UserDataError(f"{path}: holds an array that is not plain numbers ({exc}); save numeric arrays") from None
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        raise UserDataError(f"{path}: not a readable .npz file ({exc}); write one with numpy.savez") from None
+
+
+def _idx_dir(path: Path) -> dict[str, np.ndarray]:
+    out = {}
+    for key, name in IDX_FILES.items():
+        found = [p for p in (path / name, path / f"{name}.gz") if p.is_file()]
+        if not found:
+            raise UserDataError(
+                f"{path}: no {name} (or {name}.gz); an IDX dataset directory holds {', '.join(IDX_FILES.values())}"
+            )
+        raw = found[0].read_bytes()
+        try:
+            out[key] = parse_idx(decompress(raw, found[0]) if is_gzip(raw) else raw, found[0])
+        except IdxFormatError as exc:
+            raise UserDataError(str(exc).splitlines()[0]) from None
+    return out
+
+
+def _raw(path: Path) -> dict[str, np.ndarray]:
+    if not path.exists():
+        raise UserDataError(f"{path}: does not exist; expected a .npz file or a directory of IDX files")
+    if path.is_dir():
+        return _idx_dir(path)
+    if path.suffix != ".npz":
+        raise UserDataError(f"{path}: not a .npz file or a directory of IDX files")
+    return _npz(path)
+
+
+def _features(path: Path, split: str, x: np.ndarray) -> np.ndarray:
+    if x.dtype.kind not in "fiub" or x.ndim < 2:
+        raise UserDataError(
+            f"{path}: x_{split} is {x.dtype} of shape {x.shape}; expected numbers, one sample per row "
+            "((N, H, W[, C]) images, (N, F) features or (N, T) token ids)"
+        )
+    if len(x) == 0:
+        raise UserDataError(f"{path}: x_{split} is empty")
+    if x.dtype.kind == "f":
+        bad = int(np.size(x) - np.count_nonzero(np.isfinite(x)))
+        if bad:
+            raise UserDataError(f"{path}: x_{split} holds {bad} NaN or infinite values; clean them first")
+    if x.ndim in (3, 4):
+        x = x[..., None] if x.ndim == 3 else x
+        if x.dtype == np.uint8:
+            return (x.astype(np.float32) / 255.0).astype(np.float32)
+        return x.astype(np.float32)
+    if x.ndim == 2:
+        if x.dtype.kind in "iu":
+            if int(x.min()) < 0:
+                raise UserDataError(f"{path}: x_{split} holds negative integers; token ids are >= 0")
+            return x.astype(np.int64)
+        return x.astype(np.float32)
+    raise UserDataError(f"{path}: x_{split} has {x.ndim} dimensions; at most 4 (N, H, W, C)")
+
+
+def _labels(path: Path, split: str, y: np.ndarray, n: int) -> np.ndarray:
+    if y.ndim != 1:
+        raise UserDataError(f"{path}: y_{split} has shape {y.shape}; expected one class id per sample, (N,)")
+    if len(y) != n:
+        raise UserDataError(f"{path}: x_{split} has {n} samples but y_{split} has {len(y)} labels")
+    if y.dtype.kind == "f":
+        if not np.all(np.isfinite(y)) or not np.all(y == np.round(y)):
+            raise UserDataError(f"{path}: y_{split} holds non-integer labels; class ids are integers 0..classes-1")
+    elif y.dtype.kind not in "iub":
+        raise UserDataError(f"{path}: y_{split} is {y.dtype}; class ids are integers 0..classes-1")
+    if len(y) and y.min() < 0:
+        raise UserDataError(f"{path}: y_{split} holds negative labels (min {int(y.min())}); class ids are 0..classes-1")
+    if len(y) and y.max() >= MAX_CLASSES:
+        raise UserDataError(f"{path}: y_{split} holds label {int(y.max())}; at most {MAX_CLASSES} classes")
+    return y.astype(np.int64)
+
+
+def load(path: str | Path) -> Arrays:
+    """The dataset at `path`, checked, as Arrays (named after the file or directory)."""
+    path = Path(path)
+    raw = _raw(path)
+    x_train, x_test = _features(path, "train", raw["x_train"]), _features(path, "test", raw["x_test"])
+    if x_train.shape[1:] != x_test.shape[1:] or x_train.dtype != x_test.dtype:
+        raise UserDataError(
+            f"{path}: train samples are {x_train.shape[1:]} {x_train.dtype}, test samples {x_test.shape[1:]} "
+            f"{x_test.dtype}; both splits need the same sample shape and kind"
+        )
+    y_train = _labels(path, "train", raw["y_train"], len(x_train))
+    y_test = _labels(path, "test", raw["y_test"], len(x_test))
+    classes = int(max(y_train.max(), y_test.max())) + 1
+    if classes < 2:
+        raise UserDataError(f"{path}: every label is 0; a classifier needs at least 2 classes")
+    name = path.stem if path.is_file() else path.name
+    return Arrays(name, ArraySplit(x_train, y_train), ArraySplit(x_test, y_test), classes)
+
+
+def describe(path: str | Path) -> tuple[tuple[int, ...], int]:
+    """(sample shape, classes) of the dataset at `path` (loads it: labels decide the classes)."""
+    arrays = load(path)
+    return tuple(arrays.input_shape), arrays.num_classes
+
+
+def dataset(path: Path) -> DatasetSpec:
+    """A DatasetSpec for the user's file: checked now, so that planning fails early."""
+    shape, classes = describe(path)
+    return DatasetSpec(
+        name=path.stem if path.is_file() else path.name,
+        description=f"your data: {path}",
+        shape=lambda _s: (shape, classes),
+        load=lambda data_dir, _s, _seed: load(path),
+        origin=str(path),
+    )
