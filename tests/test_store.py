@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import sqlite3
 
 import pytest
@@ -78,12 +77,15 @@ def test_measurements_round_trip_and_export(tmp_path):
             ],
         )
         s.finish_trial(tid, status="ok", error=None, returncode=0, wall_s=3.0, stderr="")
-        n = s.export_csv(run_id, tmp_path / "out.csv")
-        assert n == 3
-        rows = list(csv.DictReader(open(tmp_path / "out.csv")))
-        assert [r["value"] for r in rows] == ["1.5", "1.25", "0.01"]
-        assert rows[0]["warmup"] == "1" and rows[1]["warmup"] == "0"
-        assert rows[2]["seq"] == "0" and rows[0]["framework"] == "torch" and rows[0]["lr"] == "0.1"
+        from dlbench import results
+
+        data = results.load(s.path)
+        rows = data.measurements(run_id)
+        data.close()
+        assert len(rows) == 3
+        assert rows["value"].tolist() == [1.5, 1.25, 0.01]
+        assert rows["warmup"].tolist() == [True, False, False]
+        assert rows.loc[2, "seq"] == 0 and rows.loc[0, "framework"] == "torch" and rows.loc[0, "lr"] == 0.1
         # The split reads the report uses: the per-call latency rows apart from the rest.
         # "latency_bx" has the prefix but not the escaped "_": it must stay with the rest.
         s.add_measurements(tid, [Measurement(1, False, "latencyXb8", "time", 0.5, "s")])

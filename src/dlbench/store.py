@@ -11,7 +11,6 @@ lets `dlbench report` read while a run writes.
 
 from __future__ import annotations
 
-import csv
 import functools
 import json
 import os
@@ -864,77 +863,3 @@ class Store:
             f" WHERE t.run_id=? AND t.retired=0 AND {LATENCY_PHASE}",
             (run_id,),
         ).fetchall()
-
-    def export_csv(self, run_id: int, path: str | Path) -> int:
-        """Every measurement of a run in long format, with the case's factors as columns,
-        the interrupted attempts that a resume kept included (retired = 1)."""
-        trials = {t["id"]: t for t in self.trials(run_id, retired=True)}
-        rows = self.db.execute(
-            "SELECT m.* FROM measurements m JOIN trials t ON t.id = m.trial_id WHERE t.run_id=?"
-            " ORDER BY t.block, t.position, t.attempt, m.id",
-            (run_id,),
-        )
-        cases = {tid: json.loads(t["case_json"]) for tid, t in trials.items()}
-        case_cols = [
-            "framework",
-            "variant",
-            "model",
-            "dataset",
-            "batch_size",
-            "init",
-            "optimizer",
-            "lr",
-            "epochs",
-            "steps",
-            "threads",
-            "device",
-            "precision",
-        ]
-        header = [
-            "run_id",
-            "trial_id",
-            "case_key",
-            "block",
-            "attempt",
-            "retired",
-            "status",
-            *case_cols,
-            "repeat",
-            "warmup",
-            "phase",
-            "metric",
-            "value",
-            "unit",
-            "seq",
-            "method",
-            "flag",
-        ]
-        n = 0
-        with open(path, "w", newline="", encoding="utf-8") as fh:
-            w = csv.writer(fh)
-            w.writerow(header)
-            for r in rows:
-                t, case = trials[r["trial_id"]], cases[r["trial_id"]]
-                w.writerow(
-                    [
-                        run_id,
-                        r["trial_id"],
-                        t["case_key"],
-                        t["block"],
-                        t["attempt"],
-                        t["retired"],
-                        t["status"],
-                        *[case.get(c) for c in case_cols],
-                        r["repeat"],
-                        r["warmup"],
-                        r["phase"],
-                        r["metric"],
-                        r["value"],
-                        r["unit"],
-                        r["seq"],
-                        r["method"],
-                        r["flag"],
-                    ]
-                )
-                n += 1
-        return n
