@@ -782,8 +782,9 @@ def export(
     """Every measurement of a run, one row per value, every factor of its case as a column (docs/schema.md)."""
     from dlbench.store import StoreError
 
-    formats = ("csv", "json", "parquet")
-    fmt = fmt or (out.suffix.lstrip(".").lower() if out.suffix.lstrip(".").lower() in formats else "csv")
+    formats = ("csv", "json", "parquet")  # dlbench.results.FORMATS, without importing pandas before it is needed
+    suffix = out.suffix.lstrip(".").lower()
+    fmt = fmt.lower() if fmt is not None else suffix if suffix in formats else "csv"
     if fmt not in formats:
         _fail(f"--format {fmt!r}: allowed: {', '.join(formats)}")
 

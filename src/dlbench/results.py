@@ -6,12 +6,22 @@ threads, precision, seed, train_samples, test_samples, synthetic, input_shape,
 layout, pipeline) and each model option is a column `option.<name>`, so sweeps
 over any of them are told apart without reading `case_key`. Column names are
 constants here and documented in docs/schema.md; the database is opened
-read-only. Statistics come from dlbench.analysis, the same code the reports use.
+read-only and never created. Statistics come from dlbench.analysis, the same
+code the reports use, so a median here is the median `dlbench report` prints.
+
+Cells: a list of numbers is written `AxBxC` (a tuple option `2x2x2x2`); the
+synthetic spec [*shape, classes, train, test] is written `28x28x1/10/1000/200`;
+any other list or a dict is compact JSON. An option whose values mix kinds
+across models (a number for one, text for another) is text in every row, so
+that every export format can store the column. Integer columns that can be
+missing (repeat, seq, epochs, ...) are pandas' nullable Int64.
 """
 
 from __future__ import annotations
 
 import json
+import math
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +30,12 @@ import pandas as pd
 from dlbench.plan import Case
 from dlbench.store import Store
 
-FACTOR_COLUMNS = tuple(f for f in Case.__dataclass_fields__ if f != "model_options")
-TRIAL_COLUMNS = (
-    "run_id",
-    "trial_id",
-    "case_key",
+FACTOR_COLUMNS: tuple[str, ...] = tuple(f for f in Case.__dataclass_fields__ if f != "model_options")
+OPTION_PREFIX = "option."
+
+RUN_COLUMNS = ("id", "name", "status", "started_at", "finished_at", "dlbench_version", "stop_reason", "command")
+# The trial's own columns, as stored (run_id, trial_id and case_key lead every frame).
+TRIAL_FIELDS = (
     "block",
     "position",
     "attempt",
@@ -35,8 +46,9 @@ TRIAL_COLUMNS = (
     "wall_s",
     "started_at",
     "finished_at",
-    *FACTOR_COLUMNS,
 )
+TRIAL_COLUMNS = ("run_id", "trial_id", "case_key", *TRIAL_FIELDS, *FACTOR_COLUMNS)
+MEASUREMENT_FIELDS = ("repeat", "warmup", "phase", "metric", "value", "unit", "seq", "method", "flag")
 MEASUREMENT_COLUMNS = (
     "run_id",
     "trial_id",
@@ -46,79 +58,191 @@ MEASUREMENT_COLUMNS = (
     "retired",
     "status",
     *FACTOR_COLUMNS,
-    "repeat",
-    "warmup",
+    *MEASUREMENT_FIELDS,
+)
+STAT_COLUMNS = ("n", "median", "mean", "std", "q1", "q3", "min", "max", "cv")
+SUMMARY_COLUMNS = (
+    "run_id",
+    "case_key",
+    *FACTOR_COLUMNS,
     "phase",
     "metric",
-    "value",
     "unit",
-    "seq",
-    "method",
-    "flag",
+    *STAT_COLUMNS,
+    "within_process",
 )
-SUMMARY_COLUMNS = ("run_id", "case_key", *FACTOR_COLUMNS, "phase", "metric", "unit", "n", "median", "mean", "std")
-OPTION_PREFIX = "option."
+COMPARE_COLUMNS = (
+    "run_a",
+    "run_b",
+    "set",
+    "metric",
+    "a",
+    "b",
+    "n_a",
+    "n_b",
+    "median_a",
+    "median_b",
+    "ratio_a_over_b",
+    "ci_low",
+    "ci_high",
+    "ratio_b_over_a",
+    "ratio_b_over_a_ci_low",
+    "ratio_b_over_a_ci_high",
+    "test",
+    "p_value",
+    "p_adjusted",
+    "verdict",
+    "paired",
+    *FACTOR_COLUMNS,
+)
+# Whole numbers that may be missing: nullable Int64, so that 3 stays 3 and not 3.0.
+INTEGER_COLUMNS = frozenset(
+    {
+        "id",
+        "run_id",
+        "trial_id",
+        "block",
+        "position",
+        "attempt",
+        "returncode",
+        "batch_size",
+        "epochs",
+        "steps",
+        "threads",
+        "seed",
+        "train_samples",
+        "test_samples",
+        "input_shape",
+        "repeat",
+        "seq",
+        "n",
+        "n_a",
+        "n_b",
+        "run_a",
+        "run_b",
+    }
+)
+FORMATS = ("csv", "json", "parquet")
 
 
-def _factor(value: Any) -> Any:
-    """A factor value as one cell: lists (synthetic shape, tuple options) as 'AxBxC'."""
-    if isinstance(value, list | tuple):
+# -- cells ----------------------------------------------------------------------
+def _cell(value: Any) -> Any:
+    """A factor or option value as one cell: numbers 'AxBxC', other lists and dicts JSON."""
+    if isinstance(value, list | tuple) and value and all(_is_number(v) for v in value):
         return "x".join(str(v) for v in value)
+    if isinstance(value, list | tuple | dict):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
     return value
 
 
-def _case_columns(case_json: str) -> dict[str, Any]:
-    case = json.loads(case_json)
-    out = {f: _factor(case.get(f)) for f in FACTOR_COLUMNS}
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _synthetic(value: Any) -> Any:
+    """[*shape, classes, train, test] -> '28x28x1/10/1000/200' (the shape apart from the counts)."""
+    if isinstance(value, list | tuple) and len(value) >= 4 and all(_is_number(v) for v in value):
+        return "/".join(["x".join(str(v) for v in value[:-3]), *(str(v) for v in value[-3:])])
+    return _cell(value)
+
+
+def _case_columns(case: dict[str, Any]) -> dict[str, Any]:
+    """Every factor of a case (case_json parsed) and its model options as option.<name>."""
+    out = {f: _synthetic(case.get(f)) if f == "synthetic" else _cell(case.get(f)) for f in FACTOR_COLUMNS}
     for name, value in sorted((case.get("model_options") or {}).items()):
-        out[OPTION_PREFIX + name] = _factor(value)
+        out[OPTION_PREFIX + name] = _cell(value)
     return out
 
 
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _one_kind(values: pd.Series) -> pd.Series:
+    """An option column whose values mix kinds (number, text, bool) as text: a parquet
+    column has one type, and a number beside text would otherwise fail the export."""
+    kinds = {bool if isinstance(v, bool) else str if isinstance(v, str) else float for v in values if not _missing(v)}
+    if len(kinds) <= 1:
+        return values
+    return values.map(lambda v: None if _missing(v) else v if isinstance(v, str) else json.dumps(v))
+
+
+def _frame(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> pd.DataFrame:
+    """Rows -> DataFrame: the stable columns in order, then the option.* columns sorted."""
+    options = sorted({k for r in rows for k in r if k.startswith(OPTION_PREFIX)})
+    frame = pd.DataFrame(rows, columns=[*columns, *options])
+    for column in options:
+        frame[column] = _one_kind(frame[column])
+    for column in INTEGER_COLUMNS.intersection(columns):
+        frame[column] = frame[column].astype("Int64")
+    return frame
+
+
+# -- the database ---------------------------------------------------------------
 class Results:
     """One database, read-only. Each method takes `run` (None: every run in the file)."""
 
     def __init__(self, path: str | Path) -> None:
         path = Path(path)
+        # Checked before Store: reading must never leave a new, empty database behind.
         if not path.is_file():
             raise FileNotFoundError(f"{path}: no such database file (give the --db that dlbench run wrote)")
         self.path = path
         self.store = Store(path, readonly=True)
+
+    def __enter__(self) -> Results:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.store.close()
 
     def _run_ids(self, run: int | None) -> list[int]:
         ids = [int(r["id"]) for r in self.store.runs()]
         if run is None:
             return ids
         if run not in ids:
-            raise ValueError(f"{self.path}: no run {run}; runs: {', '.join(map(str, ids)) or 'none'}")
+            raise ValueError(f"{self.path}: no run {run}; runs here: {', '.join(map(str, ids)) or 'none'}")
         return [run]
 
-    def runs(self) -> pd.DataFrame:
-        cols = ("id", "name", "status", "started_at", "finished_at", "dlbench_version", "stop_reason", "command")
-        return pd.DataFrame([{c: r[c] for c in cols} for r in self.store.runs()], columns=list(cols))
+    def _latest(self, run: int | None) -> int:
+        ids = self._run_ids(run)
+        if not ids:
+            raise ValueError(f"{self.path}: holds no runs yet")
+        return ids[-1]
+
+    def runs(self, run: int | None = None) -> pd.DataFrame:
+        """One row per run: RUN_COLUMNS."""
+        wanted = set(self._run_ids(run))
+        rows = [{c: r[c] for c in RUN_COLUMNS} for r in self.store.runs() if r["id"] in wanted]
+        return _frame(rows, RUN_COLUMNS)
 
     def trials(self, run: int | None = None) -> pd.DataFrame:
+        """One row per trial (retired attempts included, flagged): TRIAL_COLUMNS, then option.*."""
         rows = []
         for rid in self._run_ids(run):
             for t in self.store.trials(rid, retired=True):
-                row = {c: t[c] for c in TRIAL_COLUMNS[3:13]}
                 rows.append(
                     {
                         "run_id": rid,
                         "trial_id": t["id"],
                         "case_key": t["case_key"],
-                        **row,
-                        **_case_columns(t["case_json"]),
+                        **{c: t[c] for c in TRIAL_FIELDS},
+                        "retired": bool(t["retired"]),
+                        **_case_columns(json.loads(t["case_json"])),
                     }
                 )
         return _frame(rows, TRIAL_COLUMNS)
 
     def measurements(self, run: int | None = None) -> pd.DataFrame:
-        """Every stored value, warm-ups (warmup True) and retired attempts included."""
+        """Every stored value, one row each: warm-ups (warmup True), per-call latencies and
+        retired attempts (retired True) included. MEASUREMENT_COLUMNS, then option.*."""
         rows = []
         for rid in self._run_ids(run):
             trials = {t["id"]: t for t in self.store.trials(rid, retired=True)}
-            cases = {tid: _case_columns(t["case_json"]) for tid, t in trials.items()}
+            cases = {tid: _case_columns(json.loads(t["case_json"])) for tid, t in trials.items()}
             for m in self.store.db.execute(
                 "SELECT m.* FROM measurements m JOIN trials t ON t.id = m.trial_id WHERE t.run_id=?"
                 " ORDER BY t.block, t.position, t.attempt, m.id",
@@ -135,31 +259,26 @@ class Results:
                         "retired": bool(t["retired"]),
                         "status": t["status"],
                         **cases[m["trial_id"]],
-                        "repeat": m["repeat"],
+                        **{c: m[c] for c in MEASUREMENT_FIELDS},
                         "warmup": bool(m["warmup"]),
-                        "phase": m["phase"],
-                        "metric": m["metric"],
-                        "value": float("nan") if m["value"] is None else float(m["value"]),
-                        "unit": m["unit"],
-                        "seq": m["seq"],
-                        "method": m["method"],
-                        "flag": m["flag"],
+                        "value": math.nan if m["value"] is None else float(m["value"]),
                     }
                 )
         return _frame(rows, MEASUREMENT_COLUMNS)
 
     def summary(self, run: int | None = None) -> pd.DataFrame:
-        """Per case, phase and metric: the statistics the reports print (medians over
-        repeats, or over trial medians with several trials), warm-ups and failed trials out."""
+        """Per run, case, phase and metric: the statistics the reports print, from
+        dlbench.analysis.summary.summarize (warm-ups, per-process values and trials
+        that did not end ok left out; with several trials a case's sample is one median
+        per trial, within_process False). SUMMARY_COLUMNS, then option.*."""
         from dlbench.analysis.summary import summarize
 
         rows = []
         for rid in self._run_ids(run):
-            units = {
-                (m["case_key"], m["phase"], m["metric"]): m["unit"] for m in self.store.measurements(rid, latency=False)
-            }
-            for s in summarize(self.store.trials(rid), self.store.measurements(rid, latency=False)):
-                factors = _case_columns(json.dumps(s.case))
+            measurements = self.store.measurements(rid, latency=False)
+            units = {(m["case_key"], m["phase"], m["metric"]): m["unit"] for m in measurements}
+            for s in summarize(self.store.trials(rid), measurements):
+                factors = _case_columns(s.case)
                 for (phase, metric), st in s.stats.items():
                     rows.append(
                         {
@@ -173,86 +292,172 @@ class Results:
                             "median": st.median,
                             "mean": st.mean,
                             "std": st.sd,
+                            "q1": st.q1,
+                            "q3": st.q3,
+                            "min": st.min,
+                            "max": st.max,
+                            "cv": st.cv,
+                            "within_process": s.within_process,
                         }
                     )
         return _frame(rows, SUMMARY_COLUMNS)
 
-    def compare(self, a: str, b: str, run: int | None = None) -> pd.DataFrame:
-        """Framework (or framework:variant) a against b in one run, per comparison set and
-        timed metric: medians, ratio a/b with its 95% CI, p-value (Holm-adjusted), verdict."""
-        from dlbench.analysis.comparisons import within_run
-        from dlbench.analysis.stats import reverse
+    def compare(self, a: str | int, b: str | int, metric: str = "train.time", run: int | None = None) -> pd.DataFrame:
+        """Two frameworks (or framework:variant labels) of one run (default: the latest),
+        per comparison set (cases equal in every factor but framework and variant); or,
+        with two run ids, run a against run b per matching case (dlbench compare A B).
+        metric is 'phase.metric'. Medians, both ratios with their 95% CIs, the rank test's
+        p-value (Holm-adjusted within a set, as in the report) and the verdict of a relative
+        to b (timed metrics only). COMPARE_COLUMNS, then option.*."""
+        if isinstance(a, int) and isinstance(b, int):
+            if run is not None:
+                raise ValueError(f"compare({a}, {b}) compares two runs; leave run out")
+            return self._run_vs_run(a, b, metric)
+        if isinstance(a, int) or isinstance(b, int):
+            raise ValueError(f"compare({a!r}, {b!r}): give two frameworks, or two run ids")
+        return self._frameworks(a, b, metric, self._latest(run))
 
-        ids = self._run_ids(run)
-        rid = ids[-1] if run is None else run
+    def _frameworks(self, a: str, b: str, metric: str, rid: int) -> pd.DataFrame:
+        from dlbench.analysis import stats
+        from dlbench.analysis.comparisons import ALPHA, BAND, comparison_groups, comparison_sets, label
+
         trials, measurements = self.store.trials(rid), self.store.measurements(rid, latency=False)
-        verdicts, _ = within_run(trials, measurements)
-        names = sorted({v.a for v in verdicts} | {v.b for v in verdicts})
-
-        def label(x: str) -> list[str]:
-            return [n for n in names if n == x or n.split(":")[0] == x]
-
-        for x in (a, b):
-            if not label(x):
-                raise ValueError(f"run {rid}: no {x!r} to compare; frameworks in it: {', '.join(names) or 'none'}")
+        phase, name, words = _metric(metric, measurements, rid)
+        cases = {t["case_key"]: json.loads(t["case_json"]) for t in trials}
+        names = sorted({label(c) for c in cases.values()})
+        side_a, side_b = _side(a, names, rid), _side(b, names, rid)
+        if side_a & side_b:
+            raise ValueError(f"run {rid}: {a!r} and {b!r} name the same framework(s): {', '.join(sorted(side_a))}")
+        # Each comparison set is analysed on its own rows, as comparisons.analyse does (one
+        # Holm family per set and metric), so that the p-values equal the report's.
+        trials_of: defaultdict[str, list[Any]] = defaultdict(list)
+        rows_of: defaultdict[str, list[Any]] = defaultdict(list)
+        for t in trials:
+            trials_of[t["case_key"]].append(t)
+        for m in measurements:
+            rows_of[m["case_key"]].append(m)
         rows = []
-        for v in verdicts:
-            c = v.comparison
-            if v.a in label(a) and v.b in label(b):
-                ratio, lo, hi, verdict = c.ratio, c.ratio_ci[0], c.ratio_ci[1], c.verdict
-                first, second = v.a, v.b
-            elif v.a in label(b) and v.b in label(a):
-                r = reverse(c)
-                ratio, lo, hi, verdict = r.ratio, r.ratio_ci[0], r.ratio_ci[1], r.verdict
-                first, second = v.b, v.a
-                c = r
-            else:
+        for keys in comparison_sets(cases):
+            set_trials = [t for k in keys for t in trials_of[k]]
+            set_rows = [m for k in keys for m in rows_of[k]]
+            factors = {**_case_columns(cases[keys[0]]), "framework": None, "variant": None}
+            for g in comparison_groups(set_trials, set_rows, ((phase, name, words),)):
+                result = stats.compare_many(g.values, paired=g.paired, alpha=ALPHA, band=BAND)
+                for x, y, comp in result.pairwise:
+                    if x in side_a and y in side_b:
+                        ab, ba, first, second = comp, stats.reverse(comp), x, y
+                    elif x in side_b and y in side_a:
+                        ab, ba, first, second = stats.reverse(comp), comp, y, x
+                    else:
+                        continue
+                    row = _comparison_row(rid, rid, g.set_label, metric, first, second, ab, ba, _timed(phase, name))
+                    rows.append({**row, **factors})
+        return _frame(rows, COMPARE_COLUMNS)
+
+    def _run_vs_run(self, run_a: int, run_b: int, metric: str) -> pd.DataFrame:
+        from dlbench.analysis import stats
+        from dlbench.analysis.comparisons import TIMED, run_vs_run
+        from dlbench.cases import case_label
+
+        for rid in (run_a, run_b):
+            self._run_ids(rid)  # a missing run: one line naming the runs there are
+        timed = {f"{p}.{m}": words for p, m, words in TIMED}
+        if metric not in timed:
+            raise ValueError(f"compare({run_a}, {run_b}): runs are compared on {', '.join(timed)}; not {metric!r}")
+        diffs = run_vs_run(
+            self.store.trials(run_a),
+            self.store.measurements(run_a, latency=False),
+            self.store.trials(run_b),
+            self.store.measurements(run_b, latency=False),
+        )
+        rows = []
+        for d in diffs:
+            if d.metric != timed[metric]:
                 continue
-            rows.append(
-                {
-                    "run_id": rid,
-                    "set": v.set_label,
-                    "metric": v.metric,
-                    "a": first,
-                    "b": second,
-                    "median_a": c.estimate_a,
-                    "median_b": c.estimate_b,
-                    "ratio_a_over_b": ratio,
-                    "ci_low": lo,
-                    "ci_high": hi,
-                    "test": c.test,
-                    "p_value": c.p_value,
-                    "p_adjusted": c.p_adjusted,
-                    "verdict": verdict,
-                    "independent_trials": v.independent,
-                }
-            )
-        return pd.DataFrame(rows)
-
-    def close(self) -> None:
-        self.store.close()
+            factors = _case_columns(d.case)
+            a, b = f"run {run_a}", f"run {run_b}"
+            if d.comparison is None:  # one side has no values: a row of its own, numbers missing
+                missing = {"run_a": run_a, "run_b": run_b, "set": case_label(d.case), "metric": metric}
+                rows.append({**missing, "a": a, "b": b, **factors})
+                continue
+            # run_vs_run compares B relative to A; the frame states a relative to b beside it.
+            ba, ab = d.comparison, stats.reverse(d.comparison)
+            rows.append({**_comparison_row(run_a, run_b, case_label(d.case), metric, a, b, ab, ba, True), **factors})
+        return _frame(rows, COMPARE_COLUMNS)
 
 
-def _frame(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> pd.DataFrame:
-    """Rows -> DataFrame with the stable columns first, then the option.* columns sorted."""
-    options = sorted({k for r in rows for k in r if k.startswith(OPTION_PREFIX)})
-    return pd.DataFrame(rows, columns=[*columns, *options])
+def _metric(metric: str, measurements: list[Any], rid: int) -> tuple[str, str, str]:
+    """'train.time' -> ('train', 'time', 'train time'), checked against what the run measured."""
+    from dlbench.analysis.comparisons import ACCURACY, TIMED
+
+    measured = sorted({f"{m['phase']}.{m['metric']}" for m in measurements if m["repeat"] is not None})
+    if metric not in measured:
+        raise ValueError(f"run {rid}: no metric {metric!r}; measured: {', '.join(measured) or 'none'}")
+    phase, name = metric.split(".", 1)
+    words = {(p, m): w for p, m, w in (*TIMED, *ACCURACY)}.get((phase, name), f"{phase} {name}")
+    return phase, name, words
+
+
+def _timed(phase: str, metric: str) -> bool:
+    """Verdicts (faster, slower) are read lower-is-better: only for times."""
+    from dlbench.analysis.comparisons import TIMED
+
+    return any((phase, metric) == (p, m) for p, m, _ in TIMED)
+
+
+def _side(name: str, names: list[str], rid: int) -> set[str]:
+    """The framework:variant labels that `name` stands for ('torch' is every torch variant)."""
+    found = {n for n in names if name in (n, n.split(":")[0])}
+    if not found:
+        raise ValueError(f"run {rid}: no {name!r} to compare; frameworks in it: {', '.join(names) or 'none'}")
+    return found
+
+
+def _comparison_row(
+    run_a: int, run_b: int, set_label: str, metric: str, a: str, b: str, ab: Any, ba: Any, verdict: bool
+) -> dict[str, Any]:
+    """One compare() row from the comparison a relative to b (ab) and b relative to a (ba)."""
+    return {
+        "run_a": run_a,
+        "run_b": run_b,
+        "set": set_label,
+        "metric": metric,
+        "a": a,
+        "b": b,
+        "n_a": ab.n_a,
+        "n_b": ab.n_b,
+        "median_a": ab.estimate_a,
+        "median_b": ab.estimate_b,
+        "ratio_a_over_b": ab.ratio,
+        "ci_low": ab.ratio_ci[0],
+        "ci_high": ab.ratio_ci[1],
+        "ratio_b_over_a": ba.ratio,
+        "ratio_b_over_a_ci_low": ba.ratio_ci[0],
+        "ratio_b_over_a_ci_high": ba.ratio_ci[1],
+        "test": ab.test,
+        "p_value": ab.p_value,
+        "p_adjusted": ab.p_adjusted,
+        "verdict": ab.verdict if verdict else None,
+        "paired": ab.paired,
+    }
 
 
 def load(path: str | Path) -> Results:
+    """A results database, read-only (FileNotFoundError when there is no such file)."""
     return Results(path)
 
 
 def export(frame: pd.DataFrame, path: Path, fmt: str) -> None:
-    """Write `frame` as csv, json (records, full float precision) or parquet (pyarrow)."""
+    """Write `frame` as csv, json (a list of records) or parquet (pyarrow), each of which
+    reads back with the values stored: floats are written with every digit they have."""
     if fmt == "csv":
-        frame.to_csv(path, index=False)
+        frame.to_csv(path, index=False)  # pandas writes floats by repr: they read back equal
     elif fmt == "json":
-        # Python's float repr round-trips exactly; pandas' own writer keeps 15 digits.
+        # Python's float repr round-trips exactly; pandas' own JSON writer keeps at most 15 digits.
         records = frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
         with open(path, "w", encoding="utf-8") as fh:
             json.dump(records, fh, allow_nan=False, default=str)
     elif fmt == "parquet":
         frame.to_parquet(path, index=False)
     else:
-        raise ValueError(f"format {fmt!r}: allowed: csv, json, parquet")
+        raise ValueError(f"format {fmt!r}: allowed: {', '.join(FORMATS)}")
