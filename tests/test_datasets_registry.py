@@ -57,7 +57,7 @@ def test_unknown_name_is_keyerror_naming_choices(call) -> None:
         call()
     message = str(err.value)
     assert "'imagenet'" in message
-    assert all(name in message for name in registry.BUILTIN_DATASETS)
+    assert all(name in message for name in registry.builtin("dataset"))
     assert "\n" not in message
 
 

@@ -102,8 +102,8 @@ def run(
     import os
     import sys
 
-    from dlbench import env, runner
-    from dlbench.datasets import DatasetError, ensure
+    from dlbench import env, registry, runner
+    from dlbench.datasets import DatasetError
     from dlbench.plan import expand
     from dlbench.store import Store
 
@@ -119,7 +119,7 @@ def run(
         raise RunError(f"nothing to run: every cell was skipped ({reasons})")
     for name in sorted({t.case.dataset for t in plan.trials}):
         try:
-            ensure(name, exp.protocol.data_dir, sources=exp.sources)
+            registry.dataset(name, exp.sources).ensure(exp.protocol.data_dir, True, None)
         except DatasetError as exc:
             raise RunError(str(exc)) from None
     store = Store(Path(db))

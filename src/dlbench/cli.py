@@ -287,8 +287,8 @@ def run(
     runner.raise_on_termination()
     run_id = None
     try:
-        from dlbench import env
-        from dlbench.datasets import DatasetError, ensure
+        from dlbench import env, registry
+        from dlbench.datasets import DatasetError
 
         store = _open_store(db)
         if resume is not None:
@@ -351,7 +351,7 @@ def run(
             sources = plan.experiment.sources
             for name in sorted({t.case.dataset for t in plan.trials}):
                 try:
-                    ensure(name, plan.experiment.protocol.data_dir, progress=None, sources=sources)
+                    registry.dataset(name, sources).ensure(plan.experiment.protocol.data_dir, True, None)
                 except DatasetError as exc:
                     _fail(str(exc))
             command_line = _command_line(ctx)

@@ -21,7 +21,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dlbench.models import all_specs
 from dlbench.models.spec import ModelSpec, Shape
 
 NN_FRAMEWORKS = ("torch", "tensorflow", "jax")
@@ -79,7 +78,9 @@ def counts_in_process(framework: str) -> dict[str, Any]:
         # Shapes only, on the CPU: never start a GPU backend for this.
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
     out: dict[str, Any] = {}
-    for spec in all_specs():
+    from dlbench import registry
+
+    for spec in registry.models({}):
         if spec.kind != "nn" or framework not in spec.frameworks:
             continue
         shape, classes, _ = reference_point(spec)

@@ -52,9 +52,12 @@ def _frozen(value: Any) -> Any:
 
 
 def settings_for(case: Case, repeat: int) -> TrainSettings:
+    from dlbench import registry
+
     classical = case.optimizer == "none"
     return TrainSettings(
         model=case.model,
+        spec=registry.model(case.model),
         batch_size=case.batch_size,
         # Classical models ignore epochs/optimizer; TrainSettings still wants valid values.
         epochs=1 if classical else case.epochs,

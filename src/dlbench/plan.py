@@ -160,8 +160,6 @@ def pipeline_reason(framework: str, pipeline: str, input_kind: str, shape: tuple
 
 def expand(exp: Experiment) -> Plan:
     """The trials an experiment asks for, in execution order, and the skipped cells."""
-    from dlbench.datasets import dataset_shape
-
     p = exp.protocol
     threads = p.threads or physical_cores()
     plan = Plan(exp)
@@ -179,14 +177,14 @@ def expand(exp: Experiment) -> Plan:
             shape, classes = synthetic_sample(exp, spec, options, size)
             synthetic = (*shape, classes, exp.synthetic.train_size, exp.synthetic.test_size)
         elif size:
-            fixed, _ = dataset_shape(cell["dataset"], sources=exp.sources)
+            fixed, _ = registry.dataset(cell["dataset"], exp.sources).shape(None)
             reason = (
                 f"input_shape {size} applies to the synthetic dataset; {cell['dataset']} has a fixed "
                 f"{'x'.join(map(str, fixed))} input"
             )
             shape = fixed
         else:
-            shape, _ = dataset_shape(cell["dataset"], sources=exp.sources)
+            shape, _ = registry.dataset(cell["dataset"], exp.sources).shape(None)
         reason = (
             reason
             or info.unavailable_reason()

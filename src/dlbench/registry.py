@@ -41,34 +41,18 @@ if TYPE_CHECKING:
 KINDS = ("model", "dataset", "framework")
 GROUPS = {kind: f"dlbench.{kind}s" for kind in KINDS}
 
-BUILTIN_MODELS: dict[str, str] = {
-    name: f"dlbench.models.{name}:SPEC"
-    for name in (
-        "mlp",
-        "lenet5",
-        "cnn",
-        "knn",
-        "alexnet",
-        "vgg16",
-        "resnet18",
-        "resnet50",
-        "resnet152",
-        "lstm",
-        "deepspeech2",
-        "transformer",
-        "mobilenet_v2",
-        "efficientnet_b0",
-        "efficientnet_b4",
-        "inception_v3",
-    )
-}
-BUILTIN_DATASETS: dict[str, str] = {
-    "digits": "dlbench.datasets.builtin:DIGITS",
-    "mnist": "dlbench.datasets.builtin:MNIST",
-    "fashion-mnist": "dlbench.datasets.builtin:FASHION_MNIST",
-    "cifar10": "dlbench.datasets.builtin:CIFAR10",
-    "synthetic": "dlbench.datasets.builtin:SYNTHETIC",
-}
+
+def builtin(kind: str) -> dict[str, str]:
+    """Built-in name -> "module:attr" of its spec, from the zoo's and the datasets' own
+    lists (imported here, not at import: the datasets package loads numpy)."""
+    if kind == "model":
+        from dlbench.models import NAMES
+
+        return {name: f"dlbench.models.{name}:SPEC" for name in NAMES}
+    from dlbench.datasets.builtin import ATTRS
+
+    return {name: f"dlbench.datasets.builtin:{attr}" for name, attr in ATTRS.items()}
+
 
 MODULE = re.compile(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*")
 Sources = Mapping[str, str]
@@ -145,7 +129,7 @@ def _parse(kind: str, text: str) -> tuple[str, str, str]:
     if colon and "/" not in text and MODULE.fullmatch(code_file) and attr.isidentifier():
         return "module", code_file, attr
     if kind == "dataset" and (
-        text.endswith(".npz") or "/" in text or (text not in BUILTIN_DATASETS and Path(text).is_dir())
+        text.endswith(".npz") or "/" in text or (text not in builtin("dataset") and Path(text).is_dir())
     ):
         return "data", text, ""
     if kind == "model" and "/" in text:
@@ -280,8 +264,8 @@ def resolve(kind: str, text: str, base: Path | None = None) -> tuple[str, str | 
         return text, None
     ref = _canonical(kind, text, base)
     obj = load_reference(kind, ref)
-    builtin = BUILTIN_MODELS if kind == "model" else BUILTIN_DATASETS
-    if obj.name in builtin or obj.name in _plugins(kind):
+    builtins = builtin(kind)
+    if obj.name in builtins or obj.name in _plugins(kind):
         raise RegistryError(f"{_show(text)}: it is called {obj.name!r}, the name of an existing {kind}; rename it")
     return obj.name, ref
 
@@ -303,9 +287,9 @@ def names(kind: str, sources: Sources | None = None) -> list[str]:
     """Every name a lookup of `kind` accepts: built-ins, then plugins, then sources."""
     if kind == "framework":
         return list(frameworks())
-    builtin = BUILTIN_MODELS if kind == "model" else BUILTIN_DATASETS
-    out = list(builtin)
-    out += [n for n in _plugins(kind) if n not in builtin]
+    builtins = builtin(kind)
+    out = list(builtins)
+    out += [n for n in _plugins(kind) if n not in builtins]
     prefix = f"{kind}:"
     out += [k[len(prefix) :] for k in _sources(sources) if k.startswith(prefix) and k[len(prefix) :] not in out]
     return out
@@ -331,9 +315,9 @@ def dataset(name: str, sources: Sources | None = None) -> DatasetSpec:
 
 
 def _lookup(kind: str, name: str, sources: Sources | None) -> Any:
-    builtin = BUILTIN_MODELS if kind == "model" else BUILTIN_DATASETS
-    if name in builtin:
-        return _attr(builtin[name])
+    builtins = builtin(kind)
+    if name in builtins:
+        return _attr(builtins[name])
     ref = _sources(sources).get(f"{kind}:{name}")
     if ref is not None:
         return load_reference(kind, ref)
@@ -345,8 +329,8 @@ def _lookup(kind: str, name: str, sources: Sources | None) -> Any:
 
 def is_registered(kind: str, name: str) -> bool:
     """Built in or installed: resolvable without anything the user names."""
-    builtin = BUILTIN_MODELS if kind == "model" else BUILTIN_DATASETS
-    return name in builtin or name in _plugins(kind)
+    builtins = builtin(kind)
+    return name in builtins or name in _plugins(kind)
 
 
 def models(sources: Sources | None = None) -> list[ModelSpec]:

@@ -198,9 +198,9 @@ def _synthetic_kind(model: str, options: dict[str, Any]) -> dict[str, Any]:
     """Input kind, task and (for token classifiers) vocabulary the model needs from synthetic data."""
     import importlib
 
-    from dlbench.models import get_spec
+    from dlbench import registry
 
-    spec = get_spec(model)
+    spec = registry.model(model)
     kind: dict[str, Any] = {"input_kind": spec.input_kind, "task": spec.task}
     if spec.input_kind == "tokens" and spec.task == "classify" and spec.builtin:
         # Token ids must stay inside the model's embedding table (a user's token model
@@ -211,7 +211,8 @@ def _synthetic_kind(model: str, options: dict[str, Any]) -> dict[str, Any]:
 
 
 def load_arrays(case: Case, protocol: ProtocolSpec) -> Any:
-    from dlbench.datasets import SyntheticOptions, load
+    from dlbench import registry
+    from dlbench.datasets import SyntheticOptions
     from dlbench.datasets.arrays import Arrays
 
     synthetic = None
@@ -223,7 +224,7 @@ def load_arrays(case: Case, protocol: ProtocolSpec) -> Any:
         synthetic = SyntheticOptions(
             tuple(shape), classes, n_train, n_test, **_synthetic_kind(case.model, dict(case.model_options))
         )
-    arrays = load(case.dataset, protocol.data_dir, synthetic=synthetic, seed=case.seed)
+    arrays = registry.dataset(case.dataset).load(protocol.data_dir, synthetic, case.seed)
     return Arrays(
         arrays.name,
         arrays.train.head(case.train_samples),

@@ -209,8 +209,8 @@ def _variants() -> list[str]:
 
 
 FRAMEWORKS = _variants()
-MODEL_NAMES = tuple(_registry.BUILTIN_MODELS)
-DATASET_NAMES = tuple(_registry.BUILTIN_DATASETS)
+MODEL_NAMES = tuple(_registry.builtin("model"))
+DATASET_NAMES = tuple(_registry.builtin("dataset"))
 
 FACTOR_VALUES: dict[str, st.SearchStrategy[Any]] = {
     "framework": st.sampled_from(FRAMEWORKS),

@@ -100,6 +100,7 @@ def probe(request: dict[str, Any]) -> dict[str, Any]:
     native = fw.prepare(sample_arrays(spec.input_kind, shape, classes))
     settings = TrainSettings(
         model=spec.name,
+        spec=spec,
         batch_size=16,
         steps=1,
         epochs=None,
@@ -117,21 +118,22 @@ def probe(request: dict[str, Any]) -> dict[str, Any]:
     again = fw.build(native, settings).train_fixed_batch(REPEAT_STEPS)
     out["repeat_losses"] = [float(v) for v in again]
     fresh = fw.build(native, settings)
-    if request.get("export_to"):
-        exported = _export(framework, fresh)
-        np.savez(request["export_to"], *[a for _, a in exported], roles=np.array([r for r, _ in exported]))
-        out["exported"] = len(exported)
-    if request.get("import_from"):
-        from dlbench.conformance.weights import WeightMismatch
+    from dlbench.conformance.weights import WeightMismatch, perturbed
 
+    if request.get("export_to"):  # the reference: its weights, perturbed, for every framework
+        given = perturbed(_export(framework, fresh))
+        np.savez(request["export_to"], *[a for _, a in given], roles=np.array([r for r, _ in given]))
+    elif request.get("import_from"):
         with np.load(request["import_from"], allow_pickle=False) as data:
             roles = [str(r) for r in data["roles"]]
             given = [(role, data[f"arr_{i}"]) for i, role in enumerate(roles)]
-        try:
-            _import(framework, fresh, given)
-            out["logits"] = _forward(framework, fresh, x).tolist()
-        except WeightMismatch as exc:
-            out["copy_error"] = str(exc)
+    else:
+        return out
+    try:
+        _import(framework, fresh, given)
+        out["logits"] = _forward(framework, fresh, x).tolist()
+    except WeightMismatch as exc:
+        out["copy_error"] = str(exc)
     return out
 
 

@@ -205,6 +205,20 @@ def _thaw(tree: Any) -> Any:
     return {k: _thaw(v) for k, v in tree.items()} if hasattr(tree, "items") else tree
 
 
+# Batch-norm scale, shift and statistics are drawn from these ranges instead of a fresh
+# network's 1, 0, 0, 1, so that an epsilon or momentum convention shows in the logits.
+NORM_RANGES = {"scale": (0.5, 1.5), "shift": (-0.2, 0.2), "mean": (-0.2, 0.2), "var": (0.5, 1.5)}
+
+
+def perturbed(weights: Weights, seed: int = 1) -> Weights:
+    """The weights with every batch-norm array redrawn from NORM_RANGES (seeded)."""
+    rng = np.random.default_rng(seed)
+    return [
+        (role, rng.uniform(*NORM_RANGES[role], size=a.shape).astype(a.dtype) if role in NORM_RANGES else a)
+        for role, a in weights
+    ]
+
+
 def _same_count(have: int, given: int, where: str) -> None:
     if have != given:
         raise WeightMismatch(f"{where} holds {have} weight arrays, the reference {given}")

@@ -10,6 +10,15 @@ from __future__ import annotations
 from dlbench.datasets import cifar10, digits, mnist, synthetic
 from dlbench.datasets.spec import DatasetSpec
 
+# name -> the attribute of this module that holds it (dlbench.registry resolves names here)
+ATTRS = {
+    "digits": "DIGITS",
+    "mnist": "MNIST",
+    "fashion-mnist": "FASHION_MNIST",
+    "cifar10": "CIFAR10",
+    "synthetic": "SYNTHETIC",
+}
+
 
 def _idx(name: str, description: str) -> DatasetSpec:
     # mnist.SPECS is read at each call, not here: its entries are the place to change

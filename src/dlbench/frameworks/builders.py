@@ -27,6 +27,15 @@ def accepts(fn: Callable[..., Any], names: tuple[str, ...]) -> bool:
     return all(n in named for n in names)
 
 
+def model_spec(settings: Any) -> Any:
+    """The spec the worker handed over in the settings, else the built-in model's."""
+    if settings.spec is not None:
+        return settings.spec
+    from dlbench.models import get_spec
+
+    return get_spec(settings.model)
+
+
 class BuilderError(RuntimeError):
     """A user's builder that raised or returned the wrong kind of object; one line."""
 

@@ -54,9 +54,8 @@ import numpy as np
 import optax
 
 from dlbench.datasets.arrays import Arrays
-from dlbench.frameworks.builders import BuilderError, accepts, call_builder
+from dlbench.frameworks.builders import BuilderError, accepts, call_builder, model_spec
 from dlbench.frameworks.protocol import TrainSettings
-from dlbench.models import get_spec
 from dlbench.models.deepspeech2.ctc import ctc_accuracy
 
 # Evaluation batch (untimed accuracy pass): large enough to need few dispatches,
@@ -139,15 +138,6 @@ class _Deterministic(nn.Module):
     @nn.compact
     def __call__(self, x: jax.Array, deterministic: bool = True) -> jax.Array:
         return self.inner(x)
-
-
-def _task(model: str) -> str:
-    from dlbench.models import get_spec
-
-    try:
-        return get_spec(model).task
-    except KeyError:  # a plugin model outside the registry: a classifier
-        return "classify"
 
 
 def ctc_loss(logits: jax.Array, labels: jax.Array) -> jax.Array:
@@ -341,7 +331,7 @@ class JaxFramework:
         return data
 
     def build(self, native: JaxData, settings: TrainSettings) -> JaxTrainer:
-        spec = get_spec(settings.model)
+        spec = model_spec(settings)
         # variance_scaling counts a conv kernel's fans as in*kh*kw and out*kh*kw; without
         # init keywords the modules keep Flax's defaults (framework-default).
         init = (
@@ -432,7 +422,9 @@ class JaxFramework:
         if key not in self._cache:
             compute = jnp.bfloat16 if settings.precision == "bf16-mixed" else None
             predict, correct, best = _make_eval(model, compute)
-            self._cache[key] = _Compiled(*_make_step(model, tx, _task(settings.model), compute), predict, correct, best)
+            self._cache[key] = _Compiled(
+                *_make_step(model, tx, model_spec(settings).task, compute), predict, correct, best
+            )
         return self._cache[key]
 
 
@@ -550,7 +542,7 @@ class JaxTrainer:
     def evaluate(self) -> float:
         """Top-1 accuracy (classify), token top-1 accuracy over every position
         (next-token), or 1 - CER of greedy decoding (ctc, computed on the host)."""
-        task = _task(self.settings.model)
+        task = model_spec(self.settings).task
         if task != "classify":
             return self._evaluate_sequences(task)
         n, correct = self.data.n_test, []

@@ -70,6 +70,9 @@ class TrainSettings:
     # augmentation (pad-4 random crop, horizontal flip, per-channel normalization)
     # written in the framework's own ops ("native") or as the shared numpy pipeline ("numpy").
     pipeline: str = "preloaded"
+    # The model's spec (dlbench.models.spec.ModelSpec) as the worker's registry resolved it,
+    # the user's own included; None: the built-in model called `model`. Not a setting.
+    spec: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if (self.epochs is None) == (self.steps is None):
@@ -82,7 +85,9 @@ class TrainSettings:
             raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        del out["spec"]
+        return out
 
     def steps_per_epoch(self, n_train: int) -> int:
         """Full batches in one pass over n_train samples (last partial batch dropped)."""

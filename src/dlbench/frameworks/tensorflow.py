@@ -33,9 +33,8 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from dlbench.datasets.arrays import Arrays  # noqa: E402
-from dlbench.frameworks.builders import BuilderError, call_builder  # noqa: E402
+from dlbench.frameworks.builders import BuilderError, call_builder, model_spec  # noqa: E402
 from dlbench.frameworks.protocol import TrainSettings  # noqa: E402
-from dlbench.models import get_spec  # noqa: E402
 from dlbench.models.deepspeech2.ctc import ctc_accuracy  # noqa: E402
 
 VARIANTS: dict[str, dict[str, bool]] = {
@@ -54,15 +53,6 @@ VARIANTS: dict[str, dict[str, bool]] = {
 INTER_OP_THREADS = 2
 
 _GLOROT = {"kernel_initializer": "glorot_uniform", "bias_initializer": "zeros"}
-
-
-def _task(model: str) -> str:
-    from dlbench.models import get_spec
-
-    try:
-        return get_spec(model).task
-    except KeyError:  # a plugin model outside the registry: a classifier
-        return "classify"
 
 
 def ctc_loss(y_true: tf.Tensor, y_pred: tf.Tensor) -> tf.Tensor:
@@ -333,8 +323,8 @@ class KerasTrainer:
         self.settings = settings
         self.variant = variant
         self.options = VARIANTS[variant]
-        spec = get_spec(settings.model)
-        self.task = _task(settings.model)
+        spec = model_spec(settings)
+        self.task = spec.task
         # Framework-default passes no initializer at all, so Keras' layer defaults apply
         # (glorot_uniform kernels and zero biases, as it happens).
         init = _GLOROT if settings.init == "glorot-uniform" else {}

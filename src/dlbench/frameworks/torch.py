@@ -29,9 +29,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from dlbench.datasets.arrays import Arrays
-from dlbench.frameworks.builders import BuilderError, call_builder
+from dlbench.frameworks.builders import BuilderError, call_builder, model_spec
 from dlbench.frameworks.protocol import TrainSettings
-from dlbench.models import get_spec
 from dlbench.models.deepspeech2.ctc import ctc_accuracy
 
 COMPILE_MODE = "default"
@@ -65,15 +64,6 @@ def _to_device(x: Any, device: torch.device) -> torch.Tensor:
     # Token ids as int64, torch's index type; spectrogram frames and feature vectors
     # (floats) need no conversion.
     return (tensor.long() if x.dtype.kind in "iu" else tensor).to(device)
-
-
-def _task(model: str) -> str:
-    from dlbench.models import get_spec
-
-    try:
-        return get_spec(model).task
-    except KeyError:  # a plugin model outside the registry: a classifier
-        return "classify"
 
 
 def _ctc_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -191,7 +181,7 @@ class TorchTrainer:
         # parameters with `model`, so state_dict save/restore on `model` covers both.
         self.forward = forward
         self.optimizer = self._make_optimizer()
-        self.task = _task(settings.model)
+        self.task = model_spec(settings).task
         self._loss = LOSSES[self.task]
         # What the manifest must say about this network (a user's layers the init missed).
         self.facts: dict[str, Any] = {}
@@ -465,7 +455,7 @@ class TorchFramework:
         )
 
     def build(self, native: TorchData, settings: TrainSettings) -> TorchTrainer:
-        spec = get_spec(settings.model)
+        spec = model_spec(settings)
         # Seeded before construction so torch's own (framework-default) init is
         # reproducible; built and initialized on the CPU, then moved, so a GPU run
         # starts from the very same weights.
