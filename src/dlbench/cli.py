@@ -285,96 +285,107 @@ def run(
     from dlbench import runner
 
     runner.raise_on_termination()
-    run_id = None
-    try:
-        from dlbench import env, registry
-        from dlbench.datasets import DatasetError
+    if resume is not None:
+        from dlbench.store import StoreError
 
         store = _open_store(db)
-        if resume is not None:
-            from dlbench.store import StoreError
+        try:
+            store.run(resume)
+        except StoreError as exc:
+            _fail(str(exc))
+        # A resumed run imports the user's own model or data only if named again now.
+        _execute_and_report(store, resume, db, _named_sources(model, dataset))
+        return
+    protocol = dict(
+        epochs=epochs,
+        steps=steps,
+        momentum=momentum,
+        repeats=repeats,
+        warmup=warmup,
+        trials=trials,
+        threads=threads,
+        timeout=timeout,
+        seed=seed,
+        device=device,
+        data_dir=data_dir,
+        train_samples=train_samples,
+        test_samples=test_samples,
+        latency_batches=latency_batches,
+        infer_min_time=infer_min_time,
+        samplers=samplers,
+        sample_interval=sample_interval,
+        idle_baseline=idle_baseline,
+        until_ci=until_ci,
+        max_repeats=max_repeats,
+        budget=budget,
+        until_ci_metrics=until_ci_metrics,
+        memory_limit=memory_limit,
+        target_accuracy=target_accuracy,
+        tta_budget=tta_budget,
+    )
+    try:
+        plan = _plan(
+            file,
+            framework,
+            model,
+            dataset,
+            batch_size,
+            init,
+            optimizer,
+            lr,
+            protocol,
+            input_shape,
+            precision,
+            layout,
+            option,
+            pipeline,
+        )
+    except KeyboardInterrupt as exc:
+        _exit_on_signal(exc, "nothing was stored")
+    _start_and_run(plan, db, _command_line(ctx))
 
-            try:
-                store.run(resume)
-            except StoreError as exc:
-                _fail(str(exc))
-            # A resumed run imports the user's own model or data only if named again now.
-            sources = _named_sources(model, dataset)
-            run_id = resume
-        else:
-            protocol = dict(
-                epochs=epochs,
-                steps=steps,
-                momentum=momentum,
-                repeats=repeats,
-                warmup=warmup,
-                trials=trials,
-                threads=threads,
-                timeout=timeout,
-                seed=seed,
-                device=device,
-                data_dir=data_dir,
-                train_samples=train_samples,
-                test_samples=test_samples,
-                latency_batches=latency_batches,
-                infer_min_time=infer_min_time,
-                samplers=samplers,
-                sample_interval=sample_interval,
-                idle_baseline=idle_baseline,
-                until_ci=until_ci,
-                max_repeats=max_repeats,
-                budget=budget,
-                until_ci_metrics=until_ci_metrics,
-                memory_limit=memory_limit,
-                target_accuracy=target_accuracy,
-                tta_budget=tta_budget,
-            )
-            plan = _plan(
-                file,
-                framework,
-                model,
-                dataset,
-                batch_size,
-                init,
-                optimizer,
-                lr,
-                protocol,
-                input_shape,
-                precision,
-                layout,
-                option,
-                pipeline,
-            )
-            if not plan.trials:
-                _print_skipped([(s.cell, s.reason) for s in plan.skipped])
-                _fail("nothing to run: every cell was skipped (reasons above)")
-            sources = plan.experiment.sources
-            for name in sorted({t.case.dataset for t in plan.trials}):
-                try:
-                    registry.dataset(name, sources).ensure(plan.experiment.protocol.data_dir, True, None)
-                except DatasetError as exc:
-                    _fail(str(exc))
-            command_line = _command_line(ctx)
-            run_id = runner.create_run(store, plan, command=command_line, environment=env.fingerprint())
-            console.print(f"run {run_id}: {len(plan.trials)} trials, {len(plan.skipped)} skipped cells -> {db}")
+
+def _start_and_run(plan, db: Path, command_line: str, preface: Any = None) -> None:
+    """Store a new run of `plan` (after its data is in place), execute it and print its
+    report (with `preface` first, a study's paper vs this run)."""
+    from dlbench import env, registry, runner
+    from dlbench.datasets import DatasetError
+
+    run_id = None
+    try:
+        if not plan.trials:
             _print_skipped([(s.cell, s.reason) for s in plan.skipped])
-            _design_note(plan)
-            _print_samplers(store.samplers(run_id))
-            p = plan.experiment.protocol
-            if p.idle_baseline > 0:
-                from dlbench.samplers import parse_names
+            _fail("nothing to run: every cell was skipped (reasons above)")
+        # Opened after planning, so that a mistake in the command or a bad data
+        # file leaves no new database behind; before any download, so that a
+        # database that cannot be written is said before minutes are spent.
+        store = _open_store(db)
+        sources = plan.experiment.sources
+        for name in sorted({t.case.dataset for t in plan.trials}):
+            try:
+                registry.dataset(name, sources).ensure(plan.experiment.protocol.data_dir, True, None)
+            except DatasetError as exc:
+                _fail(str(exc))
+        run_id = runner.create_run(store, plan, command=command_line, environment=env.fingerprint())
+        console.print(f"run {run_id}: {len(plan.trials)} trials, {len(plan.skipped)} skipped cells -> {db}")
+        _print_skipped([(s.cell, s.reason) for s in plan.skipped])
+        _design_note(plan)
+        _print_samplers(store.samplers(run_id))
+        p = plan.experiment.protocol
+        if p.idle_baseline > 0:
+            from dlbench.samplers import parse_names
 
-                console.print(f"measuring idle power for {p.idle_baseline:g} s ...")
-                power = runner.measure_idle(
-                    store, run_id, p.idle_baseline, parse_names(p.samplers), p.sample_interval or None
+            console.print(f"measuring idle power for {p.idle_baseline:g} s ...")
+            power = runner.measure_idle(
+                store, run_id, p.idle_baseline, parse_names(p.samplers), p.sample_interval or None
+            )
+            console.print(
+                "idle power: "
+                + (
+                    ", ".join(f"{k} {v:.2f} W" for k, v in power.items())
+                    or "no energy counter available, nothing to subtract"
                 )
-                console.print(
-                    "idle power: "
-                    + (
-                        ", ".join(f"{k} {v:.2f} W" for k, v in power.items())
-                        or "no energy counter available, nothing to subtract"
-                    )
-                )
+            )
     except KeyboardInterrupt as exc:
         if run_id is None:
             _exit_on_signal(exc, "nothing was stored")
@@ -384,9 +395,14 @@ def run(
             f"run {run_id} is stored, no trial ran yet. Resume with: dlbench run --resume {run_id} "
             f"--db {shlex.quote(str(db))}",
         )
+    _execute_and_report(store, run_id, db, sources, preface)
+
+
+def _execute_and_report(store, run_id: int, db: Path, sources: dict[str, str], preface: Any = None) -> None:
+    """Execute (or resume) run_id, print its report, exit 1 when a trial did not end ok or oom."""
     counts = _execute(store, run_id, db, sources)
     try:
-        _print_report(store, run_id)
+        _print_report(store, run_id, preface=preface(store, run_id) if callable(preface) else preface)
     except KeyboardInterrupt as exc:  # SIGTERM too (runner.Terminated): the run itself is complete
         _exit_on_signal(
             exc,
@@ -510,13 +526,16 @@ def _design_note(plan: Any) -> None:
     )
 
 
-def _print_report(store, run_id: int, details: bool = False) -> None:
+def _print_report(store, run_id: int, details: bool = False, preface: Any = None) -> None:
     """The run's report on the console: the answer, one row per case, latency, failures;
-    with details every table of the written formats."""
+    with details every table of the written formats; `preface` (a study's paper vs this
+    run) first."""
     from dlbench.report.console import print_report
     from dlbench.report.model import build_report
 
-    print_report(console, build_report(store, run_id, hypotheses=False), details)
+    report = build_report(store, run_id, hypotheses=False)
+    report.preface = preface
+    print_report(console, report, details)
 
 
 @app.command()
@@ -1028,21 +1047,38 @@ def check(
     input_shape: Annotated[
         str | None, typer.Option(help="One sample's shape, e.g. 28x28x1 (default: the model's own, else 28x28x1).")
     ] = None,
-    classes: Annotated[int, typer.Option(help="Output classes.")] = 10,
+    classes: Annotated[int | None, typer.Option(help="Output classes (default: the dataset's, else 10).")] = None,
+    dataset: Annotated[
+        str | None,
+        typer.Option(help="Take the sample shape and classes from this dataset: a name, or your own .npz / IDX dir."),
+    ] = None,
     option: OptionOpt = None,
 ) -> None:
     """Conformance: is MODEL the same network in every framework? Parameter counts, output shapes, loss falls on
     a fixed batch, same seed same losses, and logits after copying one framework's weights into the others.
     Exits 1 when a check fails or the implementations are not the same network."""
     from dlbench import config, conformance, registry
+    from dlbench.datasets import DatasetError
 
-    sources = _named_sources(model, None)
-    name = next((k.partition(":")[2] for k in sources), model)
+    if dataset is not None and "," in dataset:
+        _fail(f"--dataset {dataset!r}: check takes one dataset")
+    sources = _named_sources(model, dataset)
+    name = next((k.partition(":")[2] for k in sources if k.startswith("model:")), model)
     try:
-        registry.model(name, sources)
+        spec = registry.model(name, sources)
     except registry.RegistryError as exc:
         _fail(str(exc))
-    shape = None
+    shape: tuple[int, ...] | None = None
+    if dataset is not None:
+        if input_shape is not None:
+            _fail(f"--input-shape with --dataset {dataset}: the dataset decides the shape; give one of them")
+        data_name = next((k.partition(":")[2] for k in sources if k.startswith("dataset:")), dataset)
+        try:
+            data_shape, data_classes = registry.dataset(data_name, sources).shape(None)
+        except (registry.RegistryError, DatasetError) as exc:
+            _fail(f"--dataset {dataset}: {exc}")
+        shape = tuple(data_shape)
+        classes = data_classes if classes is None else classes
     if input_shape is not None:
         try:
             shape = tuple(int(d) for d in input_shape.lower().split("x"))
@@ -1050,6 +1086,10 @@ def check(
                 raise ValueError
         except ValueError:
             _fail(f"--input-shape {input_shape!r}: expected positive integers joined by x, e.g. 28x28x1 or 128")
+    if shape is not None and (reason := spec.check_input(shape)):
+        given = f"--dataset {dataset}" if dataset is not None else f"--input-shape {input_shape}"
+        _fail(f"{given}: {name} {reason}")
+    classes = 10 if classes is None else classes
     if classes < 2:
         _fail(f"--classes {classes}: a classifier needs at least 2 classes")
     try:
@@ -1069,6 +1109,238 @@ def check(
     console.print(report.verdict(), highlight=False)
     if not report.ok:
         raise typer.Exit(1)
+
+
+study_app = typer.Typer(
+    help="The five seed papers' experiments as built-in studies: list, show, run, and report them beside the paper.",
+    no_args_is_help=True,
+)
+app.add_typer(study_app, name="study")
+ScaleOpt = Annotated[
+    str, typer.Option(help="smoke (seconds, CI), quick (the design's shape, minutes on a 2-core CPU) or paper.")
+]
+
+
+def _study(name: str):
+    from dlbench import studies
+    from dlbench.config import ConfigError
+
+    try:
+        return studies.load(name), studies.load_facts(name)
+    except ConfigError as exc:
+        _fail(str(exc))
+
+
+def _study_plan(study, scale: str, device: str, matrix: dict[str, list[Any] | None], protocol: dict[str, Any]):
+    from dlbench import config
+    from dlbench.config_toml import resolved
+    from dlbench.plan import expand
+
+    try:
+        data = study.experiment_data(scale)
+        data.setdefault("protocol", {})["device"] = device
+        exp = config.from_dict(data, f"study {study.name} ({scale})")
+        given = {k: v for k, v in matrix.items() if v is not None}
+        exp = config.override(exp, given, protocol)
+    except config.ConfigError as exc:
+        _fail(str(exc))
+    return expand(resolved(exp, False))
+
+
+@study_app.command("list")
+def study_list() -> None:
+    """The built-in studies: name, seed paper, what it measures."""
+    from rich.table import Table
+
+    from dlbench import studies
+
+    table = Table(title="studies (dlbench study show NAME)")
+    for column in ("name", "seed", "paper", "study", "facts", "claims"):
+        table.add_column(column)
+    for name in studies.NAMES:
+        study, facts = _study(name)
+        table.add_row(name, study.seed, facts.cite(), study.title, str(len(facts.facts)), str(len(facts.claims)))
+    console.print(table)
+
+
+@study_app.command("show")
+def study_show(name: Annotated[str, typer.Argument(help="A study name (dlbench study list).")]) -> None:
+    """What the paper did, how the study maps it, the open choices it made, and each scale's plan."""
+    from dlbench import studies
+
+    study, facts = _study(name)
+    console.print(f"[bold]{study.name}[/bold] v{study.version}: {study.title}", highlight=False)
+    console.print(f'paper (seed {facts.seed}): {facts.authors}, "{facts.title}", {facts.venue}', highlight=False)
+    if study.first_line:
+        console.print(study.first_line, highlight=False)
+    for m in facts.machines:
+        console.print(f"paper machine {m.label}: {m.hardware}; {m.software}", highlight=False)
+    console.print(f"facts: {len(facts.facts)} numbers, {len(facts.claims)} claims (studies/{name}/facts.toml)")
+    for title, items in (("open choices, and what the study picked", study.choices), ("cannot", study.cannot)):
+        if items:
+            console.print(f"{title}:")
+            for item in items:
+                console.print(f"  - {item}", highlight=False)
+    if study.settings:
+        console.print("settings read apart in the comparison:")
+        for st in study.settings:
+            console.print(f"  - {st.name}: {st.where}" + (f" ({st.about})" if st.about else ""), highlight=False)
+    for scale in studies.SCALES:
+        plan = _study_plan(study, scale, "cpu", {}, {})
+        p = plan.experiment.protocol
+        console.print(
+            f"scale {scale}: {len(plan.trials)} trials, {len(plan.skipped)} skipped cells; "
+            f"{p.repeats} repeats + {p.warmup} warm-up per trial",
+            highlight=False,
+        )
+        changes = study.scales[scale].changes if scale != "paper" else ("the paper's design as stated",)
+        for change in changes:
+            console.print(f"  - {change}", highlight=False)
+    console.print(f"the paper's design in words: {_studies_dir()}/{name}/paper.md", highlight=False)
+
+
+def _studies_dir() -> str:
+    from importlib import resources
+
+    return str(resources.files("dlbench.studies"))
+
+
+@study_app.command("run")
+def study_run(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="A study name (dlbench study list).")],
+    scale: ScaleOpt = "quick",
+    device: Annotated[str, typer.Option(help="cpu or cuda.")] = "cpu",
+    framework: ListOpt = None,
+    model: ListOpt = None,
+    batch_size: ListOpt = None,
+    input_shape: ShapeOpt = None,
+    repeats: Annotated[int | None, typer.Option(help="Measured repeats per trial (the scale's by default).")] = None,
+    data_dir: Annotated[str | None, typer.Option(help="Directory searched first for dataset files.")] = None,
+    db: DB = Path("dlbench.db"),
+) -> None:
+    """Run a study at a scale; the report starts with the paper's numbers beside this run's."""
+    from dlbench import runner
+
+    runner.raise_on_termination()
+    study, facts = _study(name)
+    matrix = {
+        "framework": _split(framework),
+        "model": _split(model),
+        "batch_size": _split(batch_size, int, "--batch-size"),
+        "input_shape": _split(input_shape, int, "--input-shape"),
+    }
+    protocol = {"repeats": repeats, "data_dir": data_dir}
+    plan = _study_plan(study, scale, device, matrix, protocol)
+
+    def preface(store, run_id: int):
+        return _study_preface(study, facts, [(store, run_id)])
+
+    _start_and_run(plan, db, _command_line(ctx), preface=preface)
+
+
+def _study_runs(store, study) -> list[dict]:
+    prefix = f"study {study.name} v"
+    return [r for r in store.runs() if str(r["name"]).startswith(prefix)]
+
+
+def _study_preface(study, facts, runs: list[tuple[Any, int]]):
+    """The paper vs this run section for one or more (store, run id), one machine each."""
+    from dlbench.report import study_section
+    from dlbench.results import Results
+    from dlbench.studies import paper_vs_run
+
+    machines: list[paper_vs_run.Machine] = []
+    scales: list[str] = []
+    for store, run_id in runs:
+        results = Results.of_store(store)
+        row = store.run(run_id)
+        scales.append(str(row["name"]).rsplit(" ", 1)[-1])
+        fingerprint = json.loads(row["environment_json"] or "{}")
+        label = paper_vs_run.machine_label(fingerprint)
+        if any(m.label == label for m in machines):
+            label += f" (run {run_id})"
+
+        def compare(a: str, b: str, metric: str, results=results, run_id=run_id):
+            return results.compare(a, b, metric=metric, run=run_id)
+
+        machines.append(
+            paper_vs_run.Machine(
+                label, run_id, results.summary(run_id), compare, fingerprint, results.measurements(run_id)
+            )
+        )
+    comparison = paper_vs_run.compare(study, facts, machines)
+    scale = scales[0] if len(set(scales)) == 1 else "/".join(scales)
+    changes = study.scales[scales[0]].changes if scales[0] in study.scales else ()
+    preface = study_section.build(study, facts, comparison, scale, changes)
+    if len(runs) > 1:
+        preface.lines.append(
+            f"{len(runs)} machines, one column group each, nothing pooled across them; the report below is "
+            f"run {runs[0][1]}'s (the first machine's)."
+        )
+    return preface
+
+
+@study_app.command("report")
+def study_report(
+    name: Annotated[str, typer.Argument(help="A study name (dlbench study list).")],
+    run_ids: Annotated[
+        list[int] | None,
+        typer.Option("--run", help="Run id (default: the latest run of the study in each --db); repeat for several."),
+    ] = None,
+    dbs: Annotated[
+        list[Path] | None,
+        typer.Option("--db", help="Results database; repeat to put runs from several machines side by side."),
+    ] = None,
+    fmt: FORMAT = "console",
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the report to this file.")] = None,
+    details: Annotated[bool, typer.Option("--details", help="Console: every table of the run's report.")] = False,
+) -> None:
+    """The paper vs this run (every number of the paper beside ours, framework ratios and their direction,
+    the paper's claims checked; one column group per machine), then the run's own report."""
+    from dlbench.report.formats import FORMATS
+    from dlbench.store import StoreError
+
+    if fmt not in FORMATS or fmt in ("csv",):
+        _fail(f"--format {fmt!r}: allowed: {', '.join(f for f in FORMATS if f != 'csv')}")
+    if fmt == "console" and out is not None:
+        _fail("--out needs a written format (markdown, latex or html); console output goes to the terminal")
+    study, facts = _study(name)
+    paths = dbs or [Path("dlbench.db")]
+    ids = list(run_ids or [])
+    if len(ids) > 1 and len(paths) > 1 and len(ids) != len(paths):
+        _fail(f"--run given {len(ids)} times for {len(paths)} --db: give one --run per --db, or none")
+    runs: list[tuple[Any, int]] = []
+    for i, path in enumerate(paths):
+        store = _open_store(path, readonly=True)
+        wanted = ids if len(paths) == 1 and ids else ([ids[i]] if ids else [])
+        try:
+            if not wanted:
+                found = _study_runs(store, study)
+                if not found:
+                    _fail(f"{path}: no run of study {name}; run one with: dlbench study run {name} --db {path}")
+                wanted = [max(r["id"] for r in found)]
+            for rid in wanted:
+                store.run(rid)
+                runs.append((store, rid))
+        except StoreError as exc:
+            _fail(str(exc))
+    preface = _study_preface(study, facts, runs)
+    store, first = runs[0]
+    if fmt == "console":
+        _print_report(store, first, details, preface=preface)
+        return
+    from dlbench.report.formats import render
+
+    text = render(store, first, fmt, preface=preface)
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        try:
+            out.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            _fail(f"cannot write {out}: {exc}")
+        err_console.print(f"wrote {out}")
 
 
 @app.command("env")

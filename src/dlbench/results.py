@@ -190,6 +190,14 @@ class Results:
         self.path = path
         self.store = Store(path, readonly=True)
 
+    @classmethod
+    def of_store(cls, store: Store) -> Results:
+        """Results over an already open store (the caller keeps closing it)."""
+        results = cls.__new__(cls)
+        results.path = Path(store.path) if hasattr(store, "path") else Path("?")
+        results.store = store
+        return results
+
     def __enter__(self) -> Results:
         return self
 

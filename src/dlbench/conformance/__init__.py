@@ -28,7 +28,12 @@ from typing import Any
 import numpy as np
 
 LOGIT_RTOL = 1e-4  # float32 reductions in different orders: ~1e-6 relative; 1e-4 leaves room
-DESCENT = 0.9  # the loss after the fixed-batch steps must be below 90% of the first
+# The loss after the fixed-batch steps must be below 95% of the first. What this
+# catches is a network whose gradients do not reach its weights (a detached output,
+# frozen parameters): its loss stays within rounding of the first. A working small
+# MLP on 11 features fell only to 92% in 20 Adam steps at lr 1e-3, so 90% would
+# call a sound model broken.
+DESCENT = 0.95
 PROBE_TIMEOUT = 600.0
 
 
@@ -183,7 +188,8 @@ def _judge(report: CheckReport, classes: int) -> None:
             Finding(
                 "loss falls",
                 falls,
-                f"{fw}: {losses[0]:.4g} -> {losses[-1]:.4g} in {len(losses)} Adam steps on one batch",
+                f"{fw}: {losses[0]:.4g} -> {losses[-1]:.4g} in {len(losses)} Adam steps on one batch"
+                + ("" if falls else f" (needs below {DESCENT:.0%} of the first: do gradients reach the weights?)"),
             )
         )
         same = np.allclose(p["repeat_losses"], losses[: len(p["repeat_losses"])], rtol=1e-5, atol=1e-7)

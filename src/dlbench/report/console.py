@@ -85,11 +85,28 @@ def rich_table(data: TableData, width: int | None = None) -> RenderableType:
     return Group(t, *(Text(note) for note in notes))
 
 
+def print_preface(console: Console, preface, details: bool = False) -> None:
+    """A dlbench.report.render.Preface: its lines, then its tables (the long ones with details only)."""
+    width = console.width
+    console.print(Text(preface.title, style="bold"))
+    for line in preface.lines:
+        console.print(line, highlight=False)
+    shown = preface.tables if details or preface.console_tables is None else preface.tables[: preface.console_tables]
+    for table in shown:
+        console.print()
+        console.print(rich_table(table, width))
+        for note in table.notes:
+            console.print(Text(note, style="dim"))
+    console.print()
+
+
 def print_report(console: Console, report, details: bool = False) -> None:
     """Print a dlbench.report.model.Report: the answer first, then one row per case,
     then what only some runs have (sweeps, latency, failures); `details` adds every
     table of the written formats."""
     width = console.width
+    if report.preface is not None:
+        print_preface(console, report.preface, details)
     for line in report.lead_lines():
         console.print(line, highlight=False)
     console.print()

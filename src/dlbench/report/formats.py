@@ -143,9 +143,10 @@ def _finish_figures(drawing: Any) -> tuple[list, str]:
     return drawing.finish()
 
 
-def render(store, run_id: int, fmt: str, figures: Any = (), base: Any = None) -> str:
+def render(store, run_id: int, fmt: str, figures: Any = (), base: Any = None, preface: Any = None) -> str:
     """The report of run_id in a written format (everything but console). Markdown and
-    LaTeX link `figures` (already written by make_figures) relative to `base`."""
+    LaTeX link `figures` (already written by make_figures) relative to `base`; `preface`
+    (a dlbench.report.render.Preface) comes before everything else."""
     from dlbench.report import csv_out, html, latex, markdown
     from dlbench.report.model import build_report
 
@@ -154,6 +155,7 @@ def render(store, run_id: int, fmt: str, figures: Any = (), base: Any = None) ->
     if fmt != "html":
         # CSV holds the summary only: skip the hypothesis tests it would not show.
         report = build_report(store, run_id, hypotheses=fmt != "csv")
+        report.preface = preface
         if fmt == "csv":
             return csv_out.render(report)
         renderer = markdown.render if fmt == "markdown" else latex.render
@@ -164,5 +166,6 @@ def render(store, run_id: int, fmt: str, figures: Any = (), base: Any = None) ->
     with tempfile.TemporaryDirectory(prefix="dlbench-figures-") as tmp:
         drawing = _start_figures(trials, rows, tmp)  # drawn while the tables are computed
         report = build_report(store, run_id, trials=trials, measurements=rows)
+        report.preface = preface
         figures, note = _finish_figures(drawing)
     return html.render(report, figures, note)

@@ -161,6 +161,16 @@ def answer(report) -> list[str]:
     return out
 
 
+def preface(section) -> list[str]:
+    """A dlbench.report.render.Preface: its lines as paragraphs, then its tables."""
+    if section is None:
+        return []
+    out = [f"\\subsection*{{{escape(section.title)}}}"]
+    out += [f"{escape(line)}\\par" for line in section.lines]
+    out += [table(t) for t in section.tables]
+    return out
+
+
 def render(report, figures: Sequence[Any] = (), base: Path | None = None) -> str:
     """A whole document; figures (written by make_figures) are included relative to `base`."""
     r = report.run
@@ -178,6 +188,7 @@ def render(report, figures: Sequence[Any] = (), base: Path | None = None) -> str
         f"Status {escape(r['status'])}, started {escape(r['started_at'])}"
         + (f", finished {escape(r['finished_at'])}" if r.get("finished_at") else "")
         + f", dlbench {escape(r.get('dlbench_version') or '?')}.\\par\\medskip",
+        *preface(report.preface),
         *answer(report),
         "Command:\\par",
         _tt_block(r.get("command") or ""),

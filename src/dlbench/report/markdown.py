@@ -92,12 +92,25 @@ def figures_section(figures: Sequence[Any], base: Path | None) -> list[str]:
     return parts
 
 
+def preface(section) -> list[str]:
+    """A dlbench.report.render.Preface as a section of its own (nothing when None)."""
+    if section is None:
+        return []
+    parts = [f"## {escape(section.title)}", ""]
+    for line in section.lines:
+        parts += [escape(line), ""]
+    for t in section.tables:
+        parts += [table(t), ""]
+    return parts
+
+
 def render(report, figures: Sequence[Any] = (), base: Path | None = None) -> str:
     """figures: written by make_figures, linked relative to `base` (the document's folder)."""
     r = report.run
     parts = [
         f"# {escape(report.title)}",
         "",
+        *preface(report.preface),
         *answer(report),
         f"Status **{escape(r['status'])}**, started {escape(r['started_at'])}"
         + (f", finished {escape(r['finished_at'])}" if r.get("finished_at") else "")

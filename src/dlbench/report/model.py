@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from dlbench.analysis.busy import BUSY_THRESHOLD
 from dlbench.analysis.comparisons import ALPHA, BAND
 from dlbench.report.answer import Answer, build_answer
-from dlbench.report.render import TableData
+from dlbench.report.render import Preface, TableData
 
 LEGEND = (
     "'1 process' = repeats inside one worker process (correlated; use --trials >= 2 "
@@ -56,6 +56,8 @@ class Report:
     glance: TableData | None = None  # every case on one row, fastest first (the console's summary)
     energy_note: str = ""  # one line when no energy source measured anything
     samplers_line: str = ""
+    # A section shown before everything else (a study's paper vs this run); its first line leads.
+    preface: Preface | None = None
 
     def lead_lines(self) -> list[str]:
         """What shows before any table: the run, the settings every case shares."""

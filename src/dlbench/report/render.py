@@ -33,3 +33,15 @@ class TableData:
 
     def alignment(self, i: int) -> str:
         return self.align[i] if i < len(self.align) else "left"
+
+
+@dataclass
+class Preface:
+    """A section every format shows before the run's own report (a study's paper vs
+    this run): lines of text, the first of which leads the whole report, then tables."""
+
+    title: str
+    lines: list[str] = field(default_factory=list)
+    tables: list[TableData] = field(default_factory=list)
+    # The console shows the first this many tables unless asked for details (None: all).
+    console_tables: int | None = None

@@ -1,0 +1,480 @@
+"""The paper's numbers beside this run's: the data of a study report's first section.
+
+Every fact of the paper is matched to what dlbench measured for the same framework,
+model, factor levels and statistic, on each machine (one stored run per machine,
+never pooled), and each study setting (the matched design beside the paper's own
+setting, where the study names both). Absolute numbers cannot agree across machines;
+what can is the ratio between frameworks and its direction, so facts that come in
+torch / TensorFlow pairs give a paper ratio beside ours, with our 95% CI and verdict
+from the same test the run's report uses (dlbench.results.Results.compare). A fact
+that cannot be matched (no such quantity measured here, a factor dlbench does not
+vary) is kept, with the reason, so that every number of the paper is accounted for.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from dlbench.studies.facts import Claim, Fact, Facts
+from dlbench.studies.spec import Setting, Study
+
+# quantity -> (phase, metric pattern, lower is better); metric patterns may match
+# several counters (RAPL packages): their medians are summed.
+MEASURED: dict[str, tuple[str, str, bool]] = {
+    "train_time": ("train", "time", True),
+    "train_time_per_epoch": ("train", "time", True),
+    "train_step_time": ("train", "time", True),
+    "infer_time": ("infer", "time", True),
+    "infer_time_per_sample": ("infer", "throughput", True),
+    "train_throughput": ("train", "throughput", False),
+    "infer_throughput": ("infer", "throughput", False),
+    "accuracy": ("accuracy", "accuracy", False),
+    "loss": ("train", "loss", True),
+    "cpu_energy": ("train", "energy:rapl.*", True),
+    "gpu_energy": ("train", "energy:gpu*", True),
+    "power": ("train", "gpu*.power:mean", True),
+    "cpu_util": ("train", "cpu.process_util:mean", False),
+    "gpu_util": ("train", "gpu*.util:mean", False),
+    "gpu_memory_util": ("train", "gpu*.mem_util:mean", False),
+    "cpu_temp": ("train", "thermal*:mean", True),
+    "gpu_temp": ("train", "gpu*.temperature:mean", True),
+    "memory": ("train", "memory.peak_rss", True),
+}
+NOT_PER_VALUE = {
+    "relative_time": "a ratio: see the framework ratios below",
+    "speedup": "a multi-device speed-up: the distributed scenario is not part of this study yet",
+    "statistic_value": "a test statistic of the paper's samples: our test of the same pair is in the ratio table",
+    "total_energy": "CPU + GPU energy: each is compared apart where measured",
+}
+STAT_COLUMN = {
+    "mean": "mean",
+    "sd": "std",
+    "median": "median",
+    "q1": "q1",
+    "q3": "q3",
+    "min": "min",
+    "max": "max",
+    "value": "median",
+    "best": "min",
+}
+# The variable a p-value fact tests (its where.variable) -> the quantity measured.
+TESTED = {
+    "time": "{phase}_time",
+    "cpu_util": "cpu_util",
+    "gpu_util": "gpu_util",
+    "cpu_temp": "cpu_temp",
+    "gpu_temp": "gpu_temp",
+    "accuracy": "accuracy",
+    "energy": "cpu_energy",
+}
+ALPHA = 0.05
+# Units dlbench states a quantity in when the paper gives none to convert to (ratios, claims).
+NATURAL_UNIT = {"accuracy": "%", "cpu_energy": "J", "gpu_energy": "J", "memory": "MB"}
+# The paper's unit -> multiply our value (in dlbench's unit) by this to get it.
+TIME_UNITS = {"s": 1.0, "sec": 1.0, "ms": 1e3, "us": 1e6, "min": 1 / 60, "h": 1 / 3600}
+ENERGY_UNITS = {"J": 1.0, "kJ": 1e-3, "Wh": 1 / 3600, "kWh": 1 / 3.6e6}
+MEMORY_UNITS = {"bytes": 1.0, "B": 1.0, "KB": 1e-3, "MB": 1e-6, "GB": 1e-9, "KiB": 2**-10, "MiB": 2**-20, "GiB": 2**-30}
+ALIASES = {"keras": "tensorflow"}
+PAIR = ("torch", "tensorflow")
+
+
+@dataclass(frozen=True)
+class Machine:
+    """One stored run taken on one machine: a column group of the comparison."""
+
+    label: str  # the machine in a few words (CPU model, cores, GPU)
+    run_id: int
+    summary: Any  # Results.summary(run) frame
+    compare: Any  # callable (a, b, metric) -> Results.compare frame, or None when one side is missing
+    fingerprint: dict[str, Any]
+    measurements: Any = None  # Results.measurements(run) frame: per-repeat values for the paper's tests
+
+
+@dataclass
+class Value:
+    """Our number for one fact on one machine and setting, or why there is none."""
+
+    value: float | None
+    n: int = 0
+    why: str = ""
+
+
+@dataclass
+class FactRow:
+    fact: Fact
+    ours: dict[tuple[str, str], Value]  # (machine label, setting name) -> value
+
+
+@dataclass
+class RatioRow:
+    """torch / TensorFlow on one quantity: the paper's ratio beside ours."""
+
+    ref: str
+    model: str
+    quantity: str
+    statistic: str
+    where: dict[str, Any]
+    paper_machine: str
+    paper_ratio: float
+    lower_is_better: bool
+    ours: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass
+class ClaimRow:
+    claim: Claim
+    ours: dict[tuple[str, str], str]  # (machine, setting) -> "agrees" / "differs" / why not
+
+
+@dataclass
+class Comparison:
+    facts: list[FactRow]
+    ratios: list[RatioRow]
+    claims: list[ClaimRow]
+    settings: list[str]
+    machines: list[Machine]
+
+
+def setting_names(study: Study) -> list[str]:
+    return [s.name for s in study.settings] or ["this run"]
+
+
+def _settings(study: Study) -> list[Setting]:
+    return list(study.settings) or [Setting("this run", {})]
+
+
+def _convert(quantity: str, value: float, unit: str, epochs: float | None, steps: float | None) -> float | None:
+    """Our value (dlbench's unit) of `quantity` in the paper's `unit`; None when not convertible."""
+    if quantity == "train_time_per_epoch":
+        if not epochs:
+            return None
+        value /= epochs
+    elif quantity == "train_step_time":
+        if not steps:
+            return None
+        value /= steps
+    elif quantity == "infer_time_per_sample":
+        if value <= 0:
+            return None
+        value = 1.0 / value
+    if quantity in ("train_time", "train_time_per_epoch", "train_step_time", "infer_time", "infer_time_per_sample"):
+        return value * TIME_UNITS[unit] if unit in TIME_UNITS else None
+    if quantity == "accuracy":
+        return value * 100 if unit == "%" else value if unit in ("fraction", "") else None
+    if quantity in ("cpu_energy", "gpu_energy"):
+        return value * ENERGY_UNITS[unit] if unit in ENERGY_UNITS else None
+    if quantity == "memory":
+        return value * MEMORY_UNITS[unit] if unit in MEMORY_UNITS else None
+    return value
+
+
+def _missing(value: Any) -> bool:
+    """None, NaN or pandas' NA (nullable integer columns)."""
+    import pandas as pd
+
+    return bool(pd.isna(value))
+
+
+def _matches(row: Any, where: dict[str, Any]) -> bool:
+    for key, level in where.items():
+        if key not in row.index:
+            return False
+        have = row[key]
+        if isinstance(level, float) or isinstance(have, float):
+            try:
+                if not math.isclose(float(have), float(level)):
+                    return False
+            except (TypeError, ValueError):
+                return False
+        elif have != level and str(have) != str(level):
+            return False
+    return True
+
+
+def _case_filter(study: Study, fact_model: str, framework: str, where: dict[str, Any], setting: Setting) -> dict:
+    """The factor levels our cases must have for a fact; keys that are not factors are left to the caller."""
+    wanted: dict[str, Any] = {"framework": ALIASES.get(framework, framework)}
+    if fact_model != "all":
+        wanted["model"] = study.fact_models.get(fact_model, fact_model)
+    wanted.update({k: v for k, v in where.items() if k != "phase"})
+    wanted.update(setting.where)
+    return wanted
+
+
+def _unmatched_keys(where: dict[str, Any], columns: Any) -> list[str]:
+    return [k for k in where if k != "phase" and k not in columns]
+
+
+def _ours(
+    machine: Machine, study: Study, quantity: str, statistic: str, unit: str, framework: str, model: str,
+    where: dict[str, Any], setting: Setting,
+) -> Value:  # fmt: skip
+    if quantity in NOT_PER_VALUE:
+        return Value(None, why=NOT_PER_VALUE[quantity])
+    if quantity == "p_value":
+        return _test(machine, study, framework, model, where, setting)
+    frame = machine.summary
+    missing = _unmatched_keys(where, frame.columns)
+    if missing:
+        return Value(None, why=f"the paper's {missing[0]} = {where[missing[0]]}: not a factor of this study")
+    phase, pattern, _ = MEASURED[quantity]
+    phase = where.get("phase", phase) if quantity not in ("accuracy",) else phase
+    if phase == "infer" and quantity.startswith("train"):
+        phase = "train"
+    wanted = _case_filter(study, model, framework, where, setting)
+    rows = frame[(frame["phase"] == phase) & frame["metric"].map(lambda m: fnmatch.fnmatchcase(str(m), pattern))]
+    rows = rows[rows.apply(lambda r: _matches(r, wanted), axis=1)] if len(rows) else rows
+    if not len(rows):
+        described = ", ".join(f"{k} {v}" for k, v in wanted.items())
+        measured_here = (frame["phase"] == phase) & frame["metric"].map(lambda m: fnmatch.fnmatchcase(str(m), pattern))
+        if not measured_here.any():
+            return Value(None, why=f"{phase} {pattern} not measured on this machine")
+        return Value(None, why=f"no case with {described}")
+    if quantity == "accuracy" and str(rows.iloc[0]["dataset"]) == "synthetic":
+        return Value(None, why="synthetic data (random labels): accuracy means nothing")
+    column = STAT_COLUMN[statistic]
+    # Several cases can match (a framework's variants, several datasets): keep the
+    # framework's first variant by name, deterministically, and sum counters of one case.
+    first = rows.sort_values(["variant", "case_key"]).iloc[0]
+    same = rows[rows["case_key"] == first["case_key"]]
+    raw = float(same[column].sum())
+    if math.isnan(raw):
+        return Value(None, why=f"{column} not defined for n = {int(first['n'])}")
+    steps = None
+    if quantity == "train_step_time":
+        step_rows = frame[
+            (frame["case_key"] == first["case_key"]) & (frame["phase"] == "train") & (frame["metric"] == "steps")
+        ]
+        steps = float(step_rows["median"].iloc[0]) if len(step_rows) else None
+    epochs = float(first["epochs"]) if "epochs" in first.index and not _missing(first["epochs"]) else None
+    value = _convert(quantity, raw, unit, epochs, steps)
+    if value is None:
+        return Value(None, why=f"cannot express {quantity} in {unit}")
+    return Value(value, int(first["n"]))
+
+
+def _sample(machine: Machine, study: Study, quantity: str, phase: str, framework: str, model: str,
+            where: dict[str, Any], setting: Setting) -> Any:  # fmt: skip
+    """Per-repeat values (indexed by block and repeat) of one case, warm-ups and failed trials left out."""
+    frame = machine.measurements
+    _, pattern, _ = MEASURED[quantity]
+    rows = frame[
+        (frame["phase"] == phase)
+        & frame["metric"].map(lambda m: fnmatch.fnmatchcase(str(m), pattern))
+        & ~frame["warmup"].astype(bool)
+        & (frame["status"] == "ok")
+        & ~frame["retired"].astype(bool)
+        & frame["repeat"].notna()
+    ]
+    wanted = _case_filter(study, model, framework, {k: v for k, v in where.items() if k != "variable"}, setting)
+    rows = rows[rows.apply(lambda r: _matches(r, wanted), axis=1)] if len(rows) else rows
+    if not len(rows):
+        return None
+    first = sorted(rows["case_key"].unique())[0]
+    one = rows[rows["case_key"] == first]
+    return one.groupby(["block", "repeat"])["value"].sum()
+
+
+def _test(machine: Machine, study: Study, framework: str, model: str, where: dict[str, Any], setting: Setting) -> Value:
+    """Our p-value for a paper's test: paired Wilcoxon signed-rank of torch against TensorFlow
+    (framework "both", pairs matched by block and repeat), or the Kolmogorov-Smirnov test of
+    one framework's sample against a normal distribution with its own mean and sd."""
+    from scipy import stats
+
+    variable, phase = where.get("variable"), str(where.get("phase", "train"))
+    if variable not in TESTED or machine.measurements is None:
+        return Value(
+            None, why=f"the paper's test of {variable or 'an unnamed variable'} is not mapped to a measurement"
+        )
+    quantity = TESTED[str(variable)].format(phase=phase)
+    if quantity not in MEASURED:
+        return Value(None, why=f"no {phase} phase for {variable}")
+    if framework == "both":
+        x = _sample(machine, study, quantity, phase, "torch", model, where, setting)
+        y = _sample(machine, study, quantity, phase, "tensorflow", model, where, setting)
+        if x is None or y is None:
+            return Value(None, why=f"{phase} {MEASURED[quantity][1]} not measured for both frameworks here")
+        pairs = x.to_frame("x").join(y.to_frame("y"), how="inner")
+        if len(pairs) < 2 or (pairs["x"] == pairs["y"]).all():
+            return Value(None, why=f"{len(pairs)} pairs: too few (or all equal) for the paired Wilcoxon test")
+        return Value(float(stats.wilcoxon(pairs["x"], pairs["y"]).pvalue), len(pairs))
+    sample = _sample(machine, study, quantity, phase, ALIASES.get(framework, framework), model, where, setting)
+    if sample is None or len(sample) < 3 or float(sample.std()) == 0:
+        return Value(None, why=f"{phase} {MEASURED[quantity][1]}: too few distinct values for the KS test here")
+    z = (sample - sample.mean()) / sample.std()
+    return Value(float(stats.kstest(z, "norm").pvalue), len(sample))
+
+
+def _ratio_ours(machine: Machine, study: Study, ratio: RatioRow, setting: Setting) -> dict[str, Any]:
+    """Our torch / TensorFlow ratio for a paper ratio: the medians' ratio, with the
+    report's CI, test and verdict where the quantity is a timed metric."""
+    unit = NATURAL_UNIT.get(ratio.quantity, "s")
+    torch_v = _ours(machine, study, ratio.quantity, "median", unit, "torch", ratio.model, ratio.where, setting)
+    tf_v = _ours(machine, study, ratio.quantity, "median", unit, "tensorflow", ratio.model, ratio.where, setting)
+    if torch_v.value is None or tf_v.value is None or tf_v.value == 0:
+        return {"why": torch_v.why or tf_v.why or "TensorFlow's value is 0"}
+    out: dict[str, Any] = {"ratio": torch_v.value / tf_v.value, "ci": None, "verdict": None}
+    phase, metric, _ = MEASURED[ratio.quantity]
+    phase = ratio.where.get("phase", phase)
+    if metric == "time" and machine.compare is not None:
+        try:
+            frame = machine.compare("torch", "tensorflow", f"{phase}.{metric}")
+        except ValueError:
+            frame = None
+        if frame is not None and len(frame):
+            wanted = _case_filter(study, ratio.model, "torch", ratio.where, setting)
+            wanted.pop("framework")
+            rows = frame[frame.apply(lambda r: _matches(r, wanted), axis=1)]
+            if len(rows):
+                r = rows.iloc[0]
+                if ratio.quantity in ("train_time", "infer_time", "train_time_per_epoch", "train_step_time"):
+                    out.update(ratio=float(r["ratio_a_over_b"]), ci=(float(r["ci_low"]), float(r["ci_high"])))
+                out["verdict"] = r["verdict"]
+                out["test"] = r["test"]
+                out["p"] = None if _missing(r["p_adjusted"]) else float(r["p_adjusted"])
+    return out
+
+
+def direction(ratio: float, lower_is_better: bool) -> str:
+    """Which of torch / TensorFlow is better at this torch / TensorFlow ratio."""
+    if ratio == 1:
+        return "none"
+    return "torch" if (ratio < 1) == lower_is_better else "tensorflow"
+
+
+def agreement(paper_ratio: float, ours: dict[str, Any], lower_is_better: bool) -> str:
+    """agrees / differs / undecided here: the direction of the paper's ratio against ours."""
+    if "ratio" not in ours:
+        return "not measured"
+    paper_better = direction(paper_ratio, lower_is_better)
+    ci = ours.get("ci")
+    if ci is not None and ci[0] <= 1 <= ci[1]:
+        return "undecided here (CI spans 1)"
+    if ours.get("verdict") in ("undecided", "equivalent"):
+        return f"{ours['verdict']} here"
+    same = direction(ours["ratio"], lower_is_better) == paper_better
+    tested = ci is not None or ours.get("verdict") is not None
+    return ("agrees" if same else "differs") + ("" if tested else " (medians only, no test)")
+
+
+def _ratios(facts: Facts) -> list[RatioRow]:
+    by_key: dict[tuple, dict[str, Fact]] = {}
+    for f in facts.facts:
+        fw = ALIASES.get(f.framework, f.framework)
+        if fw not in PAIR or f.quantity not in MEASURED or f.statistic == "sd":
+            continue
+        key = (f.ref, f.machine, f.model, f.quantity, f.statistic, tuple(sorted(f.where.items())))
+        by_key.setdefault(key, {})[fw] = f
+    rows = []
+    for (ref, machine, model, quantity, statistic, where), pair in by_key.items():
+        if set(pair) != set(PAIR) or pair["tensorflow"].value == 0 or pair["torch"].unit != pair["tensorflow"].unit:
+            continue
+        rows.append(
+            RatioRow(
+                ref=ref,
+                model=model,
+                quantity=quantity,
+                statistic=statistic,
+                where=dict(where),
+                paper_machine=facts.machine_label(machine),
+                paper_ratio=pair["torch"].value / pair["tensorflow"].value,
+                lower_is_better=MEASURED[quantity][2],
+            )
+        )
+    return rows
+
+
+def _claim(machine: Machine, study: Study, claim: Claim, setting: Setting, paper_device: str | None) -> str:
+    verdict = _claim_verdict(machine, study, claim, setting)
+    devices = sorted(set(machine.summary["device"])) if len(machine.summary) else []
+    if paper_device and devices and verdict != "not measured" and paper_device not in devices:
+        verdict += f" (here on {', '.join(devices)}; the paper's claim is for {paper_device})"
+    return verdict
+
+
+def _claim_verdict(machine: Machine, study: Study, claim: Claim, setting: Setting) -> str:
+    if claim.quantity not in MEASURED:
+        return "not measured"
+    lower = MEASURED[claim.quantity][2]
+    models = (
+        sorted(set(machine.summary["model"]))
+        if claim.model == "all"
+        else [study.fact_models.get(claim.model, claim.model)]
+    )
+    seen = []
+    for model in models:
+        ratio = RatioRow(claim.ref, model, claim.quantity, "median", claim.where, "", 1.0, lower)
+        ours = _ratio_ours(machine, study, ratio, setting)
+        if "ratio" not in ours:
+            continue
+        if ours.get("ci") is not None and ours["ci"][0] <= 1 <= ours["ci"][1]:
+            seen.append("none")
+        else:
+            seen.append(direction(ours["ratio"], lower))
+    if not seen:
+        return "not measured"
+    if claim.better == "none":
+        return "agrees" if all(s == "none" for s in seen) else "differs"
+    if all(s == claim.better for s in seen):
+        return "agrees"
+    if all(s == "none" for s in seen):
+        return "undecided here"
+    return "differs" if any(s not in (claim.better, "none") for s in seen) else "partly (some undecided)"
+
+
+def _device(facts: Facts, machine_id: str) -> str | None:
+    """The device a paper's machine trained on (None: every machine, or not one device)."""
+    found = [m.device for m in facts.machines if m.id == machine_id]
+    return found[0] if found else None
+
+
+def _present(setting: Setting, machines: list[Machine]) -> bool:
+    if not setting.where:
+        return True
+    return any(len(m.summary) and m.summary.apply(lambda r: _matches(r, setting.where), axis=1).any() for m in machines)
+
+
+def compare(study: Study, facts: Facts, machines: list[Machine]) -> Comparison:
+    """Every fact, ratio and claim of the paper beside each machine's run and each setting."""
+    # A setting no machine ran (the smoke scale runs only the matched one) is left out.
+    settings = [s for s in _settings(study) if _present(s, machines)] or [Setting("this run", {})]
+    fact_rows = []
+    for fact in facts.facts:
+        ours = {}
+        for m in machines:
+            for s in settings:
+                ours[(m.label, s.name)] = _ours(
+                    m, study, fact.quantity, fact.statistic, fact.unit, fact.framework, fact.model, fact.where, s
+                )
+        fact_rows.append(FactRow(fact, ours))
+    ratios = _ratios(facts)
+    for r in ratios:
+        for m in machines:
+            for s in settings:
+                r.ours[(m.label, s.name)] = _ratio_ours(m, study, r, s)
+    claims = [
+        ClaimRow(
+            c,
+            {(m.label, s.name): _claim(m, study, c, s, _device(facts, c.machine)) for m in machines for s in settings},
+        )
+        for c in facts.claims
+    ]
+    return Comparison(fact_rows, ratios, claims, [s.name for s in settings], machines)
+
+
+def machine_label(fingerprint: dict[str, Any]) -> str:
+    """A machine in a few words, from a run's environment fingerprint."""
+    cpu = fingerprint.get("cpu_model") or "unknown CPU"
+    cores = fingerprint.get("physical_cores")
+    gpus = fingerprint.get("gpus")
+    # The fingerprint holds a list of devices, or a sentence saying why there are none.
+    gpu_names = (
+        [g.get("name", "GPU") if isinstance(g, dict) else str(g) for g in gpus] if isinstance(gpus, list) else []
+    )
+    label = f"{cpu}, {cores} cores" if cores else str(cpu)
+    if gpu_names:
+        label += ", " + ", ".join(gpu_names)
+    return label

@@ -1,0 +1,426 @@
+"""The seed studies: every study and facts file parses and plans at every scale with the
+paper's stated design; the paper-vs-this-run numbers are checked against hand-computed
+values on a store written here; `dlbench study run NAME --scale smoke` runs all five and
+`study report` lays out every number of the paper, each machine in its own columns."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dlbench import studies
+from dlbench.config import ConfigError
+from dlbench.plan import expand
+from dlbench.results import Results
+from dlbench.store import Measurement, Store
+from dlbench.studies import facts as facts_module
+from dlbench.studies import paper_vs_run
+from dlbench.studies import spec as spec_module
+
+DLBENCH = [sys.executable, "-m", "dlbench"]
+
+
+@pytest.mark.parametrize("name", studies.NAMES)
+@pytest.mark.parametrize("scale", studies.SCALES)
+def test_every_study_plans_at_every_scale(name: str, scale: str):
+    study = studies.load(name)
+    facts = studies.load_facts(name)
+    from dlbench import config
+
+    exp = config.from_dict(study.experiment_data(scale), f"study {name}")
+    plan = expand(exp)
+    assert plan.trials, f"{name} {scale}: nothing to run"
+    assert not plan.skipped, [s.reason for s in plan.skipped]
+    assert exp.name == f"study {name} v{study.version} {scale}"
+    assert facts.seed == study.seed
+    # Every fact names a machine of the facts file (or every machine) and a known quantity.
+    for f in facts.facts:
+        assert f.machine == "all" or f.machine in {m.id for m in facts.machines}
+
+
+def test_paper_scales_follow_the_papers_stated_designs():
+    germino = studies.load("germino").experiment_data("paper")
+    assert germino["protocol"]["repeats"] == 20 and germino["protocol"]["warmup"] == 0  # 20 runs, none dropped
+    assert set(germino["matrix"]["model"]) == {"mlp", "cnn"} and germino["include"][0]["model"] == "knn"
+    florencio = studies.load("florencio").experiment_data("paper")
+    # Table 2: batch 100, 1 epoch (600 steps of 100), learning rate 0.01; 100 samples, the first discarded.
+    assert florencio["matrix"]["batch_size"] == [100] and florencio["matrix"]["lr"] == [0.01]
+    assert florencio["protocol"]["epochs"] == 1 and florencio["matrix"]["model"] == ["lenet5"]
+    assert florencio["protocol"]["repeats"] == 100 and florencio["protocol"]["warmup"] == 1
+    patel = studies.load("patel").experiment_data("paper")
+    assert patel["matrix"]["model"] == ["resnet18", "resnet152", "vgg16", "mobilenet_v2", "efficientnet_b4"]
+    assert patel["matrix"]["dataset"] == ["synthetic"] and patel["protocol"]["repeats"] == 100
+    dai = studies.load("dai").experiment_data("paper")
+    assert len(dai["matrix"]["model"]) + len(dai["include"]) == 7
+    sumanjali = studies.load("sumanjali")
+    assert sumanjali.experiment_data("paper")["matrix"]["dataset"] == ["cifar10"]
+    assert sumanjali.lead("quick").startswith("Synthetic CIFAR-shaped data") and sumanjali.lead("paper") == ""
+
+
+def test_a_scale_that_sets_steps_drops_the_designs_epochs():
+    data = studies.load("florencio").experiment_data("smoke")
+    assert data["protocol"]["steps"] == 20 and "epochs" not in data["protocol"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[study]\nname='x'\nversion=1\nseed='0'\ntitle='t'\ncolour='red'\n", "unknown key 'colour'"),
+        ("[study]\nname='x'\nversion=0\nseed='0'\ntitle='t'\n", "version must be an integer >= 1"),
+        ("[study]\nname='x'\nversion=1\nseed='0'\ntitle='t'\n[scale.quick]\nchanges=['a']\n", r"no \[scale.smoke\]"),
+        (
+            "[study]\nname='x'\nversion=1\nseed='0'\ntitle='t'\n[scale.quick]\nchanges=[]\n[scale.smoke]\nchanges=['a']\n",
+            "say what this scale changes",
+        ),
+    ],
+)
+def test_bad_study_files_are_one_line(text: str, expected: str):
+    with pytest.raises(ConfigError, match=expected) as caught:
+        spec_module.parse(text, "my/study.toml")
+    assert str(caught.value).startswith("my/study.toml") and "\n" not in str(caught.value)
+
+
+FACTS_HEAD = """
+[paper]
+title = "A paper"
+authors = "A. First, B. Second"
+year = 2020
+venue = "V"
+seed = "999"
+
+[[machine]]
+id = "cpu"
+label = "Their CPU"
+hardware = "some CPU"
+software = "PyTorch 1.0"
+device = "cpu"
+"""
+
+
+@pytest.mark.parametrize(
+    ("fact", "expected"),
+    [
+        ("quantity = 'speed'", "quantity = 'speed'; allowed: train_time"),
+        ("machine = 'tpu'", "machine = 'tpu'; allowed: cpu, all"),
+        ("value = 'fast'", "value = 'fast'; a finite number"),
+    ],
+)
+def test_bad_facts_name_the_entry_and_what_is_allowed(fact: str, expected: str):
+    base = {
+        "ref": "'Table 1'",
+        "machine": "'cpu'",
+        "framework": "'torch'",
+        "model": "'mlp'",
+        "quantity": "'train_time'",
+        "statistic": "'mean'",
+        "value": "1.0",
+        "unit": "'s'",
+        "text": "'t'",
+    }
+    key, _, value = fact.partition(" = ")
+    base[key] = value
+    text = FACTS_HEAD + "[[fact]]\n" + "\n".join(f"{k} = {v}" for k, v in base.items()) + "\n"
+    with pytest.raises(ConfigError, match=re.escape(expected)) as caught:
+        facts_module.parse(text, "f.toml")
+    assert str(caught.value).startswith("f.toml [[fact]] 1:")
+
+
+CASE = {
+    "dataset": "digits",
+    "device": "cpu",
+    "epochs": 1,
+    "init": "glorot-uniform",
+    "lr": 0.01,
+    "momentum": 0.0,
+    "optimizer": "sgd",
+    "precision": "float32",
+    "seed": 0,
+    "steps": None,
+    "threads": 2,
+    "model": "mlp",
+    "batch_size": 32,
+    "input_shape": 0,
+    "layout": "native",
+    "pipeline": "preloaded",
+    "model_options": {},
+    "synthetic": None,
+    "train_samples": 0,
+    "test_samples": 0,
+}
+TORCH_S = [20.0, 21.0, 22.0, 23.0, 24.0, 25.0]
+TF_S = [10.0, 11.5, 12.0, 13.0, 14.5, 15.0]
+
+
+def _store(path: Path, fingerprint: dict) -> tuple[Store, int]:
+    """One run: torch and TensorFlow mlp, 6 measured repeats after a warm-up, known values."""
+    store = Store(path)
+    run_id = store.create_run(
+        name="study t v1 smoke",
+        command="test",
+        config_source="test",
+        config_text="",
+        experiment={},
+        environment=fingerprint,
+        version="0",
+    )
+    for position, (fw, times, accuracy, util) in enumerate(
+        (("torch", TORCH_S, 0.93, 90.0), ("tensorflow", TF_S, 0.90, 60.0))
+    ):
+        tid = store.add_trial(
+            run_id,
+            case_key=fw,
+            block=0,
+            position=position,
+            case={**CASE, "framework": fw, "variant": "v"},
+            protocol={"repeats": len(times), "warmup": 1},
+        )
+        store.start_trial(tid)
+        rows = [Measurement(0, True, "train", "time", 999.0, "s")]  # a warm-up: never counted
+        for r, t in enumerate(times, start=1):
+            rows += [
+                Measurement(r, False, "train", "time", t, "s"),
+                Measurement(r, False, "accuracy", "accuracy", accuracy, "fraction"),
+                Measurement(r, False, "train", "cpu.process_util:mean", util + r, "%"),
+            ]
+        store.add_measurements(tid, rows)
+        store.finish_trial(tid, status="ok", error=None, returncode=0, wall_s=1.0, stderr="")
+    return store, run_id
+
+
+FACTS = (
+    FACTS_HEAD
+    + """
+[[fact]]
+ref = "Table 1"
+machine = "cpu"
+framework = "torch"
+model = "mlp"
+quantity = "train_time"
+statistic = "mean"
+value = 2.0
+unit = "min"
+text = "torch time"
+
+[[fact]]
+ref = "Table 1"
+machine = "cpu"
+framework = "tensorflow"
+model = "mlp"
+quantity = "train_time"
+statistic = "mean"
+value = 1.0
+unit = "min"
+text = "tf time"
+
+[[fact]]
+ref = "Table 2"
+machine = "cpu"
+framework = "torch"
+model = "mlp"
+quantity = "accuracy"
+statistic = "mean"
+value = 91.0
+unit = "%"
+text = "torch accuracy"
+
+[[fact]]
+ref = "Table 3"
+machine = "cpu"
+framework = "both"
+model = "mlp"
+quantity = "p_value"
+statistic = "value"
+value = 1e-5
+unit = ""
+text = "paired Wilcoxon of train time"
+where = { phase = "train", variable = "time" }
+
+[[fact]]
+ref = "Table 3"
+machine = "cpu"
+framework = "torch"
+model = "mlp"
+quantity = "p_value"
+statistic = "max"
+value = 1e-10
+unit = ""
+text = "KS normality of torch's train time"
+where = { phase = "train", variable = "time" }
+
+[[fact]]
+ref = "Fig. 9"
+machine = "cpu"
+framework = "torch"
+model = "mlp"
+quantity = "gpu_energy"
+statistic = "mean"
+value = 5.0
+unit = "J"
+text = "GPU energy"
+
+[[claim]]
+ref = "Section 5"
+quantity = "train_time"
+model = "mlp"
+machine = "cpu"
+better = "tensorflow"
+text = "TensorFlow trains faster"
+
+[[claim]]
+ref = "Section 5"
+quantity = "accuracy"
+model = "mlp"
+machine = "cpu"
+better = "torch"
+text = "PyTorch is more accurate"
+"""
+)
+STUDY = """
+[study]
+name = "t"
+version = 1
+seed = "999"
+title = "a test study"
+
+[scale.quick]
+changes = ["fewer"]
+
+[scale.smoke]
+changes = ["fewest"]
+
+[matrix]
+framework = ["torch", "tensorflow"]
+model = ["mlp"]
+"""
+
+
+def _comparison(tmp_path: Path, fingerprints: list[dict]):
+    study = spec_module.parse(STUDY, "t.toml")
+    facts = facts_module.parse(FACTS, "f.toml")
+    machines = []
+    for i, fp in enumerate(fingerprints):
+        store, run_id = _store(tmp_path / f"m{i}.db", fp)
+        results = Results.of_store(store)
+
+        def compare(a, b, metric, results=results, run_id=run_id):
+            return results.compare(a, b, metric=metric, run=run_id)
+
+        machines.append(
+            paper_vs_run.Machine(
+                paper_vs_run.machine_label(fp),
+                run_id,
+                results.summary(run_id),
+                compare,
+                fp,
+                results.measurements(run_id),
+            )
+        )
+    return study, facts, paper_vs_run.compare(study, facts, machines)
+
+
+def test_paper_numbers_beside_ours_in_the_papers_units(tmp_path: Path):
+    _, _, comparison = _comparison(tmp_path, [{"cpu_model": "Test CPU", "physical_cores": 2}])
+    ours = {(r.fact.ref, r.fact.framework, r.fact.quantity, r.fact.statistic): r.ours for r in comparison.facts}
+    col = ("Test CPU, 2 cores", "this run")
+    # mean of the six measured repeats (the warm-up's 999 s left out), in minutes
+    assert ours[("Table 1", "torch", "train_time", "mean")][col].value == pytest.approx(np.mean(TORCH_S) / 60)
+    assert ours[("Table 1", "torch", "train_time", "mean")][col].n == 6
+    assert ours[("Table 2", "torch", "accuracy", "mean")][col].value == pytest.approx(93.0)
+    wilcoxon = ours[("Table 3", "both", "p_value", "value")][col]
+    assert wilcoxon.value == pytest.approx(stats.wilcoxon(TORCH_S, TF_S).pvalue) and wilcoxon.n == 6
+    z = (np.array(TORCH_S) - np.mean(TORCH_S)) / np.std(TORCH_S, ddof=1)
+    assert ours[("Table 3", "torch", "p_value", "max")][col].value == pytest.approx(stats.kstest(z, "norm").pvalue)
+    energy = ours[("Fig. 9", "torch", "gpu_energy", "mean")][col]
+    assert energy.value is None and "not measured on this machine" in energy.why
+
+
+def test_framework_ratios_and_claims_are_read_in_both_directions(tmp_path: Path):
+    _, _, comparison = _comparison(tmp_path, [{"cpu_model": "Test CPU", "physical_cores": 2}])
+    (ratio,) = [r for r in comparison.ratios if r.quantity == "train_time"]
+    assert ratio.paper_ratio == pytest.approx(2.0) and ratio.lower_is_better
+    ours = ratio.ours[("Test CPU, 2 cores", "this run")]
+    # the report's ratio of medians, torch / TensorFlow, with its CI strictly above 1
+    assert ours["ratio"] == pytest.approx(np.median(TORCH_S) / np.median(TF_S))
+    assert ours["ci"][0] > 1 and ours["verdict"] == "slower"
+    assert paper_vs_run.agreement(ratio.paper_ratio, ours, True) == "agrees"
+    # the same ratio set against a paper that found PyTorch faster: opposite direction
+    assert paper_vs_run.agreement(0.5, ours, True) == "differs"
+    claims = {c.claim.text: v for c in comparison.claims for v in c.ours.values()}
+    assert claims["TensorFlow trains faster"] == "agrees"
+    assert claims["PyTorch is more accurate"] == "agrees"
+
+
+def test_machines_stay_apart_and_the_section_names_each(tmp_path: Path):
+    from dlbench.report import markdown, study_section
+
+    fingerprints = [{"cpu_model": "CPU A", "physical_cores": 2}, {"cpu_model": "CPU B", "physical_cores": 8}]
+    study, facts, comparison = _comparison(tmp_path, fingerprints)
+    assert [m.label for m in comparison.machines] == ["CPU A, 2 cores", "CPU B, 8 cores"]
+    preface = study_section.build(study, facts, comparison, "smoke", ("fewest",))
+    text = "\n".join(markdown.preface(preface))
+    every = next(t for t in preface.tables if t.title.startswith("Every number"))
+    assert [c for c in every.columns if c.startswith("ours")] == ["ours: CPU A, 2 cores", "ours: CPU B, 8 cores"]
+    assert len(every.rows) == len(facts.facts)
+    for ref in ("Table 1", "Table 2", "Table 3", "Fig. 9", "Section 5"):
+        assert ref in text
+    assert "same direction in 2, opposite in 0" in text  # the train-time ratio on each machine
+
+
+@pytest.mark.parametrize("name", studies.NAMES)
+def test_study_smoke_runs_and_reports_every_fact(name: str, tmp_path: Path):
+    db = tmp_path / "s.db"
+    run = subprocess.run(
+        [*DLBENCH, "study", "run", name, "--scale", "smoke", "--db", str(db)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=900,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "The paper vs this run" in run.stdout
+    out = tmp_path / "report.md"
+    report = subprocess.run(
+        [*DLBENCH, "study", "report", name, "--db", str(db), "--format", "markdown", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert report.returncode == 0, report.stderr
+    text = out.read_text()
+    study, facts = studies.load(name), studies.load_facts(name)
+    section = text[text.index("## The paper vs this run") :]
+    lead = section.splitlines()[2]
+    if study.lead("smoke"):
+        assert lead == study.lead("smoke")  # a substituted dataset is said first
+    every = [line for line in section.splitlines() if line.startswith("| ") and "|" in line[2:]]
+    for f in facts.facts:
+        assert any(f.ref in line for line in every), f"{name}: {f.ref} missing"
+    for c in facts.claims:
+        assert c.text[:40] in section
+    with Results(db) as results:
+        runs = results.runs()
+        assert list(runs["name"]) == [f"study {name} v{study.version} smoke"]
+        trials = results.trials()
+        assert set(trials["status"]) == {"ok"}
+
+
+def test_study_commands_refuse_bad_input_in_one_line(tmp_path: Path):
+    unknown = subprocess.run([*DLBENCH, "study", "show", "smith"], capture_output=True, text=True)
+    assert unknown.returncode == 2 and "study 'smith': unknown; studies: germino, patel" in unknown.stderr
+    scale = subprocess.run(
+        [*DLBENCH, "study", "run", "germino", "--scale", "huge", "--db", str(tmp_path / "x.db")],
+        capture_output=True,
+        text=True,
+    )
+    assert scale.returncode == 2 and "--scale 'huge': allowed: smoke, quick, paper" in scale.stderr
+    assert not (tmp_path / "x.db").exists()
+    empty = subprocess.run(
+        [*DLBENCH, "study", "report", "germino", "--db", str(tmp_path / "none.db")], capture_output=True, text=True
+    )
+    assert empty.returncode == 2 and "none.db" in empty.stderr and "Traceback" not in empty.stderr
