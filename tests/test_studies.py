@@ -16,6 +16,7 @@ from scipy import stats
 
 from dlbench import studies
 from dlbench.config import ConfigError
+from dlbench.env import machine_label
 from dlbench.plan import expand
 from dlbench.results import Results
 from dlbench.store import Measurement, Store
@@ -313,7 +314,7 @@ def _comparison(tmp_path: Path, fingerprints: list[dict]):
 
         machines.append(
             paper_vs_run.Machine(
-                paper_vs_run.machine_label(fp),
+                machine_label(fp),
                 run_id,
                 results.summary(run_id),
                 compare,
@@ -424,3 +425,49 @@ def test_study_commands_refuse_bad_input_in_one_line(tmp_path: Path):
         [*DLBENCH, "study", "report", "germino", "--db", str(tmp_path / "none.db")], capture_output=True, text=True
     )
     assert empty.returncode == 2 and "none.db" in empty.stderr and "Traceback" not in empty.stderr
+
+
+def test_report_sets_two_machines_side_by_side_without_pooling(tmp_path: Path):
+    for name, cpu in (("a.db", "CPU A"), ("b.db", "CPU B")):
+        store, _ = _store(tmp_path / name, {"cpu_model": cpu, "physical_cores": 4})
+        store.close()
+    result = subprocess.run(
+        [*DLBENCH, "report", "--db", "a.db", "--db", "b.db", "--format", "markdown"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    assert text.index("## Machines side by side") < text.index("Answer")
+    header = next(line for line in text.splitlines() if line.startswith("| case |"))
+    assert "CPU A, 4 cores" in header and "CPU B, 4 cores" in header
+    torch_row = next(line for line in text.splitlines() if line.startswith("| torch:v mlp"))
+    median = f"{np.median(TORCH_S):.4g}"
+    # one cell per machine (Markdown escapes the brackets), n = 6 each: never pooled into 12
+    assert torch_row.count(median + " \\[") == 2 and torch_row.count("(6)") == 2
+    mismatched = subprocess.run(
+        [*DLBENCH, "report", "--db", "a.db", "--db", "b.db", "--run", "1", "--run", "1", "--run", "1"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert mismatched.returncode == 2 and "give one --run per --db" in mismatched.stderr
+
+
+def test_a_setting_with_levels_per_framework_compares_the_two_cases_repeats(tmp_path: Path):
+    from dlbench.analysis import stats as dl_stats
+
+    store, run_id = _store(tmp_path / "x.db", {"cpu_model": "Test CPU", "physical_cores": 2})
+    results = Results.of_store(store)
+    machine = paper_vs_run.Machine("m", run_id, results.summary(run_id), None, {}, results.measurements(run_id))
+    setting = spec_module.Setting("cited code", {"torch": {"batch_size": 32}, "tensorflow": {"batch_size": 32}})
+    assert paper_vs_run.per_framework(setting)
+    study = spec_module.parse(STUDY, "t.toml")
+    ratio = paper_vs_run.RatioRow("Table 1", "mlp", "train_time", "mean", {}, "cpu", 2.0, True)
+    ours = paper_vs_run._ratio_ours(machine, study, ratio, setting)
+    expected = dl_stats.compare_many({"torch": TORCH_S, "tensorflow": TF_S}, paired=False).pairwise[0][2]
+    assert ours["ratio"] == pytest.approx(np.median(TORCH_S) / np.median(TF_S))
+    assert ours["ci"] == pytest.approx(expected.ratio_ci) and ours["verdict"] == "slower"
+    missing = spec_module.Setting("other", {"torch": {"batch_size": 4}})
+    assert not paper_vs_run._present(missing, [machine])

@@ -687,7 +687,10 @@ FORMAT = Annotated[
 
 @app.command()
 def report(
-    run_id: Annotated[int | None, typer.Option("--run", help="Run id (default: the latest).")] = None,
+    run_ids: Annotated[
+        list[int] | None,
+        typer.Option("--run", help="Run id (default: the latest); repeat it for runs of several machines."),
+    ] = None,
     fmt: FORMAT = "console",
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Write the report to this file (default: standard output).")
@@ -717,13 +720,22 @@ def report(
             "one-row-per-case summary.",
         ),
     ] = False,
-    db: DB = Path("dlbench.db"),
+    dbs: Annotated[
+        list[Path] | None,
+        typer.Option("--db", help="SQLite results database; repeat it to set machines side by side."),
+    ] = None,
 ) -> None:
     """Report of a stored run, the answer first (who is faster, by how much, is it real), then summary
     tables (n, mean ± sd, median, Q1, Q3), latency, telemetry and verdicts; as console tables, Markdown,
-    LaTeX, HTML or CSV."""
+    LaTeX, HTML or CSV. Several --db (or --run) taken on different machines: first a section with one
+    column group per machine (nothing pooled), then the first run's report."""
     from dlbench.report.formats import FORMATS
     from dlbench.store import StoreError
+
+    paths = dbs or [Path("dlbench.db")]
+    picked = _collect_runs(paths, list(run_ids or []), lambda store: [store.run(None)["id"]])
+    preface = _machines_preface(picked) if len(picked) > 1 else None
+    run_id = picked[0][1]
 
     if fmt not in FORMATS:
         _fail(f"--format {fmt!r}: allowed: {', '.join(FORMATS)}")
@@ -731,7 +743,7 @@ def report(
         _fail("--out needs a written format (markdown, latex, html or csv); console output goes to the terminal")
     if latex_tables is not None and fmt != "latex":
         _fail(f"--latex-tables writes LaTeX tables: it needs --format latex (got --format {fmt})")
-    store = _open_store(db, readonly=True)
+    store = picked[0][0]
     try:
         row = store.run(run_id)
     except StoreError as exc:
@@ -752,12 +764,12 @@ def report(
         )
     if fmt == "console":
         console.print(f"command: {row['command']}", highlight=False)
-        _print_report(store, row["id"], details)
+        _print_report(store, row["id"], details, preface=preface)
         return
     from dlbench.report.formats import render
 
     base = (out.parent if out is not None else Path.cwd()) if made else None
-    text = render(store, row["id"], fmt, made, base)
+    text = render(store, row["id"], fmt, made, base, preface=preface)
     if latex_tables is not None:
         from dlbench.report.latex import bare_tables
         from dlbench.report.model import build_report
@@ -778,6 +790,43 @@ def report(
     except OSError as exc:
         _fail(f"cannot write {out}: {exc}")
     console.print(f"wrote the {fmt} report of run {row['id']} to {out}", highlight=False)
+
+
+def _collect_runs(paths: list[Path], ids: list[int], default) -> list[tuple[Any, int]]:
+    """(store, run id) for each --db and --run: one database with several --run, several
+    databases with one --run each (or none: `default(store)` picks), read-only."""
+    from dlbench.store import StoreError
+
+    if len(paths) > 1 and len(ids) > 1 and len(ids) != len(paths):
+        _fail(f"--run given {len(ids)} times for {len(paths)} --db: give one --run per --db, or none")
+    picked: list[tuple[Any, int]] = []
+    for i, path in enumerate(paths):
+        store = _open_store(path, readonly=True)
+        wanted = ids if len(paths) == 1 else ([ids[i]] if ids else [])
+        try:
+            for rid in wanted or default(store):
+                store.run(rid)
+                picked.append((store, rid))
+        except StoreError as exc:
+            _fail(str(exc) if len(paths) == 1 else f"{path}: {exc}")
+    return picked
+
+
+def _machines_preface(picked: list[tuple[Any, int]]):
+    from dlbench.report import machines
+    from dlbench.results import Results
+
+    runs = []
+    for store, rid in picked:
+        row = store.run(rid)
+        runs.append(
+            machines.MachineRun(
+                rid, str(store.path), json.loads(row["environment_json"] or "{}"), Results.of_store(store).summary(rid)
+            )
+        )
+    preface = machines.build(runs)
+    preface.lines.append(f"The report below is run {picked[0][1]}'s, of {picked[0][0].path} (the first machine).")
+    return preface
 
 
 @app.command()
@@ -1246,6 +1295,7 @@ def _study_runs(store, study) -> list[dict]:
 
 def _study_preface(study, facts, runs: list[tuple[Any, int]]):
     """The paper vs this run section for one or more (store, run id), one machine each."""
+    from dlbench.env import machine_label
     from dlbench.report import study_section
     from dlbench.results import Results
     from dlbench.studies import paper_vs_run
@@ -1257,7 +1307,7 @@ def _study_preface(study, facts, runs: list[tuple[Any, int]]):
         row = store.run(run_id)
         scales.append(str(row["name"]).rsplit(" ", 1)[-1])
         fingerprint = json.loads(row["environment_json"] or "{}")
-        label = paper_vs_run.machine_label(fingerprint)
+        label = machine_label(fingerprint)
         if any(m.label == label for m in machines):
             label += f" (run {run_id})"
 
@@ -1299,7 +1349,6 @@ def study_report(
     """The paper vs this run (every number of the paper beside ours, framework ratios and their direction,
     the paper's claims checked; one column group per machine), then the run's own report."""
     from dlbench.report.formats import FORMATS
-    from dlbench.store import StoreError
 
     if fmt not in FORMATS or fmt in ("csv",):
         _fail(f"--format {fmt!r}: allowed: {', '.join(f for f in FORMATS if f != 'csv')}")
@@ -1307,24 +1356,14 @@ def study_report(
         _fail("--out needs a written format (markdown, latex or html); console output goes to the terminal")
     study, facts = _study(name)
     paths = dbs or [Path("dlbench.db")]
-    ids = list(run_ids or [])
-    if len(ids) > 1 and len(paths) > 1 and len(ids) != len(paths):
-        _fail(f"--run given {len(ids)} times for {len(paths)} --db: give one --run per --db, or none")
-    runs: list[tuple[Any, int]] = []
-    for i, path in enumerate(paths):
-        store = _open_store(path, readonly=True)
-        wanted = ids if len(paths) == 1 and ids else ([ids[i]] if ids else [])
-        try:
-            if not wanted:
-                found = _study_runs(store, study)
-                if not found:
-                    _fail(f"{path}: no run of study {name}; run one with: dlbench study run {name} --db {path}")
-                wanted = [max(r["id"] for r in found)]
-            for rid in wanted:
-                store.run(rid)
-                runs.append((store, rid))
-        except StoreError as exc:
-            _fail(str(exc))
+
+    def latest_of_study(store) -> list[int]:
+        found = _study_runs(store, study)
+        if not found:
+            _fail(f"{store.path}: no run of study {name}; run one with: dlbench study run {name} --db {store.path}")
+        return [max(r["id"] for r in found)]
+
+    runs = _collect_runs(paths, list(run_ids or []), latest_of_study)
     preface = _study_preface(study, facts, runs)
     store, first = runs[0]
     if fmt == "console":

@@ -158,3 +158,14 @@ def fingerprint() -> dict[str, Any]:
         "dlbench_git": git_revision(),
         "cwd": os.getcwd(),
     }
+
+
+def machine_label(fingerprint: dict[str, Any]) -> str:
+    """A machine in a few words, from a stored fingerprint: CPU model, cores, GPUs."""
+    cpu = fingerprint.get("cpu_model") or "unknown CPU"
+    cores = fingerprint.get("physical_cores")
+    gpus = fingerprint.get("gpus")
+    # The fingerprint holds a list of devices, or a sentence saying why there are none.
+    names = [g.get("name", "GPU") if isinstance(g, dict) else str(g) for g in gpus] if isinstance(gpus, list) else []
+    label = f"{cpu}, {cores} cores" if cores else str(cpu)
+    return label + (", " + ", ".join(names) if names else "")

@@ -65,6 +65,8 @@ def answer(report) -> list[str]:
     subject = None
     for item in a.items:
         if item.subject != subject:
+            # A blank line first: right after a list, the bold line would join its last item.
+            parts += [""] if subject is not None else []
             subject = item.subject
             parts += [f"**{escape(subject)}**", ""]
         parts.append(f"- *{escape(item.metric)}*: {escape(item.best)}")

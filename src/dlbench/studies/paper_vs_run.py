@@ -200,8 +200,19 @@ def _case_filter(study: Study, fact_model: str, framework: str, where: dict[str,
     if fact_model != "all":
         wanted["model"] = study.fact_models.get(fact_model, fact_model)
     wanted.update({k: v for k, v in where.items() if k != "phase"})
-    wanted.update(setting.where)
+    wanted.update(_flat(setting))
+    wanted.update(setting.where.get(wanted["framework"], {}))
     return wanted
+
+
+def _flat(setting: Setting) -> dict[str, Any]:
+    """The levels a setting gives every framework (a table under a framework's name is that framework's own)."""
+    return {k: v for k, v in setting.where.items() if not isinstance(v, dict)}
+
+
+def per_framework(setting: Setting) -> bool:
+    """Whether the setting gives frameworks different levels: then its cases are not one comparison set."""
+    return any(isinstance(v, dict) for v in setting.where.values())
 
 
 def _unmatched_keys(where: dict[str, Any], columns: Any) -> list[str]:
@@ -319,7 +330,9 @@ def _ratio_ours(machine: Machine, study: Study, ratio: RatioRow, setting: Settin
     out: dict[str, Any] = {"ratio": torch_v.value / tf_v.value, "ci": None, "verdict": None}
     phase, metric, _ = MEASURED[ratio.quantity]
     phase = ratio.where.get("phase", phase)
-    if metric == "time" and machine.compare is not None:
+    if metric == "time" and per_framework(setting) and machine.measurements is not None:
+        out.update(_across_sets(machine, study, ratio, setting, phase))
+    elif metric == "time" and machine.compare is not None:
         try:
             frame = machine.compare("torch", "tensorflow", f"{phase}.{metric}")
         except ValueError:
@@ -336,6 +349,30 @@ def _ratio_ours(machine: Machine, study: Study, ratio: RatioRow, setting: Settin
                 out["test"] = r["test"]
                 out["p"] = None if _missing(r["p_adjusted"]) else float(r["p_adjusted"])
     return out
+
+
+def _across_sets(machine: Machine, study: Study, ratio: RatioRow, setting: Setting, phase: str) -> dict[str, Any]:
+    """torch / TensorFlow for a setting whose two cases differ in more than the framework
+    (the paper's cited code): the two cases' measured repeats compared directly, with the
+    statistics of the report (ratio of medians, bootstrap CI, Mann-Whitney), unpaired."""
+    from dlbench.analysis import stats
+    from dlbench.analysis.comparisons import ALPHA as REPORT_ALPHA
+    from dlbench.analysis.comparisons import BAND
+
+    x = _sample(machine, study, ratio.quantity, phase, "torch", ratio.model, ratio.where, setting)
+    y = _sample(machine, study, ratio.quantity, phase, "tensorflow", ratio.model, ratio.where, setting)
+    if x is None or y is None or len(x) < 2 or len(y) < 2:
+        return {}
+    result = stats.compare_many({"torch": list(x), "tensorflow": list(y)}, paired=False, alpha=REPORT_ALPHA, band=BAND)
+    ((a, _, comp),) = result.pairwise
+    comp = comp if a == "torch" else stats.reverse(comp)
+    return {
+        "ratio": float(comp.ratio),
+        "ci": (float(comp.ratio_ci[0]), float(comp.ratio_ci[1])),
+        "verdict": comp.verdict,
+        "test": comp.test,
+        "p": None if comp.p_adjusted is None else float(comp.p_adjusted),
+    }
 
 
 def direction(ratio: float, lower_is_better: bool) -> str:
@@ -432,9 +469,17 @@ def _device(facts: Facts, machine_id: str) -> str | None:
 
 
 def _present(setting: Setting, machines: list[Machine]) -> bool:
+    """Whether some machine ran a case of the setting (for each framework it names apart)."""
     if not setting.where:
         return True
-    return any(len(m.summary) and m.summary.apply(lambda r: _matches(r, setting.where), axis=1).any() for m in machines)
+    own = [k for k, v in setting.where.items() if isinstance(v, dict)]
+    wanted = [{**_flat(setting), "framework": fw, **setting.where[fw]} for fw in own] or [_flat(setting)]
+    for m in machines:
+        if not len(m.summary):
+            continue
+        if all(m.summary.apply(lambda r, w=w: _matches(r, w), axis=1).any() for w in wanted):
+            return True
+    return False
 
 
 def compare(study: Study, facts: Facts, machines: list[Machine]) -> Comparison:
@@ -463,18 +508,3 @@ def compare(study: Study, facts: Facts, machines: list[Machine]) -> Comparison:
         for c in facts.claims
     ]
     return Comparison(fact_rows, ratios, claims, [s.name for s in settings], machines)
-
-
-def machine_label(fingerprint: dict[str, Any]) -> str:
-    """A machine in a few words, from a run's environment fingerprint."""
-    cpu = fingerprint.get("cpu_model") or "unknown CPU"
-    cores = fingerprint.get("physical_cores")
-    gpus = fingerprint.get("gpus")
-    # The fingerprint holds a list of devices, or a sentence saying why there are none.
-    gpu_names = (
-        [g.get("name", "GPU") if isinstance(g, dict) else str(g) for g in gpus] if isinstance(gpus, list) else []
-    )
-    label = f"{cpu}, {cores} cores" if cores else str(cpu)
-    if gpu_names:
-        label += ", " + ", ".join(gpu_names)
-    return label
