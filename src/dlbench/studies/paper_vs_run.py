@@ -78,6 +78,7 @@ TIME_UNITS = {"s": 1.0, "sec": 1.0, "ms": 1e3, "us": 1e6, "min": 1 / 60, "h": 1 
 ENERGY_UNITS = {"J": 1.0, "kJ": 1e-3, "Wh": 1 / 3600, "kWh": 1 / 3.6e6}
 MEMORY_UNITS = {"bytes": 1.0, "B": 1.0, "KB": 1e-3, "MB": 1e-6, "GB": 1e-9, "KiB": 2**-10, "MiB": 2**-20, "GiB": 2**-30}
 ALIASES = {"keras": "tensorflow"}
+CLASSICAL = ("sklearn",)  # frameworks whose models have no init, optimizer or learning rate
 PAIR = ("torch", "tensorflow")
 
 
@@ -200,6 +201,8 @@ def _case_filter(study: Study, fact_model: str, framework: str, where: dict[str,
     if fact_model != "all":
         wanted["model"] = study.fact_models.get(fact_model, fact_model)
     wanted.update({k: v for k, v in where.items() if k != "phase"})
+    if wanted["framework"] in CLASSICAL:
+        return wanted  # no init, optimizer or rate: the study's settings do not apply
     wanted.update(_flat(setting))
     wanted.update(setting.where.get(wanted["framework"], {}))
     return wanted
@@ -330,9 +333,11 @@ def _ratio_ours(machine: Machine, study: Study, ratio: RatioRow, setting: Settin
     out: dict[str, Any] = {"ratio": torch_v.value / tf_v.value, "ci": None, "verdict": None}
     phase, metric, _ = MEASURED[ratio.quantity]
     phase = ratio.where.get("phase", phase)
-    if metric == "time" and per_framework(setting) and machine.measurements is not None:
+    # Times and accuracy are tested (the report's test and CI); other quantities are medians only.
+    tested = metric in ("time", "accuracy")
+    if tested and per_framework(setting) and machine.measurements is not None:
         out.update(_across_sets(machine, study, ratio, setting, phase))
-    elif metric == "time" and machine.compare is not None:
+    elif tested and machine.compare is not None:
         try:
             frame = machine.compare("torch", "tensorflow", f"{phase}.{metric}")
         except ValueError:
@@ -343,7 +348,13 @@ def _ratio_ours(machine: Machine, study: Study, ratio: RatioRow, setting: Settin
             rows = frame[frame.apply(lambda r: _matches(r, wanted), axis=1)]
             if len(rows):
                 r = rows.iloc[0]
-                if ratio.quantity in ("train_time", "infer_time", "train_time_per_epoch", "train_step_time"):
+                if ratio.quantity in (
+                    "train_time",
+                    "infer_time",
+                    "train_time_per_epoch",
+                    "train_step_time",
+                    "accuracy",
+                ):
                     out.update(ratio=float(r["ratio_a_over_b"]), ci=(float(r["ci_low"]), float(r["ci_high"])))
                 out["verdict"] = r["verdict"]
                 out["test"] = r["test"]
@@ -442,11 +453,13 @@ def _claim_verdict(machine: Machine, study: Study, claim: Claim, setting: Settin
         else [study.fact_models.get(claim.model, claim.model)]
     )
     seen = []
+    untested = False
     for model in models:
         ratio = RatioRow(claim.ref, model, claim.quantity, "median", claim.where, "", 1.0, lower)
         ours = _ratio_ours(machine, study, ratio, setting)
         if "ratio" not in ours:
             continue
+        untested = untested or ours.get("ci") is None
         if ours.get("ci") is not None and ours["ci"][0] <= 1 <= ours["ci"][1]:
             seen.append("none")
         else:
@@ -454,6 +467,8 @@ def _claim_verdict(machine: Machine, study: Study, claim: Claim, setting: Settin
     if not seen:
         return "not measured"
     if claim.better == "none":
+        if untested:
+            return "not tested here (medians only)"  # no test: equality can be neither shown nor refuted
         return "agrees" if all(s == "none" for s in seen) else "differs"
     if all(s == claim.better for s in seen):
         return "agrees"
