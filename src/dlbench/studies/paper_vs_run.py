@@ -316,7 +316,9 @@ def _test(machine: Machine, study: Study, framework: str, model: str, where: dic
             return Value(None, why=f"{len(pairs)} pairs: too few (or all equal) for the paired Wilcoxon test")
         return Value(float(stats.wilcoxon(pairs["x"], pairs["y"]).pvalue), len(pairs))
     sample = _sample(machine, study, quantity, phase, ALIASES.get(framework, framework), model, where, setting)
-    if sample is None or len(sample) < 3 or float(sample.std()) == 0:
+    if sample is None:
+        return Value(None, why=f"{phase} {MEASURED[quantity][1]} not measured here")
+    if len(sample) < 3 or float(sample.std()) == 0:
         return Value(None, why=f"{phase} {MEASURED[quantity][1]}: too few distinct values for the KS test here")
     z = (sample - sample.mean()) / sample.std()
     return Value(float(stats.kstest(z, "norm").pvalue), len(sample))
