@@ -204,8 +204,8 @@ def _ratio_table(comparison: Comparison, columns: list[tuple[str, str]]) -> Tabl
             *(_ratio_cell(r.ours[c], r.paper_ratio, r.lower_is_better) for c in columns),
         )
     t.caption = (
-        "ratio < 1: PyTorch smaller (faster for times). Ours: the ratio of medians with the 95% CI "
-        "and the verdict of the run's report where the quantity is a time."
+        "ratio < 1: PyTorch smaller (faster for times). Ours: the ratio of medians; for times and accuracy "
+        "with the 95% CI of the run's own test (and its verdict for times); other quantities: medians only."
     )
     return t
 
