@@ -732,17 +732,17 @@ def report(
     from dlbench.report.formats import FORMATS
     from dlbench.store import StoreError
 
-    paths = dbs or [Path("dlbench.db")]
-    picked = _collect_runs(paths, list(run_ids or []), lambda store: [store.run(None)["id"]])
-    preface = _machines_preface(picked) if len(picked) > 1 else None
-    run_id = picked[0][1]
-
     if fmt not in FORMATS:
         _fail(f"--format {fmt!r}: allowed: {', '.join(FORMATS)}")
     if fmt == "console" and out is not None:
         _fail("--out needs a written format (markdown, latex, html or csv); console output goes to the terminal")
     if latex_tables is not None and fmt != "latex":
         _fail(f"--latex-tables writes LaTeX tables: it needs --format latex (got --format {fmt})")
+    # The flags are checked first: a bad flag is named before any database is opened.
+    paths = dbs or [Path("dlbench.db")]
+    picked = _collect_runs(paths, list(run_ids or []), lambda store: [store.run(None)["id"]])
+    preface = _machines_preface(picked) if len(picked) > 1 else None
+    run_id = picked[0][1]
     store = picked[0][0]
     try:
         row = store.run(run_id)
