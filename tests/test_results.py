@@ -19,6 +19,7 @@ from dlbench import results
 from dlbench.analysis.comparisons import run_vs_run, within_run
 from dlbench.analysis.stats import reverse
 from dlbench.cli import app
+from dlbench.plan import DISTRIBUTION_DEFAULTS
 from dlbench.store import Store
 
 runner = CliRunner()
@@ -107,6 +108,8 @@ def test_trials_one_row_per_trial_with_every_factor(db: Path):
     assert sorted(first["framework"]) == ["numpy", "torch"] and set(first["status"]) == {"ok"}
     for _, t in trials.iterrows():
         case = json.loads(_sql(db, "SELECT case_json FROM trials WHERE id=?", int(t["trial_id"]))[0][0])
+        # A single-device case stores no strategy, world size or batch scope: their defaults.
+        case = {**DISTRIBUTION_DEFAULTS, **case}
         for factor in results.FACTOR_COLUMNS:
             assert (t[factor] is None or t[factor] is pd.NA) if case[factor] is None else t[factor] == case[factor]
     assert runs["id"].tolist() == [1, 2] and list(runs.columns) == list(results.RUN_COLUMNS)

@@ -20,8 +20,16 @@ def case_label(case: Mapping[str, Any], *, framework: bool = True, setting: bool
     parts: list[str] = []
     if framework:
         parts.append(f"{case['framework']}:{case['variant']}")
+        # A data-parallel strategy is part of how the framework runs, like its variant:
+        # the cases of one world size compare across frameworks and strategies.
+        if case.get("strategy", "single") != "single":
+            parts.append(str(case["strategy"]))
     if setting:
         parts += [str(case["model"]), str(case["dataset"]), f"b{case['batch_size']}"]
+        if case.get("world_size", 1) > 1:
+            scope = "/replica" if case.get("batch_scope") == "per-replica" else " global"
+            parts[-1] += scope
+            parts.append(f"x{case['world_size']} replicas")
         if case.get("input_shape"):
             parts.append(f"in{case['input_shape']}")
         parts += [str(case[k]) for k in ("precision", "layout") if case.get(k) not in (None, "float32", "native")]

@@ -82,6 +82,22 @@ PipelineOpt = Annotated[
     ),
 ]
 LayoutOpt = Annotated[str | None, typer.Option(help="native, channels-last and/or channels-first, comma-separated.")]
+StrategyOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Training strategies, comma-separated: single, ddp, dp (torch), mirrored (tensorflow), "
+        "multiworker (tensorflow, jax), sharded (jax)."
+    ),
+]
+WorldSizeOpt = Annotated[
+    str | None, typer.Option(help="Data-parallel replicas, comma-separated (e.g. 1,2); 1 = one device.")
+]
+BatchScopeOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Is --batch-size the global batch (strong scaling, the default) or each replica's (per-replica: weak)?"
+    ),
+]
 OptionOpt = Annotated[
     list[str] | None, typer.Option(help="A model option, MODEL.OPTION=VALUE (repeatable), e.g. lstm.hidden=650.")
 ]
@@ -163,6 +179,8 @@ def _plan(
     layout=None,
     options=None,
     pipeline=None,
+    strategy=None,
+    world_size=None,
 ):
     from dlbench.plan import expand
 
@@ -180,6 +198,8 @@ def _plan(
             "precision": _split(precision),
             "layout": _split(layout),
             "pipeline": _split(pipeline),
+            "strategy": _split(strategy),
+            "world_size": _split(world_size, int, "--world-size"),
         },
         protocol,
         options,
@@ -216,6 +236,9 @@ def run(
     precision: PrecisionOpt = None,
     layout: LayoutOpt = None,
     pipeline: PipelineOpt = None,
+    strategy: StrategyOpt = None,
+    world_size: WorldSizeOpt = None,
+    batch_scope: BatchScopeOpt = None,
     option: OptionOpt = None,
     epochs: Annotated[int | None, typer.Option(help="Epochs per training repeat.")] = None,
     steps: Annotated[int | None, typer.Option(help="Optimizer steps per training repeat (instead of epochs).")] = None,
@@ -322,6 +345,7 @@ def run(
         memory_limit=memory_limit,
         target_accuracy=target_accuracy,
         tta_budget=tta_budget,
+        batch_scope=batch_scope,
     )
     try:
         plan = _plan(
@@ -339,6 +363,8 @@ def run(
             layout,
             option,
             pipeline,
+            strategy,
+            world_size,
         )
     except KeyboardInterrupt as exc:
         _exit_on_signal(exc, "nothing was stored")
@@ -552,6 +578,9 @@ def plan(
     precision: PrecisionOpt = None,
     layout: LayoutOpt = None,
     pipeline: PipelineOpt = None,
+    strategy: StrategyOpt = None,
+    world_size: WorldSizeOpt = None,
+    batch_scope: BatchScopeOpt = None,
     option: OptionOpt = None,
     epochs: Annotated[int | None, typer.Option(help="Epochs per training repeat.")] = None,
     steps: Annotated[int | None, typer.Option(help="Optimizer steps per training repeat.")] = None,
@@ -563,7 +592,15 @@ def plan(
     """Dry run: the trials that would run, in order, and the skipped cells with reasons."""
     from dlbench.report.tables import plan_table
 
-    protocol = dict(epochs=epochs, steps=steps, repeats=repeats, warmup=warmup, trials=trials, threads=threads)
+    protocol = dict(
+        epochs=epochs,
+        steps=steps,
+        repeats=repeats,
+        warmup=warmup,
+        trials=trials,
+        threads=threads,
+        batch_scope=batch_scope,
+    )
     p = _plan(
         file,
         framework,
@@ -579,6 +616,8 @@ def plan(
         layout,
         option,
         pipeline,
+        strategy,
+        world_size,
     )
     _show(plan_table(p))
     _print_skipped([(s.cell, s.reason) for s in p.skipped])

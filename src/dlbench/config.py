@@ -41,6 +41,8 @@ FACTORS = (
     "precision",
     "layout",
     "pipeline",
+    "strategy",
+    "world_size",
 )
 # float32 everywhere, or bfloat16 compute with float32 weights and loss
 # (torch.autocast, Keras' "mixed_bfloat16" policy, JAX casting params and inputs).
@@ -128,6 +130,9 @@ class Protocol:
     # (a fraction; 0: off), at most `epochs` epochs and `tta_budget` seconds of training.
     target_accuracy: float = 0.0
     tta_budget: float = 0.0
+    # Distributed cases: is batch_size the global batch (strong scaling: the same work
+    # per step at every world size) or each replica's (weak scaling)? See dlbench.distributed.
+    batch_scope: str = "global"
 
 
 @dataclass(frozen=True)
@@ -169,7 +174,13 @@ MATRIX_DEFAULTS: dict[str, tuple[Any, ...]] = {
     "precision": ("float32",),
     "layout": ("native",),
     "pipeline": ("preloaded",),
+    # How training is spread (dlbench.distributed): one process on one device by default.
+    "strategy": ("single",),
+    "world_size": (1,),
 }
+# Data-parallel replicas in one trial: beyond this no machine dlbench targets has the
+# cores or devices, and the launcher would start that many processes.
+MAX_WORLD_SIZE = 1024
 
 _TOP_KEYS = ("experiment", "matrix", "protocol", "synthetic", "include", "exclude", "models")
 
@@ -252,7 +263,14 @@ _CHOICES: dict[str, Callable[[], tuple[Any, ...]]] = {
     "precision": lambda: PRECISIONS,
     "layout": lambda: LAYOUTS,
     "pipeline": lambda: PIPELINES,
+    "strategy": lambda: tuple(_strategies()),
 }
+
+
+def _strategies() -> dict[str, Any]:
+    from dlbench.distributed import STRATEGIES
+
+    return STRATEGIES
 
 
 def _check_factor(where: str, factor: str, values: tuple[Any, ...], refs: _Refs | None = None) -> tuple[Any, ...]:
@@ -288,6 +306,10 @@ def _check_factor(where: str, factor: str, values: tuple[Any, ...], refs: _Refs 
                     f"{key}: lr must be a positive number, finite and at most {MAX_LR:g}: in (0, {MAX_LR:g}]"
                 )
             v = float(v)
+        elif factor == "world_size" and not _within(v, 1, MAX_WORLD_SIZE, integer=True):
+            raise ConfigError(
+                f"{key}: world_size must be a positive integer, at most {MAX_WORLD_SIZE} (data-parallel replicas)"
+            )
         elif factor == "input_shape" and not _within(v, 0, MAX_INPUT_SHAPE, integer=True):
             raise ConfigError(
                 f"{key}: input_shape must be a positive integer, at most {MAX_INPUT_SHAPE} (the "
@@ -422,7 +444,7 @@ def validate_protocol(where: str, p: Protocol, at: Callable[[str], str] | None =
         raise ConfigError(
             f"{where}: target_accuracy trains epoch by epoch: set epochs (the most epochs to try), not steps"
         )
-    for name in ("device", "samplers", "memory_limit", "until_ci_metrics"):
+    for name in ("device", "samplers", "memory_limit", "until_ci_metrics", "batch_scope"):
         if not isinstance(getattr(p, name), str):
             raise ConfigError(f"{at(name)}: {name} = {_show(getattr(p, name))}: expected a string")
     if p.data_dir is not None and (not isinstance(p.data_dir, str) or "\0" in p.data_dir or len(p.data_dir) > MAX_PATH):
@@ -440,6 +462,13 @@ def validate_protocol(where: str, p: Protocol, at: Callable[[str], str] | None =
         ) from None
     if p.device not in DEVICES:
         raise ConfigError(f"{at('device')}: device = {_show(p.device)}: allowed: {_allowed(DEVICES)}")
+    from dlbench.distributed import BATCH_SCOPES
+
+    if p.batch_scope not in BATCH_SCOPES:
+        raise ConfigError(
+            f"{at('batch_scope')}: batch_scope = {_show(p.batch_scope)}: allowed: {_allowed(BATCH_SCOPES)} "
+            "(global: batch_size is the batch of all replicas together; per-replica: of each one)"
+        )
     try:
         parse_memory_limit(p.memory_limit)
     except ValueError as exc:

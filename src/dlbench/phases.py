@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from dlbench.frameworks.protocol import Framework, TrainSettings
 
 if TYPE_CHECKING:
+    from dlbench.distributed import DistContext
     from dlbench.plan import Case
     from dlbench.trialspec import ProtocolSpec
 from dlbench.store import Measurement
@@ -51,14 +52,17 @@ def _frozen(value: Any) -> Any:
     return tuple(_frozen(v) for v in value) if isinstance(value, list) else value
 
 
-def settings_for(case: Case, repeat: int) -> TrainSettings:
+def settings_for(case: Case, repeat: int, loss_curve: int = 0) -> TrainSettings:
     from dlbench import registry
 
     classical = case.optimizer == "none"
     return TrainSettings(
         model=case.model,
         spec=registry.model(case.model),
-        batch_size=case.batch_size,
+        # The batch of one optimizer step over all replicas (a distributed trainer
+        # splits it); the case's batch size unless its batch scope is per replica.
+        batch_size=case.global_batch,
+        loss_curve=0 if classical else loss_curve,
         # Classical models ignore epochs/optimizer; TrainSettings still wants valid values.
         epochs=1 if classical else case.epochs,
         steps=None if classical else case.steps,
@@ -84,14 +88,18 @@ def run_repeat(
     marker: Emit,
     facts: Emit | None = None,
     calibration: dict[str, Any] | None = None,
+    dist: DistContext | None = None,
 ) -> list[Measurement]:
     """One repeat; `facts(**kw)` receives what a trainer learns only after training
     (e.g. the neighbour-search algorithm scikit-learn picked), for the manifest.
     `calibration` carries the inference pass count from the trial's first repeat to
-    the next ones (one dict per trial)."""
+    the next ones (one dict per trial). `dist`: this process's place in a distributed
+    trial (`fw` then builds the data-parallel trainer); such a trial times training
+    only, and each process reports its own step time and throughput, which the
+    launcher combines (dlbench.launchers.merge)."""
     calibration = {} if calibration is None else calibration
     warm = repeat < protocol.warmup
-    settings = settings_for(case, repeat)
+    settings = settings_for(case, repeat, protocol.loss_curve)
     classical = case.optimizer == "none"
     tta = bool(protocol.target_accuracy) and not classical
     max_epochs = settings.epochs or 1
@@ -125,10 +133,20 @@ def run_repeat(
     add("train", "time", seconds, "s")
     if not classical:
         steps = settings.total_steps(n_train)
+        # The samples this process trained on per step: the global batch, or its
+        # replicas' share of it when each process is one replica of several.
+        per_step = settings.batch_size if dist is None else settings.batch_size * dist.local_replicas // dist.world_size
         add("train", "steps", float(steps), "count")
-        add("train", "throughput", steps * settings.batch_size / seconds if seconds > 0 else None, "samples/s")
+        add("train", "throughput", steps * per_step / seconds if seconds > 0 else None, "samples/s")
         for epoch, loss in enumerate(losses):
             add("train", "loss", float(loss), "nats", seq=epoch)
+        curve = getattr(trainer, "step_losses", None)
+        if settings.loss_curve and callable(curve):
+            for step, loss in enumerate(curve()):
+                add("train", "loss_step", float(loss), "nats", seq=step)
+        if dist is not None:
+            add("train", "rank_step_time", seconds / steps if steps else None, "s", seq=dist.rank)
+            add("train", "rank_throughput", steps * per_step / seconds if seconds > 0 else None, "samples/s", dist.rank)
     else:
         add("train", "throughput", n_train / seconds if seconds > 0 else None, "samples/s")
 
@@ -136,7 +154,26 @@ def run_repeat(
     learned = getattr(trainer, "manifest", None)
     if facts is not None and callable(learned):
         facts(**learned())
+    if dist is not None:
+        _communication(trainer, add)
+        return out  # a distributed trial times training; inference is a single-device question
     return _inference(trainer, case, protocol, repeat, add, marker, calibration, out)
+
+
+COMM_PROFILE_STEPS = 5  # steps profiled after the timed training, never inside it
+
+
+def _communication(trainer: Any, add: Callable[..., None]) -> None:
+    """The share of a step spent in collectives, where the framework's profiler
+    shows them (untimed steps after training; the trainer restores its state)."""
+    probe = getattr(trainer, "communication", None)
+    if not callable(probe):
+        return
+    found = probe(COMM_PROFILE_STEPS)
+    if found.get("comm_share") is not None:
+        add("comm", "share", float(found["comm_share"]), "fraction")
+    if found.get("comm_time_per_step") is not None:
+        add("comm", "time_per_step", float(found["comm_time_per_step"]), "s")
 
 
 def _time_to_accuracy(

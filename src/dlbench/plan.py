@@ -49,16 +49,39 @@ class Case:
     pipeline: str = "preloaded"
     # The model's options as (name, value) pairs, sorted (hashable); a dict in as_dict().
     model_options: tuple[tuple[str, object], ...] = ()
+    # How training is spread (dlbench.distributed). `threads` is per replica: a case
+    # at world size N uses N x threads cores whatever its strategy, so that a
+    # speed-up is measured against a single process that had the same threads each.
+    strategy: str = "single"
+    world_size: int = 1
+    batch_scope: str = "global"  # is batch_size the global batch or each replica's?
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["model_options"] = dict(self.model_options)
+        # Left out at their defaults, so that every case stored before distributed
+        # training existed keeps its key (resume and comparisons across runs match on it).
+        for name, default in DISTRIBUTION_DEFAULTS.items():
+            if d[name] == default:
+                del d[name]
         return d
+
+    @property
+    def distributed(self) -> bool:
+        return self.strategy != "single"
+
+    @property
+    def global_batch(self) -> int:
+        """The batch of one optimizer step over all replicas."""
+        return self.batch_size * self.world_size if self.batch_scope == "per-replica" else self.batch_size
 
     @property
     def key(self) -> str:
         canonical = json.dumps(self.as_dict(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+DISTRIBUTION_DEFAULTS: dict[str, Any] = {"strategy": "single", "world_size": 1, "batch_scope": "global"}
 
 
 @dataclass(frozen=True)
@@ -79,6 +102,11 @@ class Plan:
     experiment: Experiment
     trials: list[Trial] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    # Cells that pair a framework with another framework's strategy, or a one-device
+    # strategy with several replicas: not cells of this experiment at all, so neither
+    # run nor listed as skipped (a matrix of 3 frameworks x 6 strategies would
+    # otherwise list two dozen of them).
+    not_applicable: int = 0
 
     @property
     def cases(self) -> list[Case]:
@@ -158,15 +186,70 @@ def pipeline_reason(framework: str, pipeline: str, input_kind: str, shape: tuple
     return None
 
 
+def strategy_applies(framework: str, strategy: str, world_size: int) -> bool:
+    """False for a cell that is no experiment: another framework's strategy, or
+    `single` with more than one replica."""
+    from dlbench.distributed import has_strategy
+
+    return has_strategy(framework, strategy) and not (strategy == "single" and world_size > 1)
+
+
+def strategy_reason(
+    framework: str, strategy: str, world_size: int, classical: bool, device: str, global_batch: int
+) -> str | None:
+    """Why this framework cannot run this strategy at this world size (None: it can)."""
+    from dlbench.distributed import STRATEGIES, has_strategy
+
+    if not has_strategy(framework, strategy):
+        have = [s for s in STRATEGIES if has_strategy(framework, s)]
+        owners = " and ".join(STRATEGIES[strategy][0])
+        return f"strategy {strategy} is {owners}'s; {framework} has {', '.join(have)}"
+    if strategy == "single":
+        if world_size > 1:
+            return f"strategy single is one process on one device; world size {world_size} needs a data-parallel one"
+        return None
+    if classical:
+        return f"strategy {strategy} trains a network data-parallel; this model is a classical one"
+    if strategy == "dp" and device != "cuda":
+        return (
+            "strategy dp: torch DataParallel splits a batch over GPUs, and with no device ids it just calls "
+            "the module; this run's device is cpu (use ddp)"
+        )
+    if global_batch % world_size:
+        return f"global batch {global_batch} does not split evenly over {world_size} replicas"
+    return None
+
+
+def oversubscription_reason(world_size: int, threads: int, cores: int) -> str | None:
+    """Replicas x threads per replica above the cores a trial may use: an OpenMP pool
+    that waits at each barrier for a descheduled thread runs tens of times slower
+    (DESIGN.md, "A busy core collapses an OpenMP pool"), so such a case is refused."""
+    if world_size * threads > cores:
+        return (
+            f"oversubscribed: {world_size} replicas x {threads} threads = {world_size * threads} > {cores} cores "
+            f"this run may use; set --threads {max(1, cores // world_size)} or a smaller world size"
+        )
+    return None
+
+
 def expand(exp: Experiment) -> Plan:
     """The trials an experiment asks for, in execution order, and the skipped cells."""
     p = exp.protocol
-    threads = p.threads or physical_cores()
+    cores = physical_cores()
+    # Threads per replica: one per core for a run on one process; in a run with world
+    # sizes up to N, cores // N for every case, single baselines included, so that a
+    # speed-up compares equal threads per process (torchrun would set 1 by default).
+    largest_world = max((max(v.get("world_size", exp.matrix["world_size"])) for v in exp.include), default=1)
+    largest_world = max(largest_world, *exp.matrix["world_size"])
+    threads = p.threads or max(1, cores // largest_world)
     plan = Plan(exp)
     frameworks = registry.frameworks()
     runnable: list[Case] = []
     for cell in _cells(exp):
         name, _, variant = cell["framework"].partition(":")
+        if not strategy_applies(name, cell["strategy"], cell["world_size"]):
+            plan.not_applicable += 1
+            continue
         info = frameworks[name]
         spec = registry.model(cell["model"], exp.sources)
         options = spec.resolve_options(exp.model_options.get(cell["model"]))
@@ -185,8 +268,13 @@ def expand(exp: Experiment) -> Plan:
             shape = fixed
         else:
             shape, _ = registry.dataset(cell["dataset"], exp.sources).shape(None)
+        classical = spec.kind == "classical"
+        world = cell["world_size"]
+        global_batch = cell["batch_size"] * (world if p.batch_scope == "per-replica" else 1)
         reason = (
             reason
+            or strategy_reason(name, cell["strategy"], world, classical, p.device, global_batch)
+            or oversubscription_reason(world, threads, cores)
             or info.unavailable_reason()
             or spec.unsupported_reason(name, shape, info.models)
             or layout_reason(name, cell["layout"], spec.input_kind)
@@ -195,7 +283,6 @@ def expand(exp: Experiment) -> Plan:
         if reason is not None:
             plan.skipped.append(Skipped(cell, reason))
             continue
-        classical = spec.kind == "classical"
         runnable.append(
             Case(
                 framework=name,
@@ -222,6 +309,10 @@ def expand(exp: Experiment) -> Plan:
                 layout=cell["layout"],
                 pipeline=cell["pipeline"],
                 model_options=tuple(sorted(options.items())) if not classical else (),
+                strategy=cell["strategy"],
+                world_size=world,
+                # Recorded only where it changes anything (more than one replica).
+                batch_scope=p.batch_scope if world > 1 else "global",
             )
         )
     runnable = list(dict.fromkeys(runnable))

@@ -27,7 +27,7 @@ from typing import Any
 
 import pandas as pd
 
-from dlbench.plan import Case
+from dlbench.plan import DISTRIBUTION_DEFAULTS, Case
 from dlbench.store import Store
 
 FACTOR_COLUMNS: tuple[str, ...] = tuple(f for f in Case.__dataclass_fields__ if f != "model_options")
@@ -148,6 +148,9 @@ def _synthetic(value: Any) -> Any:
 
 def _case_columns(case: dict[str, Any]) -> dict[str, Any]:
     """Every factor of a case (case_json parsed) and its model options as option.<name>."""
+    # A single-device case's JSON leaves out strategy, world size and batch scope (its
+    # key stays what it was before they existed): their defaults are its values.
+    case = {**DISTRIBUTION_DEFAULTS, **case}
     out = {f: _synthetic(case.get(f)) if f == "synthetic" else _cell(case.get(f)) for f in FACTOR_COLUMNS}
     for name, value in sorted((case.get("model_options") or {}).items()):
         out[OPTION_PREFIX + name] = _cell(value)

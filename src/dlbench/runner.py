@@ -395,6 +395,7 @@ def execute_trial(
 def protocol_for_worker(plan: Plan) -> ProtocolSpec:
     """The plan's protocol resolved for the worker (sampler names, the memory limit in bytes)."""
     from dlbench.config import parse_memory_limit
+    from dlbench.distributed import LOSS_CURVE_STEPS
 
     p = plan.experiment.protocol
     from dlbench.samplers import parse_names
@@ -420,6 +421,7 @@ def protocol_for_worker(plan: Plan) -> ProtocolSpec:
         memory_limit_relative=memory_limit_relative,
         target_accuracy=p.target_accuracy,
         tta_budget=p.tta_budget,
+        loss_curve=LOSS_CURVE_STEPS if any(c.distributed for c in plan.cases) else 0,
     )
 
 

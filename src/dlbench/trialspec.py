@@ -14,6 +14,7 @@ import json
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
+from dlbench.distributed import DistContext
 from dlbench.plan import Case
 
 
@@ -34,6 +35,17 @@ def _check_keys(what: str, data: Any, known: set[str], required: set[str]) -> No
 
 def _tuples(value: Any) -> Any:
     return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+def _dist_from(data: Any) -> DistContext | None:
+    if data is None:
+        return None
+    names = {f.name for f in fields(DistContext)}
+    _check_keys("trial dist", data, names, {"strategy", "world_size"})
+    try:
+        return DistContext.from_dict(data)
+    except (TypeError, ValueError) as exc:
+        raise SpecError(f"trial dist: {exc}") from None
 
 
 def case_from_dict(data: Any) -> Case:
@@ -70,6 +82,9 @@ class ProtocolSpec:
     memory_limit_relative: bool = False  # the limit is above the footprint after import and data load
     target_accuracy: float = 0.0
     tta_budget: float = 0.0
+    # The first steps whose loss every case records (0: none); set for every case of a
+    # run with a distributed case, so loss curves compare step by step (dlbench.distributed).
+    loss_curve: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -96,21 +111,27 @@ class TrialSpec:
     # The user's own model and dataset of this case, as this invocation named them
     # ({"model:<name>": reference}; see dlbench.registry). Never stored in the database.
     sources: dict[str, str] = field(default_factory=dict)
+    # One rank's place in a multi-process trial, given by the launcher to each rank
+    # (None: the trial's own worker, which launches the ranks when its case needs them).
+    dist: DistContext | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "case": self.case.as_dict(),
             "protocol": self.protocol.to_dict(),
             "idle_power": dict(self.idle_power),
             "sources": dict(self.sources),
         }
+        if self.dist is not None:
+            out["dist"] = self.dist.as_dict()
+        return out
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)
 
     @classmethod
     def from_dict(cls, data: Any) -> TrialSpec:
-        _check_keys("trial spec", data, {"case", "protocol", "idle_power", "sources"}, {"case", "protocol"})
+        _check_keys("trial spec", data, {"case", "protocol", "idle_power", "sources", "dist"}, {"case", "protocol"})
         sources = data.get("sources") or {}
         if not isinstance(sources, dict) or not all(isinstance(v, str) for v in sources.values()):
             raise SpecError("trial spec: sources must map names to reference strings")
@@ -119,6 +140,7 @@ class TrialSpec:
             ProtocolSpec.from_dict(data["protocol"]),
             dict(data.get("idle_power") or {}),
             dict(sources),
+            _dist_from(data.get("dist")),
         )
 
     @classmethod

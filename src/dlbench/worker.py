@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from dlbench.trialspec import TrialSpec
 
 if TYPE_CHECKING:
+    from dlbench.distributed import DistContext
     from dlbench.plan import Case
     from dlbench.trialspec import ProtocolSpec
 
@@ -129,15 +130,18 @@ def limit_memory_after_load(limit: int) -> dict[str, Any]:
     }
 
 
-def pin_threads(threads: int) -> list[int] | None:
-    """Restrict the process to `threads` cores, identically for every framework.
+def pin_threads(threads: int, offset: int = 0) -> list[int] | None:
+    """Restrict the process to `threads` cores, identically for every framework;
+    `offset` cores further along for a rank of a multi-process trial (rank r of
+    t threads each takes cores r*t .. r*t+t-1, so ranks never share a core).
 
     XLA:CPU has no reliable intra-op thread knob, so affinity is the one control
     that applies equally to torch, TensorFlow and JAX."""
     if not hasattr(os, "sched_setaffinity"):
         return None
     allowed = sorted(os.sched_getaffinity(0))
-    os.sched_setaffinity(0, allowed[: max(1, threads)])
+    start = offset if offset + threads <= len(allowed) else 0
+    os.sched_setaffinity(0, allowed[start : start + max(1, threads)])
     return sorted(os.sched_getaffinity(0))
 
 
@@ -233,9 +237,41 @@ def load_arrays(case: Case, protocol: ProtocolSpec) -> Any:
     )
 
 
-def run_trial(spec: TrialSpec, emit: Emitter) -> None:
+def run_trial(spec: TrialSpec, emit: Emitter) -> bool:
+    """Run one trial (or, for a case with one process per replica, launch its
+    ranks); False when a rank failed (its error already emitted)."""
+    from dlbench.distributed import context_for, multiprocess
+
+    case = spec.case
+    dist = spec.dist
+    if dist is None and case.distributed:
+        dist = context_for(
+            case.strategy, case.world_size, threads=case.threads, device=case.device, batch_scope=case.batch_scope
+        )
+        if multiprocess(case.strategy):  # at world size 1 too: the same launch path, rendezvous included
+            from dlbench.launchers.multiprocess import launch
+
+            return launch(spec, emit)
+    _run_process(spec, emit, dist)
+    return True
+
+
+class _DistributedBuilder:
+    """Builds the data-parallel trainer where the phases ask the adapter for one."""
+
+    def __init__(self, module: Any, fw: Any, dist: DistContext) -> None:
+        self.module, self.fw, self.dist = module, fw, dist
+
+    def build(self, native: Any, settings: Any) -> Any:
+        return self.module.build(self.fw, native, settings, self.dist)
+
+
+def _run_process(spec: TrialSpec, emit: Emitter, dist: DistContext | None) -> None:
+    import importlib
+
     from dlbench import registry
-    from dlbench.phases import run_repeat
+    from dlbench.distributed import DIST_MODULES, multiprocess
+    from dlbench.distributed.environ import rank_environment
     from dlbench.registry import framework as get_info
 
     case, protocol = spec.case, spec.protocol
@@ -257,14 +293,68 @@ def run_trial(spec: TrialSpec, emit: Emitter) -> None:
         )
 
     relative = protocol.memory_limit_relative
-    affinity = pin_threads(case.threads)
+    threads = case.threads if dist is None else dist.threads
+    if dist is not None:
+        # Before the framework's import: some of it (XLA_FLAGS, OMP_NUM_THREADS) is read then.
+        os.environ.update(rank_environment(case.framework, dist, dict(os.environ)))
+    affinity = pin_threads(threads, 0 if dist is None else dist.rank * dist.threads)
     info = get_info(case.framework)
     t0 = time.perf_counter_ns()
     fw = info.load_adapter()  # imports the framework
     record("import_time", (time.perf_counter_ns() - t0) / 1e9, "s")
     t0 = time.perf_counter_ns()
-    manifest = fw.setup(variant=case.variant, threads=case.threads, seed=case.seed, device=case.device)
+    manifest = fw.setup(variant=case.variant, threads=threads, seed=case.seed, device=case.device)
     record("setup_time", (time.perf_counter_ns() - t0) / 1e9, "s")
+    module: Any = None
+    builder: Any = fw
+    if dist is not None:
+        module = importlib.import_module(DIST_MODULES[case.framework])
+        t0 = time.perf_counter_ns()
+        manifest = {**manifest, **module.setup(fw, dist), **_dist_facts(case, dist)}
+        record("rendezvous_time", (time.perf_counter_ns() - t0) / 1e9, "s")
+        builder = _DistributedBuilder(module, fw, dist)
+        if multiprocess(dist.strategy):
+            emit("ready", rank=dist.rank)
+    try:
+        _measure(spec, emit, fw, builder, manifest, affinity, dist, record, relative)
+    finally:
+        if module is not None:
+            module.shutdown(fw, dist)
+    rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    record("peak_rss", rss_kib * 1024.0, "bytes")
+    emit("measurements", repeat=None, rows=process)
+
+
+def _dist_facts(case: Case, dist: DistContext) -> dict[str, Any]:
+    return {
+        "strategy": dist.strategy,
+        "world_size": dist.world_size,
+        "rank": dist.rank,
+        "processes": dist.processes,
+        "replicas_per_process": dist.local_replicas,
+        "batch_scope": case.batch_scope,
+        "global_batch": case.global_batch,
+        "per_replica_batch": case.global_batch // dist.world_size,
+        "threads_per_replica": case.threads,
+        "process_threads": dist.threads,
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+    }
+
+
+def _measure(
+    spec: TrialSpec,
+    emit: Emitter,
+    fw: Any,
+    builder: Any,
+    manifest: dict[str, Any],
+    affinity: list[int] | None,
+    dist: DistContext | None,
+    record: Any,
+    relative: bool,
+) -> None:
+    from dlbench.phases import run_repeat
+
+    case, protocol = spec.case, spec.protocol
     t0 = time.perf_counter_ns()
     arrays = load_arrays(case, protocol)
     native = fw.prepare(arrays)
@@ -287,6 +377,8 @@ def run_trial(spec: TrialSpec, emit: Emitter) -> None:
         "last_batch": "drop",
         "timer": "time.perf_counter_ns after device synchronization",
     }
+    if protocol.loss_curve:
+        manifest["loss_curve_steps"] = protocol.loss_curve
     emit("manifest", manifest=manifest)
 
     memory = PhaseMemory(fw, "memory" in protocol.samplers)
@@ -308,12 +400,8 @@ def run_trial(spec: TrialSpec, emit: Emitter) -> None:
 
     calibration: dict[str, Any] = {}  # the inference pass count, set by the first repeat
     for repeat in range(protocol.warmup + protocol.repeats):
-        rows = run_repeat(fw, native, case, protocol, repeat, len(arrays.train), marker, facts, calibration)
+        rows = run_repeat(builder, native, case, protocol, repeat, len(arrays.train), marker, facts, calibration, dist)
         emit("measurements", repeat=repeat, rows=[asdict(m) for m in rows])
-
-    rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    record("peak_rss", rss_kib * 1024.0, "bytes")
-    emit("measurements", repeat=None, rows=process)
 
 
 PR_SET_PDEATHSIG = 1
@@ -387,7 +475,8 @@ def main() -> int:
         spec = TrialSpec.from_json(sys.stdin.readline())
         if parent is not None:
             _watch_lifeline()
-        run_trial(spec, emit)
+        if not run_trial(spec, emit):
+            return 1
     except BaseException as exc:  # noqa: BLE001 - every failure must reach the parent as data
         emit(
             "error",

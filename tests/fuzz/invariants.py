@@ -104,10 +104,12 @@ def check_accepted(exp: Experiment, store=None) -> Plan:
         assert len(case.key) == 16
         hash(case)
         assert 0 <= case.seed and case.seed + p.warmup + p.repeats - 1 < SEED_LIMIT
-        if p.threads:
-            assert 1 <= case.threads <= cores, (case.threads, cores)
-        else:
-            assert case.threads == physical_cores()
+        # Replicas x threads per replica never oversubscribe the cores (refused cells are skipped).
+        assert 1 <= case.threads and case.threads * case.world_size <= cores, (case.threads, case.world_size, cores)
+        worlds = [*exp.matrix["world_size"], *(w for inc in exp.include for w in inc.get("world_size", ()))]
+        if not p.threads:
+            # Default: one thread per core, split among the replicas of the largest world size.
+            assert case.threads == max(1, physical_cores() // max(worlds)), (case.threads, worlds)
         worker_case = case_from_dict(json.loads(text))
         assert worker_case == case  # the typed case survives the trip to the worker
         for repeat in (0, p.warmup + p.repeats - 1):

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from dlbench import config
 from dlbench import registry as _registry
+from dlbench.distributed import BATCH_SCOPES, STRATEGIES
 from dlbench.frameworks.protocol import INITS, OPTIMIZERS
 from dlbench.models import get_spec
 from dlbench.models.spec import OptionRange
@@ -224,6 +225,8 @@ FACTOR_VALUES: dict[str, st.SearchStrategy[Any]] = {
     "precision": st.sampled_from(config.PRECISIONS),
     "layout": st.sampled_from(config.LAYOUTS),
     "pipeline": st.sampled_from(config.PIPELINES),
+    "strategy": st.sampled_from(tuple(STRATEGIES)),
+    "world_size": st.one_of(st.sampled_from([1, 2, config.MAX_WORLD_SIZE]), st.integers(1, 8)),
 }
 
 
@@ -263,6 +266,7 @@ PROTOCOL_VALUES: dict[str, st.SearchStrategy[Any]] = {
     ),
     "target_accuracy": _num(0, 1, False),
     "tta_budget": _num(0, config.MAX_TTA_BUDGET_S, False),
+    "batch_scope": st.sampled_from(BATCH_SCOPES),
 }
 PROTOCOL_KEYS = tuple(f.name for f in fields(config.Protocol))
 assert set(PROTOCOL_VALUES) == set(PROTOCOL_KEYS)

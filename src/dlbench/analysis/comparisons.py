@@ -68,10 +68,11 @@ def samples(trials: Rows, measurements: Rows, phase: str, metric: str) -> dict[s
 
 
 def comparison_sets(cases: dict[str, Case]) -> list[list[str]]:
-    """Groups of case keys that differ only in framework and variant."""
+    """Groups of case keys that differ only in framework, variant and data-parallel
+    strategy (cases at one world size compare across frameworks and strategies)."""
     groups: dict[str, list[str]] = defaultdict(list)
     for key, case in cases.items():
-        rest = {k: v for k, v in case.items() if k not in ("framework", "variant")}
+        rest = {k: v for k, v in case.items() if k not in ("framework", "variant", "strategy")}
         groups[json.dumps(rest, sort_keys=True)].append(key)
     return [keys for keys in groups.values() if len(keys) >= 2]
 

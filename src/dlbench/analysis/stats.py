@@ -377,6 +377,17 @@ def _ratio_ci(
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
+def ratio_ci(
+    a: ArrayLike, b: ArrayLike, paired: bool = False, n_boot: int = N_BOOT, seed: int = 0
+) -> tuple[float, float]:
+    """95% percentile-bootstrap CI of median(a) / median(b) (nan, nan with fewer than
+    two values on a side); `paired` resamples pairs (a[i], b[i]) together."""
+    x, y = _finite(a), _finite(b)
+    if paired:
+        x, y = finite_pairs(a, b)
+    return _ratio_ci(x, y, paired, n_boot, seed)
+
+
 def _wilcoxon(d: np.ndarray, seed: int) -> tuple[float, float, str]:
     abs_nonzero = np.abs(d[d != 0])
     irregular = abs_nonzero.size < d.size or np.unique(abs_nonzero).size < abs_nonzero.size

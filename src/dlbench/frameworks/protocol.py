@@ -70,6 +70,10 @@ class TrainSettings:
     # augmentation (pad-4 random crop, horizontal flip, per-channel normalization)
     # written in the framework's own ops ("native") or as the shared numpy pipeline ("numpy").
     pipeline: str = "preloaded"
+    # Record the global training loss of each of the first `loss_curve` steps (0: off),
+    # read back by the trainer's step_losses() after train(); on in a distributed
+    # scenario for every case alike, so that loss curves can be compared step by step.
+    loss_curve: int = 0
     # The model's spec (dlbench.models.spec.ModelSpec) as the worker's registry resolved it,
     # the user's own included; None: the built-in model called `model`. Not a setting.
     spec: Any = field(default=None, compare=False, repr=False)

@@ -192,6 +192,10 @@ class TorchTrainer:
         # epoch -> that epoch's (xb, yb) batches, when an augmentation pipeline runs.
         self.augment: Callable[[int], Any] | None = None
         self._epochs_done = 0
+        # The first settings.loss_curve step losses of the current train() call, kept
+        # on the device during the loop and read once after it (step_losses()).
+        self._curve: list[torch.Tensor] = []
+        self._curve_values: list[float] = []
 
     def _make_optimizer(self) -> torch.optim.Optimizer:
         s = self.settings
@@ -213,6 +217,19 @@ class TorchTrainer:
         loss.backward()
         self.optimizer.step()
         return loss.detach()
+
+    def _recording_step(self, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+        """`_step`, keeping the device loss of each of the first `loss_curve` steps of
+        this train() call: no host read, no sync; the values are read after the loop."""
+        loss = self._step(xb, yb)
+        if len(self._curve) < self.settings.loss_curve:
+            self._curve.append(loss)
+        return loss
+
+    def step_losses(self) -> list[float]:
+        """The training loss of each of the first `settings.loss_curve` steps of the
+        last train() call ([] when loss_curve is 0)."""
+        return list(self._curve_values)
 
     def manifest(self) -> dict[str, Any]:
         return dict(self.facts)
@@ -249,6 +266,9 @@ class TorchTrainer:
             raise ValueError(f"batch size {s.batch_size} exceeds the {n} training samples")
         remaining = s.total_steps(n)
         self.model.train()
+        self._curve = []
+        # Chosen once, outside the loop: with loss_curve 0 the loop runs the plain step.
+        step = self._recording_step if s.loss_curve else self._step
         means: list[float] = []
         total = torch.zeros((), device=self.data.device)
         run_steps = 0
@@ -260,7 +280,7 @@ class TorchTrainer:
                 # The augmentation pipeline shuffles, crops, flips and normalizes
                 # (seeded per epoch); its time is part of training, as in a real job.
                 for _, (xb, yb) in zip(range(epoch_steps), self.augment(self._epochs_done)):
-                    total += self._step(xb, yb)
+                    total += step(xb, yb)
             else:
                 if s.shuffle:
                     order = torch.randperm(n, generator=self.generator).to(self.data.device)
@@ -269,7 +289,7 @@ class TorchTrainer:
                 for i in range(epoch_steps):
                     idx = order[i * s.batch_size : (i + 1) * s.batch_size]
                     # Accumulated on the device: one host read per epoch, not per step.
-                    total += self._step(x[idx], y[idx])
+                    total += step(x[idx], y[idx])
             remaining -= epoch_steps
             run_steps += epoch_steps
             self._epochs_done += 1
@@ -277,6 +297,7 @@ class TorchTrainer:
                 means.append(total.item() / epoch_steps)
         if s.steps is not None:
             means.append(total.item() / run_steps)
+        self._curve_values = torch.stack(self._curve).tolist() if self._curve else []
         self._sync()
         return means
 

@@ -38,6 +38,7 @@ DRAWING_ORDER = (
     "04_relative_time",
     "08_telemetry",
     "07_energy_runs",
+    "09_scaling",
 )
 
 

@@ -58,6 +58,8 @@ class Report:
     samplers_line: str = ""
     # A section shown before everything else (a study's paper vs this run); its first line leads.
     preface: Preface | None = None
+    # Data-parallel runs: speed-up and scaling efficiency against one process.
+    scaling: TableData | None = None
 
     def lead_lines(self) -> list[str]:
         """What shows before any table: the run, the settings every case shares."""
@@ -91,18 +93,24 @@ class Report:
         if details:
             return [
                 *self.summary,
+                *(t for t in (self.scaling,) if t),
                 *self.sweeps,
                 *(t for t in (self.latency,) if t),
                 *self.telemetry,
                 *(t for t in (self.omnibus, self.verdicts, self.failed, self.skipped) if t),
             ]
-        return [*(t for t in (self.glance,) if t), *self.sweeps, *(t for t in (self.latency, self.failed) if t)]
+        return [
+            *(t for t in (self.glance, self.scaling) if t),
+            *self.sweeps,
+            *(t for t in (self.latency, self.failed) if t),
+        ]
 
     def document_tables(self) -> list[tuple[str, list[TableData]]]:
         """Sections of the written formats (Markdown, LaTeX), each a heading and its tables."""
         sections = [
             ("Environment", [self.environment_table()]),
             ("Summary", [*(t for t in (self.glance,) if t), *self.summary]),
+            ("Data-parallel scaling", [self.scaling] if self.scaling else []),
             ("Batch-size sweeps", self.sweeps),
             ("Latency", [self.latency] if self.latency else []),
             ("Telemetry", self.telemetry),
@@ -125,10 +133,12 @@ def build_report(
     from dlbench.analysis import stats
     from dlbench.analysis.busy import busy_cases
     from dlbench.analysis.comparisons import ACCURACY, analyse, comparison_groups, rankings, within_run
+    from dlbench.analysis.scaling import scaling
     from dlbench.analysis.summary import latency_percentiles, summarize
     from dlbench.analysis.sweeps import sweeps
     from dlbench.cases import case_label
     from dlbench.report.hypotheses import hypothesis_rows, hypothesis_table
+    from dlbench.report.scaling_tables import scaling_answer, scaling_table
     from dlbench.report.sweep_tables import largest_batch_table, sweep_table
     from dlbench.report.tables import (
         common_settings,
@@ -170,6 +180,11 @@ def build_report(
         for t in trials
     ]
     rows = hypothesis_rows(trials, measurements, alpha=ALPHA, band=BAND, analysed=analysed) if hypotheses else []
+    scaled = scaling(trials, measurements)
+    answer = build_answer(rankings(analysed, accuracy), {labels[k]: v for k, v in busy.items() if k in labels})
+    if scaled:
+        answer.items.extend(scaling_answer(scaled))
+        answer.empty = ""
     return Report(
         run={k: row[k] for k in row.keys()},
         environment=json.loads(row["environment_json"]) if row["environment_json"] else {},
@@ -187,7 +202,8 @@ def build_report(
         hypothesis_table=hypothesis_table(rows),
         sweeps=[t for t in (sweep_table(found), largest_batch_table(found)) if t],
         summaries=summaries,
-        answer=build_answer(rankings(analysed, accuracy), {labels[k]: v for k, v in busy.items() if k in labels}),
+        answer=answer,
+        scaling=scaling_table(scaled),
         glance=glance_table(summaries, busy),
         energy_note=energy_note(summaries, measurements, sampler_rows),
         samplers_line=samplers_line(sampler_rows) if sampler_rows else "",

@@ -743,6 +743,7 @@ FIGURE_NAMES = (
     "06_accuracy_runs",
     "07_energy_runs",
     "08_telemetry",
+    "09_scaling",
 )
 
 
@@ -794,7 +795,22 @@ def _drawers(run: _Run, out: Target, baseline: str | None) -> dict[str, Any]:
         ),
         "07_energy_runs": energy,
         "08_telemetry": lambda: _telemetry_figure(run, out),
+        "09_scaling": lambda: _scaling_figure(run, out),
     }
+
+
+def _scaling_figure(run: _Run, out: Target) -> Figure | None:
+    from dlbench.analysis.scaling import scaling
+    from dlbench.report import scaling_plot
+
+    found = scaling(run.trials, run.rows)
+    if not found:
+        return None
+
+    def save(fig: Any, name: str, title: str, caption: str, data: dict) -> Figure:
+        return _save(fig, out, name, title, caption, data)
+
+    return scaling_plot.draw(found, _canvas, _legend, save, PALETTE)
 
 
 def make_figures(

@@ -1,0 +1,124 @@
+"""Distributed training as a scenario: which strategies exist, and what one rank knows.
+
+A case's `strategy` and `world_size` say how its training is spread:
+
+    single       one process, one device (every framework; world size 1)
+    ddp          PyTorch DistributedDataParallel, one process per replica
+    dp           PyTorch DataParallel, one process over several GPUs
+    mirrored     TensorFlow MirroredStrategy, one process over several devices
+                 (logical CPU devices on a CPU)
+    multiworker  one process per replica: TensorFlow MultiWorkerMirroredStrategy,
+                 JAX with jax.distributed (gloo collectives on a CPU)
+    sharded      JAX, one process over several devices (NamedSharding on a mesh;
+                 host devices via --xla_force_host_platform_device_count on a CPU)
+
+`world_size` counts data-parallel replicas. Whether the case's batch size is the
+global batch (strong scaling: the same work per step at every world size) or the
+per-replica batch (weak scaling) is the run's `batch_scope`, recorded with the case.
+
+This module only names things; it imports no framework.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+# strategy -> (frameworks that have it, () for every framework; one process per replica?)
+STRATEGIES: dict[str, tuple[tuple[str, ...], bool]] = {
+    "single": ((), False),
+    "ddp": (("torch",), True),
+    "dp": (("torch",), False),
+    "mirrored": (("tensorflow",), False),
+    "multiworker": (("tensorflow", "jax"), True),
+    "sharded": (("jax",), False),
+}
+# The module that implements a framework's data-parallel strategies (setup, build,
+# shutdown; see dlbench.frameworks.torch_dist), imported only inside a worker.
+DIST_MODULES = {
+    "torch": "dlbench.frameworks.torch_dist",
+    "tensorflow": "dlbench.frameworks.tensorflow_dist",
+    "jax": "dlbench.frameworks.jax_dist",
+}
+BATCH_SCOPES = ("global", "per-replica")
+# The first steps whose global loss every case of a distributed scenario records
+# (single baselines included), so that loss curves can be compared step by step.
+LOSS_CURVE_STEPS = 16
+
+
+def has_strategy(framework: str, strategy: str) -> bool:
+    owners = STRATEGIES[strategy][0]
+    return not owners or framework in owners
+
+
+def multiprocess(strategy: str) -> bool:
+    """True when the strategy runs one OS process per replica."""
+    return STRATEGIES[strategy][1]
+
+
+@dataclass(frozen=True)
+class DistContext:
+    """What one process of a distributed trial knows about its place in it.
+
+    `processes` OS processes, each holding `local_replicas` replicas:
+    ddp/multiworker: processes = world_size, local_replicas = 1;
+    dp/mirrored/sharded: processes = 1, local_replicas = world_size.
+    """
+
+    strategy: str
+    world_size: int
+    rank: int = 0
+    processes: int = 1
+    local_replicas: int = 1
+    # "127.0.0.1:PORT" where rank 0 listens (torch's MASTER_ADDR:MASTER_PORT, JAX's
+    # coordinator); "" when the trial is one process.
+    coordinator: str = ""
+    # TensorFlow multiworker: every process's "127.0.0.1:PORT", in rank order.
+    workers: tuple[str, ...] = ()
+    threads: int = 1  # intra-op threads of this process
+    device: str = "cpu"
+    batch_scope: str = "global"
+
+    @property
+    def global_rank0(self) -> bool:
+        return self.rank == 0
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["workers"] = list(self.workers)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DistContext:
+        values = dict(data)
+        values["workers"] = tuple(values.get("workers") or ())
+        return cls(**values)
+
+
+def context_for(
+    strategy: str,
+    world_size: int,
+    *,
+    threads: int,
+    device: str,
+    batch_scope: str = "global",
+    rank: int = 0,
+    coordinator: str = "",
+    workers: tuple[str, ...] = (),
+) -> DistContext:
+    """The context of one process of a case. `threads` is per replica: a process
+    holding several replicas (dp, mirrored, sharded) gets threads x replicas, so that
+    every strategy at world size N has N x threads threads in all."""
+    multi = multiprocess(strategy)
+    return DistContext(
+        strategy=strategy,
+        world_size=world_size,
+        rank=rank,
+        processes=world_size if multi else 1,
+        local_replicas=1 if multi else world_size,
+        coordinator=coordinator,
+        workers=workers,
+        threads=threads if multi else threads * world_size,
+        device=device,
+        batch_scope=batch_scope,
+    )

@@ -1,0 +1,46 @@
+"""The environment each rank process starts with, per framework and strategy.
+
+Set before the framework is imported, because some of it is read at import or
+at the first device query: XLA_FLAGS (JAX's host device count), TF_CONFIG
+(MultiWorkerMirroredStrategy's cluster), torch's env:// rendezvous variables
+(the contract torchrun sets: MASTER_ADDR, MASTER_PORT, RANK, LOCAL_RANK,
+WORLD_SIZE, LOCAL_WORLD_SIZE, OMP_NUM_THREADS). Everything here is on
+127.0.0.1: a loopback-only machine has no other interface, and gloo would
+otherwise pick the interface of the host name, which may not exist.
+"""
+
+from __future__ import annotations
+
+import json
+
+from dlbench.distributed import DistContext
+
+HOST_DEVICE_FLAG = "--xla_force_host_platform_device_count"
+
+
+def _with_xla_flag(existing: str, flag: str, value: int) -> str:
+    kept = [f for f in existing.split() if not f.startswith(flag + "=")]
+    return " ".join([*kept, f"{flag}={value}"])
+
+
+def rank_environment(framework: str, ctx: DistContext, inherited: dict[str, str]) -> dict[str, str]:
+    """Variables to add to (or replace in) `inherited` for this rank's process."""
+    env: dict[str, str] = {"OMP_NUM_THREADS": str(ctx.threads)}
+    if framework == "torch" and ctx.strategy == "ddp":
+        host, _, port = ctx.coordinator.rpartition(":")
+        env.update(
+            MASTER_ADDR=host,
+            MASTER_PORT=port,
+            RANK=str(ctx.rank),
+            LOCAL_RANK=str(ctx.rank),
+            WORLD_SIZE=str(ctx.processes),
+            LOCAL_WORLD_SIZE=str(ctx.processes),
+            GLOO_SOCKET_IFNAME="lo",
+        )
+    elif framework == "tensorflow" and ctx.strategy == "multiworker":
+        env["TF_CONFIG"] = json.dumps(
+            {"cluster": {"worker": list(ctx.workers)}, "task": {"type": "worker", "index": ctx.rank}}
+        )
+    elif framework == "jax" and ctx.strategy == "sharded" and ctx.device == "cpu":
+        env["XLA_FLAGS"] = _with_xla_flag(inherited.get("XLA_FLAGS", ""), HOST_DEVICE_FLAG, ctx.local_replicas)
+    return env
