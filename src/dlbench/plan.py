@@ -195,7 +195,13 @@ def strategy_applies(framework: str, strategy: str, world_size: int) -> bool:
 
 
 def strategy_reason(
-    framework: str, strategy: str, world_size: int, classical: bool, device: str, global_batch: int
+    framework: str,
+    strategy: str,
+    world_size: int,
+    classical: bool,
+    device: str,
+    global_batch: int,
+    variant: str = "",
 ) -> str | None:
     """Why this framework cannot run this strategy at this world size (None: it can)."""
     from dlbench.distributed import STRATEGIES, has_strategy
@@ -214,6 +220,12 @@ def strategy_reason(
         return (
             "strategy dp: torch DataParallel splits a batch over GPUs, and with no device ids it just calls "
             "the module; this run's device is cpu (use ddp)"
+        )
+    if framework == "tensorflow" and variant == "xla" and device == "cpu":
+        return (
+            f"strategy {strategy}: TensorFlow's XLA variant does not run distributed on a CPU here (mirrored: "
+            "'Trying to access resource ... located in device CPU:1 from device CPU:0'; multiworker: the all-reduce "
+            "does not convert to XLA); use variant graph or eager"
         )
     if global_batch % world_size:
         return f"global batch {global_batch} does not split evenly over {world_size} replicas"
@@ -273,7 +285,7 @@ def expand(exp: Experiment) -> Plan:
         global_batch = cell["batch_size"] * (world if p.batch_scope == "per-replica" else 1)
         reason = (
             reason
-            or strategy_reason(name, cell["strategy"], world, classical, p.device, global_batch)
+            or strategy_reason(name, cell["strategy"], world, classical, p.device, global_batch, variant)
             or oversubscription_reason(world, threads, cores)
             or info.unavailable_reason()
             or spec.unsupported_reason(name, shape, info.models)

@@ -302,16 +302,27 @@ def _run_process(spec: TrialSpec, emit: Emitter, dist: DistContext | None) -> No
     t0 = time.perf_counter_ns()
     fw = info.load_adapter()  # imports the framework
     record("import_time", (time.perf_counter_ns() - t0) / 1e9, "s")
+    module: Any = None
+    joined: dict[str, Any] = {}
+    # TensorFlow's strategies must be set up before the runtime starts (logical CPU
+    # devices, collective ops "configured at program startup"), i.e. before fw.setup.
+    early = dist is not None and _setup_first(DIST_MODULES[case.framework])
+    if dist is not None and early:
+        module = importlib.import_module(DIST_MODULES[case.framework])
+        t0 = time.perf_counter_ns()
+        joined = module.setup(fw, dist)
+        record("rendezvous_time", (time.perf_counter_ns() - t0) / 1e9, "s")
     t0 = time.perf_counter_ns()
     manifest = fw.setup(variant=case.variant, threads=threads, seed=case.seed, device=case.device)
     record("setup_time", (time.perf_counter_ns() - t0) / 1e9, "s")
-    module: Any = None
     builder: Any = fw
     if dist is not None:
-        module = importlib.import_module(DIST_MODULES[case.framework])
-        t0 = time.perf_counter_ns()
-        manifest = {**manifest, **module.setup(fw, dist), **_dist_facts(case, dist)}
-        record("rendezvous_time", (time.perf_counter_ns() - t0) / 1e9, "s")
+        if not early:
+            module = importlib.import_module(DIST_MODULES[case.framework])
+            t0 = time.perf_counter_ns()
+            joined = module.setup(fw, dist)
+            record("rendezvous_time", (time.perf_counter_ns() - t0) / 1e9, "s")
+        manifest = {**manifest, **joined, **_dist_facts(case, dist)}
         builder = _DistributedBuilder(module, fw, dist)
         if multiprocess(dist.strategy):
             emit("ready", rank=dist.rank)
@@ -323,6 +334,12 @@ def _run_process(spec: TrialSpec, emit: Emitter, dist: DistContext | None) -> No
     rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     record("peak_rss", rss_kib * 1024.0, "bytes")
     emit("measurements", repeat=None, rows=process)
+
+
+def _setup_first(module_name: str) -> bool:
+    import importlib
+
+    return bool(getattr(importlib.import_module(module_name), "SETUP_BEFORE_ADAPTER", False))
 
 
 def _dist_facts(case: Case, dist: DistContext) -> dict[str, Any]:

@@ -264,7 +264,10 @@ class JaxFramework:
         # float32 matmuls/convolutions really in float32 (no TF32 on GPUs),
         # matching the other adapters.
         jax.config.update("jax_default_matmul_precision", "highest")
-        self.device = jax.devices(platform)[int(device.split(":")[1]) if ":" in device else 0]
+        # This process's own devices: the same list as jax.devices() in one process; in a
+        # multi-process JAX run (dlbench.frameworks.jax_dist, multiworker) jax.devices()
+        # is every process's, and index 0 would be another process's device.
+        self.device = jax.local_devices(backend=platform)[int(device.split(":")[1]) if ":" in device else 0]
         jax.config.update("jax_default_device", self.device)
         # sched_getaffinity is Linux-only; elsewhere every core is assumed usable.
         affinity = (
@@ -458,6 +461,9 @@ class JaxTrainer:
         self.opt_state = put(tx.init(self.params))
         self._first_idx = put(jnp.arange(settings.batch_size))
         self._epochs_done = 0
+        # The first settings.loss_curve step losses of the last train() call: the step's
+        # own loss output (not donated), kept on the device in the loop, read after it.
+        self._curve_values: list[float] = []
         # epoch -> that epoch's (xb, yb) batches, when an augmentation pipeline runs.
         self.augment: Callable[[int], Any] | None = None
         self._infer_batches: tuple[jax.Array, ...] = ()
@@ -507,25 +513,43 @@ class JaxTrainer:
         sums: list[jax.Array] = []
         done, epoch = 0, self._epochs_done
         loss_sum = None
+        curve: list[jax.Array] = []
         while done < total:
             table, keys, zero, i = self._plan(epoch)
             # Per epoch a fresh sum in epochs mode; one sum for the whole run with steps.
             if loss_sum is None or s.steps is None:
                 loss_sum = zero
+            count = min(self.steps_per_epoch, total - done)
+            # The epoch's first `head` steps keep their loss output (loss curve); the
+            # rest run the plain loop. With loss_curve 0, head is 0: the per-step loop
+            # is exactly the one without recording.
+            head = min(count, s.loss_curve - len(curve))
             if self.augment is not None:
                 # The pipeline shuffles, crops, flips and normalizes (seeded per
                 # epoch); the table above only supplies the dropout keys' count.
-                batches = self.augment(epoch)
-                for _, (xb, yb) in zip(range(min(self.steps_per_epoch, total - done)), batches):
+                # One iterator for both loops (zip stops at the range first, so the
+                # first loop takes exactly `head` batches).
+                batches = iter(self.augment(epoch))
+                for _, (xb, yb) in zip(range(head), batches):
+                    params, state, opt_state, loss_sum, i, loss = self.fns.batch_step(
+                        params, state, opt_state, loss_sum, i, xb, yb, keys
+                    )
+                    curve.append(loss)
+                for _, (xb, yb) in zip(range(count - head), batches):
                     params, state, opt_state, loss_sum, i, _ = self.fns.batch_step(
                         params, state, opt_state, loss_sum, i, xb, yb, keys
                     )
             else:
-                for _ in range(min(self.steps_per_epoch, total - done)):
+                for _ in range(head):
+                    params, state, opt_state, loss_sum, i, loss = step(
+                        params, state, opt_state, loss_sum, i, x, y, table, keys
+                    )
+                    curve.append(loss)
+                for _ in range(count - head):
                     params, state, opt_state, loss_sum, i, _ = step(
                         params, state, opt_state, loss_sum, i, x, y, table, keys
                     )
-            done += min(self.steps_per_epoch, total - done)
+            done += count
             epoch += 1
             if s.steps is None:
                 sums.append(loss_sum)
@@ -537,7 +561,14 @@ class JaxTrainer:
         self._epochs_done = epoch
         jax.block_until_ready((params, state, opt_state, sums))
         counts = [self.steps_per_epoch] * len(sums) if s.steps is None else [total]
-        return [float(v) / c for v, c in zip(jax.device_get(sums), counts)]
+        values, curve_values = jax.device_get((sums, curve))
+        self._curve_values = [float(v) for v in curve_values]
+        return [float(v) / c for v, c in zip(values, counts)]
+
+    def step_losses(self) -> list[float]:
+        """The training loss of each of the first `settings.loss_curve` steps of the
+        last train() call (the mean over that step's batch; [] when loss_curve is 0)."""
+        return list(self._curve_values)
 
     def evaluate(self) -> float:
         """Top-1 accuracy (classify), token top-1 accuracy over every position

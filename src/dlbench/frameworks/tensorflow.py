@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import platform
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -315,6 +316,62 @@ def _optimizer(settings: TrainSettings) -> keras.optimizers.Optimizer:
     return keras.optimizers.Adam(learning_rate=settings.lr, beta_1=0.9, beta_2=0.999, epsilon=settings.adam_epsilon)
 
 
+class StepLosses(keras.callbacks.Callback):
+    """Records the training loss of each of the first `steps` optimizer steps of fit
+    (across epochs and across several fit calls that share this callback).
+
+    Keras 3 hands on_train_batch_end the loss tracker's running mean over the epoch
+    (a float32 total / count, reset at each epoch's start), so the loss of the k-th
+    batch of an epoch (k from 0) is (k + 1) * m_k - k * m_{k-1}, differenced in
+    float64 after training. Its error is that of the float32 means: about k ulps of
+    the loss (at 16 steps and a loss near 2.3, up to ~4e-6).
+
+    Cost: `async_safe` keeps Keras' default asynchronous dispatch of batch-end hooks
+    (its executor thread turns the logs into floats for the History callback on every
+    step anyway, loss_curve or not); without it Keras would read the loss on the main
+    thread after every step, a host sync inside the timed loop. The hook only stores
+    that float, so the training loop itself does not change.
+    """
+
+    async_safe = True
+
+    def __init__(self, steps: int) -> None:
+        super().__init__()
+        self.steps = steps
+        self._offset = 0  # optimizer steps of earlier epochs
+        self._last_batch = -1  # highest batch index of the current epoch
+        self._means: dict[int, tuple[int, float]] = {}  # step -> (batch in its epoch, running mean)
+        # Batch-end hooks may run concurrently on Keras' executor threads (in any order);
+        # Keras waits for all of them before on_epoch_end.
+        self._lock = threading.Lock()
+
+    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+        with self._lock:
+            self._last_batch = max(self._last_batch, batch)
+            step = self._offset + batch
+            if step < self.steps and logs is not None and "loss" in logs:
+                self._means[step] = (batch, float(logs["loss"]))
+
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        with self._lock:
+            self._offset += self._last_batch + 1
+            self._last_batch = -1
+
+    def losses(self) -> list[float]:
+        return losses_from_running_means([self._means[step] for step in range(min(self.steps, len(self._means)))])
+
+
+def losses_from_running_means(means: list[tuple[int, float]]) -> list[float]:
+    """Per-step losses from consecutive steps' (batch index in its epoch, Keras'
+    running mean of the epoch's losses so far): (k + 1) * m_k - k * m_{k-1}."""
+    out: list[float] = []
+    previous = 0.0
+    for batch, mean in means:
+        out.append((batch + 1) * mean - batch * (previous if batch else 0.0))
+        previous = mean
+    return out
+
+
 class KerasTrainer:
     """One compiled Keras model, its optimizer and its training dataset."""
 
@@ -367,6 +424,8 @@ class KerasTrainer:
         self._batches: list[tf.Tensor] = []
         self._batch_size = 0
         self._forward = self._make_forward()
+        # The first settings.loss_curve step losses of the last train() call.
+        self._curve_values: list[float] = []
 
     # -- data ---------------------------------------------------------------------
 
@@ -417,17 +476,32 @@ class KerasTrainer:
         for v, value in zip(opt.variables, slots):
             v.assign(value)  # includes `iterations`, so Adam's bias correction restarts
 
+    def step_losses(self) -> list[float]:
+        """The training loss of each of the first `settings.loss_curve` steps of the
+        last train() call ([] when loss_curve is 0)."""
+        return list(self._curve_values)
+
+    def _recorder(self) -> StepLosses | None:
+        """The step-loss callback when loss_curve is on; None leaves fit's callbacks
+        exactly as they are without it."""
+        return StepLosses(self.settings.loss_curve) if self.settings.loss_curve else None
+
     def train(self) -> list[float]:
         s = self.settings
         # shuffle=False: the dataset shuffles itself (fit's flag is ignored for a
         # tf.data.Dataset and would only print a warning).
         if self.augment is not None:
             return self._train_augmented()
+        recorder = self._recorder()
+        callbacks = [recorder] if recorder is not None else None
         with tf.device(self.data.device):
             if s.steps is not None:
-                history = self.model.fit(self.train_ds, epochs=1, steps_per_epoch=s.steps, shuffle=False, verbose=0)
+                history = self.model.fit(
+                    self.train_ds, epochs=1, steps_per_epoch=s.steps, shuffle=False, verbose=0, callbacks=callbacks
+                )
             else:
-                history = self.model.fit(self.train_ds, epochs=s.epochs, shuffle=False, verbose=0)
+                history = self.model.fit(self.train_ds, epochs=s.epochs, shuffle=False, verbose=0, callbacks=callbacks)
+        self._curve_values = recorder.losses() if recorder is not None else []
         # Per-epoch mean of the batch losses (Keras' loss tracker, equal batch sizes).
         return [float(v) for v in history.history["loss"]]
 
@@ -438,17 +512,26 @@ class KerasTrainer:
         n = int(self.data.x_train.shape[0])
         per_epoch = s.steps_per_epoch(n)
         remaining, losses, weighted = s.total_steps(n), [], 0.0
+        # One recorder across the per-epoch fits: it counts steps over all of them.
+        recorder = self._recorder()
+        callbacks = [recorder] if recorder is not None else None
         while remaining > 0:
             steps = min(per_epoch, remaining)
             with tf.device(self.data.device):
                 history = self.model.fit(
-                    self.augment(self._epochs_done), epochs=1, steps_per_epoch=steps, shuffle=False, verbose=0
+                    self.augment(self._epochs_done),
+                    epochs=1,
+                    steps_per_epoch=steps,
+                    shuffle=False,
+                    verbose=0,
+                    callbacks=callbacks,
                 )
             loss = float(history.history["loss"][0])
             losses.append(loss)
             weighted += loss * steps
             remaining -= steps
             self._epochs_done += 1
+        self._curve_values = recorder.losses() if recorder is not None else []
         return losses if s.steps is None else [weighted / s.total_steps(n)]
 
     def train_fixed_batch(self, steps: int) -> list[float]:
