@@ -10,30 +10,20 @@ costs a few JAX imports and tiny compiles."""
 
 from __future__ import annotations
 
-import json
-import os
-import socket
-import subprocess
-import sys
-
 import pytest
 
 jax = pytest.importorskip("jax")
 pytest.importorskip("flax")
 
+from dist_processes import DATA, GLOBAL_BATCH, STEPS, collect, free_port, start  # noqa: E402
+from dist_processes import settings as _settings  # noqa: E402
 from dlbench.datasets.synthetic import SyntheticOptions, load  # noqa: E402
 from dlbench.distributed import context_for  # noqa: E402
-from dlbench.distributed.environ import rank_environment  # noqa: E402
 from dlbench.frameworks import jax_dist  # noqa: E402
 from dlbench.frameworks.jax import JaxFramework  # noqa: E402
 from dlbench.frameworks.protocol import TrainSettings  # noqa: E402
 
 WORLD = 2
-GLOBAL_BATCH = 32
-STEPS = 8
-# 200 samples at global batch 32: 6 steps per epoch, so the 8 steps cross an epoch
-# boundary (the second epoch's reshuffle must match the single run's too).
-DATA = {"train_size": 200, "test_size": 40}
 MODELS = ("mlp", "lenet5")
 RANK_TIMEOUT_S = 120
 
@@ -45,7 +35,7 @@ RANK_TIMEOUT_S = 120
 LOSS_TOLERANCE = 2.5e-6
 
 # One process: the worker's calls (fw.setup -> jax_dist.setup -> prepare -> build ->
-# first_step -> train), then step_losses and the rest as JSON on stdout. With
+# first_step -> train), then step_losses and the rest as `out` (JSON on stdout). With
 # "before", jax_dist.setup runs before fw.setup (the order a GPU needs).
 RANK_PROGRAM = """
 import json, sys
@@ -74,76 +64,32 @@ for name, settings in args["runs"].items():
                          "per_replica_batch": trainer.per_replica_batch, "accuracy": trainer.evaluate()}
 out["facts"] = trainer.manifest()
 jax_dist.shutdown(fw, ctx)
-print(json.dumps(out))
 """
-
-
-def _settings(model: str, **kw) -> dict:
-    base = dict(
-        model=model,
-        batch_size=GLOBAL_BATCH,
-        epochs=None,
-        steps=STEPS,
-        optimizer="sgd",
-        lr=0.05,
-        init="glorot-uniform",
-        seed=0,
-        loss_curve=STEPS,
-    )
-    base.update(kw)
-    return base
 
 
 RUNS = {
     **{m: _settings(m) for m in MODELS},
     # Two whole epochs (12 steps): train()'s per-epoch global means.
     "mlp-epochs": _settings("mlp", epochs=2, steps=None, loss_curve=0),
+    # 60 steps queued without a wait: sharded LeNet-5 deadlocked in XLA:CPU's
+    # all-reduce rendezvous from about 30 (jax_dist.IN_FLIGHT_STEPS).
+    "lenet5-long": _settings("lenet5", steps=60, loss_curve=0),
 }
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _start(ctx, order: str) -> subprocess.Popen:
-    env = {**os.environ, **rank_environment("jax", ctx, dict(os.environ))}
-    args = {"ctx": ctx.as_dict(), "data": DATA, "runs": RUNS, "order": order}
-    return subprocess.Popen(
-        [sys.executable, "-c", RANK_PROGRAM, json.dumps(args)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def _collect(procs: list[subprocess.Popen]) -> list[dict]:
-    results = []
-    try:
-        for rank, proc in enumerate(procs):
-            out, err = proc.communicate(timeout=RANK_TIMEOUT_S)
-            assert proc.returncode == 0, f"process {rank} exited with {proc.returncode}:\n{err[-3000:]}"
-            results.append(json.loads(out.strip().splitlines()[-1]))
-    finally:
-        # A process that hangs (a peer that never came) must not outlive the test.
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    return results
+def _start(ctx, order: str):
+    return start(RANK_PROGRAM, "jax", ctx, {"data": DATA, "runs": RUNS, "order": order})
 
 
 @pytest.fixture(scope="module")
 def sharded() -> dict:
     ctx = context_for("sharded", WORLD, threads=1, device="cpu")
-    return _collect([_start(ctx, "after")])[0]
+    return collect([_start(ctx, "after")], RANK_TIMEOUT_S)[0]
 
 
 @pytest.fixture(scope="module")
 def multiworker() -> list[dict]:
-    coordinator = f"127.0.0.1:{_free_port()}"
+    coordinator = f"127.0.0.1:{free_port()}"
     # Rank 0 in the worker's order (setup after fw.setup: the backend is recreated),
     # rank 1 in the other (setup first): both paths, in one job.
     orders = ("after", "before")
@@ -151,7 +97,7 @@ def multiworker() -> list[dict]:
     for rank in range(WORLD):
         ctx = context_for("multiworker", WORLD, threads=1, device="cpu", rank=rank, coordinator=coordinator)
         procs.append(_start(ctx, orders[rank]))
-    return _collect(procs)
+    return collect(procs, RANK_TIMEOUT_S)
 
 
 def _single(native, fw: JaxFramework, settings: dict) -> dict:
@@ -182,6 +128,8 @@ def _assert_follows(got: dict, want: dict) -> None:
     epochs = got["runs"]["mlp-epochs"]
     assert len(epochs["losses"]) == 2 and epochs["curve"] == [] == want["mlp-epochs"]["curve"]
     assert epochs["losses"] == pytest.approx(want["mlp-epochs"]["losses"], abs=LOSS_TOLERANCE)
+    long = got["runs"]["lenet5-long"]["losses"]
+    assert long == pytest.approx(want["lenet5-long"]["losses"], abs=LOSS_TOLERANCE)
 
 
 def test_sharded_on_2_host_devices_follows_the_single_loss_curve(sharded, single):
@@ -192,6 +140,7 @@ def test_sharded_on_2_host_devices_follows_the_single_loss_curve(sharded, single
     assert "--xla_force_host_platform_device_count=2" in m["xla_flags"]
     # Data parallel, not replicated work: XLA put an all-reduce (gradients + loss) in the step.
     assert sharded["facts"]["collectives"]["all-reduce"]["instructions"] >= 1
+    assert sharded["facts"]["steps_in_flight"] == jax_dist.IN_FLIGHT_STEPS
 
 
 def test_multiworker_with_2_processes_follows_the_single_loss_curve(multiworker, single):
@@ -205,6 +154,7 @@ def test_multiworker_with_2_processes_follows_the_single_loss_curve(multiworker,
         assert m["jax_cpu_collectives_implementation"] == "gloo"
         assert len(m["local_devices"]) == 1 and len(m["devices"]) == WORLD
         assert r["facts"]["collectives"]["all-reduce"]["instructions"] >= 1
+        assert str(r["facts"]["steps_in_flight"]).startswith("unbounded")
     assert [r["manifest"]["backend_recreated"] for r in multiworker] == [True, False]
 
 

@@ -13,26 +13,17 @@ on 127.0.0.1, one thread). The pytest process imports no TensorFlow."""
 from __future__ import annotations
 
 import importlib.util
-import json
-import os
-import socket
-import subprocess
-import sys
 
 import pytest
 
+from dist_processes import DATA, GLOBAL_BATCH, STEPS, collect, free_port, start
+from dist_processes import settings as _settings
 from dlbench.distributed import context_for
-from dlbench.distributed.environ import rank_environment
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None, reason="tensorflow not installed")
 
 WORLD = 2
-GLOBAL_BATCH = 32
 HALF = GLOBAL_BATCH // WORLD
-STEPS = 8
-# 200 samples at global batch 32: 6 steps per epoch, so the 8 steps cross an epoch
-# boundary (the second epoch's reshuffle must match the single run's too).
-DATA = {"train_size": 200, "test_size": 40}
 MODELS = ("mlp", "lenet5")
 RANK_TIMEOUT_S = 180
 
@@ -52,7 +43,7 @@ LOSS_TOLERANCE = 2.5e-6
 # One process: the worker's order of calls for TensorFlow (tensorflow_dist.setup BEFORE
 # fw.setup -> prepare -> build -> first_step -> train), optionally the single baselines,
 # then which rows of the training set each local replica gets at each of the first
-# steps (labels replaced by row numbers), all as JSON on stdout.
+# steps (labels replaced by row numbers), all as `out` (JSON on stdout).
 PROGRAM = """
 import dataclasses, json, sys
 from dlbench.frameworks.tensorflow import TensorFlowFramework  # first: sets KERAS_BACKEND and TF's log level
@@ -114,24 +105,7 @@ if args["single"]:
     except RuntimeError as exc:
         out["late_setup"] = str(exc)
 tensorflow_dist.shutdown(fw, ctx)
-print(json.dumps(out))
 """
-
-
-def _settings(model: str, **kw) -> dict:
-    base = dict(
-        model=model,
-        batch_size=GLOBAL_BATCH,
-        epochs=None,
-        steps=STEPS,
-        optimizer="sgd",
-        lr=0.05,
-        init="glorot-uniform",
-        seed=0,
-        loss_curve=STEPS,
-    )
-    base.update(kw)
-    return base
 
 
 RUNS = {
@@ -144,45 +118,19 @@ RUNS = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _start(ctx, single: bool) -> subprocess.Popen:
-    env = {**os.environ, **rank_environment("tensorflow", ctx, dict(os.environ))}
-    args = {"ctx": ctx.as_dict(), "data": DATA, "runs": RUNS, "single": single, "steps": STEPS}
-    return subprocess.Popen(
-        [sys.executable, "-c", PROGRAM, json.dumps(args)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
 @pytest.fixture(scope="module")
 def results() -> dict:
     """{"mirrored": output, "multiworker": [rank 0's, rank 1's]}; the three processes run
     at once (TensorFlow's import, ~5 s each, dominates)."""
-    workers = tuple(f"127.0.0.1:{_free_port()}" for _ in range(WORLD))
-    procs = [_start(context_for("mirrored", WORLD, threads=1, device="cpu"), single=True)]
+    workers = tuple(f"127.0.0.1:{free_port()}" for _ in range(WORLD))
+    args = {"data": DATA, "runs": RUNS, "steps": STEPS}
+    procs = [
+        start(PROGRAM, "tensorflow", context_for("mirrored", WORLD, threads=1, device="cpu"), {**args, "single": True})
+    ]
     for rank in range(WORLD):
         ctx = context_for("multiworker", WORLD, threads=1, device="cpu", rank=rank, workers=workers)
-        procs.append(_start(ctx, single=False))
-    outputs = []
-    try:
-        for i, proc in enumerate(procs):
-            out, err = proc.communicate(timeout=RANK_TIMEOUT_S)
-            assert proc.returncode == 0, f"process {i} exited with {proc.returncode}:\n{err[-3000:]}"
-            outputs.append(json.loads(out.strip().splitlines()[-1]))
-    finally:
-        # A rank that hangs (a peer that never came) must not outlive the test.
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        procs.append(start(PROGRAM, "tensorflow", ctx, {**args, "single": False}))
+    outputs = collect(procs, RANK_TIMEOUT_S)
     return {"mirrored": outputs[0], "multiworker": outputs[1:]}
 
 

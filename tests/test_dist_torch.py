@@ -9,29 +9,19 @@ imports and tiny steps."""
 
 from __future__ import annotations
 
-import json
-import os
-import socket
-import subprocess
-import sys
-
 import pytest
 
 torch = pytest.importorskip("torch")
 
+from dist_processes import DATA, GLOBAL_BATCH, STEPS, collect, free_port, start  # noqa: E402
+from dist_processes import settings as _settings  # noqa: E402
 from dlbench.datasets.synthetic import SyntheticOptions, load  # noqa: E402
 from dlbench.distributed import context_for  # noqa: E402
-from dlbench.distributed.environ import rank_environment  # noqa: E402
 from dlbench.frameworks import torch_dist  # noqa: E402
 from dlbench.frameworks.protocol import TrainSettings  # noqa: E402
 from dlbench.frameworks.torch import TorchFramework  # noqa: E402
 
 WORLD = 2
-GLOBAL_BATCH = 32
-STEPS = 8
-# 200 samples at global batch 32: 6 steps per epoch, so the 8 steps cross an epoch
-# boundary (the second epoch's reshuffle must match the single run's too).
-DATA = {"train_size": 200, "test_size": 40}
 MODELS = ("mlp", "lenet5")
 COMM_STEPS = 3
 RANK_TIMEOUT_S = 120
@@ -44,7 +34,7 @@ RANK_TIMEOUT_S = 120
 LOSS_TOLERANCE = 2.5e-6
 
 # One rank: the worker's order of calls (fw.setup -> torch_dist.setup -> prepare ->
-# build -> first_step -> train), then step_losses and the rest as JSON on stdout.
+# build -> first_step -> train), then step_losses and the rest as `out` (JSON on stdout).
 RANK_PROGRAM = """
 import json, sys
 from dlbench.datasets.synthetic import SyntheticOptions, load
@@ -73,24 +63,7 @@ for name, settings in args["runs"].items():
         run["restored_after_comm"] = all(bool((a == b).all()) for a, b in zip(before, weights()))
     out["runs"][name] = run
 torch_dist.shutdown(fw, ctx)
-print(json.dumps(out))
 """
-
-
-def _settings(model: str, **kw) -> dict:
-    base = dict(
-        model=model,
-        batch_size=GLOBAL_BATCH,
-        epochs=None,
-        steps=STEPS,
-        optimizer="sgd",
-        lr=0.05,
-        init="glorot-uniform",
-        seed=0,
-        loss_curve=STEPS,
-    )
-    base.update(kw)
-    return base
 
 
 RUNS = {
@@ -100,41 +73,19 @@ RUNS = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _run_ranks() -> list[dict]:
-    coordinator = f"127.0.0.1:{_free_port()}"
-    procs = []
-    for rank in range(WORLD):
-        ctx = context_for("ddp", WORLD, threads=1, device="cpu", rank=rank, coordinator=coordinator)
-        env = {**os.environ, **rank_environment("torch", ctx, dict(os.environ))}
-        args = {"ctx": ctx.as_dict(), "data": DATA, "runs": RUNS, "comm_steps": COMM_STEPS}
-        procs.append(
-            subprocess.Popen(
-                [sys.executable, "-c", RANK_PROGRAM, json.dumps(args)],
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
+    coordinator = f"127.0.0.1:{free_port()}"
+    args = {"runs": RUNS, "comm_steps": COMM_STEPS, "data": DATA}
+    procs = [
+        start(
+            RANK_PROGRAM,
+            "torch",
+            context_for("ddp", WORLD, threads=1, device="cpu", rank=r, coordinator=coordinator),
+            args,
         )
-    results = []
-    try:
-        for rank, proc in enumerate(procs):
-            out, err = proc.communicate(timeout=RANK_TIMEOUT_S)
-            assert proc.returncode == 0, f"rank {rank} exited with {proc.returncode}:\n{err[-3000:]}"
-            results.append(json.loads(out.strip().splitlines()[-1]))
-    finally:
-        # A rank that hangs (a peer that never came) must not outlive the test.
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    return results
+        for r in range(WORLD)
+    ]
+    return collect(procs, RANK_TIMEOUT_S)
 
 
 def _single(native, fw: TorchFramework, settings: dict) -> dict:

@@ -341,6 +341,10 @@ class DDPTrainer(TorchTrainer):
                 self._step(xb, yb)
             self._sync()
             wall = time.perf_counter() - t0
+            # Both ranks past their last collective before the profiler stops: gloo
+            # ends an all_reduce's profiler event on its own thread, after the work
+            # DDP waited for has completed.
+            dist.barrier()
         comm_us = 0.0
         names: dict[str, int] = {}
         for event in prof.key_averages():

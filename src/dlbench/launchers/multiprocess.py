@@ -98,7 +98,9 @@ class _Rank:
 
 
 def _start(spec: TrialSpec, ctx: DistContext) -> subprocess.Popen[bytes]:
-    cmd = [sys.executable, "-P", "-m", "dlbench.worker", "--parent-pid", str(os.getpid()), "--rank", str(ctx.rank)]
+    # The worker's command line (dlbench.runner.worker_command: -P, faulthandler) plus the rank.
+    cmd = [sys.executable, "-P", "-X", "faulthandler", "-m", "dlbench.worker", "--parent-pid", str(os.getpid())]
+    cmd += ["--rank", str(ctx.rank)]
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None)
     assert proc.stdin is not None
     # The stdin pipe stays open: it is the rank's lifeline (dlbench.worker.die_with_parent).
