@@ -1056,7 +1056,7 @@ def extend(
     be compared see the machine alike. Each run's workers use the interpreter that run recorded, so A and B may
     come from two virtual environments (two framework versions): this dlbench's own interpreter, or one you
     name with --python."""
-    from dlbench import runner
+    from dlbench import runner, trialspec
     from dlbench.config import MAX_TRIALS
 
     if not 1 <= blocks <= MAX_TRIALS:
@@ -1083,7 +1083,7 @@ def extend(
                 f"({sys.executable}); dlbench runs no program a database names. If you trust it, name it: "
                 f"--python {shlex.quote(str(recorded))}"
             )
-        targets.append(runner.Target(store, row["id"], runner.worker_command(interpreter), sources))
+        targets.append(runner.Target(store, row["id"], trialspec.worker_command(interpreter), sources))
     names = {id(t): ref for t, ref in zip(targets, refs)}
 
     def on_block(target, block, done):

@@ -18,7 +18,6 @@ import shlex
 import signal
 import sqlite3
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -28,7 +27,7 @@ from typing import Any
 
 from dlbench.plan import Case, Plan
 from dlbench.store import Measurement, Store, StoreError
-from dlbench.trialspec import ProtocolSpec, TrialSpec
+from dlbench.trialspec import ProtocolSpec, TrialSpec, worker_command
 
 STDERR_KEEP = 20_000  # characters of a worker's stderr kept in the store
 KILL_GRACE_S = 5.0
@@ -44,18 +43,6 @@ class TrialOutcome:
     wall_s: float = 0.0
     repeats: int = 0
     manifest: dict[str, Any] = field(default_factory=dict)
-
-
-def worker_command(python: str | None = None) -> list[str]:
-    """The worker's command line. -P: `python -m` would otherwise put the working
-    directory first on sys.path, and a `dlbench/` (or `torch/`) folder there would
-    be imported instead of the installed package: code the user never meant to run.
-    -X faulthandler: a worker killed by a fatal signal (SIGSEGV, SIGABRT from a
-    framework's C++) leaves every thread's Python stack in its stderr, which the
-    store keeps. --parent-pid: the worker dies with this process (see
-    worker.die_with_parent)."""
-    interpreter = python or sys.executable
-    return [interpreter, "-P", "-X", "faulthandler", "-m", "dlbench.worker", "--parent-pid", str(os.getpid())]
 
 
 class RunBusy(RuntimeError):

@@ -11,11 +11,25 @@ missing required one is an error that names it, never a silent default.
 from __future__ import annotations
 
 import json
+import os
+import sys
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
 from dlbench.distributed import DistContext
 from dlbench.plan import Case
+
+
+def worker_command(python: str | None = None) -> list[str]:
+    """The worker's command line. -P: `python -m` would otherwise put the working
+    directory first on sys.path, and a `dlbench/` (or `torch/`) folder there would
+    be imported instead of the installed package: code the user never meant to run.
+    -X faulthandler: a worker killed by a fatal signal (SIGSEGV, SIGABRT from a
+    framework's C++) leaves every thread's Python stack in its stderr, which the
+    store keeps. --parent-pid: the worker dies with this process (see
+    worker.die_with_parent)."""
+    interpreter = python or sys.executable
+    return [interpreter, "-P", "-X", "faulthandler", "-m", "dlbench.worker", "--parent-pid", str(os.getpid())]
 
 
 class SpecError(ValueError):

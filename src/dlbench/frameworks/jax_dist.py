@@ -87,8 +87,6 @@ AXIS = "data"
 # A rank whose peer never arrives fails after this long instead of waiting the
 # default 5 minutes (torch_dist uses the same bound).
 RENDEZVOUS_TIMEOUT_S = 120
-# JAX's own name for the CPU collectives switch (jax 0.10.2: this option, whose
-# default is already "gloo"; set explicitly so that the manifest states what ran).
 # sharded on CPU: the host waits for every IN_FLIGHT_STEPS-th training step. XLA:CPU's
 # in-process all-reduce between host devices deadlocked with deeper queues of
 # multi-device steps (jax 0.10.2, 2 host devices on 2 cores, LeNet-5: 20 queued
@@ -97,6 +95,8 @@ RENDEZVOUS_TIMEOUT_S = 120
 # not apply to multi-device computations). Waiting every 8 steps ran 100 steps; it
 # costs one dispatch gap per 8 steps.
 IN_FLIGHT_STEPS = 8
+# JAX's own name for the CPU collectives switch (jax 0.10.2: this option, whose
+# default is already "gloo"; set explicitly so that the manifest states what ran).
 CPU_COLLECTIVES_OPTION = "jax_cpu_collectives_implementation"
 CPU_COLLECTIVES = "gloo"
 # Collective instructions of XLA's HLO text (async variants on GPUs: "-start").

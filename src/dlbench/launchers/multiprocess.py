@@ -28,7 +28,6 @@ import selectors
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -36,7 +35,7 @@ from typing import Any
 
 from dlbench.distributed import DistContext, context_for
 from dlbench.launchers.merge import merge_manifest, merge_process, merge_repeat
-from dlbench.trialspec import TrialSpec
+from dlbench.trialspec import TrialSpec, worker_command
 
 ATTEMPTS = 3
 HOST = "127.0.0.1"
@@ -98,9 +97,7 @@ class _Rank:
 
 
 def _start(spec: TrialSpec, ctx: DistContext) -> subprocess.Popen[bytes]:
-    # The worker's command line (dlbench.runner.worker_command: -P, faulthandler) plus the rank.
-    cmd = [sys.executable, "-P", "-X", "faulthandler", "-m", "dlbench.worker", "--parent-pid", str(os.getpid())]
-    cmd += ["--rank", str(ctx.rank)]
+    cmd = [*worker_command(), "--rank", str(ctx.rank)]
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None)
     assert proc.stdin is not None
     # The stdin pipe stays open: it is the rank's lifeline (dlbench.worker.die_with_parent).
