@@ -475,13 +475,17 @@ def _execute(store, run_id: int, db: Path, sources: dict[str, str]) -> dict[str,
     the worker, mark the run interrupted and exit 128 + the signal's number with the
     command that resumes it; a run executed by another live process is refused."""
     from dlbench import runner
-    from dlbench.progress import RunProgress
     from dlbench.store import StoreError
 
     named = "".join(f" --{key.partition(':')[0]} {shlex.quote(ref)}" for key, ref in sorted(sources.items()))
     resume = f"dlbench run --resume {run_id} --db {shlex.quote(str(db))}{named}"
-    runner.raise_on_termination()
+    # Everything from here on is inside the handler: a Ctrl-C that lands in the progress
+    # bar's import (tens of ms on a loaded machine) reached click, which exits 1 with
+    # "Aborted!" instead of 130 with the resume command (seen once in the fault suite).
     try:
+        runner.raise_on_termination()
+        from dlbench.progress import RunProgress
+
         runner.check_sources(store, run_id, sources)
         with RunProgress(console, store, run_id) as progress:
             return runner.execute_run(store, run_id, on_event=progress.on_event, sources=sources)

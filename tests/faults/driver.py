@@ -37,6 +37,7 @@ class Outcome:
     run_existed: bool
     retired: int = 0
     notes: list[str] = field(default_factory=list)
+    stderr_tail: str = ""  # the runner's last words, for a failed assertion on its exit
 
 
 class Driver:
@@ -118,7 +119,7 @@ class Driver:
             out, err = proc.communicate()
             raise AssertionError(f"{name}: the runner did not end within 60 s after {sig.name}") from None
         label = f"{sig.name} at {phase}" if phase else f"{sig.name} after {after_s:.2f} s"
-        outcome = Outcome(sig.name, label, proc.returncode, run_existed=False)
+        outcome = Outcome(sig.name, label, proc.returncode, run_existed=False, stderr_tail=err[-600:])
         self.assert_no_orphans(tag)
         soft = sig in (signal.SIGTERM, signal.SIGINT) and proc.returncode == 128 + int(sig)
         if not db.exists():
