@@ -33,6 +33,7 @@ RANK_TIMEOUT_S = 120
 # sharded and multiworker alike; run means differed by at most 2.4e-7 too.
 # Tolerance about 10x above the largest.
 LOSS_TOLERANCE = 2.5e-6
+COMM_STEPS = 5
 
 # One process: the worker's calls (fw.setup -> jax_dist.setup -> prepare -> build ->
 # first_step -> train), then step_losses and the rest as `out` (JSON on stdout). With
@@ -46,6 +47,7 @@ from dlbench.frameworks.jax import JaxFramework
 from dlbench.frameworks.protocol import TrainSettings
 
 args = json.loads(sys.argv[1])
+COMM_STEPS = args["comm_steps"]
 ctx = DistContext.from_dict(args["ctx"])
 fw = JaxFramework()
 if args["order"] == "before":
@@ -63,6 +65,9 @@ for name, settings in args["runs"].items():
     out["runs"][name] = {"losses": losses, "curve": trainer.step_losses(), "params": trainer.parameter_count(),
                          "per_replica_batch": trainer.per_replica_batch, "accuracy": trainer.evaluate()}
 out["facts"] = trainer.manifest()
+accuracy = trainer.evaluate()
+out["comm"] = trainer.communication(COMM_STEPS)
+out["unchanged_after_comm"] = trainer.evaluate() == accuracy  # the profiled steps ran on copies
 jax_dist.shutdown(fw, ctx)
 """
 
@@ -78,7 +83,7 @@ RUNS = {
 
 
 def _start(ctx, order: str):
-    return start(RANK_PROGRAM, "jax", ctx, {"data": DATA, "runs": RUNS, "order": order})
+    return start(RANK_PROGRAM, "jax", ctx, {"data": DATA, "runs": RUNS, "order": order, "comm_steps": COMM_STEPS})
 
 
 @pytest.fixture(scope="module")
@@ -141,6 +146,18 @@ def test_sharded_on_2_host_devices_follows_the_single_loss_curve(sharded, single
     # Data parallel, not replicated work: XLA put an all-reduce (gradients + loss) in the step.
     assert sharded["facts"]["collectives"]["all-reduce"]["instructions"] >= 1
     assert sharded["facts"]["steps_in_flight"] == jax_dist.IN_FLIGHT_STEPS
+    _assert_communication(sharded, local_devices=WORLD)
+
+
+def _assert_communication(got: dict, local_devices: int) -> None:
+    """jax.profiler saw the step's all-reduce run on every local device at every profiled
+    step, and the share it reports is a fraction of the profiled wall time."""
+    comm = got["comm"]
+    assert comm["source"] == "jax.profiler" and comm["local_devices"] == local_devices
+    all_reduces = sum(n for name, n in comm["profiler_events"].items() if name.startswith("all-reduce"))
+    assert all_reduces >= COMM_STEPS * local_devices, comm
+    assert 0 < comm["comm_share"] <= 1 and comm["comm_time_per_step"] > 0, comm
+    assert got["unchanged_after_comm"] is True
 
 
 def test_multiworker_with_2_processes_follows_the_single_loss_curve(multiworker, single):
@@ -155,6 +172,7 @@ def test_multiworker_with_2_processes_follows_the_single_loss_curve(multiworker,
         assert len(m["local_devices"]) == 1 and len(m["devices"]) == WORLD
         assert r["facts"]["collectives"]["all-reduce"]["instructions"] >= 1
         assert str(r["facts"]["steps_in_flight"]).startswith("unbounded")
+        _assert_communication(r, local_devices=1)
     assert [r["manifest"]["backend_recreated"] for r in multiworker] == [True, False]
 
 

@@ -39,6 +39,7 @@ RANK_TIMEOUT_S = 180
 # mean moves between 1 and 2 intra-op threads.)
 CURVE_TOLERANCE = 2e-5
 LOSS_TOLERANCE = 2.5e-6
+COMM_STEPS = 5
 
 # One process: the worker's order of calls for TensorFlow (tensorflow_dist.setup BEFORE
 # fw.setup -> prepare -> build -> first_step -> train), optionally the single baselines,
@@ -78,6 +79,10 @@ for name, kw in args["runs"].items():
     losses = trainer.train()
     out["runs"][name] = {"losses": losses, "curve": trainer.step_losses(), "params": trainer.parameter_count(),
                          "per_replica_batch": trainer.per_replica_batch, "accuracy": trainer.evaluate()}
+
+accuracy = trainer.evaluate()
+out["comm"] = trainer.communication(args["comm_steps"])
+out["unchanged_after_comm"] = trainer.evaluate() == accuracy  # weights and optimizer restored
 
 strategy = tensorflow_dist._strategy
 n = int(native.x_train.shape[0])
@@ -123,7 +128,7 @@ def results() -> dict:
     """{"mirrored": output, "multiworker": [rank 0's, rank 1's]}; the three processes run
     at once (TensorFlow's import, ~5 s each, dominates)."""
     workers = tuple(f"127.0.0.1:{free_port()}" for _ in range(WORLD))
-    args = {"data": DATA, "runs": RUNS, "steps": STEPS}
+    args = {"data": DATA, "runs": RUNS, "steps": STEPS, "comm_steps": COMM_STEPS}
     procs = [
         start(PROGRAM, "tensorflow", context_for("mirrored", WORLD, threads=1, device="cpu"), {**args, "single": True})
     ]
@@ -193,6 +198,17 @@ def test_manifests_say_what_ran(results):
         assert m["communication"] == "CommunicationImplementation.RING"
         assert m["devices"] == [f"/job:worker/replica:0/task:{rank}/device:CPU:0"]
         assert "train_step" in m["training_loop"]
+
+
+def test_the_profiler_sees_every_replicas_all_reduce_at_every_step(results):
+    for label, out in _distributed(results):
+        comm = out["comm"]
+        replicas = WORLD if label == "mirrored" else 1
+        assert comm["source"] == "tensorflow profiler" and comm["local_replicas"] == replicas, label
+        # Keras' optimizer all-reduces the gradients once per replica and step (one packed op).
+        assert comm["profiler_events"].get("CollectiveReduceV2", 0) >= COMM_STEPS * replicas, (label, comm)
+        assert 0 < comm["comm_share"] <= 1 and comm["comm_time_per_step"] > 0, (label, comm)
+        assert out["unchanged_after_comm"] is True, label
 
 
 def test_the_single_adapter_records_only_the_first_loss_curve_steps(results):

@@ -10,6 +10,7 @@ import socket
 
 import pytest
 
+from dlbench.cases import case_label
 from dlbench.config import ConfigError, parse
 from dlbench.distributed import DistContext, context_for
 from dlbench.distributed.environ import rank_environment
@@ -73,6 +74,11 @@ def test_strategies_pair_only_with_their_frameworks_and_threads_split_the_cores(
     assert plan.not_applicable == 6 and plan.skipped == []
     # 2 cores, world sizes up to 2: one thread per replica for every case, baselines included.
     assert {c.threads for c in plan.cases} == {1}
+    # A strategy over one replica says so: it is neither the single process nor world size 2.
+    labels = {(c.strategy, c.world_size): case_label(c.as_dict()) for c in plan.cases if c.framework == "torch"}
+    assert "replica" not in labels[("single", 1)]
+    assert labels[("ddp", 1)].startswith("torch:eager ddp mlp") and "x1 replica" in labels[("ddp", 1)]
+    assert "global x2 replicas" in labels[("ddp", 2)]
 
 
 def test_oversubscription_and_uneven_batches_are_refused_with_the_fix(monkeypatch):

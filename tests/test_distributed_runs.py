@@ -135,6 +135,11 @@ def test_per_rank_figures_are_stored_and_throughput_is_their_sum(run: Path):
         processes = 2 if strategy in ("ddp", "multiworker") else 1
         assert sorted(ranks) == sorted(step_times) == list(range(processes)), (strategy, ranks)
         assert total == pytest.approx(sum(ranks.values()), rel=1e-12)
+        # Every process's profiler measured its share of time in collectives; rank 0's is the trial's.
+        shares = _values(run, trial, "rank_share")
+        (share,) = _values(run, trial, "share").values()
+        assert sorted(shares) == list(range(processes)) and all(0 < v <= 1 for v in shares.values()), shares
+        assert share == shares[0], (strategy, share, shares)
         manifest = json.loads(_rows(run, f"SELECT manifest_json FROM trials WHERE id={trial}")[0][0])
         assert manifest["strategy"] == strategy and manifest["world_size"] == 2
         assert manifest["global_batch"] == 32 and manifest["per_replica_batch"] == 16

@@ -30,6 +30,10 @@ def case_label(case: Mapping[str, Any], *, framework: bool = True, setting: bool
             scope = "/replica" if case.get("batch_scope") == "per-replica" else " global"
             parts[-1] += scope
             parts.append(f"x{case['world_size']} replicas")
+        elif case.get("strategy", "single") != "single":
+            # A strategy over one replica (its overhead alone) must not read like the
+            # single process, nor like the strategy's usual world size.
+            parts.append("x1 replica")
         if case.get("input_shape"):
             parts.append(f"in{case['input_shape']}")
         parts += [str(case[k]) for k in ("precision", "layout") if case.get(k) not in (None, "float32", "native")]

@@ -155,7 +155,7 @@ def run_repeat(
     if facts is not None and callable(learned):
         facts(**learned())
     if dist is not None:
-        _communication(trainer, add)
+        _communication(trainer, add, dist.rank)
         return out  # a distributed trial times training; inference is a single-device question
     return _inference(trainer, case, protocol, repeat, add, marker, calibration, out)
 
@@ -163,15 +163,19 @@ def run_repeat(
 COMM_PROFILE_STEPS = 5  # steps profiled after the timed training, never inside it
 
 
-def _communication(trainer: Any, add: Callable[..., None]) -> None:
+def _communication(trainer: Any, add: Callable[..., None], rank: int) -> None:
     """The share of a step spent in collectives, where the framework's profiler
-    shows them (untimed steps after training; the trainer restores its state)."""
+    shows them (untimed steps after training; the trainer restores its state).
+    Each process measures its own; the trial's `share` is rank 0's, and every
+    rank's is kept as `rank_share` (seq = rank): ranks wait for each other in
+    different amounts."""
     probe = getattr(trainer, "communication", None)
     if not callable(probe):
         return
     found = probe(COMM_PROFILE_STEPS)
     if found.get("comm_share") is not None:
         add("comm", "share", float(found["comm_share"]), "fraction")
+        add("comm", "rank_share", float(found["comm_share"]), "fraction", seq=rank)
     if found.get("comm_time_per_step") is not None:
         add("comm", "time_per_step", float(found["comm_time_per_step"]), "s")
 

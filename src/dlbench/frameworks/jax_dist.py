@@ -67,8 +67,12 @@ trainer's manifest lists the collectives (instructions and payload bytes).
 from __future__ import annotations
 
 import contextlib
+import gzip
+import json
 import os
 import re
+import tempfile
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from functools import partial
@@ -104,6 +108,12 @@ _COLLECTIVE = re.compile(
     r"= (?P<type>.+?) (?P<op>all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute)(?:-start)?\("
 )
 _SHAPE = re.compile(r"\b(?P<dtype>[a-z]+\d*)\[(?P<dims>[\d,]*)\]")
+# The same instructions as jax.profiler names their execution: XLA:CPU traces each
+# thunk under its HLO instruction name ("all-reduce", "all-reduce.3"); the wait for the
+# peers ("Rendezvous") is nested inside, so it is counted once.
+_COLLECTIVE_EVENT = re.compile(
+    r"^(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute)(-start|-done)?(\.\d+)?$"
+)
 
 
 @dataclass
@@ -457,5 +467,61 @@ class DataParallelTrainer(JaxTrainer):
             _collectives[key] = found
         return _collectives[key]
 
+    def communication(self, steps: int) -> dict[str, Any]:
+        """Untimed, after training: `steps` extra steps of the compiled training step under
+        jax.profiler, on copies of the model and optimizer state (the step donates its
+        inputs; the trained ones stay as they are).
+
+        comm_share = time inside collective instructions (XLA's own trace events, peer
+        waits included) per local device / wall time of the profiled steps. Every process
+        runs this (the steps are collective); each reports its own devices."""
+        if steps < 1:
+            return {"comm_share": None, "comm_time_per_step": None, "source": "jax.profiler", "steps": 0}
+        step: Any = self._jitted_step
+        table, keys, loss_sum, i = self._plan(0)
+        params, state, opt_state = jax.tree.map(lambda a: a.copy(), (self.params, self.state, self.opt_state))
+        x, y = self.data.train_x, self.data.train_y
+        # One step outside the profile: any first-call work lands here.
+        params, state, opt_state, loss_sum, _, _ = step(params, state, opt_state, loss_sum, i, x, y, table, keys)
+        jax.block_until_ready(params)
+        run = _bounded(step, IN_FLIGHT_STEPS)  # the sharded deadlock above, whatever `steps` is
+        with tempfile.TemporaryDirectory(prefix="dlbench-jax-profile-") as folder:
+            with jax.profiler.trace(folder, create_perfetto_trace=True):
+                t0 = time.perf_counter()
+                for _ in range(steps):
+                    params, state, opt_state, loss_sum, _, _ = run(
+                        params, state, opt_state, loss_sum, i, x, y, table, keys
+                    )
+                jax.block_until_ready(params)
+                wall = time.perf_counter() - t0
+            names, comm_us = _collective_time(folder)
+        devices = len(self.mesh.local_devices)
+        comm_s = comm_us / 1e6 / devices
+        return {
+            "comm_share": comm_s / wall if wall > 0 and names else None,
+            "comm_time_per_step": comm_s / steps if names else None,
+            "profiler_events": names,
+            "profiled_steps": steps,
+            "local_devices": devices,
+            "wall_s": wall,
+            "source": "jax.profiler",
+        }
+
     def manifest(self) -> dict[str, Any]:
         return {**self.facts, "collectives": self.collectives()}
+
+
+def _collective_time(folder: str) -> tuple[dict[str, int], float]:
+    """Collective instructions in the Perfetto trace jax.profiler wrote under `folder`:
+    ({name: count}, their summed duration in microseconds)."""
+    names: dict[str, int] = {}
+    total = 0.0
+    for path in sorted(os.path.join(d, f) for d, _, fs in os.walk(folder) for f in fs if f == "perfetto_trace.json.gz"):
+        with gzip.open(path, "rt") as f:
+            data = json.load(f)
+        events = data["traceEvents"] if isinstance(data, dict) else data
+        for e in events:
+            if e.get("ph") == "X" and _COLLECTIVE_EVENT.match(str(e.get("name", ""))):
+                names[e["name"]] = names.get(e["name"], 0) + 1
+                total += float(e.get("dur", 0.0))
+    return names, total

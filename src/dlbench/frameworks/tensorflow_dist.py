@@ -53,8 +53,12 @@ too, because each new iterator of a reshuffling dataset draws the next shuffle
 
 from __future__ import annotations
 
+import glob
 import json
 import os
+import re
+import tempfile
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -85,6 +89,12 @@ ORDER_ERROR = (
 
 # The strategy of this process, created by setup() and used by every build().
 _strategy: Any = None
+# Collective ops as the TensorFlow profiler names their execution (on the collective
+# executor's threads, peer waits included); NCCL's op on GPUs. Seen on this CPU:
+# CollectiveReduceV2, once per replica per step, for both strategies.
+_COLLECTIVE_OP = re.compile(
+    r"^(Collective(Reduce|Gather|BcastSend|BcastRecv|AllToAll|ReduceScatter)V\d|NcclAllReduce)$"
+)
 
 
 def setup(fw: TensorFlowFramework, ctx: DistContext) -> dict[str, Any]:
@@ -325,6 +335,79 @@ class DistTrainer:
         with tf.device(base.data.device):
             logits = np.concatenate([base._forward(x).numpy() for x in test])
         return float(np.mean(np.argmax(logits, axis=1) == base.data.y_test))
+
+    def communication(self, steps: int) -> dict[str, Any]:
+        """Untimed, after training: `steps` extra steps of Keras' train_step under this
+        process's strategy, on the first global batch, under the TensorFlow profiler;
+        weights, optimizer state and the loss tracker are restored afterwards (as
+        first_step does). Every process runs it (the steps are collective).
+
+        comm_share = time inside collective ops (the profiler's CollectiveReduceV2
+        events, peer waits included) per local replica / wall time of the steps."""
+        none = {"comm_share": None, "comm_time_per_step": None, "source": "tensorflow profiler", "steps": 0}
+        if steps < 1:
+            return none
+        try:
+            from tensorflow.tsl.profiler.protobuf import xplane_pb2
+        except ImportError as exc:  # the trace's format module moved: say so, measure nothing
+            return {**none, "note": f"cannot read the profiler's XPlane files: {exc}"}
+        base, strategy = self.base, _strategy
+        model, opt = base.model, base.model.optimizer
+        weights = [v.numpy() for v in model.variables]
+        slots = [v.numpy() for v in opt.variables]
+        x, y = base._first_batch()
+        options = tf.data.Options()
+        options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+        one = tf.data.Dataset.from_tensor_slices((x, y)).batch(self.settings.batch_size, drop_remainder=True)
+        iterator = iter(strategy.experimental_distribute_dataset(one.repeat().with_options(options)))
+
+        def step(it: Any) -> Any:
+            logs = strategy.run(model.train_step, args=(next(it),))
+            return strategy.experimental_local_results(logs)[0]["loss"]
+
+        if not base.options["run_eagerly"]:
+            step = tf.function(step, jit_compile=base.options["jit_compile"])
+        float(step(iterator))  # traced and run once outside the profile
+        with tempfile.TemporaryDirectory(prefix="dlbench-tf-profile-") as folder:
+            tf.profiler.experimental.start(folder)
+            try:
+                t0 = time.perf_counter()
+                for _ in range(steps):
+                    loss = step(iterator)
+                float(loss)  # host read: the steps have finished
+                wall = time.perf_counter() - t0
+            finally:
+                tf.profiler.experimental.stop()
+            names: dict[str, int] = {}
+            total_ps = 0
+            for path in glob.glob(os.path.join(folder, "**", "*.xplane.pb"), recursive=True):
+                space = xplane_pb2.XSpace()
+                with open(path, "rb") as f:
+                    space.ParseFromString(f.read())
+                for plane in space.planes:
+                    for line in plane.lines:
+                        for event in line.events:
+                            meta = plane.event_metadata[event.metadata_id]
+                            name = meta.display_name or meta.name
+                            if _COLLECTIVE_OP.match(name):
+                                names[name] = names.get(name, 0) + 1
+                                total_ps += event.duration_ps
+        for v, value in zip(model.variables, weights):
+            v.assign(value)
+        for v, value in zip(opt.variables, slots):
+            v.assign(value)
+        model.reset_metrics()
+        replicas = len(strategy.extended.worker_devices)
+        comm_s = total_ps / 1e12 / replicas
+        return {
+            "comm_share": comm_s / wall if wall > 0 and names else None,
+            "comm_time_per_step": comm_s / steps if names else None,
+            "profiler_events": names,
+            "profiled_steps": steps,
+            "local_replicas": replicas,
+            "wall_s": wall,
+            "source": "tensorflow profiler",
+        }
 
 
 class FitTrainer(DistTrainer):

@@ -15,7 +15,7 @@ from typing import Any
 
 Row = dict[str, Any]
 # Per-rank figures: every rank's row is kept (seq = rank).
-PER_RANK = {"rank_step_time", "rank_throughput"}
+PER_RANK = {"rank_step_time", "rank_throughput", "rank_share"}
 # Process-level figures kept for every rank, renamed rank_<metric> with seq = rank.
 PER_RANK_PROCESS = {"rendezvous_time", "peak_rss", "import_time"}
 
