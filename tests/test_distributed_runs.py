@@ -166,3 +166,4 @@ def test_the_report_shows_scaling_efficiency_and_names_the_best_strategy(run: Pa
     for strategy in ("ddp", "mirrored", "multiworker", "sharded"):
         assert f"| {strategy} " in table
     assert "1.00× (baseline)" in table and "%" in table
+    assert "replica" not in table.split("*Throughput")[0].replace("replicas |", "")  # the setting column: no strategy

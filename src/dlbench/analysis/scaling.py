@@ -181,7 +181,7 @@ def scaling(trials: Rows, measurements: Rows) -> list[Scaling]:
         out.append(
             Scaling(
                 framework=case_label(first, setting=False).split(" ")[0],
-                setting=case_label({**first, "world_size": 1}, framework=False),
+                setting=case_label({**first, "strategy": "single", "world_size": 1}, framework=False),
                 baseline_key=base,
                 baseline_throughput=base_median,
                 points=tuple(points),
