@@ -505,11 +505,12 @@ def main() -> int:
         return 1
     emit("done")
     if "--rank" in sys.argv[1:]:
-        # Every result of this rank has reached the launcher. Interpreter teardown
-        # with a process group, a profiler and collective threads alive can still
-        # abort in C++ ("terminate called without an active exception" once in CI,
-        # after a DDP rank's profiled steps); the launcher ignores a rank's exit
-        # after "done" anyway, so end here without the teardown.
+        # Every result of this rank has reached the launcher. torch 2.13's interpreter
+        # teardown after a gloo job can abort in C++ ("terminate called without an
+        # active exception"): once in CI after a DDP rank's profiled steps, and in half
+        # the plain torchrun runs of benchmarks/standalone/torch_ddp.py, after
+        # destroy_process_group and main() had returned, with no Python frame. The
+        # launcher ignores a rank's exit after "done" anyway: end here, before it.
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)
