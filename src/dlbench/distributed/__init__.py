@@ -122,3 +122,20 @@ def context_for(
         device=device,
         batch_scope=batch_scope,
     )
+
+
+def communication_result(
+    source: str, names: dict[str, int], comm_s: float, wall: float, steps: int, **extra: Any
+) -> dict[str, Any]:
+    """What a trainer's communication(steps) returns, the same for every framework:
+    `comm_s` seconds inside the collective events `names` ({event: count}) per local
+    replica over `steps` profiled steps of `wall` seconds. No events seen: no share."""
+    return {
+        "comm_share": comm_s / wall if wall > 0 and names else None,
+        "comm_time_per_step": comm_s / steps if names else None,
+        "profiler_events": names,
+        "profiled_steps": steps,
+        "wall_s": wall,
+        "source": source,
+        **extra,
+    }

@@ -83,7 +83,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from dlbench.distributed import DistContext
+from dlbench.distributed import DistContext, communication_result
 from dlbench.frameworks.jax import JaxData, JaxFramework, JaxTrainer, _backends_initialized, _epoch_plan, _platform
 from dlbench.frameworks.protocol import TrainSettings
 
@@ -497,15 +497,7 @@ class DataParallelTrainer(JaxTrainer):
             names, comm_us = _collective_time(folder)
         devices = len(self.mesh.local_devices)
         comm_s = comm_us / 1e6 / devices
-        return {
-            "comm_share": comm_s / wall if wall > 0 and names else None,
-            "comm_time_per_step": comm_s / steps if names else None,
-            "profiler_events": names,
-            "profiled_steps": steps,
-            "local_devices": devices,
-            "wall_s": wall,
-            "source": "jax.profiler",
-        }
+        return communication_result("jax.profiler", names, comm_s, wall, steps, local_devices=devices)
 
     def manifest(self) -> dict[str, Any]:
         return {**self.facts, "collectives": self.collectives()}

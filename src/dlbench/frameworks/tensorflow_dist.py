@@ -67,7 +67,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from dlbench.distributed import DistContext
+from dlbench.distributed import DistContext, communication_result
 from dlbench.frameworks.protocol import TrainSettings
 from dlbench.frameworks.tensorflow import (
     KerasTrainer,
@@ -399,15 +399,7 @@ class DistTrainer:
         model.reset_metrics()
         replicas = len(strategy.extended.worker_devices)
         comm_s = total_ps / 1e12 / replicas
-        return {
-            "comm_share": comm_s / wall if wall > 0 and names else None,
-            "comm_time_per_step": comm_s / steps if names else None,
-            "profiler_events": names,
-            "profiled_steps": steps,
-            "local_replicas": replicas,
-            "wall_s": wall,
-            "source": "tensorflow profiler",
-        }
+        return communication_result("tensorflow profiler", names, comm_s, wall, steps, local_replicas=replicas)
 
 
 class FitTrainer(DistTrainer):

@@ -44,7 +44,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from dlbench.distributed import DistContext
+from dlbench.distributed import DistContext, communication_result
 from dlbench.frameworks.protocol import TrainSettings
 from dlbench.frameworks.torch import COMPILE_BACKEND, COMPILE_MODE, TorchData, TorchFramework, TorchTrainer, _autocast
 
@@ -366,11 +366,4 @@ class DDPTrainer(TorchTrainer):
         if cuda_rng is not None:
             torch.cuda.set_rng_state(cuda_rng, device)
         comm_s = comm_us / 1e6
-        return {
-            "comm_share": comm_s / wall if wall > 0 and names else None,
-            "comm_time_per_step": comm_s / steps if names else None,
-            "profiler_events": names,
-            "profiled_steps": steps,
-            "wall_s": wall,
-            "source": "torch.profiler",
-        }
+        return communication_result("torch.profiler", names, comm_s, wall, steps)
