@@ -39,3 +39,36 @@ def test_interrupt_then_resume(tmp_path, faulty_plugin):
         assert store.run(run_id)["status"] == "finished"
         # The first trial was not re-run: its rows are the same rows.
         assert [m["trial_id"] for m in store.measurements(run_id)][: len(first_ids)] == first_ids
+
+
+@pytest.mark.parametrize("when", ["after-commit", "before-commit"])
+def test_a_signal_inside_run_creation_says_whether_the_run_was_stored(tmp_path, monkeypatch, when):
+    """Ctrl-C (or SIGTERM) landing inside Store.create_run: after its commit the run exists,
+    and the command must say how to resume it (the fault suite once saw 'nothing was stored'
+    over a stored run); before the commit nothing is stored, and it says so."""
+    from typer.testing import CliRunner
+
+    from dlbench.cli import app
+
+    original = Store.create_run
+
+    def interrupted(self, **kw):
+        if when == "before-commit":
+            with self.db:  # the signal inside the transaction: it rolls back
+                self.db.execute("INSERT INTO runs (name, status, started_at) VALUES ('x', 'running', 'now')")
+                raise KeyboardInterrupt
+        original(self, **kw)
+        raise KeyboardInterrupt  # the signal just after the commit, before the id is returned
+
+    monkeypatch.setattr(Store, "create_run", interrupted)
+    db = tmp_path / "r.db"
+    args = ["run", "--framework", "numpy", "--model", "mlp", "--dataset", "digits", "--epochs", "1"]
+    result = CliRunner().invoke(app, [*args, "--repeats", "1", "--warmup", "0", "--samplers", "none", "--db", str(db)])
+    assert result.exit_code == 130, result.output
+    with Store(db) as store:
+        runs = store.runs()
+        if when == "after-commit":
+            assert "Resume with: dlbench run --resume 1" in result.output, result.output
+            assert [r["status"] for r in runs] == ["interrupted"]
+        else:
+            assert "nothing was stored" in result.output and runs == []

@@ -378,6 +378,7 @@ def _start_and_run(plan, db: Path, command_line: str, preface: Any = None) -> No
     from dlbench.datasets import DatasetError
 
     run_id = None
+    store = None
     try:
         if not plan.trials:
             _print_skipped([(s.cell, s.reason) for s in plan.skipped])
@@ -413,7 +414,12 @@ def _start_and_run(plan, db: Path, command_line: str, preface: Any = None) -> No
                 )
             )
     except KeyboardInterrupt as exc:
-        if run_id is None:
+        if run_id is None and store is not None:
+            # The signal may have landed inside create_run after its commit (seen once in
+            # the fault suite: SIGTERM 0.84 s into a run said "nothing was stored" over a
+            # stored run).
+            run_id = store.committed_run()
+        if run_id is None or store is None:
             _exit_on_signal(exc, "nothing was stored")
         store.finish_run(run_id, "interrupted")
         _exit_on_signal(

@@ -276,6 +276,10 @@ class Store:
         self.timeout = timeout
         self.db = (self._open_readonly if readonly else self._open_readwrite)(list(migrations))
         self.db.row_factory = sqlite3.Row
+        # The id create_run gave its run, set inside its transaction: a signal that lands
+        # during or just after the commit is handled where the id was never returned, and
+        # the handler asks committed_run() whether the run was stored.
+        self._creating_run: int | None = None
         # Closed when the Store goes, and at the latest at interpreter exit, also when an exception's
         # traceback still holds it: SQLite removes the -wal and -shm files only on a real close.
         weakref.finalize(self, self.db.close)
@@ -590,6 +594,7 @@ class Store:
             )
             assert cur.lastrowid is not None  # an INSERT always sets it
             run_id = int(cur.lastrowid)
+            self._creating_run = run_id
             self._insert_trials(run_id, trials)
             self.db.executemany(
                 "INSERT INTO skipped (run_id, cell_json, reason) VALUES (?,?,?)",
@@ -630,6 +635,14 @@ class Store:
                 "UPDATE runs SET status=?, finished_at=?, stop_reason=coalesce(?, stop_reason) WHERE id=?",
                 (status, now(), stop_reason, run_id),
             )
+
+    def committed_run(self) -> int | None:
+        """The run the last create_run stored, if its transaction committed (None when it
+        rolled back, or none was created): for a command interrupted around that call."""
+        run_id = self._creating_run
+        if run_id is None or self.db.in_transaction:
+            return None
+        return run_id if self.db.execute("SELECT 1 FROM runs WHERE id=?", (run_id,)).fetchone() else None
 
     def run(self, run_id: int | None = None) -> sqlite3.Row:
         if run_id is not None and not 1 <= run_id < 2**63:  # beyond SQLite's integers: no run, not an OverflowError
