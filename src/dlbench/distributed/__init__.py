@@ -124,6 +124,17 @@ def context_for(
     )
 
 
+def covered(intervals: list[tuple[float, float]]) -> float:
+    """The length of the union of (start, end) intervals: collective events overlap across
+    threads and replicas, and their summed durations can exceed the wall time."""
+    total, end = 0.0, float("-inf")
+    for a, b in sorted(intervals):
+        if b > end:
+            total += b - max(a, end)
+            end = b
+    return total
+
+
 def communication_result(
     source: str, names: dict[str, int], comm_s: float, wall: float, steps: int, **extra: Any
 ) -> dict[str, Any]:

@@ -83,7 +83,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from dlbench.distributed import DistContext, communication_result
+from dlbench.distributed import DistContext, communication_result, covered
 from dlbench.frameworks.jax import JaxData, JaxFramework, JaxTrainer, _backends_initialized, _epoch_plan, _platform
 from dlbench.frameworks.protocol import TrainSettings
 
@@ -472,8 +472,9 @@ class DataParallelTrainer(JaxTrainer):
         jax.profiler, on copies of the model and optimizer state (the step donates its
         inputs; the trained ones stay as they are).
 
-        comm_share = time inside collective instructions (XLA's own trace events, peer
-        waits included) per local device / wall time of the profiled steps. Every process
+        comm_share = time with a collective instruction in flight (the union of XLA's own
+        trace events over the local devices, peer waits included) / wall time of the
+        profiled steps. Every process
         runs this (the steps are collective); each reports its own devices."""
         if steps < 1:
             return {"comm_share": None, "comm_time_per_step": None, "source": "jax.profiler", "steps": 0}
@@ -496,7 +497,7 @@ class DataParallelTrainer(JaxTrainer):
                 wall = time.perf_counter() - t0
             names, comm_us = _collective_time(folder)
         devices = len(self.mesh.local_devices)
-        comm_s = comm_us / 1e6 / devices
+        comm_s = min(comm_us / 1e6, wall)  # time with a collective in flight on any local device
         return communication_result("jax.profiler", names, comm_s, wall, steps, local_devices=devices)
 
     def manifest(self) -> dict[str, Any]:
@@ -507,7 +508,7 @@ def _collective_time(folder: str) -> tuple[dict[str, int], float]:
     """Collective instructions in the Perfetto trace jax.profiler wrote under `folder`:
     ({name: count}, their summed duration in microseconds)."""
     names: dict[str, int] = {}
-    total = 0.0
+    spans: list[tuple[float, float]] = []
     for path in sorted(os.path.join(d, f) for d, _, fs in os.walk(folder) for f in fs if f == "perfetto_trace.json.gz"):
         with gzip.open(path, "rt") as f:
             data = json.load(f)
@@ -515,5 +516,6 @@ def _collective_time(folder: str) -> tuple[dict[str, int], float]:
         for e in events:
             if e.get("ph") == "X" and _COLLECTIVE_EVENT.match(str(e.get("name", ""))):
                 names[e["name"]] = names.get(e["name"], 0) + 1
-                total += float(e.get("dur", 0.0))
-    return names, total
+                start = float(e.get("ts", 0.0))
+                spans.append((start, start + float(e.get("dur", 0.0))))
+    return names, covered(spans)
