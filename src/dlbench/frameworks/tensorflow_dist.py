@@ -53,6 +53,7 @@ too, because each new iterator of a reshuffling dataset draws the next shuffle
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
@@ -279,6 +280,22 @@ def shutdown(fw: TensorFlowFramework, ctx: DistContext) -> None:
     _strategy = None
 
 
+@contextlib.contextmanager
+def _restored(model: Any) -> Iterator[None]:
+    """Weights, optimizer state and the loss tracker as they were on entry: for steps run
+    outside the measurement (first_step's trace, the communication profile)."""
+    weights = [v.numpy() for v in model.variables]
+    slots = [v.numpy() for v in model.optimizer.variables]
+    try:
+        yield
+    finally:
+        for v, value in zip(model.variables, weights):
+            v.assign(value)
+        for v, value in zip(model.optimizer.variables, slots):
+            v.assign(value)
+        model.reset_metrics()
+
+
 class NoPeek:
     """Replaces Keras' per-fit symbolic build on one model (an instance attribute over
     Trainer._maybe_symbolic_build, keras 3.15): under a strategy, every fit() first pulls
@@ -352,9 +369,7 @@ class DistTrainer:
         except ImportError as exc:  # the trace's format module moved: say so, measure nothing
             return {**none, "note": f"cannot read the profiler's XPlane files: {exc}"}
         base, strategy = self.base, _strategy
-        model, opt = base.model, base.model.optimizer
-        weights = [v.numpy() for v in model.variables]
-        slots = [v.numpy() for v in opt.variables]
+        model = base.model
         x, y = base._first_batch()
         options = tf.data.Options()
         options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
@@ -367,8 +382,8 @@ class DistTrainer:
 
         if not base.options["run_eagerly"]:
             step = tf.function(step, jit_compile=base.options["jit_compile"])
-        float(step(iterator))  # traced and run once outside the profile
-        with tempfile.TemporaryDirectory(prefix="dlbench-tf-profile-") as folder:
+        with _restored(model), tempfile.TemporaryDirectory(prefix="dlbench-tf-profile-") as folder:
+            float(step(iterator))  # traced and run once outside the profile
             tf.profiler.experimental.start(folder)
             try:
                 t0 = time.perf_counter()
@@ -397,11 +412,6 @@ class DistTrainer:
                                 names[name] = names.get(name, 0) + 1
                                 start = line.timestamp_ns * 1000 + event.offset_ps
                                 spans.append((start, start + event.duration_ps))
-        for v, value in zip(model.variables, weights):
-            v.assign(value)
-        for v, value in zip(opt.variables, slots):
-            v.assign(value)
-        model.reset_metrics()
         replicas = len(strategy.extended.worker_devices)
         comm_s = min(covered(spans) / 1e12, wall)  # time with a collective in flight
         return communication_result("tensorflow profiler", names, comm_s, wall, steps, local_replicas=replicas)
@@ -485,19 +495,12 @@ class LoopTrainer(DistTrainer):
         """Trace and run one step on the first global batch (each worker its shard), then
         restore weights, optimizer state and the loss tracker, as the adapter does."""
         base = self.base
-        model, opt = base.model, base.model.optimizer
-        weights = [v.numpy() for v in model.variables]
-        slots = [v.numpy() for v in opt.variables]
         x, y = base._first_batch()
         one = tf.data.Dataset.from_tensor_slices((x, y)).batch(self.settings.batch_size, drop_remainder=True)
         if base.augment is not None:
             one = base.augment(0).take(1)
-        float(self._step(iter(self._distribute(one))))  # host read: the step has finished
-        for v, value in zip(model.variables, weights):
-            v.assign(value)
-        for v, value in zip(opt.variables, slots):
-            v.assign(value)
-        model.reset_metrics()
+        with _restored(base.model):
+            float(self._step(iter(self._distribute(one))))  # host read: the step has finished
 
     def _segments(self) -> Iterator[tuple[Any, int, bool]]:
         """(distributed dataset, steps, whether fit would make a spare iterator after
