@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 import pytest
@@ -120,7 +121,7 @@ def test_migration_4_rebuilds_trials_with_attempts_and_keeps_every_row(tmp_path)
                 (tid, 1.5 + block),
             )
     with Store(path) as s:
-        assert s.version == len(MIGRATIONS) == 4
+        assert s.version == len(MIGRATIONS) == 5
         trials = s.trials(run_id)
         assert [(t["id"], t["block"], t["attempt"], t["retired"], t["telemetry_notes"]) for t in trials] == [
             (1, 0, 1, 0, "n"),
@@ -138,6 +139,16 @@ def test_migration_4_rebuilds_trials_with_attempts_and_keeps_every_row(tmp_path)
         current = s.trials(run_id)
         assert [(t["block"], t["attempt"], t["status"]) for t in current] == [(0, 2, "pending"), (1, 1, "ok")]
         assert [t["retired"] for t in s.trials(run_id, retired=True)] == [1, 0, 0]
+        # Version 5: where each trial ran, empty for the trials stored before it.
+        assert [t["placement_json"] for t in current] == [None, None]
+        s.set_placement(current[0]["id"], {"executor": "ray", "host": "n1"})
+        s.set_placement(current[0]["id"], {"machine": {"cpu_model": "x"}})
+        assert json.loads(s.trials(run_id)[0]["placement_json"]) == {
+            "executor": "ray",
+            "host": "n1",
+            "machine": {"cpu_model": "x"},
+        }
+        assert s.runs()[0]["placements"] == "ray:n1=1"
         assert [m["value"] for m in s.measurements(run_id)] == [2.5]  # the retired attempt's values are kept apart
         with pytest.raises(sqlite3.IntegrityError, match="UNIQUE"):
             s.db.execute("UPDATE trials SET attempt=1 WHERE id=3")

@@ -218,6 +218,30 @@ def _open_store(db: Path, readonly: bool = False):
         _fail(str(exc))
 
 
+# Where trials run (dlbench.executors): `run` and `study run` take the same options.
+ExecutorOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--executor",
+        help="Where each trial's worker runs: local (default), ray or slurm. A run resumes with any executor.",
+    ),
+]
+RayAddressOpt = Annotated[
+    str | None, typer.Option(help="Ray: the cluster to join (default: start a local one for the run).")
+]
+SlurmPartitionOpt = Annotated[str | None, typer.Option(help="Slurm: the partition (default: the cluster's).")]
+SlurmGpusOpt = Annotated[int | None, typer.Option(help="Slurm: GPUs per job.")]
+SlurmTimeOpt = Annotated[
+    float | None, typer.Option(help="Slurm: minutes per job (default: the trial's timeout plus a margin).")
+]
+SlurmOptionOpt = Annotated[
+    list[str] | None, typer.Option(help="Slurm: an extra sbatch option as key=value, or a flag (repeatable).")
+]
+SlurmFolderOpt = Annotated[
+    str | None, typer.Option(help="Slurm: the job folder, on a path every node sees (default ./dlbench-slurm).")
+]
+
+
 FILE = Annotated[Path | None, typer.Argument(help="Experiment TOML file (default: the embedded default suite).")]
 
 
@@ -302,12 +326,28 @@ def run(
         typer.Option(help="Cap each worker's memory (e.g. 2GiB; RLIMIT_DATA): cells that exceed it are stored as oom."),
     ] = None,
     resume: Annotated[int | None, typer.Option(help="Finish the unfinished trials of run ID.")] = None,
+    executor: ExecutorOpt = None,
+    ray_address: RayAddressOpt = None,
+    slurm_partition: SlurmPartitionOpt = None,
+    slurm_gpus: SlurmGpusOpt = None,
+    slurm_time: SlurmTimeOpt = None,
+    slurm_option: SlurmOptionOpt = None,
+    slurm_folder: SlurmFolderOpt = None,
     db: DB = Path("dlbench.db"),
 ) -> None:
     """Run an experiment: every trial in a fresh worker process, results into the database."""
     from dlbench import runner
 
     runner.raise_on_termination()
+    executor_flags = {
+        "name": executor,
+        "ray_address": ray_address,
+        "slurm_partition": slurm_partition,
+        "slurm_gpus": slurm_gpus,
+        "slurm_time": slurm_time,
+        "slurm_options": slurm_option or None,
+        "slurm_folder": slurm_folder,
+    }
     if resume is not None:
         from dlbench.store import StoreError
 
@@ -316,8 +356,10 @@ def run(
             store.run(resume)
         except StoreError as exc:
             _fail(str(exc))
-        # A resumed run imports the user's own model or data only if named again now.
-        _execute_and_report(store, resume, db, _named_sources(model, dataset))
+        # A resumed run imports the user's own model or data only if named again now;
+        # it runs on the executor named now (local unless named), whichever started it.
+        settings = _executor_settings(None, executor_flags)
+        _execute_and_report(store, resume, db, _named_sources(model, dataset), executor=settings)
         return
     protocol = dict(
         epochs=epochs,
@@ -368,10 +410,43 @@ def run(
         )
     except KeyboardInterrupt as exc:
         _exit_on_signal(exc, "nothing was stored")
-    _start_and_run(plan, db, _command_line(ctx))
+    _start_and_run(plan, db, _command_line(ctx), executor=_executor_settings(plan.experiment.executor, executor_flags))
 
 
-def _start_and_run(plan, db: Path, command_line: str, preface: Any = None) -> None:
+def _executor_settings(base: Any, flags: dict[str, Any]) -> Any:
+    """The experiment file's [executor] table (base; None: local) with the flags given over it."""
+    from dataclasses import asdict
+
+    from dlbench.executors import ExecutorError, ExecutorSettings, parse_settings
+
+    given = {k: v for k, v in flags.items() if v is not None}
+    try:
+        parse_settings("command line", given, flags=True)  # the flags alone first: errors name the flag
+        merged = {k: v for k, v in asdict(base or ExecutorSettings()).items() if v is not None} | given
+        return parse_settings("command line", merged, flags=True)
+    except ExecutorError as exc:
+        _fail(str(exc))
+
+
+def _executor_flags_text(settings: Any) -> str:
+    """The flags that name `settings` again (empty for local), for a resume command."""
+    from dataclasses import asdict
+
+    from dlbench.executors import FLAGS, ExecutorSettings
+
+    if settings is None or settings.name == "local":
+        return ""
+    default = asdict(ExecutorSettings())
+    out = []
+    for key, value in asdict(settings).items():
+        if value == default[key] or value is None:
+            continue
+        for one in value if isinstance(value, tuple) else (value,):
+            out.append(f" {FLAGS[key]} {shlex.quote(str(one if not isinstance(one, float) else f'{one:g}'))}")
+    return "".join(out)
+
+
+def _start_and_run(plan, db: Path, command_line: str, preface: Any = None, executor: Any = None) -> None:
     """Store a new run of `plan` (after its data is in place), execute it and print its
     report (with `preface` first, a study's paper vs this run)."""
     from dlbench import env, registry, runner
@@ -427,12 +502,14 @@ def _start_and_run(plan, db: Path, command_line: str, preface: Any = None) -> No
             f"run {run_id} is stored, no trial ran yet. Resume with: dlbench run --resume {run_id} "
             f"--db {shlex.quote(str(db))}",
         )
-    _execute_and_report(store, run_id, db, sources, preface)
+    _execute_and_report(store, run_id, db, sources, preface, executor)
 
 
-def _execute_and_report(store, run_id: int, db: Path, sources: dict[str, str], preface: Any = None) -> None:
+def _execute_and_report(
+    store, run_id: int, db: Path, sources: dict[str, str], preface: Any = None, executor: Any = None
+) -> None:
     """Execute (or resume) run_id, print its report, exit 1 when a trial did not end ok or oom."""
-    counts = _execute(store, run_id, db, sources)
+    counts = _execute(store, run_id, db, sources, executor)
     try:
         _print_report(store, run_id, preface=preface(store, run_id) if callable(preface) else preface)
     except KeyboardInterrupt as exc:  # SIGTERM too (runner.Terminated): the run itself is complete
@@ -476,15 +553,16 @@ def _named_sources(model: str | None, dataset: str | None) -> dict[str, str]:
     return sources
 
 
-def _execute(store, run_id: int, db: Path, sources: dict[str, str]) -> dict[str, int]:
+def _execute(store, run_id: int, db: Path, sources: dict[str, str], executor: Any = None) -> dict[str, int]:
     """Execute (or resume) a run with a progress bar. Ctrl-C, SIGTERM and SIGHUP stop
     the worker, mark the run interrupted and exit 128 + the signal's number with the
     command that resumes it; a run executed by another live process is refused."""
     from dlbench import runner
+    from dlbench.executors import ExecutorError
     from dlbench.store import StoreError
 
     named = "".join(f" --{key.partition(':')[0]} {shlex.quote(ref)}" for key, ref in sorted(sources.items()))
-    resume = f"dlbench run --resume {run_id} --db {shlex.quote(str(db))}{named}"
+    resume = f"dlbench run --resume {run_id} --db {shlex.quote(str(db))}{named}{_executor_flags_text(executor)}"
     # Everything from here on is inside the handler: a Ctrl-C that lands in the progress
     # bar's import (tens of ms on a loaded machine) reached click, which exits 1 with
     # "Aborted!" instead of 130 with the resume command (seen once in the fault suite).
@@ -494,9 +572,11 @@ def _execute(store, run_id: int, db: Path, sources: dict[str, str]) -> dict[str,
 
         runner.check_sources(store, run_id, sources)
         with RunProgress(console, store, run_id) as progress:
-            return runner.execute_run(store, run_id, on_event=progress.on_event, sources=sources)
+            return runner.execute_run(store, run_id, on_event=progress.on_event, sources=sources, executor=executor)
     except runner.SourcesMissing as exc:
         _fail(str(exc))
+    except ExecutorError as exc:
+        _fail(f"{exc}; run {run_id} keeps what was stored. Resume with: {resume}")
     except KeyboardInterrupt as exc:
         _exit_on_signal(exc, f"finished trials are stored. Resume with: {resume}")
     except runner.RunBusy as exc:
@@ -1315,6 +1395,13 @@ def study_run(
     input_shape: ShapeOpt = None,
     repeats: Annotated[int | None, typer.Option(help="Measured repeats per trial (the scale's by default).")] = None,
     data_dir: Annotated[str | None, typer.Option(help="Directory searched first for dataset files.")] = None,
+    executor: ExecutorOpt = None,
+    ray_address: RayAddressOpt = None,
+    slurm_partition: SlurmPartitionOpt = None,
+    slurm_gpus: SlurmGpusOpt = None,
+    slurm_time: SlurmTimeOpt = None,
+    slurm_option: SlurmOptionOpt = None,
+    slurm_folder: SlurmFolderOpt = None,
     db: DB = Path("dlbench.db"),
 ) -> None:
     """Run a study at a scale; the report starts with the paper's numbers beside this run's."""
@@ -1334,7 +1421,18 @@ def study_run(
     def preface(store, run_id: int):
         return _study_preface(study, facts, [(store, run_id)])
 
-    _start_and_run(plan, db, _command_line(ctx), preface=preface)
+    flags = dict(
+        name=executor,
+        ray_address=ray_address,
+        slurm_partition=slurm_partition,
+        slurm_gpus=slurm_gpus,
+        slurm_time=slurm_time,
+        slurm_options=slurm_option or None,
+        slurm_folder=slurm_folder,
+    )
+    _start_and_run(
+        plan, db, _command_line(ctx), preface=preface, executor=_executor_settings(plan.experiment.executor, flags)
+    )
 
 
 def _study_runs(store, study) -> list[dict]:

@@ -26,6 +26,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from dlbench.executors import ExecutorSettings
 from dlbench.frameworks.protocol import INITS, OPTIMIZERS
 from dlbench.models.spec import short_repr as _show
 
@@ -159,6 +160,8 @@ class Experiment:
     # The user's own models and datasets named by reference: {"model:<name>": absolute
     # reference}. Given to each trial's worker; never read back from a database.
     sources: dict[str, str] = field(default_factory=dict)
+    # [executor]: where the trials' workers run (dlbench.executors); not part of any case.
+    executor: ExecutorSettings = ExecutorSettings()
 
 
 MATRIX_DEFAULTS: dict[str, tuple[Any, ...]] = {
@@ -182,7 +185,7 @@ MATRIX_DEFAULTS: dict[str, tuple[Any, ...]] = {
 # cores or devices, and the launcher would start that many processes.
 MAX_WORLD_SIZE = 1024
 
-_TOP_KEYS = ("experiment", "matrix", "protocol", "synthetic", "include", "exclude", "models")
+_TOP_KEYS = ("experiment", "matrix", "protocol", "synthetic", "include", "exclude", "models", "executor")
 
 
 def _allowed(names: Any) -> str:
@@ -655,7 +658,7 @@ def from_dict(data: Any, source: str = "<dict>", base: Path | None = None, text:
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: an experiment is a table (dict) of [experiment], [matrix], [protocol], ...")
     _check_keys(source, data, _TOP_KEYS)
-    for key in ("experiment", "matrix", "protocol", "synthetic", "models"):
+    for key in ("experiment", "matrix", "protocol", "synthetic", "models", "executor"):
         if key in data and not isinstance(data[key], dict):
             raise ConfigError(f"{source}: [{key}] must be a table")
     exp = data.get("experiment", {})
@@ -686,7 +689,17 @@ def from_dict(data: Any, source: str = "<dict>", base: Path | None = None, text:
         source=source,
         text=text,
         sources=refs.sources,
+        executor=_executor(source, data.get("executor", {})),
     )
+
+
+def _executor(source: str, table: dict[str, Any]) -> ExecutorSettings:
+    from dlbench.executors import ExecutorError, parse_settings
+
+    try:
+        return parse_settings(source, table)
+    except ExecutorError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _model_options(where: str, table: dict[str, Any], sources: Mapping[str, str]) -> dict[str, dict[str, Any]]:

@@ -16,6 +16,7 @@ from dataclasses import asdict, fields, replace
 from typing import Any
 
 from dlbench.config import FACTORS, Experiment, Protocol
+from dlbench.executors import ExecutorSettings
 
 EMBEDDED = "<embedded default.toml>"
 
@@ -74,6 +75,13 @@ def to_toml(exp: Experiment) -> str:
             lines += ["", f"[[{kind}]]", *(f"{k} = {value(_written(exp, k, v))}" for k, v in cell.items())]
     for model, options in exp.model_options.items():
         lines += ["", f"[models.{key(model)}]", *(f"{key(k)} = {value(v)}" for k, v in options.items())]
+    executor = {k: v for k, v in asdict(exp.executor).items() if v != getattr(ExecutorSettings(), k)}
+    if executor:
+        lines += [
+            "",
+            "[executor]",
+            *(f"{k} = {value(list(v) if isinstance(v, tuple) else v)}" for k, v in executor.items()),
+        ]
     return "\n".join(lines) + "\n"
 
 

@@ -46,6 +46,7 @@ class RunProgress:
         self.task: TaskID | None = None
         self.trial_units = 0
         self.done_in_trial = 0
+        self.cluster_counts: tuple[int, int, int] | None = None
 
     def __enter__(self) -> RunProgress:
         self.progress.__enter__()
@@ -93,6 +94,16 @@ class RunProgress:
             )
         elif kind == "adaptive_stop":
             self.progress.console.print(f"adaptive: {info['reason']}", highlight=False)
+        elif kind == "cluster_progress":
+            counts = (info["queued"], info["running"], info["done"])
+            if counts != self.cluster_counts:  # the executor polls; draw only a change
+                self.cluster_counts = counts
+                self.progress.update(
+                    self._bar(), description=f"trials: {counts[0]} queued, {counts[1]} running, {counts[2]} done"
+                )
+                self.progress.refresh()
+        elif kind == "executor_note":
+            self.progress.console.print(info["note"], highlight=False)
         elif kind == "trial_end":
             outcome = info["outcome"]
             # A trial that stopped early still uses up its share of the bar.

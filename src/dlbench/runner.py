@@ -1,36 +1,29 @@
 """Parent side of a run: one worker process per trial, events into the store.
 
-The parent never imports a deep-learning framework. For each trial it starts
-`python -m dlbench.worker` in its own session (process group), writes the
-trial spec to its stdin and reads JSON-lines events from its stdout on a
-reader thread, so that a worker that hangs is noticed at its deadline without
-busy-waiting. Each repeat's measurements are committed as they arrive. A worker
-that raises, dies from a signal, or runs past its timeout becomes a trial with
-status failed / oom / timeout and the error text; the run goes on.
+The parent never imports a deep-learning framework, and it is the only process
+that writes the store. Each trial's worker runs through dlbench.workerproc (here,
+or on a cluster node through dlbench.executors); its events reach the store
+through an EventRecorder, and each repeat's measurements are committed as they
+arrive. A worker that raises, dies from a signal, or runs past its timeout becomes
+a trial with status failed / oom / timeout and the error text; the run goes on.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import queue
 import shlex
 import signal
 import sqlite3
-import subprocess
-import tempfile
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from dlbench.executors import ExecutorError
 from dlbench.plan import Case, Plan
 from dlbench.store import Measurement, Store, StoreError
-from dlbench.trialspec import ProtocolSpec, TrialSpec, worker_command
-
-STDERR_KEEP = 20_000  # characters of a worker's stderr kept in the store
-KILL_GRACE_S = 5.0
+from dlbench.trialspec import ProtocolSpec, TrialSpec
+from dlbench.workerproc import WorkerExit, run_worker
 
 Callback = Callable[..., None]
 
@@ -68,23 +61,6 @@ def raise_on_termination() -> None:
         signal.signal(sig, handler)
 
 
-def oom_kills() -> int | None:
-    """The kernel's count of OOM kills in this process's memory cgroup (v2
-    memory.events, v1 memory.oom_control), or None where it cannot be read: a
-    worker that dies by SIGKILL while the count rises was killed for memory, one
-    that dies while it stands still was killed by someone."""
-    for path in ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"):
-        try:
-            with open(path, encoding="ascii") as fh:
-                for line in fh:
-                    key, _, value = line.partition(" ")
-                    if key == "oom_kill":
-                        return int(value)
-        except (OSError, ValueError):
-            continue
-    return None
-
-
 # Signals with which a process dies on a failed allocation it did not check.
 CRASH_SIGNALS = (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS)
 
@@ -94,34 +70,6 @@ def _signal_name(returncode: int) -> str:
         return signal.Signals(-returncode).name
     except ValueError:
         return f"signal {-returncode}"
-
-
-def _kill_group(proc: subprocess.Popen[str]) -> None:
-    """SIGTERM the worker's process group, SIGKILL whatever is left after a grace period."""
-    for sig, wait in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, None)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-    proc.wait()
-
-
-def _close_quietly(stream: Any) -> None:
-    try:
-        stream.close()
-    except OSError:  # BrokenPipeError: the worker is gone already
-        pass
-
-
-def _read_events(stream: Any, q: queue.Queue[Any]) -> None:
-    for line in stream:
-        q.put(line)
-    q.put(None)  # end of stream
 
 
 def _memory_rows(event: dict[str, Any], warmup: int) -> list[Measurement]:
@@ -175,38 +123,156 @@ def _work(rows: list[Measurement], case: Case) -> dict[tuple[str, int | None], d
     return work
 
 
-def _start_poller(spec: TrialSpec) -> Any:
-    from dlbench import samplers
-    from dlbench.samplers.poller import Poller
+class EventRecorder:
+    """The parent's side of a worker's event stream: each event into the store as it
+    arrives (a local worker's, line by line; a cluster task's, when it comes back),
+    counting repeats and keeping what the trial's status needs."""
 
-    active = samplers.active(spec.protocol.samplers, spec.protocol.sample_interval or None)
-    return Poller(active) if active else None
+    def __init__(self, store: Store, trial_id: int, spec: TrialSpec, on_event: Callback | None = None) -> None:
+        self.store, self.trial_id, self.spec, self.on_event = store, trial_id, spec, on_event
+        self.markers: list[dict[str, Any]] = []
+        self.rows: list[Measurement] = []
+        self.memory_notes: set[str] = set()
+        self.manifest: dict[str, Any] = {}
+        self.repeats = 0
+        self.error: dict[str, Any] | None = None
+        self.done = False
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        kind = event.get("event")
+        if kind == "manifest":
+            self.manifest = event["manifest"]
+            self.store.set_manifest(self.trial_id, event["manifest"])
+        elif kind == "marker":
+            self.markers.append(event)
+            if event["edge"] == "end":
+                self.store.add_measurements(self.trial_id, _memory_rows(event, self.spec.protocol.warmup))
+                if event.get("device_peak") is None and event.get("device_peak_source"):
+                    self.memory_notes.add(f"device memory peak: {event['device_peak_source']}")
+        elif kind == "measurements":
+            batch = [Measurement(**row) for row in event["rows"]]
+            self.rows.extend(batch)
+            self.store.add_measurements(self.trial_id, batch)
+            if event.get("repeat") is not None:
+                self.repeats += 1
+        elif kind == "error":
+            self.error = event
+        elif kind == "done":
+            self.done = True
+        if self.on_event is not None:
+            self.on_event("worker_event", trial_id=self.trial_id, event=event)
 
 
-def _store_telemetry(
-    store: Store,
-    trial_id: int,
-    spec: TrialSpec,
-    poller: Any,
-    markers: list[dict[str, Any]],
-    rows: list[Measurement],
-    memory_notes: list[str],
-) -> None:
+def _store_telemetry(store: Store, trial_id: int, spec: TrialSpec, recorder: EventRecorder, ended: WorkerExit) -> None:
     from dlbench import telemetry
 
-    series, notes = poller.stop() if poller is not None else ([], {})
-    if memory_notes:
-        notes["memory"] = memory_notes
+    notes = dict(ended.sampler_notes)
+    if recorder.memory_notes:
+        notes["memory"] = sorted(recorder.memory_notes)
     telemetry_rows, slice_notes = telemetry.phase_measurements(
-        series,
-        telemetry.windows(markers),
+        ended.series,
+        telemetry.windows(recorder.markers),
         spec.protocol.warmup,
-        _work(rows, spec.case),
+        _work(recorder.rows, spec.case),
         spec.idle_power,
     )
     if slice_notes:
         notes["slicing"] = sorted(set(slice_notes))
-    store.add_telemetry(trial_id, series, markers, telemetry_rows, notes)
+    store.add_telemetry(trial_id, ended.series, recorder.markers, telemetry_rows, notes)
+
+
+def trial_status(spec: TrialSpec, recorder: EventRecorder, ended: WorkerExit, timeout: float) -> tuple[str, str | None]:
+    """The trial's status and error text from what its worker reported and how it ended."""
+    expected = spec.protocol.warmup + spec.protocol.repeats
+    returncode, stderr_tail = ended.returncode, ended.stderr_tail
+    if ended.timed_out:
+        return "timeout", (
+            f"timed out after {timeout:g} s (worker killed); {recorder.repeats} of {expected} repeats finished"
+        )
+    if recorder.error is not None:
+        event = recorder.error
+        return "oom" if event.get("oom") else "failed", (
+            f"{event['type']}: {event['message']}\n{event.get('traceback', '')}".strip()
+        )
+    if returncode is not None and returncode < 0:
+        error = (
+            f"worker killed by {_signal_name(returncode)} after {recorder.repeats} of "
+            f"{expected} repeats; stderr tail:\n{stderr_tail[-2000:]}"
+        )
+        limit = spec.protocol.memory_limit
+        oom_before, oom_after = ended.oom_kills_before, ended.oom_kills_after
+        if -returncode == signal.SIGKILL:
+            # RLIMIT_DATA never sends SIGKILL (malloc fails instead); the kernel's OOM
+            # killer does, and so does anyone with `kill -9`. Only the cgroup's count
+            # tells them apart.
+            if oom_before is not None and oom_after is not None and oom_after > oom_before:
+                return "oom", (
+                    f"out of memory: the kernel's OOM killer ended the worker (cgroup oom_kill "
+                    f"count {oom_before} -> {oom_after}). " + error
+                )
+            return "failed", (
+                "killed from outside: SIGKILL while the kernel's OOM-kill count "
+                + (
+                    "stood still"
+                    if oom_before is not None
+                    else "could not be read (no cgroup memory.events): cannot tell it from an out-of-memory kill"
+                )
+                + ". "
+                + error
+            )
+        if limit and -returncode in CRASH_SIGNALS:
+            # Under a memory cap, native code that does not check malloc dies on
+            # the NULL it gets (measured: TensorFlow's CPU kernels segfault where
+            # torch and JAX raise). Inferred, and said so.
+            return "oom", (
+                f"out of memory (inferred): the worker died by {_signal_name(returncode)} "
+                f"while capped at {'+' if spec.protocol.memory_limit_relative else ''}"
+                f"{limit / 2**20:.0f} MiB (--memory-limit); native code that "
+                f"does not check a failed allocation crashes this way. " + error
+            )
+        return "failed", error
+    if returncode != 0 or not recorder.done:
+        return "failed", (
+            f"worker exited with code {returncode} without finishing "
+            f"({recorder.repeats} of {expected} repeats); stderr tail:\n{stderr_tail[-2000:]}"
+        )
+    if recorder.repeats != expected:
+        return "failed", f"worker reported {recorder.repeats} repeats, expected {expected}"
+    return "ok", None
+
+
+def finish_trial(
+    store: Store,
+    trial_id: int,
+    spec: TrialSpec,
+    recorder: EventRecorder,
+    ended: WorkerExit,
+    timeout: float,
+    engine: tuple[str, str] | None = None,
+) -> TrialOutcome:
+    """Store the trial's telemetry and its final status: the parent's last step for a
+    trial, whichever executor ran its worker. `engine`: (status, reason) when the
+    cluster's engine ended the worker (a cancelled job), which says why first."""
+    _store_telemetry(store, trial_id, spec, recorder, ended)
+    status, error = trial_status(spec, recorder, ended, timeout)
+    if engine is not None and status != "ok":
+        status, error = engine[0], engine[1] + (f"; {error}" if error else "")
+    store.finish_trial(
+        trial_id,
+        status=status,
+        error=error,
+        returncode=ended.returncode,
+        wall_s=ended.wall_s,
+        stderr=ended.stderr_tail,
+    )
+    return TrialOutcome(
+        status=status,
+        error=error,
+        returncode=ended.returncode,
+        wall_s=ended.wall_s,
+        repeats=recorder.repeats,
+        manifest=recorder.manifest,
+    )
 
 
 def execute_trial(
@@ -218,169 +284,14 @@ def execute_trial(
     command: Sequence[str] | None = None,
     on_event: Callback | None = None,
 ) -> TrialOutcome:
-    """Run one trial in a fresh worker process and store everything it reports."""
-    store.start_trial(trial_id)
-    oom_before = oom_kills()
-    poller = _start_poller(spec)
-    markers: list[dict[str, Any]] = []
-    rows: list[Measurement] = []
-    memory_notes: set[str] = set()
-    expected = spec.protocol.warmup + spec.protocol.repeats
-    outcome = TrialOutcome(status="failed")
-    error_event: dict[str, Any] | None = None
-    done = timed_out = False
-    started = time.monotonic()
-    with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as err:
-        proc = subprocess.Popen(
-            list(command or worker_command()),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=err,
-            text=True,
-            encoding="utf-8",
-            start_new_session=True,
-        )
-        if poller is not None:
-            poller.start(proc.pid)
-        try:
-            # One line, and stdin stays open: it is the worker's lifeline. When this
-            # process dies, however it dies, the worker reads end-of-file and stops
-            # its whole process group (worker.die_with_parent).
-            assert proc.stdin is not None  # started with stdin=PIPE
-            proc.stdin.write(spec.to_json() + "\n")
-            proc.stdin.flush()
-        except BrokenPipeError:
-            pass  # the worker died at once; its exit status says why
-        q: queue.Queue[Any] = queue.Queue()
-        reader = threading.Thread(target=_read_events, args=(proc.stdout, q), daemon=True)
-        reader.start()
-        try:
-            while True:
-                remaining = timeout - (time.monotonic() - started)
-                if remaining <= 0:
-                    timed_out = True
-                    break
-                try:
-                    line = q.get(timeout=remaining)
-                except queue.Empty:
-                    continue
-                if line is None:
-                    break
-                try:
-                    event = json.loads(line)
-                except json.JSONDecodeError:
-                    continue  # not an event (should not happen: stdout is reserved)
-                kind = event.get("event")
-                if kind == "manifest":
-                    outcome.manifest = event["manifest"]
-                    store.set_manifest(trial_id, event["manifest"])
-                elif kind == "marker":
-                    markers.append(event)
-                    if poller is not None:
-                        poller.poll_all()  # a reading at every phase edge
-                    if event["edge"] == "end":
-                        store.add_measurements(trial_id, _memory_rows(event, spec.protocol.warmup))
-                        if event.get("device_peak") is None and event.get("device_peak_source"):
-                            memory_notes.add(f"device memory peak: {event['device_peak_source']}")
-                elif kind == "measurements":
-                    batch = [Measurement(**row) for row in event["rows"]]
-                    rows.extend(batch)
-                    store.add_measurements(trial_id, batch)
-                    if event.get("repeat") is not None:
-                        outcome.repeats += 1
-                elif kind == "error":
-                    error_event = event
-                elif kind == "done":
-                    done = True
-                if on_event is not None:
-                    on_event("worker_event", trial_id=trial_id, event=event)
-        except BaseException:
-            _kill_group(proc)  # Ctrl-C, SIGTERM or a store error: leave no orphan worker behind
-            _close_quietly(proc.stdin)
-            if poller is not None:
-                poller.stop()
-            raise
-        if timed_out:
-            _kill_group(proc)
-        else:
-            try:
-                proc.wait(timeout=KILL_GRACE_S * 2)
-            except subprocess.TimeoutExpired:
-                _kill_group(proc)
-        reader.join(timeout=KILL_GRACE_S)
-        _close_quietly(proc.stdin)
-        outcome.wall_s = time.monotonic() - started
-        outcome.returncode = proc.returncode
-        err.seek(0)
-        stderr = err.read()
-    stderr_tail = stderr[-STDERR_KEEP:]
-    _store_telemetry(store, trial_id, spec, poller, markers, rows, sorted(memory_notes))
+    """Run one trial in a fresh worker process on this machine, storing each event as it arrives."""
+    from dlbench.executors import local_placement
 
-    if timed_out:
-        outcome.status = "timeout"
-        outcome.error = (
-            f"timed out after {timeout:g} s (worker killed); {outcome.repeats} of {expected} repeats finished"
-        )
-    elif error_event is not None:
-        outcome.status = "oom" if error_event.get("oom") else "failed"
-        outcome.error = f"{error_event['type']}: {error_event['message']}\n{error_event.get('traceback', '')}".strip()
-    elif proc.returncode is not None and proc.returncode < 0:
-        outcome.error = (
-            f"worker killed by {_signal_name(proc.returncode)} after {outcome.repeats} of "
-            f"{expected} repeats; stderr tail:\n{stderr_tail[-2000:]}"
-        )
-        limit = spec.protocol.memory_limit
-        oom_after = oom_kills()
-        if -proc.returncode == signal.SIGKILL:
-            # RLIMIT_DATA never sends SIGKILL (malloc fails instead); the kernel's OOM
-            # killer does, and so does anyone with `kill -9`. Only the cgroup's count
-            # tells them apart.
-            if oom_before is not None and oom_after is not None and oom_after > oom_before:
-                outcome.status = "oom"
-                outcome.error = (
-                    f"out of memory: the kernel's OOM killer ended the worker (cgroup oom_kill "
-                    f"count {oom_before} -> {oom_after}). " + outcome.error
-                )
-            else:
-                outcome.error = (
-                    "killed from outside: SIGKILL while the kernel's OOM-kill count "
-                    + (
-                        "stood still"
-                        if oom_before is not None
-                        else "could not be read (no cgroup memory.events): cannot tell it from an out-of-memory kill"
-                    )
-                    + ". "
-                    + outcome.error
-                )
-        elif limit and -proc.returncode in CRASH_SIGNALS:
-            # Under a memory cap, native code that does not check malloc dies on
-            # the NULL it gets (measured: TensorFlow's CPU kernels segfault where
-            # torch and JAX raise). Inferred, and said so.
-            outcome.status = "oom"
-            outcome.error = (
-                f"out of memory (inferred): the worker died by {_signal_name(proc.returncode)} "
-                f"while capped at {'+' if spec.protocol.memory_limit_relative else ''}"
-                f"{limit / 2**20:.0f} MiB (--memory-limit); native code that "
-                f"does not check a failed allocation crashes this way. " + outcome.error
-            )
-    elif proc.returncode != 0 or not done:
-        outcome.error = (
-            f"worker exited with code {proc.returncode} without finishing "
-            f"({outcome.repeats} of {expected} repeats); stderr tail:\n{stderr_tail[-2000:]}"
-        )
-    elif outcome.repeats != expected:
-        outcome.error = f"worker reported {outcome.repeats} repeats, expected {expected}"
-    else:
-        outcome.status = "ok"
-    store.finish_trial(
-        trial_id,
-        status=outcome.status,
-        error=outcome.error,
-        returncode=outcome.returncode,
-        wall_s=outcome.wall_s,
-        stderr=stderr_tail,
-    )
-    return outcome
+    store.start_trial(trial_id)
+    store.set_placement(trial_id, local_placement())
+    recorder = EventRecorder(store, trial_id, spec, on_event)
+    ended = run_worker(spec, timeout=timeout, on_event=recorder, command=command)
+    return finish_trial(store, trial_id, spec, recorder, ended, timeout)
 
 
 def protocol_for_worker(plan: Plan) -> ProtocolSpec:
@@ -588,16 +499,21 @@ def execute_run(
     command: Sequence[str] | None = None,
     on_event: Callback | None = None,
     sources: Mapping[str, str] | None = None,
+    executor: Any = None,
 ) -> dict[str, int]:
     """Run every trial of a run that has not finished yet (so this also resumes);
     in adaptive mode, keep adding blocks until the stopping rule says stop.
+    `executor`: executors.ExecutorSettings (None: local), whichever started the run.
 
     The run is claimed first (RunBusy if another live process executes it), and the
     attempts an earlier process left unfinished are kept and planned again
     (Store.retire_unfinished). Returns the count of trials per final status.
     `sources`: the user's own models and datasets, as named in this invocation.
     SourcesMissing before anything starts when the run needs one that is not there."""
+    from dlbench.executors import pick as executors
+
     check_sources(store, run_id, sources or {})
+    cluster = executors.make(executor) if executor is not None else None
     owner = claim(store, run_id)
     try:
         store.retire_unfinished(run_id)
@@ -613,7 +529,7 @@ def execute_run(
         adaptive = bool(json.loads(first["protocol_json"]).get("until_ci"))
         seed = json.loads(first["case_json"])["seed"]
         while True:
-            counts = _execute_pending(store, run_id, command, on_event, sources)
+            counts = _execute_pending(store, run_id, command, on_event, sources, cluster)
             if not adaptive:
                 break
             stop_reason = adaptive_decision(store, run_id, started)
@@ -726,12 +642,72 @@ def check_sources(store: Store, run_id: int, sources: Mapping[str, str], every: 
             )
 
 
+class _StoreHandlers:
+    """A cluster executor's callbacks: each trial's placement, events and status into
+    the store, on the parent's thread (executors.base.Handlers)."""
+
+    def __init__(self, store: Store, on_event: Callback | None) -> None:
+        self.store, self.on_event = store, on_event
+
+    def _emit(self, kind: str, **info: Any) -> None:
+        if self.on_event is not None:
+            self.on_event(kind, **info)
+
+    def started(self, trial: Any, placement: dict[str, Any]) -> None:
+        self.store.start_trial(trial.trial_id)
+        self.store.set_placement(trial.trial_id, placement)
+
+    def finished(self, trial: Any, result: Any, placement: dict[str, Any]) -> None:
+        case = trial.spec.case.as_dict()
+        # The trial's start is announced when its events arrive, so that a progress
+        # display sees each trial's events together even when several ran at once.
+        self._emit("trial_start", trial_id=trial.trial_id, case=case)
+        # What the executor learnt while the trial ran (the node Slurm chose), and the
+        # node's machine fingerprint.
+        self.store.set_placement(trial.trial_id, placement | ({"machine": result.machine} if result.machine else {}))
+        if result.exit is None:  # the engine ended the trial: no worker exit to read
+            outcome = TrialOutcome(status=result.engine_status or "failed", error=result.engine_reason)
+            self.store.finish_trial(
+                trial.trial_id, status=outcome.status, error=outcome.error, returncode=None, wall_s=0.0, stderr=""
+            )
+        else:
+            recorder = EventRecorder(self.store, trial.trial_id, trial.spec, self.on_event)
+            for event in result.events:
+                recorder(event)
+            engine = (result.engine_status, result.engine_reason) if result.engine_status else None
+            outcome = finish_trial(self.store, trial.trial_id, trial.spec, recorder, result.exit, trial.timeout, engine)
+        self._emit("trial_end", trial_id=trial.trial_id, case=case, outcome=outcome)
+
+    def progress(self, queued: int, running: int, done: int) -> None:
+        self._emit("cluster_progress", queued=queued, running=running, done=done)
+
+
+def _execute_on_cluster(
+    store: Store,
+    cluster: Any,
+    specs: Sequence[tuple[Any, TrialSpec]],
+    command: Sequence[str] | None,
+    on_event: Callback | None,
+) -> None:
+    from dlbench.executors.base import RemoteTrial
+
+    trials = [
+        RemoteTrial(row["id"], row["block"], spec, spec.protocol.timeout, tuple(command) if command else None)
+        for row, spec in specs
+    ]
+    cluster.run(trials, _StoreHandlers(store, on_event))
+    for note in getattr(cluster, "notes", ()):
+        if on_event is not None:
+            on_event("executor_note", note=note)
+
+
 def _execute_pending(
     store: Store,
     run_id: int,
     command: Sequence[str] | None,
     on_event: Callback | None,
     sources: Mapping[str, str] | None = None,
+    cluster: Any = None,
 ) -> dict[str, int]:
     from dlbench import registry
 
@@ -742,15 +718,22 @@ def _execute_pending(
     emit = on_event or (lambda *a, **k: None)
     emit("run_start", run_id=run_id, total=len(store.trials(run_id)), pending=len(pending))
     try:
-        for row in pending:
-            spec = TrialSpec.from_row(row, idle, registry.needed(row["model"], row["dataset"], sources))
+        specs = [
+            (row, TrialSpec.from_row(row, idle, registry.needed(row["model"], row["dataset"], sources)))
+            for row in pending
+        ]
+        if cluster is not None:
+            _execute_on_cluster(store, cluster, specs, command, on_event)
+        for row, spec in specs if cluster is None else ():
             case = spec.case.as_dict()
             emit("trial_start", trial_id=row["id"], case=case)
             outcome = execute_trial(
                 store, row["id"], spec, timeout=spec.protocol.timeout, command=command, on_event=on_event
             )
             emit("trial_end", trial_id=row["id"], case=case, outcome=outcome)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, ExecutorError):
+        # Ctrl-C, or a cluster that could not be reached: what was stored stays, the
+        # run resumes with any executor.
         store.mark_interrupted(run_id)
         store.finish_run(run_id, "interrupted")
         raise
@@ -778,6 +761,9 @@ def run_plan(
     environment: dict[str, Any],
     worker: Sequence[str] | None = None,
     on_event: Callback | None = None,
+    executor: Any = None,
 ) -> tuple[int, dict[str, int]]:
     run_id = create_run(store, plan, command=command_line, environment=environment)
-    return run_id, execute_run(store, run_id, command=worker, on_event=on_event, sources=plan.experiment.sources)
+    return run_id, execute_run(
+        store, run_id, command=worker, on_event=on_event, sources=plan.experiment.sources, executor=executor
+    )

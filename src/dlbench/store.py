@@ -170,6 +170,12 @@ MIGRATIONS: list[str] = [
     CREATE INDEX trials_run ON trials(run_id, retired);
     ALTER TABLE runs ADD COLUMN owner_json TEXT;
     """,
+    # 5: where each trial ran (dlbench.executors): the executor, the host, the engine's
+    # own id for it (Ray node and task, Slurm job) and the node's machine fingerprint,
+    # so that a comparison never pools different hardware without saying so.
+    """
+    ALTER TABLE trials ADD COLUMN placement_json TEXT;
+    """,
 ]
 
 STATUSES = ("pending", "running", "ok", "failed", "oom", "timeout", "interrupted")
@@ -663,7 +669,12 @@ class Store:
     def runs(self) -> list[sqlite3.Row]:
         return self.db.execute(
             "SELECT r.*, (SELECT COUNT(*) FROM trials t WHERE t.run_id=r.id) AS n_trials,"
-            " (SELECT COUNT(*) FROM trials t WHERE t.run_id=r.id AND t.status='ok') AS n_ok"
+            " (SELECT COUNT(*) FROM trials t WHERE t.run_id=r.id AND t.status='ok') AS n_ok,"
+            # Where the trials ran: "executor:host" with a count each, e.g. "ray:node-a=4".
+            " (SELECT group_concat(w || '=' || n, ' ') FROM (SELECT coalesce(json_extract(t.placement_json,"
+            " '$.executor'), '?') || ':' || coalesce(json_extract(t.placement_json, '$.host'), '?') AS w,"
+            " COUNT(*) AS n FROM trials t WHERE t.run_id=r.id AND t.placement_json IS NOT NULL GROUP BY w"
+            " ORDER BY w)) AS placements"
             " FROM runs r ORDER BY r.id"
         ).fetchall()
 
@@ -781,6 +792,18 @@ class Store:
             self.db.execute(
                 "UPDATE trials SET status=?, error=?, returncode=?, finished_at=?, wall_s=?, stderr=? WHERE id=?",
                 (status, error, returncode, now(), wall_s, stderr, trial_id),
+            )
+
+    def set_placement(self, trial_id: int, placement: dict[str, Any]) -> None:
+        """Where the trial's worker runs (or ran): merged into what is stored already,
+        since an executor learns the host at submission and the machine at the end."""
+        with self.db:
+            row = self.db.execute("SELECT placement_json FROM trials WHERE id=?", (trial_id,)).fetchone()
+            merged = json.loads(row[0]) if row and row[0] else {}
+            merged.update(placement)
+            self.db.execute(
+                "UPDATE trials SET placement_json=? WHERE id=?",
+                (json.dumps(merged, sort_keys=True, default=str), trial_id),
             )
 
     def mark_interrupted(self, run_id: int) -> None:

@@ -133,6 +133,7 @@ def build_report(
     from dlbench.analysis import stats
     from dlbench.analysis.busy import busy_cases
     from dlbench.analysis.comparisons import ACCURACY, analyse, comparison_groups, rankings, within_run
+    from dlbench.analysis.placements import machine_kinds
     from dlbench.analysis.scaling import scaling
     from dlbench.analysis.summary import latency_percentiles, summarize
     from dlbench.analysis.sweeps import sweeps
@@ -185,9 +186,20 @@ def build_report(
     if scaled:
         answer.items.extend(scaling_answer(scaled))
         answer.empty = ""
+    environment = json.loads(row["environment_json"]) if row["environment_json"] else {}
+    kinds = machine_kinds(trials, environment)
+    if len(kinds) > 1:
+        # A cluster run can land on several node types: never pool them silently.
+        answer.notes.insert(
+            0,
+            f"MIXED HARDWARE: the ok trials ran on {len(kinds)} kinds of machine ("
+            + "; ".join(f"{label}: {len(ids)} trial(s)" for label, ids in sorted(kinds.items()))
+            + "), and every comparison below pools them. Pin the run to one kind (Ray uses one node kind "
+            "per run; Slurm: --slurm-partition or --slurm-option constraint=...) or compare per machine.",
+        )
     return Report(
         run={k: row[k] for k in row.keys()},
-        environment=json.loads(row["environment_json"]) if row["environment_json"] else {},
+        environment=environment,
         manifests=manifests,
         settings=common_settings([s.case for s in summaries]) if summaries else "",
         legend=LEGEND,

@@ -332,9 +332,12 @@ def trials_table(trials: Iterable) -> TableData:
 
 
 def runs_table(runs: Iterable) -> TableData:
-    t = TableData("runs", ["id", "name", "status", "started", "trials", "ok"])
+    t = TableData("runs", ["id", "name", "status", "started", "trials", "ok", "ran on (executor:host=trials)"])
     for r in runs:
-        t.add_row(str(r["id"]), r["name"], r["status"], r["started_at"], str(r["n_trials"]), str(r["n_ok"]))
+        where = r["placements"] if "placements" in r.keys() else None
+        t.add_row(
+            str(r["id"]), r["name"], r["status"], r["started_at"], str(r["n_trials"]), str(r["n_ok"]), where or "—"
+        )
     return t
 
 

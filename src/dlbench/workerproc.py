@@ -1,0 +1,193 @@
+"""One worker process, wherever it runs: start it, hand it the trial, read its events.
+
+This is the part of a trial that must run on the machine that runs the worker: the
+local runner calls it in the parent; a cluster executor calls it inside a Ray task or
+a Slurm job on the node (dlbench.executors). It starts `python -m dlbench.worker` in
+its own session (process group), writes the trial spec to its stdin, reads JSON-lines
+events from its stdout on a reader thread (so that a worker that hangs is noticed at
+its deadline without busy-waiting), polls the telemetry samplers beside it (they read
+this machine's counters: they must run where the worker runs), and kills the whole
+process group at the deadline or on an exception. It never touches the store: each
+event goes to `on_event` as it arrives, and what the process did comes back as a
+WorkerExit, which the parent turns into a trial status (runner.finish_trial).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dlbench.trialspec import TrialSpec, worker_command
+
+STDERR_KEEP = 20_000  # characters of a worker's stderr kept in the store
+KILL_GRACE_S = 5.0
+
+
+@dataclass
+class WorkerExit:
+    """What one worker process did, apart from its events: picklable, so that it can
+    come back from a Ray task or a Slurm job."""
+
+    returncode: int | None
+    timed_out: bool
+    wall_s: float
+    stderr_tail: str
+    oom_kills_before: int | None
+    oom_kills_after: int | None
+    series: list[Any] = field(default_factory=list)  # samplers.base.Series
+    sampler_notes: dict[str, list[str]] = field(default_factory=dict)
+    host: str = ""
+
+
+def oom_kills() -> int | None:
+    """The kernel's count of OOM kills in this process's memory cgroup (v2
+    memory.events, v1 memory.oom_control), or None where it cannot be read: a
+    worker that dies by SIGKILL while the count rises was killed for memory, one
+    that dies while it stands still was killed by someone."""
+    for path in ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"):
+        try:
+            with open(path, encoding="ascii") as fh:
+                for line in fh:
+                    key, _, value = line.partition(" ")
+                    if key == "oom_kill":
+                        return int(value)
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def kill_group(proc: subprocess.Popen[str]) -> None:
+    """SIGTERM the worker's process group, SIGKILL whatever is left after a grace period."""
+    for sig, wait in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, None)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+    proc.wait()
+
+
+def _close_quietly(stream: Any) -> None:
+    try:
+        stream.close()
+    except OSError:  # BrokenPipeError: the worker is gone already
+        pass
+
+
+def _read_lines(stream: Any, q: queue.Queue[Any]) -> None:
+    for line in stream:
+        q.put(line)
+    q.put(None)  # end of stream
+
+
+def _start_poller(spec: TrialSpec) -> Any:
+    from dlbench import samplers
+    from dlbench.samplers.poller import Poller
+
+    active = samplers.active(spec.protocol.samplers, spec.protocol.sample_interval or None)
+    return Poller(active) if active else None
+
+
+def run_worker(
+    spec: TrialSpec,
+    *,
+    timeout: float,
+    on_event: Callable[[dict[str, Any]], None],
+    command: Sequence[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> WorkerExit:
+    """Run one trial's worker to its end, its deadline, or an exception here (which
+    kills its process group and propagates). Every event the worker prints reaches
+    `on_event` in order, as it arrives."""
+    oom_before = oom_kills()
+    poller = _start_poller(spec)
+    timed_out = False
+    started = time.monotonic()
+    with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as err:
+        proc = subprocess.Popen(
+            list(command or worker_command()),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            encoding="utf-8",
+            start_new_session=True,
+            env=None if env is None else dict(env),
+        )
+        if poller is not None:
+            poller.start(proc.pid)
+        try:
+            # One line, and stdin stays open: it is the worker's lifeline. When this
+            # process dies, however it dies, the worker reads end-of-file and stops
+            # its whole process group (worker.die_with_parent).
+            assert proc.stdin is not None  # started with stdin=PIPE
+            proc.stdin.write(spec.to_json() + "\n")
+            proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # the worker died at once; its exit status says why
+        q: queue.Queue[Any] = queue.Queue()
+        reader = threading.Thread(target=_read_lines, args=(proc.stdout, q), daemon=True)
+        reader.start()
+        try:
+            while True:
+                remaining = timeout - (time.monotonic() - started)
+                if remaining <= 0:
+                    timed_out = True
+                    break
+                try:
+                    line = q.get(timeout=remaining)
+                except queue.Empty:
+                    continue
+                if line is None:
+                    break
+                try:
+                    event = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # not an event (should not happen: stdout is reserved)
+                if event.get("event") == "marker" and poller is not None:
+                    poller.poll_all()  # a reading at every phase edge
+                on_event(event)
+        except BaseException:
+            kill_group(proc)  # Ctrl-C, SIGTERM or a store error: leave no orphan worker behind
+            _close_quietly(proc.stdin)
+            if poller is not None:
+                poller.stop()
+            raise
+        if timed_out:
+            kill_group(proc)
+        else:
+            try:
+                proc.wait(timeout=KILL_GRACE_S * 2)
+            except subprocess.TimeoutExpired:
+                kill_group(proc)
+        reader.join(timeout=KILL_GRACE_S)
+        _close_quietly(proc.stdin)
+        wall_s = time.monotonic() - started
+        err.seek(0)
+        stderr = err.read()
+    series, notes = poller.stop() if poller is not None else ([], {})
+    return WorkerExit(
+        returncode=proc.returncode,
+        timed_out=timed_out,
+        wall_s=wall_s,
+        stderr_tail=stderr[-STDERR_KEEP:],
+        oom_kills_before=oom_before,
+        oom_kills_after=oom_kills(),
+        series=series,
+        sampler_notes=notes,
+        host=socket.gethostname(),
+    )
