@@ -151,7 +151,7 @@ def test_ddp_manifest_and_communication_profile(ranks):
         # gloo's collective shows up once per bucket and step (LeNet-5: one bucket).
         assert comm["source"] == "torch.profiler"
         assert comm["profiler_events"].get("gloo:all_reduce", 0) >= COMM_STEPS
-        assert comm["comm_share"] > 0 and comm["comm_time_per_step"] > 0
+        assert 0 < comm["comm_share"] <= 1 and comm["comm_time_per_step"] > 0
         # The profiled steps left the trained weights exactly as they were.
         assert run["restored_after_comm"] is True
 

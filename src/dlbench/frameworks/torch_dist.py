@@ -44,7 +44,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from dlbench.distributed import DistContext, communication_result
+from dlbench.distributed import DistContext, communication_result, covered
 from dlbench.frameworks.protocol import TrainSettings
 from dlbench.frameworks.torch import COMPILE_BACKEND, COMPILE_MODE, TorchData, TorchFramework, TorchTrainer, _autocast
 
@@ -315,8 +315,9 @@ class DDPTrainer(TorchTrainer):
         """Untimed, after training: `steps` extra steps on this replica's first shard
         under torch.profiler; the model, optimizer and RNG are restored afterwards.
 
-        comm_share = time inside allreduce events / wall time of the profiled steps.
-        Both are measured under the profiler (which slows the steps a little). With
+        comm_share = time with an allreduce event in flight (the union of their
+        intervals) / wall time of the profiled steps and a closing barrier. Both are
+        measured under the profiler (which slows the steps a little). With
         gloo the allreduce runs on DDP's communication thread, overlapping the rest
         of backward, so the share is time spent in collectives, not time the step
         waited for them (it may exceed the exposed communication)."""
@@ -340,30 +341,34 @@ class DDPTrainer(TorchTrainer):
             for _ in range(steps):
                 self._step(xb, yb)
             self._sync()
-            wall = time.perf_counter() - t0
-            # Both ranks past their last collective before the profiler stops: gloo
-            # ends an all_reduce's profiler event on its own thread, after the work
-            # DDP waited for has completed.
+            # Both ranks past their last collective before the window closes: gloo ends
+            # an all_reduce's profiler event on its own thread, after the work DDP waited
+            # for has completed, so an event can end after the step's clock stopped (a
+            # rank's share read 1.02 under CI load when the window ended before the
+            # barrier). Gloo runs its work in order, so the barrier ends after them all.
             dist.barrier()
-        comm_us = 0.0
+            wall = time.perf_counter() - t0
         names: dict[str, int] = {}
-        for event in prof.key_averages():
-            if device.type == "cuda":
+        if device.type == "cuda":
+            comm_us = 0.0
+            for event in prof.key_averages():
                 # NCCL: the allreduce kernels' own device time ("ncclDevKernel_AllReduce_..."
                 # in NCCL >= 2.19, "ncclKernel_AllReduce_..." before). Not run here (no GPU
                 # on the machine this was written on): the names are NCCL's, not observed.
-                hit = event.device_type == torch.autograd.DeviceType.CUDA and _is_allreduce_kernel(event.key)
-                us = event.self_device_time_total
-            else:
-                hit = event.key == GLOO_COMM_EVENT
-                us = event.cpu_time_total
-            if hit:
-                comm_us += us
-                names[event.key] = int(event.count)
+                if event.device_type == torch.autograd.DeviceType.CUDA and _is_allreduce_kernel(event.key):
+                    comm_us += event.self_device_time_total
+                    names[event.key] = int(event.count)
+        else:
+            # The union of the all-reduce events' intervals (profiler clock, µs): DDP's
+            # buckets can overlap in time, and their summed durations can exceed the window.
+            spans = [(e.time_range.start, e.time_range.end) for e in prof.events() if e.name == GLOO_COMM_EVENT]
+            if spans:
+                names[GLOO_COMM_EVENT] = len(spans)
+            comm_us = covered(spans)
         self.model.load_state_dict(model_state)
         self.optimizer.load_state_dict(optim_state)
         torch.set_rng_state(cpu_rng)
         if cuda_rng is not None:
             torch.cuda.set_rng_state(cuda_rng, device)
-        comm_s = comm_us / 1e6
+        comm_s = min(comm_us / 1e6, wall)
         return communication_result("torch.profiler", names, comm_s, wall, steps)
