@@ -64,7 +64,14 @@ err_console = (
     else Console(stderr=True, width=_width_off_terminal(), markup=False)
 )
 
-DB = Annotated[Path, typer.Option("--db", help="SQLite results database.")]
+DB = Annotated[
+    Path,
+    typer.Option(
+        "--db",
+        help="Results database: an SQLite file, or a shared PostgreSQL database given as a URL, "
+        "postgresql://USER@HOST[:PORT]/DATABASE (a password is best kept in ~/.pgpass or PGPASSWORD).",
+    ),
+]
 ListOpt = Annotated[str | None, typer.Option(help="Comma-separated values; each value is a matrix factor level.")]
 ShapeOpt = Annotated[
     str | None,
@@ -428,6 +435,19 @@ def _executor_settings(base: Any, flags: dict[str, Any]) -> Any:
         _fail(str(exc))
 
 
+def _db_text(db: Path) -> str:
+    """--db as it may be printed: a PostgreSQL URL's password masked."""
+    from dlbench.store import shown
+
+    return shown(db)
+
+
+def _is_url(db: Path) -> bool:
+    from dlbench.store import database_url
+
+    return database_url(db) is not None
+
+
 def _executor_flags_text(settings: Any) -> str:
     """The flags that name `settings` again (empty for local), for a resume command."""
     from dataclasses import asdict
@@ -469,7 +489,7 @@ def _start_and_run(plan, db: Path, command_line: str, preface: Any = None, execu
             except DatasetError as exc:
                 _fail(str(exc))
         run_id = runner.create_run(store, plan, command=command_line, environment=env.fingerprint())
-        console.print(f"run {run_id}: {len(plan.trials)} trials, {len(plan.skipped)} skipped cells -> {db}")
+        console.print(f"run {run_id}: {len(plan.trials)} trials, {len(plan.skipped)} skipped cells -> {_db_text(db)}")
         _print_skipped([(s.cell, s.reason) for s in plan.skipped])
         _design_note(plan)
         _print_samplers(store.samplers(run_id))
@@ -500,7 +520,7 @@ def _start_and_run(plan, db: Path, command_line: str, preface: Any = None, execu
         _exit_on_signal(
             exc,
             f"run {run_id} is stored, no trial ran yet. Resume with: dlbench run --resume {run_id} "
-            f"--db {shlex.quote(str(db))}",
+            f"--db {shlex.quote(_db_text(db))}",
         )
     _execute_and_report(store, run_id, db, sources, preface, executor)
 
@@ -516,7 +536,7 @@ def _execute_and_report(
         _exit_on_signal(
             exc,
             f"while printing the report; run {run_id} is finished and stored: "
-            f"dlbench report --run {run_id} --db {shlex.quote(str(db))}",
+            f"dlbench report --run {run_id} --db {shlex.quote(_db_text(db))}",
         )
     console.print("trials: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
     # An out-of-memory cell is a result of a sweep (its gap is data); a failed,
@@ -562,7 +582,7 @@ def _execute(store, run_id: int, db: Path, sources: dict[str, str], executor: An
     from dlbench.store import StoreError
 
     named = "".join(f" --{key.partition(':')[0]} {shlex.quote(ref)}" for key, ref in sorted(sources.items()))
-    resume = f"dlbench run --resume {run_id} --db {shlex.quote(str(db))}{named}{_executor_flags_text(executor)}"
+    resume = f"dlbench run --resume {run_id} --db {shlex.quote(_db_text(db))}{named}{_executor_flags_text(executor)}"
     # Everything from here on is inside the handler: a Ctrl-C that lands in the progress
     # bar's import (tens of ms on a loaded machine) reached click, which exits 1 with
     # "Aborted!" instead of 130 with the resume command (seen once in the fault suite).
@@ -995,7 +1015,7 @@ def export(
         _fail(f"export {out}: no directory {out.parent} to write into (create it first)")
     if run_id is not None and not 1 <= run_id < 2**63:
         _fail(f"--run {run_id}: a run id is a positive integer (see dlbench runs)")
-    if not db.is_file():  # exporting reads a database; it never creates an empty one
+    if not db.is_file() and not _is_url(db):  # exporting reads a database; it never creates an empty one
         _fail(f"--db {db}: no such database file (give the --db that dlbench run wrote)")
     store = _open_store(db, readonly=True)
     try:

@@ -1,4 +1,5 @@
-"""Stored results as tidy pandas DataFrames: `dlbench.load("results.db")`.
+"""Stored results as tidy pandas DataFrames: `dlbench.load("results.db")` (or a
+PostgreSQL URL, `dlbench.load("postgresql://user@host/db")`).
 
 Every factor of a case is a column of its own (framework, variant, model,
 dataset, batch_size, init, optimizer, lr, momentum, epochs, steps, device,
@@ -28,7 +29,7 @@ from typing import Any
 import pandas as pd
 
 from dlbench.plan import DISTRIBUTION_DEFAULTS, Case
-from dlbench.store import Store
+from dlbench.store import Store, database_url
 
 FACTOR_COLUMNS: tuple[str, ...] = tuple(f for f in Case.__dataclass_fields__ if f != "model_options")
 OPTION_PREFIX = "option."
@@ -185,7 +186,13 @@ def _frame(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> pd.DataFrame
 class Results:
     """One database, read-only. Each method takes `run` (None: every run in the file)."""
 
+    path: Path | str  # a PostgreSQL URL is kept as text, its password masked
+
     def __init__(self, path: str | Path) -> None:
+        if database_url(path) is not None:  # PostgreSQL: a server's database, never created here
+            self.store = Store(path, readonly=True)
+            self.path = self.store.path
+            return
         path = Path(path)
         # Checked before Store: reading must never leave a new, empty database behind.
         if not path.is_file():
@@ -197,7 +204,7 @@ class Results:
     def of_store(cls, store: Store) -> Results:
         """Results over an already open store (the caller keeps closing it)."""
         results = cls.__new__(cls)
-        results.path = Path(store.path) if hasattr(store, "path") else Path("?")
+        results.path = store.path if hasattr(store, "path") else Path("?")
         results.store = store
         return results
 
@@ -454,7 +461,8 @@ def _comparison_row(
 
 
 def load(path: str | Path) -> Results:
-    """A results database, read-only (FileNotFoundError when there is no such file)."""
+    """A results database, read-only (FileNotFoundError when there is no such file): an
+    SQLite file or a PostgreSQL URL."""
     return Results(path)
 
 

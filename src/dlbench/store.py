@@ -1,4 +1,5 @@
-"""SQLite store: every raw value, committed as it arrives.
+"""The results store: every raw value, committed as it arrives, in SQLite (a file) or,
+for teams that share one database, PostgreSQL (`--db postgresql://...`, dlbench.store_pg).
 
 Tables (DESIGN.md "Storage"): runs (config text verbatim, environment
 fingerprint), trials (full case and fairness manifest, status, error text),
@@ -6,7 +7,9 @@ measurements (long format: trial, repeat, warm-up flag, phase, metric, value,
 unit), series (polled time series, for telemetry), skipped (cells not run,
 with the reason). Schema versions live in `PRAGMA user_version` and are
 upgraded by the ordered MIGRATIONS below (sqlite-utils' approach). WAL mode
-lets `dlbench report` read while a run writes.
+lets `dlbench report` read while a run writes. The migrations are SQLite's SQL;
+PostgreSQL runs the same list, translated mechanically (dlbench.store_pg), so both
+have the same schema at every version. The parent process is the only writer.
 """
 
 from __future__ import annotations
@@ -23,7 +26,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+
+from dlbench.store_base import SQLITE, sqlite_tables, statements
+from dlbench.store_base import Dialect as Dialect
+from dlbench.store_base import StoreError as StoreError
 
 MIGRATIONS: list[str] = [
     # 1: the initial schema
@@ -185,8 +192,21 @@ STATUSES = ("pending", "running", "ok", "failed", "oom", "timeout", "interrupted
 LATENCY_PHASE = r"m.phase LIKE 'latency\_b%' ESCAPE '\'"
 
 
-class StoreError(RuntimeError):
-    pass
+def database_url(path: str | os.PathLike[str]) -> str | None:
+    """The PostgreSQL URL that --db names (postgresql://... or postgres://...), else None."""
+    from dlbench.store_pg import url_of
+
+    return url_of(path)
+
+
+def shown(path: str | os.PathLike[str]) -> str:
+    """A --db as it may be printed: a PostgreSQL URL with its password masked."""
+    url = database_url(path)
+    if url is None:
+        return os.fspath(path)
+    from dlbench.store_pg import masked
+
+    return masked(url)
 
 
 def now() -> str:
@@ -222,40 +242,15 @@ def _code(exc: sqlite3.Error) -> int:
     return (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
 
 
-def _statements(script: str) -> list[str]:
-    """A migration script split into its statements. executescript() would commit
-    the open transaction first, so a migration runs statement by statement."""
-    statements, pending = [], ""
-    pieces = script.split(";")
-    for i, piece in enumerate(pieces):
-        pending += piece + (";" if i < len(pieces) - 1 else "")
-        if sqlite3.complete_statement(pending):  # a ";" inside a string or trigger body does not end it
-            statements.append(pending.strip())
-            pending = ""
-    if pending.strip():
-        statements.append(pending.strip())  # incomplete: executing it raises, naming the text
-    return [s for s in statements if s.strip("; \t\n")]
-
-
-def _tables(db: sqlite3.Connection) -> dict[str, set[str]]:
-    names = [
-        r[0]
-        for r in db.execute(
-            "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
-        )
-    ]
-    return {n: {r[0] for r in db.execute("SELECT name FROM pragma_table_info(?)", (n,))} for n in names}
-
-
 @functools.lru_cache(maxsize=16)
 def _schema_of(migrations: tuple[str, ...]) -> dict[str, frozenset[str]]:
     """The tables and columns a database has after these migrations."""
     db = sqlite3.connect(":memory:")
     try:
         for script in migrations:
-            for statement in _statements(script):
+            for statement in statements(script):
                 db.execute(statement)
-        return {t: frozenset(cols) for t, cols in _tables(db).items()}
+        return {t: frozenset(cols) for t, cols in sqlite_tables(db).items()}
     finally:
         db.close()
 
@@ -272,16 +267,34 @@ def _uri(path: Path, query: str) -> str:
 class Store:
     """The results database. Store(path) opens it for writing, creating and
     migrating it; Store(path, readonly=True) never writes into the file: it is
-    opened read-only, and an older schema is migrated in an in-memory copy."""
+    opened read-only, and an older schema is migrated in an in-memory copy.
+
+    A path that is a PostgreSQL URL (postgresql://user@host/db) opens that database
+    instead (dlbench.store_pg): the same tables, migrations and methods. `path` is then
+    the URL with its password masked, and `db` a store_pg.Connection standing in for the
+    sqlite3.Connection (execute, executemany, commit, rollback, in_transaction, `with`),
+    whose rows are read like sqlite3.Row. A reader of an older PostgreSQL schema is
+    refused rather than upgraded (a copy in memory is SQLite's alone)."""
+
+    path: Path | str
 
     def __init__(
         self, path: str | Path, *, migrations: Sequence[str] = MIGRATIONS, readonly: bool = False, timeout: float = 30
     ) -> None:
-        self.path = Path(path)
         self.readonly = readonly
         self.timeout = timeout
-        self.db = (self._open_readonly if readonly else self._open_readwrite)(list(migrations))
-        self.db.row_factory = sqlite3.Row
+        self._sql = SQLITE
+        url = database_url(path)
+        if url is not None:
+            from dlbench import store_pg
+
+            self._sql = store_pg.DIALECT
+            self.path = store_pg.masked(url)
+            self.db = cast(sqlite3.Connection, self._open_postgres(url, list(migrations)))
+        else:
+            self.path = Path(path)
+            self.db = (self._open_readonly if readonly else self._open_readwrite)(list(migrations))
+            self.db.row_factory = sqlite3.Row
         # The id create_run gave its run, set inside its transaction: a signal that lands
         # during or just after the commit is handled where the id was never returned, and
         # the handler asks committed_run() whether the run was stored.
@@ -291,8 +304,26 @@ class Store:
         weakref.finalize(self, self.db.close)
 
     # -- opening ------------------------------------------------------------
+    @property
+    def _file(self) -> Path:
+        """The SQLite file (the methods that only SQLite has use it)."""
+        assert isinstance(self.path, Path), self.path
+        return self.path
+
+    def _open_postgres(self, url: str, migrations: list[str]) -> Any:
+        from dlbench import store_pg
+
+        db = store_pg.connect(url, readonly=self.readonly, timeout=self.timeout)
+        try:
+            (store_pg.check_readable if self.readonly else store_pg.migrate)(db, migrations, self._check_schema)
+        except BaseException:
+            db.close()
+            raise
+        return db
+
     def _open_readwrite(self, migrations: list[str]) -> sqlite3.Connection:
-        path, folder = self.path, self.path.parent
+        path = self._file
+        folder = path.parent
         if path.is_dir():
             raise StoreError(f"{path}: is a directory, not a database file")
         if path.exists():
@@ -331,7 +362,7 @@ class Store:
         return db
 
     def _open_readonly(self, migrations: list[str]) -> sqlite3.Connection:
-        path = self.path
+        path = self._file
         if not path.exists():
             raise StoreError(f"{path}: no such database file")
         if path.is_dir():
@@ -389,7 +420,7 @@ class Store:
 
     def _check_header(self) -> bytes:
         try:
-            header = _sqlite_header(self.path)
+            header = _sqlite_header(self._file)
         except OSError as exc:
             raise StoreError(f"{self.path}: cannot read: {exc.strerror}") from None
         if header and not header.startswith(SQLITE_HEADER[: len(header)]):
@@ -436,38 +467,36 @@ class Store:
         self._check_schema(db, version, migrations)
         return int(version)
 
-    def _check_schema(self, db: sqlite3.Connection, version: int, migrations: Sequence[str]) -> None:
-        path, latest = self.path, len(migrations)
+    def _check_schema(self, db: Any, version: int, migrations: Sequence[str]) -> None:
+        path, latest, another = self.path, len(migrations), self._sql.another
         if version > latest:
             raise StoreError(
                 f"{path}: schema version {version} is newer than this dlbench understands "
                 f"({latest}); {UNTOUCHED}; upgrade dlbench"
             )
         if version < 0:
-            raise StoreError(
-                f"{path}: not a dlbench database: schema version {version}; {UNTOUCHED}; use another database file"
-            )
-        tables = _tables(db)
+            raise StoreError(f"{path}: not a dlbench database: schema version {version}; {UNTOUCHED}; {another}")
+        tables = self._sql.tables(db)
         if version == 0:
             if tables:
                 ours = set(_schema_of(tuple(migrations)))
                 hint = (
                     " (a copy made with `.dump` loses the schema version; copy with `.backup` or "
                     "`.recover`, which keep it)"
-                    if set(tables) <= ours
+                    if set(tables) <= ours and self._sql is SQLITE
                     else ""
                 )
                 raise StoreError(
                     f"{path}: not a dlbench database: it has no dlbench schema version but holds "
                     f"tables ({', '.join(sorted(tables))}){hint}; {UNTOUCHED}; "
-                    "use another database file"
+                    f"{another}"
                 )
             return  # empty: a new database
         expected = _schema_of(tuple(migrations[:version]))
         if not set(expected) & set(tables):
             raise StoreError(
                 f"{path}: not a dlbench database: its schema version is {version}, but it has none "
-                f"of dlbench's tables; {UNTOUCHED}; use another database file"
+                f"of dlbench's tables; {UNTOUCHED}; {another}"
             )
         lacks = [f"table {t}" for t in sorted(set(expected) - set(tables))]
         lacks += [
@@ -480,7 +509,7 @@ class Store:
             raise StoreError(
                 f"{path}: not a dlbench database: its schema version is {version}, but it lacks "
                 f"{'; '.join(lacks) if len(lacks) < 4 else ', '.join(lacks[:3]) + ' and more'}"
-                f"; {UNTOUCHED}; use another database file"
+                f"; {UNTOUCHED}; {another}"
             )
 
     def _migrate(self, db: sqlite3.Connection, migrations: Sequence[str]) -> None:
@@ -492,7 +521,7 @@ class Store:
             version = db.execute("PRAGMA user_version").fetchone()[0]
             self._check_schema(db, version, migrations)
             for number, script in enumerate(migrations[version:], start=version + 1):
-                for statement in _statements(script):
+                for statement in statements(script):
                     db.execute(statement)
                 db.execute(f"PRAGMA user_version = {number}")
             broken = db.execute("PRAGMA foreign_key_check").fetchone()  # keys are off while migrating
@@ -525,8 +554,8 @@ class Store:
     def _corrupt(self, detail: str) -> StoreError:
         return StoreError(
             f"{self.path}: database disk image is malformed ({detail}); {UNTOUCHED}; recover a "
-            f"copy with `sqlite3 {shlex.quote(str(self.path))} .recover | sqlite3 "
-            f"{shlex.quote(str(self.path) + '.recovered')}`"
+            f"copy with `sqlite3 {shlex.quote(str(self._file))} .recover | sqlite3 "
+            f"{shlex.quote(str(self._file) + '.recovered')}`"
         )
 
     def _error(self, exc: sqlite3.Error) -> StoreError:
@@ -551,7 +580,7 @@ class Store:
 
     @property
     def version(self) -> int:
-        return int(self.db.execute("PRAGMA user_version").fetchone()[0])
+        return self._sql.version(self.db)
 
     def close(self) -> None:
         self.db.close()
@@ -580,7 +609,11 @@ class Store:
     ) -> int:
         """The run with its planned trials (see add_trials), skipped cells, sampler table
         and owner, in ONE transaction: a run killed while being created leaves nothing,
-        never a run with part of its trials (which a resume would call finished)."""
+        never a run with part of its trials (which a resume would call finished).
+        A PostgreSQL URL's password in `command` is stored masked."""
+        from dlbench.store_pg import mask_urls
+
+        command = mask_urls(command)
         with self.db:
             cur = self.db.execute(
                 "INSERT INTO runs (name, status, started_at, command, config_source, config_text,"
@@ -617,9 +650,9 @@ class Store:
         then return that one and change nothing. Read and write happen in one
         IMMEDIATE transaction, so two processes claiming at once cannot both win."""
         self.db.commit()
-        self.db.execute("BEGIN IMMEDIATE")
+        self.db.execute(self._sql.begin_immediate)
         try:
-            row = self.db.execute("SELECT owner_json FROM runs WHERE id=?", (run_id,)).fetchone()
+            row = self.db.execute("SELECT owner_json FROM runs WHERE id=?" + self._sql.lock_row, (run_id,)).fetchone()
             holder: dict[str, Any] | None = json.loads(row[0]) if row is not None and row[0] else None
             if holder is not None and holder != owner and alive(holder):
                 self.db.rollback()
@@ -667,14 +700,17 @@ class Store:
         return result
 
     def runs(self) -> list[sqlite3.Row]:
+        sql = self._sql
+        executor, host = sql.json_text("t.placement_json", "executor"), sql.json_text("t.placement_json", "host")
+        joined = sql.string_agg("w || '=' || n", "' '", "w")
         return self.db.execute(
             "SELECT r.*, (SELECT COUNT(*) FROM trials t WHERE t.run_id=r.id) AS n_trials,"
             " (SELECT COUNT(*) FROM trials t WHERE t.run_id=r.id AND t.status='ok') AS n_ok,"
             # Where the trials ran: "executor:host" with a count each, e.g. "ray:node-a=4".
-            " (SELECT group_concat(w || '=' || n, ' ') FROM (SELECT coalesce(json_extract(t.placement_json,"
-            " '$.executor'), '?') || ':' || coalesce(json_extract(t.placement_json, '$.host'), '?') AS w,"
+            f" (SELECT {joined} FROM (SELECT coalesce({executor},"
+            f" '?') || ':' || coalesce({host}, '?') AS w,"
             " COUNT(*) AS n FROM trials t WHERE t.run_id=r.id AND t.placement_json IS NOT NULL GROUP BY w"
-            " ORDER BY w)) AS placements"
+            " ORDER BY w) AS p) AS placements"
             " FROM runs r ORDER BY r.id"
         ).fetchall()
 
@@ -721,7 +757,7 @@ class Store:
                 run_id,
                 [{"case_key": case_key, "block": block, "position": position, "case": case, "protocol": protocol}],
             )
-            return int(self.db.execute("SELECT last_insert_rowid()").fetchone()[0])
+            return int(self.db.execute(self._sql.last_id).fetchone()[0])
 
     def start_trial(self, trial_id: int) -> None:
         with self.db:
