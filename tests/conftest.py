@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -74,16 +73,14 @@ class Faulty:
 def faulty_plugin(tmp_path_factory, monkeypatch) -> Path:
     """Install the `faulty` plugin as a real distribution (dist-info with an entry
     point) in a directory put on sys.path here and on PYTHONPATH for workers."""
-    root = tmp_path_factory.mktemp("plugin")
-    pkg = root / "dlbench_faulty"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text(textwrap.dedent(PLUGIN_INFO))
-    (pkg / "adapter.py").write_text(textwrap.dedent(PLUGIN_ADAPTER))
-    dist = root / "dlbench_faulty-0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: dlbench-faulty\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text(
-        "[dlbench.frameworks]\nfaulty = dlbench_faulty:INFO\nghost = dlbench_faulty:GHOST\n"
+    from plugin_dist import write_plugin
+
+    root = write_plugin(
+        tmp_path_factory.mktemp("plugin"),
+        "dlbench_faulty",
+        PLUGIN_INFO,
+        PLUGIN_ADAPTER,
+        {"faulty": "dlbench_faulty:INFO", "ghost": "dlbench_faulty:GHOST"},
     )
     monkeypatch.syspath_prepend(str(root))
     src = str(Path(__file__).resolve().parents[1] / "src")

@@ -19,8 +19,9 @@ import pytest
 from dlbench import config
 from dlbench.executors import ExecutorSettings
 from dlbench.plan import expand
-from dlbench.runner import create_run, execute_run, run_plan
+from dlbench.runner import execute_run, run_plan
 from dlbench.store import Store
+from executor_runs import interrupted_after_one_trial
 
 pytest.importorskip("submitit", reason="submitit is not installed (requirements-cluster.txt)")
 
@@ -82,17 +83,25 @@ def test_the_same_matrix_as_slurm_jobs_stores_the_same_cases_and_values(tmp_path
         assert all((slurm_cluster / job).is_dir() for job in jobs)
 
 
-def _cancel_first_long_job(stop: threading.Event, cancelled: list[str], after_s: int = 4) -> None:
-    """scancel the first dlbench job seen running for more than after_s seconds."""
-    while not stop.is_set():
+def _end_long_jobs(stop: threading.Event, ended: dict[str, str], after_s: int = 4) -> None:
+    """The first dlbench job seen running for more than after_s seconds is cancelled
+    (scancel); the second has its end time moved to now (`scontrol update EndTime=now`:
+    its time limit is then reached, and slurmctld ends it TIMEOUT at its next check,
+    within 30 s, where a real one-minute limit takes 60-90 s)."""
+    while not stop.is_set() and len(ended) < 2:
         out = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i|%j|%M"], capture_output=True, text=True).stdout
         for line in out.splitlines():
             job, name, elapsed = line.split("|")
             seconds = sum(int(x) * 60**i for i, x in enumerate(reversed(elapsed.split("-")[-1].split(":"))))
-            if name.startswith("dlbench-trial-") and seconds > after_s:
+            if not name.startswith("dlbench-trial-") or seconds <= after_s or job in ended:
+                continue
+            if not ended:
                 subprocess.run(["scancel", job], check=True)
-                cancelled.append(job)
-                return
+                ended[job] = "cancelled"
+            else:
+                subprocess.run(["scontrol", "update", f"JobId={job}", "EndTime=now"], check=True)
+                ended[job] = "time limit"
+                break
         stop.wait(0.5)
 
 
@@ -100,9 +109,8 @@ def test_a_cancelled_job_and_a_job_past_its_time_limit_are_trial_statuses_and_th
     tmp_path, slurm_cluster, faulty_plugin
 ):
     """Two blocks side by side (oversubscribe: one CPU each), each a trial that hangs and
-    one that ends: the first hanging job is cancelled with scancel, the other runs into
-    its 1-minute limit (Slurm's shortest; slurmctld checks limits every 30 s, so this
-    takes 60-90 s, which is why both faults share one run)."""
+    one that ends: one hanging job is cancelled with scancel, the other reaches its time
+    limit; each comes back as the trial's status with Slurm's state and reason."""
     plan = expand(
         config.parse(
             '[matrix]\nframework = ["faulty:hang", "faulty:ok"]\nmodel = ["mlp"]\ndataset = ["synthetic"]\n'
@@ -111,9 +119,9 @@ def test_a_cancelled_job_and_a_job_past_its_time_limit_are_trial_statuses_and_th
             "faulty.toml",
         )
     )
-    settings = _settings(slurm_cluster, slurm_time=1, slurm_options=("oversubscribe",))
-    stop, cancelled = threading.Event(), []
-    watcher = threading.Thread(target=_cancel_first_long_job, args=(stop, cancelled), daemon=True)
+    settings = _settings(slurm_cluster, slurm_options=("oversubscribe",))
+    stop, ended = threading.Event(), {}
+    watcher = threading.Thread(target=_end_long_jobs, args=(stop, ended), daemon=True)
     watcher.start()
     try:
         with Store(tmp_path / "r.db") as store:
@@ -123,9 +131,12 @@ def test_a_cancelled_job_and_a_job_past_its_time_limit_are_trial_statuses_and_th
             by_status = {t["status"]: t for t in store.trials(run_id)}
             failed, late = by_status["failed"], by_status["timeout"]
             assert failed["variant"] == late["variant"] == "hang"
-            assert failed["error"].startswith(f"slurm: job {cancelled[0]} ended CANCELLED"), failed["error"]
-            assert json.loads(failed["placement_json"])["slurm_job"] == cancelled[0]
-            assert "ended TIMEOUT" in late["error"] and "time limit of 1 min" in late["error"], late["error"]
+            jobs = {v: k for k, v in ended.items()}
+            assert failed["error"].startswith(f"slurm: job {jobs['cancelled']} ended CANCELLED"), failed["error"]
+            assert json.loads(failed["placement_json"])["slurm_job"] == jobs["cancelled"]
+            assert late["error"].startswith(
+                f"slurm: job {jobs['time limit']} ended TIMEOUT (TimeLimit): its time limit (1:00 as Slurm held it"
+            ), late["error"]
             # The two blocks ran at the same time, on the one node.
             assert failed["block"] != late["block"]
     finally:
@@ -140,15 +151,7 @@ def test_a_cancelled_job_and_a_job_past_its_time_limit_are_trial_statuses_and_th
 def test_a_run_interrupted_under_slurm_resumes_locally(tmp_path, slurm_cluster):
     plan = expand(_numpy_experiment(trials=3))
     with Store(tmp_path / "r.db") as store:
-        run_id = create_run(store, plan, command="test", environment={})
-
-        def stop_after_first(kind, **info):
-            if kind == "trial_end":
-                raise KeyboardInterrupt
-
-        with pytest.raises(KeyboardInterrupt):
-            execute_run(store, run_id, on_event=stop_after_first, executor=_settings(slurm_cluster))
-        assert store.run(run_id)["status"] == "interrupted"
+        run_id = interrupted_after_one_trial(store, plan, _settings(slurm_cluster))
         assert execute_run(store, run_id) == {"ok": 3}
         where = sorted(json.loads(t["placement_json"])["executor"] for t in store.trials(run_id))
         assert where == ["local", "local", "slurm"]

@@ -121,7 +121,9 @@ def test_a_resume_imports_no_code_named_by_the_database(example: Path, tmp_path:
 
 def test_entry_point_plugin_model_runs_by_name(example: Path, tmp_path: Path):
     """An installed distribution (a .dist-info on the path) that declares the model in the
-    dlbench.models group: usable by its plain name, in every framework."""
+    dlbench.models group: usable by its plain name, in any framework (torch and JAX here:
+    loading by name does not depend on the framework, and each framework's build of the
+    example is checked from its path in the test above)."""
     site = tmp_path / "site"
     dist = site / "dsconv_models-1.0.dist-info"
     dist.mkdir(parents=True)
@@ -133,14 +135,10 @@ def test_entry_point_plugin_model_runs_by_name(example: Path, tmp_path: Path):
     listed = _cli("list", "--no-params", env=env)
     assert "dsconv" in listed.stdout and "plugin dsconv-models" in listed.stdout
     db = tmp_path / "p.db"
-    result = _cli("run", "--model", "dsconv", "--framework", "torch,tensorflow,jax", "--dataset", "digits",
+    result = _cli("run", "--model", "dsconv", "--framework", "torch,jax", "--dataset", "digits",
                   "--option", "dsconv.width=4", *QUICK, "--db", str(db), env=env, cwd=tmp_path)  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert sorted(_rows(db, "SELECT framework, status FROM trials")) == [
-        ("jax", "ok"),
-        ("tensorflow", "ok"),
-        ("torch", "ok"),
-    ]
+    assert sorted(_rows(db, "SELECT framework, status FROM trials")) == [("jax", "ok"), ("torch", "ok")]
 
 
 def test_check_passes_on_the_example_and_names_a_different_network(example: Path):

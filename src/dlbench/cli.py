@@ -346,15 +346,9 @@ def run(
     from dlbench import runner
 
     runner.raise_on_termination()
-    executor_flags = {
-        "name": executor,
-        "ray_address": ray_address,
-        "slurm_partition": slurm_partition,
-        "slurm_gpus": slurm_gpus,
-        "slurm_time": slurm_time,
-        "slurm_options": slurm_option or None,
-        "slurm_folder": slurm_folder,
-    }
+    executor_flags = _executor_flags(
+        executor, ray_address, slurm_partition, slurm_gpus, slurm_time, slurm_option, slurm_folder
+    )
     if resume is not None:
         from dlbench.store import StoreError
 
@@ -418,6 +412,27 @@ def run(
     except KeyboardInterrupt as exc:
         _exit_on_signal(exc, "nothing was stored")
     _start_and_run(plan, db, _command_line(ctx), executor=_executor_settings(plan.experiment.executor, executor_flags))
+
+
+def _executor_flags(
+    name: str | None,
+    ray_address: str | None,
+    slurm_partition: str | None,
+    slurm_gpus: int | None,
+    slurm_time: float | None,
+    slurm_option: list[str] | None,
+    slurm_folder: str | None,
+) -> dict[str, Any]:
+    """The executor flags as given (None: not given), keyed like the [executor] table."""
+    return {
+        "name": name,
+        "ray_address": ray_address,
+        "slurm_partition": slurm_partition,
+        "slurm_gpus": slurm_gpus,
+        "slurm_time": slurm_time,
+        "slurm_options": slurm_option or None,
+        "slurm_folder": slurm_folder,
+    }
 
 
 def _executor_settings(base: Any, flags: dict[str, Any]) -> Any:
@@ -979,11 +994,25 @@ def _machines_preface(picked: list[tuple[Any, int]]):
 
 
 @app.command()
-def runs(db: DB = Path("dlbench.db")) -> None:
-    """The runs stored in the database."""
-    from dlbench.report.tables import runs_table
+def runs(
+    run_id: Annotated[
+        int | None, typer.Option("--run", help="List this run's trials and where each one ran instead.")
+    ] = None,
+    db: DB = Path("dlbench.db"),
+) -> None:
+    """The runs stored in the database, and where their trials ran (--run ID: each trial)."""
+    from dlbench.report.tables import placements_table, runs_table
+    from dlbench.store import StoreError
 
-    _show(runs_table(_open_store(db, readonly=True).runs()))
+    store = _open_store(db, readonly=True)
+    if run_id is None:
+        _show(runs_table(store.runs()))
+        return
+    try:
+        store.run(run_id)
+    except StoreError as exc:
+        _fail(str(exc))
+    _show(placements_table(store.trials(run_id, retired=True)))
 
 
 @app.command()
@@ -1441,15 +1470,7 @@ def study_run(
     def preface(store, run_id: int):
         return _study_preface(study, facts, [(store, run_id)])
 
-    flags = dict(
-        name=executor,
-        ray_address=ray_address,
-        slurm_partition=slurm_partition,
-        slurm_gpus=slurm_gpus,
-        slurm_time=slurm_time,
-        slurm_options=slurm_option or None,
-        slurm_folder=slurm_folder,
-    )
+    flags = _executor_flags(executor, ray_address, slurm_partition, slurm_gpus, slurm_time, slurm_option, slurm_folder)
     _start_and_run(
         plan, db, _command_line(ctx), preface=preface, executor=_executor_settings(plan.experiment.executor, flags)
     )

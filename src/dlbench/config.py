@@ -26,7 +26,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from dlbench.executors import ExecutorSettings
+from dlbench.executor_settings import ExecutorSettings
 from dlbench.frameworks.protocol import INITS, OPTIMIZERS
 from dlbench.models.spec import short_repr as _show
 
@@ -694,7 +694,7 @@ def from_dict(data: Any, source: str = "<dict>", base: Path | None = None, text:
 
 
 def _executor(source: str, table: dict[str, Any]) -> ExecutorSettings:
-    from dlbench.executors import ExecutorError, parse_settings
+    from dlbench.executor_settings import ExecutorError, parse_settings
 
     try:
         return parse_settings(source, table)

@@ -16,7 +16,7 @@ from dataclasses import asdict, fields, replace
 from typing import Any
 
 from dlbench.config import FACTORS, Experiment, Protocol
-from dlbench.executors import ExecutorSettings
+from dlbench.executor_settings import ExecutorSettings
 
 EMBEDDED = "<embedded default.toml>"
 

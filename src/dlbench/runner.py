@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from dlbench.executors import ExecutorError
+from dlbench.executor_settings import ExecutorError
 from dlbench.plan import Case, Plan
 from dlbench.store import Measurement, Store, StoreError
 from dlbench.trialspec import ProtocolSpec, TrialSpec

@@ -7,7 +7,6 @@ real process, interrupts it and resumes it."""
 from __future__ import annotations
 
 import os
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -127,15 +126,15 @@ REPEATS_PER_TRIAL = 2  # 1 warm-up + 1 measured
 @pytest.fixture(scope="session")
 def sleepy_env(tmp_path_factory) -> dict[str, str]:
     """The environment under which `dlbench` sees the sleepy plugin (a real distribution with an entry point)."""
-    root = tmp_path_factory.mktemp("sleepy_plugin")
-    pkg = root / "dlbench_sleepy"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text(textwrap.dedent(PLUGIN_INFO))
-    (pkg / "adapter.py").write_text(textwrap.dedent(PLUGIN_ADAPTER))
-    dist = root / "dlbench_sleepy-0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: dlbench-sleepy\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[dlbench.frameworks]\nsleepy = dlbench_sleepy:INFO\n")
+    from plugin_dist import write_plugin
+
+    root = write_plugin(
+        tmp_path_factory.mktemp("sleepy_plugin"),
+        "dlbench_sleepy",
+        PLUGIN_INFO,
+        PLUGIN_ADAPTER,
+        {"sleepy": "dlbench_sleepy:INFO"},
+    )
     src = str(Path(__file__).resolve().parents[2] / "src")
     env = {k: v for k, v in os.environ.items() if not k.startswith("DLBENCH_FAULT_")}
     env["PYTHONPATH"] = f"{root}:{src}"

@@ -36,7 +36,11 @@ from dlbench.executors import ExecutorError, ExecutorSettings
 from dlbench.executors.base import Handlers, RemoteResult, RemoteTrial
 from dlbench.executors.node import omp_num_threads
 
-POLL_S = 1.0
+# A job's result file is looked for every RESULT_POLL_S (a stat on the job folder: cheap,
+# and it is what ends a trial); slurmctld is asked for states every SQUEUE_S (a cluster's
+# controller is shared; its states matter only for jobs that end without a result).
+RESULT_POLL_S = 0.1
+SQUEUE_S = 2.0
 # A job's time limit when none is given: the trial's timeout (enforced by the worker
 # on the node) plus room for the interpreter's start and the result's write.
 MARGIN_MIN = 3
@@ -58,12 +62,12 @@ ENDED = {
 GONE_AFTER_S = 30.0
 
 
-def _squeue(job_ids: Sequence[str]) -> dict[str, tuple[str, str, str]]:
-    """job id -> (state, node list, reason), for the jobs slurmctld still knows."""
+def _squeue(job_ids: Sequence[str]) -> dict[str, tuple[str, str, str, str]]:
+    """job id -> (state, node list, reason, time limit), for the jobs slurmctld still knows."""
     if not job_ids:
         return {}
     out = subprocess.run(
-        ["squeue", "--states=all", "--noheader", "--format=%i|%T|%N|%r", "--jobs", ",".join(job_ids)],
+        ["squeue", "--states=all", "--noheader", "--format=%i|%T|%N|%r|%l", "--jobs", ",".join(job_ids)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -71,9 +75,18 @@ def _squeue(job_ids: Sequence[str]) -> dict[str, tuple[str, str, str]]:
     states = {}
     for line in out.stdout.splitlines():
         parts = line.strip().split("|")
-        if len(parts) == 4:
-            states[parts[0]] = (parts[1], parts[2], parts[3])
+        if len(parts) == 5:
+            states[parts[0]] = (parts[1], parts[2], parts[3], parts[4])
     return states
+
+
+def _ended(job_id: str, state: str, reason: str, limit: str) -> str:
+    """Slurm's word on how a job ended, for the trial's error."""
+    why = f" ({reason})" if reason and reason not in ("None", "(null)") else ""
+    text = f"slurm: job {job_id} ended {state}{why}"
+    if state == "TIMEOUT":
+        text += f": its time limit ({limit} as Slurm held it; --slurm-time sets it) came before the trial's end"
+    return text
 
 
 def _sbatch_options(options: Sequence[str]) -> dict[str, Any]:
@@ -152,6 +165,8 @@ class SlurmExecutor:
         node_of: dict[int, str] = {}
         in_flight: dict[str, tuple[RemoteTrial, Any, dict[str, Any]]] = {}
         last_seen: dict[str, float] = {}
+        states: dict[str, tuple[str, str, str, str]] = {}
+        asked = float("-inf")
         done = 0
         try:
             while any(blocks.values()) or in_flight:
@@ -186,19 +201,20 @@ class SlurmExecutor:
                     handlers.started(trial, placement)
                     in_flight[job.job_id] = (trial, job, placement)
                     last_seen[job.job_id] = time.monotonic()
-                states = _squeue(list(in_flight))
+                if time.monotonic() - asked >= SQUEUE_S:
+                    states, asked = _squeue(list(in_flight)), time.monotonic()
                 pending = sum(1 for jid in in_flight if states.get(jid, ("",))[0] in ("PENDING", "CONFIGURING"))
                 handlers.progress(
                     queued=pending + sum(len(q) for q in blocks.values()), running=len(in_flight) - pending, done=done
                 )
                 for job_id in list(in_flight):
                     trial, job, placement = in_flight[job_id]
-                    state, nodes, reason = states.get(job_id, ("", "", ""))
+                    state, nodes, reason, limit = states.get(job_id, ("", "", "", ""))
                     if state:
                         last_seen[job_id] = time.monotonic()
                     if nodes and nodes != "(null)":
                         placement["host"] = nodes
-                    result = self._result(job, state, reason, trial, time.monotonic() - last_seen[job_id])
+                    result = self._result(job, (state, reason, limit), time.monotonic() - last_seen[job_id])
                     if result is None:
                         continue
                     del in_flight[job_id]
@@ -210,17 +226,19 @@ class SlurmExecutor:
                         node_of.setdefault(trial.block, host)
                     handlers.finished(trial, result, placement)
                 if in_flight:
-                    time.sleep(POLL_S)
+                    time.sleep(RESULT_POLL_S)
             handlers.progress(queued=0, running=0, done=done)
         except BaseException:
             if in_flight:
                 subprocess.run(["scancel", *in_flight], capture_output=True, timeout=60)
             raise
 
-    def _result(self, job: Any, state: str, reason: str, trial: RemoteTrial, unseen_s: float) -> RemoteResult | None:
-        """The trial's result once its job has ended, else None. The result file is
-        looked for after the state was read: a job that wrote it and ended between
-        the two reads is still taken as finished, never as lost."""
+    def _result(self, job: Any, seen: tuple[str, str, str], unseen_s: float) -> RemoteResult | None:
+        """The trial's result once its job has ended, else None; `seen`: the job's state,
+        reason and time limit as squeue gave them. The result file is looked for after
+        the state was read: a job that wrote it and ended between the two reads is
+        still taken as finished, never as lost."""
+        state, reason, limit = seen
         ended = state in ENDED or (not state and unseen_s > GONE_AFTER_S)
         if job.paths.result_pickle.exists():
             try:
@@ -232,11 +250,9 @@ class SlurmExecutor:
                     # in the job then raises (nothing to requeue), which stops the worker.
                     return RemoteResult(
                         engine_status="timeout",
-                        engine_reason=(
-                            f"slurm: job {job.job_id} reached its time limit of "
-                            f"{self._parameters(trial, None)['time']} min before the trial ended "
-                            "(Slurm signalled it; --slurm-time sets the limit)"
-                        ),
+                        engine_reason=f"slurm: job {job.job_id} was signalled before its time limit"
+                        + (f" ({limit})" if limit else "")
+                        + " and stopped before the trial's end (--slurm-time sets the limit)",
                     )
                 return RemoteResult(
                     engine_status="failed",
@@ -246,18 +262,11 @@ class SlurmExecutor:
                 if value.exit is not None and (value.exit.returncode or 0) < 0:
                     # The worker was killed by a signal: if Slurm sent it (scancel, the
                     # time limit), its state says so; read it now, after the result.
-                    state, _, reason = (
-                        (state, "", reason) if state in ENDED else _squeue([job.job_id]).get(job.job_id, ("", "", ""))
-                    )
+                    if state not in ENDED:
+                        state, _, reason, limit = _squeue([job.job_id]).get(job.job_id, ("", "", "", ""))
                     if state in ENDED and state != "COMPLETED":
                         value.engine_status = "timeout" if state in ("TIMEOUT", "DEADLINE") else "failed"
-                        why = f" ({reason})" if reason and reason not in ("None", "(null)") else ""
-                        value.engine_reason = f"slurm: job {job.job_id} ended {state}{why}" + (
-                            f": its time limit of {self._parameters(trial, None)['time']} min (--slurm-time) came "
-                            "before the trial's end"
-                            if state == "TIMEOUT"
-                            else ""
-                        )
+                        value.engine_reason = _ended(job.job_id, state, reason, limit)
                 return value
             return RemoteResult(engine_status="failed", engine_reason=f"slurm: job {job.job_id} returned {value!r}")
         if not ended:
@@ -267,13 +276,10 @@ class SlurmExecutor:
             stderr = job.paths.stderr.read_text(errors="replace")[-1500:]
         except OSError:
             pass
-        why = f" ({reason})" if reason and reason not in ("None", "(null)") else ""
         if not state:
             text = f"slurm: job {job.job_id} is no longer known to slurmctld and left no result"
         else:
-            text = f"slurm: job {job.job_id} ended {state}{why} without a result"
-        if state == "TIMEOUT":
-            text += f"; its time limit was {self._parameters(trial, None)['time']} min"
+            text = _ended(job.job_id, state, reason, limit) + " without a result"
         if stderr.strip():
             text += f"; its stderr ends:\n{stderr}"
         return RemoteResult(

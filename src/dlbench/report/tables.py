@@ -331,6 +331,26 @@ def trials_table(trials: Iterable) -> TableData:
     return t
 
 
+def placements_table(trials: Iterable) -> TableData:
+    """Where each trial of a run ran: executor, host, the engine's id, the machine."""
+    t = TableData("where each trial ran", ["id", "block", "case", "status", "executor", "host", "engine id", "machine"])
+    for r in trials:
+        p = json.loads(r["placement_json"]) if r["placement_json"] else {}
+        engine = p.get("slurm_job") or (p.get("ray_node") or "")[:12]
+        machine = p.get("machine") or {}
+        t.add_row(
+            str(r["id"]),
+            str(r["block"]),
+            case_label(json.loads(r["case_json"])),
+            r["status"],
+            p.get("executor") or "—",
+            str(p.get("host") or "—"),
+            str(engine or "—"),
+            str(machine.get("label") or "—"),
+        )
+    return t
+
+
 def runs_table(runs: Iterable) -> TableData:
     t = TableData("runs", ["id", "name", "status", "started", "trials", "ok", "ran on (executor:host=trials)"])
     for r in runs:
