@@ -33,31 +33,14 @@ SRC = str(Path(__file__).resolve().parents[1] / "src")
 def ray_cluster(tmp_path_factory):
     """A local Ray cluster for the module, with the test plugin framework on the
     PYTHONPATH its workers inherit (a Ray worker's environment is the raylet's)."""
-    from conftest import PLUGIN_ADAPTER, PLUGIN_INFO
-    from plugin_dist import write_plugin
+    from plugin_dist import faulty_plugin_on_path
 
-    root = write_plugin(
-        tmp_path_factory.mktemp("ray-plugin"),
-        "dlbench_faulty",
-        PLUGIN_INFO,
-        PLUGIN_ADAPTER,
-        {"faulty": "dlbench_faulty:INFO"},
-    )
-    saved = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = f"{root}:{SRC}"
-    sys.path.insert(0, str(root))
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
-    try:
-        yield ray.get_runtime_context().gcs_address
-    finally:
-        ray.shutdown()
-        sys.path.remove(str(root))
-        for mod in [m for m in sys.modules if m.startswith("dlbench_faulty")]:
-            del sys.modules[mod]
-        if saved is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = saved
+    with faulty_plugin_on_path(tmp_path_factory.mktemp("ray-plugin")):
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+        try:
+            yield ray.get_runtime_context().gcs_address
+        finally:
+            ray.shutdown()
 
 
 def _numpy_experiment(trials: int = 2, batch_sizes: str = "32, 64") -> config.Experiment:

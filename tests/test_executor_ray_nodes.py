@@ -6,9 +6,7 @@ move to the other one, and the run finishes."""
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import sys
 import threading
 import time
 from pathlib import Path
@@ -33,36 +31,18 @@ def two_nodes(tmp_path_factory):
     on the PYTHONPATH their workers inherit; yields (cluster, worker node)."""
     from ray.cluster_utils import Cluster
 
-    from conftest import PLUGIN_ADAPTER, PLUGIN_INFO
-    from plugin_dist import write_plugin
+    from plugin_dist import faulty_plugin_on_path
 
-    root = write_plugin(
-        tmp_path_factory.mktemp("nodes-plugin"),
-        "dlbench_faulty",
-        PLUGIN_INFO,
-        PLUGIN_ADAPTER,
-        {"faulty": "dlbench_faulty:INFO"},
-    )
-    (root / "dlbench_faulty" / "train_seconds").write_text(str(TRAIN_SECONDS))
-    saved = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = f"{root}:{SRC}"
-    sys.path.insert(0, str(root))
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
-    worker = cluster.add_node(num_cpus=1)
-    cluster.wait_for_nodes()
-    ray.init(address=cluster.address, log_to_driver=False, logging_level="ERROR")
-    try:
-        yield cluster, worker
-    finally:
-        ray.shutdown()
-        cluster.shutdown()
-        sys.path.remove(str(root))
-        for mod in [m for m in sys.modules if m.startswith("dlbench_faulty")]:
-            del sys.modules[mod]
-        if saved is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = saved
+    with faulty_plugin_on_path(tmp_path_factory.mktemp("nodes-plugin"), train_seconds=TRAIN_SECONDS):
+        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+        worker = cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
+        ray.init(address=cluster.address, log_to_driver=False, logging_level="ERROR")
+        try:
+            yield cluster, worker
+        finally:
+            ray.shutdown()
+            cluster.shutdown()
 
 
 def _remove_node_when_busy(db: Path, cluster, worker, stop: threading.Event, removed: list[int]) -> None:

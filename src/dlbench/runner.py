@@ -696,7 +696,7 @@ def _execute_on_cluster(
         for row, spec in specs
     ]
     cluster.run(trials, _StoreHandlers(store, on_event))
-    for note in getattr(cluster, "notes", ()):
+    for note in cluster.notes:
         if on_event is not None:
             on_event("executor_note", note=note)
 
@@ -724,13 +724,14 @@ def _execute_pending(
         ]
         if cluster is not None:
             _execute_on_cluster(store, cluster, specs, command, on_event)
-        for row, spec in specs if cluster is None else ():
-            case = spec.case.as_dict()
-            emit("trial_start", trial_id=row["id"], case=case)
-            outcome = execute_trial(
-                store, row["id"], spec, timeout=spec.protocol.timeout, command=command, on_event=on_event
-            )
-            emit("trial_end", trial_id=row["id"], case=case, outcome=outcome)
+        else:
+            for row, spec in specs:
+                case = spec.case.as_dict()
+                emit("trial_start", trial_id=row["id"], case=case)
+                outcome = execute_trial(
+                    store, row["id"], spec, timeout=spec.protocol.timeout, command=command, on_event=on_event
+                )
+                emit("trial_end", trial_id=row["id"], case=case, outcome=outcome)
     except (KeyboardInterrupt, ExecutorError):
         # Ctrl-C, or a cluster that could not be reached: what was stored stays, the
         # run resumes with any executor.

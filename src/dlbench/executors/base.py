@@ -55,6 +55,7 @@ class Handlers(Protocol):
 
 class ClusterExecutor(Protocol):
     name: str
+    notes: list[str]  # what the run should be told (nodes left out, a node lost)
 
     def run(self, trials: Sequence[RemoteTrial], handlers: Handlers) -> None:
         """Run every trial, calling handlers.started / finished as the engine reports."""

@@ -24,17 +24,6 @@ def machine() -> dict[str, Any]:
     return {key: fp.get(key) for key in keep} | {"label": env.machine_label(fp)} | slurm
 
 
-def hardware_key(machine: dict[str, Any]) -> str:
-    """Two nodes with the same key are the same kind of machine (hostname aside)."""
-    return env_label(machine) + f", {machine.get('memory_total_bytes', 0) // 2**30} GiB"
-
-
-def env_label(machine: dict[str, Any]) -> str:
-    from dlbench import env
-
-    return env.machine_label(machine)
-
-
 def omp_num_threads() -> str | None:
     """The parent's OMP_NUM_THREADS (None: unset), handed to the node with each trial."""
     import os
