@@ -332,6 +332,16 @@ def run(
         str | None,
         typer.Option(help="Cap each worker's memory (e.g. 2GiB; RLIMIT_DATA): cells that exceed it are stored as oom."),
     ] = None,
+    profile_steps: Annotated[
+        int | None,
+        typer.Option(
+            help="After the timed repeats, profile this many training steps with the framework's own profiler "
+            "(time per step by op category; 0 = off)."
+        ),
+    ] = None,
+    profile_traces: Annotated[
+        str | None, typer.Option(help="Keep the profiles' traces (Chrome/Perfetto .json.gz) in this folder.")
+    ] = None,
     resume: Annotated[int | None, typer.Option(help="Finish the unfinished trials of run ID.")] = None,
     executor: ExecutorOpt = None,
     ray_address: RayAddressOpt = None,
@@ -389,6 +399,8 @@ def run(
         target_accuracy=target_accuracy,
         tta_budget=tta_budget,
         batch_scope=batch_scope,
+        profile_steps=profile_steps,
+        profile_traces=profile_traces,
     )
     try:
         plan = _plan(
@@ -1603,3 +1615,190 @@ def main() -> None:
         )
         err_console.print(Text.assemble(("error: ", "bold red"), f"{exc}{hint}"), highlight=False, soft_wrap=True)
         raise SystemExit(1) from None
+
+
+@app.command()
+def explain(
+    ctx: typer.Context,
+    run_id: Annotated[
+        int | None, typer.Argument(help="The run whose cases are explained (default: the latest run).")
+    ] = None,
+    case: Annotated[
+        str | None,
+        typer.Option(
+            "--case",
+            help="A, the faster case: framework[:variant] (torch, tensorflow:xla), key=value settings "
+            "(threads=2), or a case key's start.",
+        ),
+    ] = None,
+    vs: Annotated[str | None, typer.Option("--vs", help="B, the slower case, named the same way.")] = None,
+    vs_run: Annotated[
+        int | None,
+        typer.Option(help="Take B from this run (default: RUN's), e.g. a run made with other --threads."),
+    ] = None,
+    where: Annotated[str, typer.Option(help="Narrow both --case and --vs, e.g. model=resnet18,batch_size=32.")] = "",
+    only: Annotated[
+        str | None,
+        typer.Option(
+            help="Toggle only these settings, comma list (threads, variant, pipeline, layout, precision, init)."
+        ),
+    ] = None,
+    blocks: Annotated[int, typer.Option(help="Interleaved blocks (one fresh worker per case each).")] = 3,
+    repeats: Annotated[int, typer.Option(help="Measured repeats per trial.")] = 5,
+    warmup: Annotated[int, typer.Option(help="Warm-up repeats per trial (stored, flagged).")] = 1,
+    profile_steps: Annotated[
+        int, typer.Option(help="Training steps profiled per trial, after its timed repeats (0: no profile).")
+    ] = 10,
+    traces: Annotated[
+        Path | None, typer.Option(help="Keep every profile's trace (Chrome/Perfetto .json.gz) in this folder.")
+    ] = None,
+    show: Annotated[
+        int | None, typer.Option(help="Print the report of this stored explain run instead of running one.")
+    ] = None,
+    fmt: FORMAT = "console",
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the report to this file.")] = None,
+    db: DB = Path("dlbench.db"),
+) -> None:
+    """Why is one case faster than another? Reruns the slower case (B) with each recorded setting
+    toggled toward the faster one's (A) or the framework's best known value, in interleaved blocks
+    with A and B, profiles every case with the framework's own profiler, and reports the share of
+    the gap each setting closes (with 95% CIs) and where the step time goes by op category.
+    Without --case/--vs: the fastest case of every comparison set against each other case."""
+    from dlbench import env, runner
+    from dlbench.config import Experiment, Protocol
+    from dlbench.explain import ablation, selection
+    from dlbench.plan import physical_cores
+    from dlbench.store import StoreError
+    from dlbench.trialspec import case_from_dict
+
+    if fmt not in ("console", "markdown", "html"):
+        _fail(f"--format {fmt}: explain writes console, markdown or html")
+    if (case is None) != (vs is None):
+        _fail("--case and --vs go together (or leave both out to explain every comparison set)")
+    for name, value, low in (("--blocks", blocks, 2), ("--repeats", repeats, 1), ("--warmup", warmup, 0)):
+        if not low <= value <= 100:
+            _fail(f"{name} {value}: allowed {low}..100" + (" (a CI needs two blocks)" if name == "--blocks" else ""))
+    if not 0 <= profile_steps <= 1000:
+        _fail(f"--profile-steps {profile_steps}: allowed 0..1000")
+    store = _open_store(db)
+    if show is not None:
+        _explain_report(store, show, fmt, out)
+        return
+    try:
+        source = store.run(run_id)
+    except StoreError as exc:
+        _fail(str(exc))
+    trials = store.trials(source["id"])
+    cases = {t["case_key"]: case_from_dict(json.loads(t["case_json"])) for t in trials}
+    b_trials = trials
+    if vs_run is not None:
+        if vs is None:
+            _fail("--vs-run names where --vs is found: give --case and --vs too")
+        try:
+            b_trials = store.trials(store.run(vs_run)["id"])
+        except StoreError as exc:
+            _fail(str(exc))
+    b_cases = {t["case_key"]: case_from_dict(json.loads(t["case_json"])) for t in b_trials}
+    cores = physical_cores()
+    toggled = tuple(s.strip() for s in (only or "").split(",") if s.strip())
+    try:
+        if case is not None and vs is not None:
+            a_case = selection.select(cases.values(), case, where)
+            chosen = [(a_case, selection.select(b_cases.values(), vs, where, "--vs"))]
+        else:
+            times = ablation.step_times(trials, store.measurements(source["id"], latency=False))
+            chosen = selection.default_pairs(cases, selection.medians(times))
+            if not chosen:
+                _fail(
+                    f"run {source['id']}: no two cases of one comparison set have step times; "
+                    "name them with --case/--vs"
+                )
+        pairs = [ablation.pair_for(a, b, cores, toggled) for a, b in chosen]
+    except ablation.AblationError as exc:
+        _fail(f"run {source['id']}: {exc}")
+    first = json.loads(next(t["protocol_json"] for t in b_trials if t["case_key"] == pairs[0].b.key))
+    protocol = Protocol(
+        repeats=repeats,
+        warmup=warmup,
+        trials=blocks,
+        timeout=float(first.get("timeout", 1800.0)),
+        data_dir=first.get("data_dir"),
+        samplers="cpu",  # the busy-machine check; telemetry is not what an explanation needs
+        latency_batches=0,
+        infer_min_time=0.0,
+        profile_steps=profile_steps,
+        profile_traces=str(traces) if traces else "",
+    )
+    label = ", ".join(f"{selection_label(p.b)} vs {selection_label(p.a)}" for p in pairs[:3])
+    exp = Experiment(
+        name=f"explain run {source['id']}: {label}" + (f" (+{len(pairs) - 3} more)" if len(pairs) > 3 else ""),
+        description=ablation.description(pairs, source["id"]),
+        protocol=protocol,
+        source="dlbench explain",
+    )
+    plan = ablation.plan_for(pairs, exp)
+    explain_id = runner.create_run(store, plan, command=_command_line(ctx), environment=env.fingerprint())
+    console.print(
+        f"explain run {explain_id}: {len(pairs)} pair(s), {len(plan.cases)} cases x {blocks} blocks "
+        f"= {len(plan.trials)} trials -> {_db_text(db)}"
+    )
+    for p in pairs:
+        toggles = "; ".join(f"{t.words()} ({t.toward})" for t in p.toggles) or "none"
+        console.print(f"  {selection_label(p.b)} vs {selection_label(p.a)}: toggles {toggles}", highlight=False)
+    counts = _execute(store, explain_id, db, {})
+    _explain_report(store, explain_id, fmt, out)
+    console.print("trials: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+    if any(status not in ("ok", "oom") for status in counts):
+        raise typer.Exit(1)
+
+
+def selection_label(case) -> str:
+    from dlbench.cases import case_label
+
+    return case_label(case.as_dict(), setting=False)
+
+
+def _explain_report(store, run_id: int, fmt: str, out: Path | None) -> None:
+    from dlbench.explain import ablation
+    from dlbench.report import explain as explain_report
+    from dlbench.store import StoreError
+    from dlbench.trialspec import case_from_dict
+
+    try:
+        run = store.run(run_id)
+    except StoreError as exc:
+        _fail(str(exc))
+    trials = store.trials(run_id)
+    cases = {t["case_key"]: case_from_dict(json.loads(t["case_json"])) for t in trials}
+    experiment = json.loads(run["experiment_json"] or "{}")
+    try:
+        pairs = ablation.pairs_from(experiment.get("description", ""), cases)
+    except ablation.AblationError as exc:
+        _fail(f"run {run_id}: {exc}")
+    measurements = store.measurements(run_id, latency=False)
+    times = ablation.step_times(trials, measurements)
+    gaps = []
+    for pair in pairs:
+        try:
+            gaps.append(ablation.analyse(pair, times))
+        except ablation.AblationError as exc:
+            console.print(f"run {run_id}: {exc}", highlight=False)
+    sections = explain_report.sections(gaps, ablation.profiles(trials, measurements))
+    title = f"dlbench explain: run {run_id} ({run['name']})"
+    if fmt == "console":
+        from dlbench.report.console import print_preface
+
+        console.print(title, highlight=False)
+        for s in sections:
+            print_preface(console, s.preface, details=True)
+        return
+    if fmt == "markdown":
+        figures = out.parent / f"{out.stem}_figures" if out is not None else None
+        text = explain_report.markdown(sections, title, figures, out.parent if out is not None else None)
+    else:
+        text = explain_report.html(sections, title)
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        out.write_text(text, encoding="utf-8")
+        console.print(f"wrote {out}", highlight=False)

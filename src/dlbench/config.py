@@ -61,6 +61,7 @@ DEVICES = ("cpu", "cuda")
 DAY_S = 86_400
 MAX_TIMEOUT_S = 7 * DAY_S  # a trial (one worker process) running for more than a week is a hang
 MAX_TTA_BUDGET_S = MAX_TIMEOUT_S  # training time to accuracy cannot outlast the longest timeout
+MAX_PROFILE_STEPS = 1000  # a profile holds every op of every step in memory
 MAX_IDLE_BASELINE_S = 3600  # idle power is a mean over seconds to minutes; an hour is plenty
 MAX_SAMPLE_INTERVAL_S = 60  # a poll a minute is the coarsest that still samples a trial
 MAX_BUDGET_MIN = 30 * 24 * 60  # an adaptive run's budget, in minutes: 30 days
@@ -134,6 +135,11 @@ class Protocol:
     # Distributed cases: is batch_size the global batch (strong scaling: the same work
     # per step at every world size) or each replica's (weak scaling)? See dlbench.distributed.
     batch_scope: str = "global"
+    # After a trial's timed repeats, this many training steps under the framework's own
+    # profiler (0: off), reduced to time per step by op category (dlbench.explain); the
+    # traces are kept in Chrome/Perfetto format under `profile_traces` when it is set.
+    profile_steps: int = 0
+    profile_traces: str = ""
 
 
 @dataclass(frozen=True)
@@ -423,6 +429,11 @@ def _protocol_rules(p: Protocol) -> list[tuple[str, bool, str]]:
             f"in [0, {MAX_BUDGET_MIN}] minutes (0 = no limit; at most 30 days)",
         ),
         ("target_accuracy", _within(p.target_accuracy, 0, 1), "a fraction in (0, 1], or 0 for no target"),
+        (
+            "profile_steps",
+            _within(p.profile_steps, 0, MAX_PROFILE_STEPS, integer=True),
+            f">= 0 and <= {MAX_PROFILE_STEPS} (0 = no profile)",
+        ),
         (
             "tta_budget",
             _within(p.tta_budget, 0, MAX_TTA_BUDGET_S),

@@ -11,6 +11,7 @@ a trial with status failed / oom / timeout and the error text; the run goes on.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import signal
 import sqlite3
@@ -324,6 +325,9 @@ def protocol_for_worker(plan: Plan) -> ProtocolSpec:
         target_accuracy=p.target_accuracy,
         tta_budget=p.tta_budget,
         loss_curve=LOSS_CURVE_STEPS if any(c.distributed for c in plan.cases) else 0,
+        profile_steps=p.profile_steps,
+        # Absolute: a worker may run in another directory (a cluster node's job folder).
+        profile_traces=os.path.abspath(p.profile_traces) if p.profile_traces else "",
     )
 
 

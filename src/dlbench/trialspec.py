@@ -99,6 +99,10 @@ class ProtocolSpec:
     # The first steps whose loss every case records (0: none); set for every case of a
     # run with a distributed case, so loss curves compare step by step (dlbench.distributed).
     loss_curve: int = 0
+    # Steps profiled after the timed repeats (0: none) and the folder their traces go to
+    # ("": not kept); see dlbench.explain.profiling.
+    profile_steps: int = 0
+    profile_traces: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -419,6 +419,23 @@ def _measure(
     for repeat in range(protocol.warmup + protocol.repeats):
         rows = run_repeat(builder, native, case, protocol, repeat, len(arrays.train), marker, facts, calibration, dist)
         emit("measurements", repeat=repeat, rows=[asdict(m) for m in rows])
+    if protocol.profile_steps and dist is None:
+        _profile(builder, native, case, protocol, facts, emit)
+
+
+def _profile(fw: Any, native: Any, case: Case, protocol: ProtocolSpec, facts: Any, emit: Emitter) -> None:
+    """The profile phase (dlbench.explain.profiling), after every timed repeat was sent:
+    a profiler that fails costs the profile, never the trial's measurements."""
+    from dlbench.explain.profiling import profile_phase
+
+    try:
+        rows, learned = profile_phase(fw, native, case, protocol)
+    except Exception as exc:  # noqa: BLE001 - any profiler failure is reported as a fact of the trial
+        facts(profile_error=f"{type(exc).__name__}: {str(exc)[:500]}")
+        return
+    facts(**learned)
+    if rows:
+        emit("measurements", repeat=None, rows=rows)
 
 
 PR_SET_PDEATHSIG = 1

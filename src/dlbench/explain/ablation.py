@@ -1,0 +1,356 @@
+"""The ablation: B rerun with each recorded setting toggled, one at a time, and
+the share of the A-B gap each toggle closes.
+
+For a pair (A faster, B slower), the settings dlbench records and controls are
+toggled on B toward A's value where the two differ, and otherwise toward the
+framework's best known value (BEST_KNOWN: torch.compile for PyTorch, XLA for
+TensorFlow; channels-last for PyTorch's convolutions; one thread per core). Each
+toggle is a case of its own; with more than one toggle, B with all of them is one
+more (what remains of the gap after every toggle is then measured, not assumed).
+A and B are rerun too, so that every case of the pair is measured in the same
+interleaved blocks (DESIGN.md "Interleaving") on the same state of the machine.
+
+The statistic is the step time (train.time / train.steps of each repeat). The
+share of the gap a toggle closes is
+
+    closure = (median(B) - median(B with the toggle)) / (median(B) - median(A))
+
+with a 95% percentile-bootstrap CI that resamples (block, repeat) pairs jointly
+across the cases, so that the drift of the machine between blocks stays paired.
+1.0 is the whole gap, 0 none, negative a toggle that made B slower.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections import defaultdict
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from dlbench.analysis import stats
+from dlbench.analysis.comparisons import ALPHA, BAND
+from dlbench.plan import Case, Plan, Trial
+
+# The recorded settings an ablation toggles, in the order they are tried.
+SETTINGS = ("threads", "variant", "pipeline", "layout", "precision", "init")
+# Where A and B agree on a setting: the value each framework is known to run fastest
+# with on the device, where dlbench exposes a faster one (why, per entry).
+BEST_KNOWN: dict[str, dict[str, dict[str, str]]] = {
+    "cpu": {
+        "variant": {"torch": "compile", "tensorflow": "xla"},  # inductor's fused C++ kernels; XLA's fusion
+        "layout": {"torch": "channels-last"},  # oneDNN's convolutions are NHWC-native
+        "pipeline": {"torch": "preloaded", "tensorflow": "preloaded", "jax": "preloaded"},
+    },
+    "cuda": {
+        "variant": {"torch": "compile", "tensorflow": "xla"},
+        "layout": {"torch": "channels-last"},  # tensor-core convolutions want NHWC
+        "precision": {"torch": "bf16-mixed", "tensorflow": "bf16-mixed", "jax": "bf16-mixed"},
+        "pipeline": {"torch": "preloaded", "tensorflow": "preloaded", "jax": "preloaded"},
+    },
+}
+N_BOOT = 2000
+
+
+class AblationError(ValueError):
+    """A pair that cannot be ablated (named in the message)."""
+
+
+@dataclass(frozen=True)
+class Toggle:
+    setting: str
+    before: Any  # B's value
+    after: Any  # the value B is rerun with
+    toward: str  # "A" (A's value) or "best known"
+
+    def words(self) -> str:
+        return f"{self.setting} {self.before} -> {self.after}"
+
+
+@dataclass(frozen=True)
+class Pair:
+    a: Case
+    b: Case
+    toggles: tuple[Toggle, ...]
+    not_tried: tuple[str, ...] = ()  # settings that differ but cannot be toggled, with why
+
+    def toggled(self, toggles: tuple[Toggle, ...]) -> Case:
+        return replace(self.b, **{t.setting: t.after for t in toggles})
+
+    def variants(self) -> list[tuple[str, tuple[Toggle, ...], Case]]:
+        """(role, toggles, case): A, B, B with each toggle, B with all (when more than one)."""
+        out: list[tuple[str, tuple[Toggle, ...], Case]] = [("A", (), self.a), ("B", (), self.b)]
+        out += [(t.setting, (t,), self.toggled((t,))) for t in self.toggles]
+        if len(self.toggles) > 1:
+            out.append(("all", self.toggles, self.toggled(self.toggles)))
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "a": self.a.key,
+            "b": self.b.key,
+            "toggles": [[t.setting, t.before, t.after, t.toward] for t in self.toggles],
+            "not_tried": list(self.not_tried),
+        }
+
+
+def _valid(case: Case, cores: int) -> str | None:
+    from dlbench import registry
+    from dlbench.plan import layout_reason, pipeline_reason
+
+    info = registry.framework(case.framework)
+    if case.variant not in info.variants:
+        return f"{case.framework} has no variant {case.variant!r}"
+    if case.threads > cores:
+        return f"{case.threads} threads but {cores} cores here"
+    spec = registry.model(case.model)
+    shape = tuple(case.synthetic[:-3]) if case.synthetic else registry.dataset(case.dataset).shape(None)[0]
+    return layout_reason(case.framework, case.layout, spec.input_kind) or pipeline_reason(
+        case.framework, case.pipeline, spec.input_kind, tuple(shape)
+    )
+
+
+def pair_for(a: Case, b: Case, cores: int, only: tuple[str, ...] = ()) -> Pair:
+    """The toggles of B toward A (or the best known value), each checked runnable."""
+    if a.key == b.key:
+        raise AblationError("A and B are the same case: nothing to explain")
+    if a.distributed or b.distributed:
+        raise AblationError("distributed cases are explained by their scaling report, not by an ablation")
+    same_work = ("model", "dataset", "batch_size", "optimizer", "lr", "momentum", "epochs", "steps", "synthetic")
+    differ = [k for k in same_work if getattr(a, k) != getattr(b, k)]
+    if differ or a.model_options != b.model_options or a.input_shape != b.input_shape:
+        what = ", ".join(differ) or "model options / input shape"
+        raise AblationError(f"A and B do different work ({what} differ): a gap between them is not a setting's")
+    unknown = [s for s in only if s not in SETTINGS]
+    if unknown:
+        raise AblationError(f"unknown setting {unknown[0]!r}; the ablation toggles: {', '.join(SETTINGS)}")
+    best = BEST_KNOWN.get(b.device, BEST_KNOWN["cpu"])
+    toggles: list[Toggle] = []
+    not_tried: list[str] = []
+    for setting in only or SETTINGS:
+        before = getattr(b, setting)
+        if getattr(a, setting) != before and (setting != "variant" or a.framework == b.framework):
+            after, toward = getattr(a, setting), "A"
+        elif setting == "threads":
+            after, toward = cores, "best known"
+        else:
+            after, toward = best.get(setting, {}).get(b.framework, before), "best known"
+        if after == before:
+            continue
+        reason = _valid(replace(b, **{setting: after}), cores)
+        if reason is not None:
+            not_tried.append(f"{setting} {before} -> {after}: {reason}")
+            continue
+        toggles.append(Toggle(setting, before, after, toward))
+    return Pair(a, b, tuple(toggles), tuple(not_tried))
+
+
+def plan_for(pairs: list[Pair], experiment: Any) -> Plan:
+    """Every case of every pair once per block, in a random order per block drawn from
+    the experiment's seed (as plan.expand lays out a run)."""
+    cases = list(dict.fromkeys(case for pair in pairs for _, _, case in pair.variants()))
+    plan = Plan(experiment)
+    rng = random.Random(experiment.protocol.seed)
+    for block in range(experiment.protocol.trials):
+        order = cases[:]
+        rng.shuffle(order)
+        plan.trials.extend(Trial(case, block, i) for i, case in enumerate(order))
+    return plan
+
+
+def description(pairs: list[Pair], source_run: int | None) -> str:
+    """The roles of an explain run's cases, kept in its experiment's description."""
+    return json.dumps({"explain": [p.as_dict() for p in pairs], "from_run": source_run}, sort_keys=True)
+
+
+def pairs_from(description_text: str, cases: dict[str, Case]) -> list[Pair]:
+    """The pairs of a stored explain run (see `description`)."""
+    try:
+        data = json.loads(description_text)["explain"]
+    except (ValueError, KeyError, TypeError):
+        raise AblationError("this run is not an explain run (dlbench explain RUN starts one)") from None
+    out = []
+    for p in data:
+        toggles = tuple(Toggle(str(s), before, after, str(t)) for s, before, after, t in p["toggles"])
+        if p["a"] not in cases or p["b"] not in cases:
+            raise AblationError("the explain run lacks its A or B case")
+        out.append(Pair(cases[p["a"]], cases[p["b"]], toggles, tuple(p.get("not_tried", ()))))
+    return out
+
+
+# -- analysis -------------------------------------------------------------------
+
+
+def step_times(trials: list[Any], measurements: list[Any]) -> dict[str, dict[tuple[int, int], float]]:
+    """case_key -> {(block, repeat): seconds per step} over the measured repeats of ok trials."""
+    block_of = {t["id"]: (t["case_key"], t["block"]) for t in trials if t["status"] == "ok"}
+    parts: dict[tuple[int, int], dict[str, float]] = defaultdict(dict)
+    for m in measurements:
+        if m["trial_id"] in block_of and m["phase"] == "train" and m["metric"] in ("time", "steps"):
+            if not m["warmup"] and m["repeat"] is not None and m["value"] is not None:
+                parts[(m["trial_id"], m["repeat"])][m["metric"]] = float(m["value"])
+    out: dict[str, dict[tuple[int, int], float]] = defaultdict(dict)
+    for (trial_id, repeat), v in parts.items():
+        if v.get("steps") and "time" in v:
+            key, block = block_of[trial_id]
+            out[key][(block, repeat)] = v["time"] / v["steps"]
+    return out
+
+
+@dataclass(frozen=True)
+class Effect:
+    role: str  # a setting, or "all"
+    toggles: tuple[Toggle, ...]
+    case: Case
+    median_s: float
+    closure: float  # share of the A-B gap closed (1 = all of it)
+    ci: tuple[float, float]
+    versus_b: stats.Comparison | None  # the toggled case against B (faster = the toggle helped)
+
+    @property
+    def measurable(self) -> bool:
+        """The CI excludes 0: the toggle changed B's step time."""
+        lo, hi = self.ci
+        return not (math.isnan(lo) or lo <= 0 <= hi)
+
+
+@dataclass(frozen=True)
+class Gap:
+    pair: Pair
+    a_median_s: float
+    b_median_s: float
+    ratio: float  # B / A
+    ratio_ci: tuple[float, float]
+    comparison: stats.Comparison | None  # A against B
+    n: int  # (block, repeat) pairs
+    effects: list[Effect] = field(default_factory=list)
+
+    @property
+    def significant(self) -> bool:
+        return self.comparison is not None and self.comparison.verdict == "faster"
+
+    @property
+    def all_effect(self) -> Effect | None:
+        done = [e for e in self.effects if e.role == "all"]
+        if done:
+            return done[0]
+        singles = [e for e in self.effects if e.role != "all"]
+        return singles[0] if len(singles) == 1 else None
+
+
+def _closure_ci(a: np.ndarray, b: np.ndarray, s: np.ndarray, seed: int) -> tuple[float, float]:
+    n = len(a)
+    if n < 2:
+        return math.nan, math.nan
+    idx = np.random.default_rng(seed).integers(0, n, size=(N_BOOT, n))
+    ma, mb, ms = (np.median(x[idx], axis=1) for x in (a, b, s))
+    gap = mb - ma
+    ok = gap != 0
+    values = (mb[ok] - ms[ok]) / gap[ok]
+    if values.size < N_BOOT // 2:
+        return math.nan, math.nan
+    lo, hi = np.percentile(values, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def _compare(x: list[float], y: list[float]) -> stats.Comparison | None:
+    try:
+        return stats.compare_two(x, y, paired=True, band=BAND, alpha=ALPHA)
+    except ValueError:
+        return None
+
+
+def analyse(pair: Pair, times: dict[str, dict[tuple[int, int], float]], seed: int = 0) -> Gap:
+    """The gap between A and B and each toggle's share of it, on the (block, repeat)
+    pairs every case of the pair has."""
+    variants = pair.variants()
+    common = set(times.get(pair.a.key, {})) & set(times.get(pair.b.key, {}))
+    for _, _, case in variants:
+        common &= set(times.get(case.key, {}))
+    keys = sorted(common)
+    if not keys:
+        raise AblationError(f"no repeat measured by every case of {pair.a.framework} vs {pair.b.framework}")
+    a = np.array([times[pair.a.key][k] for k in keys])
+    b = np.array([times[pair.b.key][k] for k in keys])
+    ma, mb = float(np.median(a)), float(np.median(b))
+    gap = Gap(
+        pair,
+        ma,
+        mb,
+        mb / ma if ma > 0 else math.nan,
+        stats.ratio_ci(b, a, paired=True, seed=seed),
+        _compare(list(a), list(b)),
+        len(keys),
+    )
+    for role, toggles, case in variants[2:]:
+        s = np.array([times[case.key][k] for k in keys])
+        ms = float(np.median(s))
+        closure = (mb - ms) / (mb - ma) if mb != ma else math.nan
+        gap.effects.append(
+            Effect(role, toggles, case, ms, closure, _closure_ci(a, b, s, seed), _compare(list(s), list(b)))
+        )
+    return gap
+
+
+# -- profiles ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A case's profile rows, median over its trials: s/step by category, and the rest."""
+
+    per_step: dict[str, float]
+    step_s: float
+    unprofiled_s: float
+    trials: int
+    top_ops: dict[str, list[tuple[str, float]]]
+    source: str
+
+    @property
+    def cost(self) -> float:
+        """What the profiler added to a step, as a fraction of the unprofiled step."""
+        return self.step_s / self.unprofiled_s - 1 if self.unprofiled_s > 0 else math.nan
+
+
+def profiles(trials: list[Any], measurements: list[Any]) -> dict[str, Profile]:
+    """case_key -> its Profile, from the phase "profile" rows of ok trials."""
+    from dlbench.explain.categories import CATEGORIES
+
+    case_of = {t["id"]: t["case_key"] for t in trials if t["status"] == "ok"}
+    values: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    ops: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    sources: dict[str, str] = {}
+    counted: dict[str, set[int]] = defaultdict(set)
+    for m in measurements:
+        key = case_of.get(m["trial_id"])
+        if key is None or m["value"] is None:
+            continue
+        if m["phase"] == "profile":
+            values[key][m["metric"]].append(float(m["value"]))
+            counted[key].add(m["trial_id"])
+            if m["method"]:
+                sources[key] = m["method"]
+        elif m["phase"] == "profile_op":
+            ops[key][m["metric"]].append(float(m["value"]))
+    out = {}
+    for key, v in values.items():
+        if "step_time" not in v:
+            continue
+        med = {name: float(np.median(x)) for name, x in v.items()}
+        top: dict[str, list[tuple[str, float]]] = defaultdict(list)
+        for metric, x in ops[key].items():
+            category, _, name = metric.partition("|")
+            # An op seen in some trials only: its median over all of them (absent = 0).
+            top[category].append((name, float(np.median(x + [0.0] * (len(counted[key]) - len(x))))))
+        out[key] = Profile(
+            {c: med.get(c, 0.0) for c in CATEGORIES},
+            med["step_time"],
+            med.get("unprofiled_step_time", math.nan),
+            len(counted[key]),
+            {c: sorted(x, key=lambda o: -o[1])[:3] for c, x in top.items()},
+            sources.get(key, ""),
+        )
+    return out
