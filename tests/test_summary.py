@@ -56,6 +56,16 @@ def test_warmups_excluded_and_trials_become_independent_samples():
     assert failed[0].statuses == {"ok": 1, "failed": 1} and failed[0].stats[("train", "time")].median == 2.0
 
 
+def test_values_that_could_not_be_measured_are_no_sample():
+    """A test split smaller than one batch stores infer.time None in every repeat; with
+    two trials the per-trial median of those Nones raised TypeError in every report."""
+    rows = [_m(t, "a", r, 0, "infer", "time", None) for t in (1, 2) for r in (1, 2)]
+    rows += [_m(t, "a", r, 0, "train", "time", float(t + r)) for t in (1, 2) for r in (1, 2)]
+    (s,) = summarize([_t(1, "a"), _t(2, "a")], rows)
+    assert ("infer", "time") not in s.stats
+    assert s.stats[("train", "time")].median == 3.0  # trial medians 2.5 and 3.5
+
+
 def test_latency_percentiles_pool_measured_calls():
     rows = [_m(1, "a", 1, 0, "latency_b1", "time", float(v)) for v in range(1, 101)]
     rows.append(_m(1, "a", 0, 1, "latency_b1", "time", 1e6))  # warm-up: ignored

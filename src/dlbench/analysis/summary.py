@@ -48,7 +48,10 @@ def summarize(trials: Rows, measurements: Rows) -> list[CaseSummary]:
         s.statuses[t["status"]] = s.statuses.get(t["status"], 0) + 1
     values: dict[tuple[str, str, str], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     for m in measurements:
-        if m["warmup"] or m["status"] != "ok" or m["repeat"] is None:
+        # A value that could not be measured (None: e.g. a test split smaller than one
+        # batch has no inference pass) is no sample; with several trials it made the
+        # per-trial median fail ("'<' not supported between NoneType and NoneType").
+        if m["warmup"] or m["status"] != "ok" or m["repeat"] is None or m["value"] is None:
             continue
         values[(m["case_key"], m["phase"], m["metric"])][m["trial_id"]].append(m["value"])
     for (key, phase, metric), per_trial in values.items():
