@@ -84,7 +84,9 @@ class Pair:
         """(role, toggles, case): A, B, B with each toggle, B with all (when more than one)."""
         out: list[tuple[str, tuple[Toggle, ...], Case]] = [("A", (), self.a), ("B", (), self.b)]
         out += [(t.setting, (t,), self.toggled((t,))) for t in self.toggles]
-        if len(self.toggles) > 1:
+        # B with every toggle, unless that is A itself (the toggles then are the whole
+        # difference between the two, and A's own measurement says the rest).
+        if len(self.toggles) > 1 and self.toggled(self.toggles) != self.a:
             out.append(("all", self.toggles, self.toggled(self.toggles)))
         return out
 

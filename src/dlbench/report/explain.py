@@ -167,6 +167,8 @@ def ablation_lines(gap: Gap) -> list[str]:
                 f"With every toggle at once B runs {_ms(every.median_s)} ms/step, closure {_pct(every.closure)} "
                 f"{_ci_pct(every.ci)}: the toggles do not add up (some slow B down; see each alone)."
             )
+    if every is None and len(gap.pair.toggles) > 1 and gap.pair.toggled(gap.pair.toggles) == gap.pair.a:
+        lines.append("B with every toggle at once is A itself: these settings are the whole difference between them.")
     for why in gap.pair.not_tried:
         lines.append(f"Not tried: {why}.")
     return lines
