@@ -16,6 +16,13 @@ worker runs the step and changes one setting per configuration:
     interop-default  torch's default inter-op pool instead of one thread
     random-data      torch.rand images instead of the real ones
     fixed-batch      the same batch every step instead of a gathered one
+    cold-start       one warm-up step instead of `--warmup` (a fresh script's first steps)
+    malloc-fixed     glibc's mmap threshold fixed at 32 MiB and its trim threshold at 64 MiB
+                     (MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_: where glibc's dynamic
+                     threshold ends up), so that large tensors come from the heap from the
+                     first step rather than from mmap until glibc has raised the threshold
+    malloc-mmap-only the mmap threshold fixed alone: glibc then keeps its 128 KiB trim
+                     threshold and returns the heap's top to the kernel at every free
 
 Every configuration runs in a fresh process; configurations take turns round by
 round (the order rotates each round) so that the machine's drift falls on all of
@@ -36,7 +43,20 @@ import time
 
 import numpy as np
 
-CONFIGS = ("dlbench", "timer-default", "timer-threads", "unpinned", "interop-default", "random-data", "fixed-batch")
+CONFIGS = (
+    "dlbench",
+    "timer-default",
+    "timer-threads",
+    "unpinned",
+    "interop-default",
+    "random-data",
+    "fixed-batch",
+    "cold-start",
+    "malloc-fixed",
+    "malloc-mmap-only",
+)
+MMAP_THRESHOLD = str(32 * 2**20)  # glibc's largest on 64-bit: the dynamic threshold's ceiling
+TRIM_THRESHOLD = str(64 * 2**20)  # twice the mmap threshold, as glibc sets it when it raises that
 
 
 def child(config: str, threads: int, steps: int, warmup: int) -> float:
@@ -90,7 +110,7 @@ def child(config: str, threads: int, steps: int, warmup: int) -> float:
         loss.backward()
         opt.step()
 
-    for _ in range(warmup):
+    for _ in range(1 if config == "cold-start" else warmup):
         step()
     if config.startswith("timer"):
         from torch.utils.benchmark import Timer
@@ -131,12 +151,18 @@ def main() -> None:
     for r in range(args.rounds):
         order = chosen[r % len(chosen) :] + chosen[: r % len(chosen)]
         for config in order:
+            env = dict(os.environ)
+            if config.startswith("malloc"):
+                env["MALLOC_MMAP_THRESHOLD_"] = MMAP_THRESHOLD
+            if config == "malloc-fixed":
+                env["MALLOC_TRIM_THRESHOLD_"] = TRIM_THRESHOLD
             out = subprocess.run(
                 [sys.executable, __file__, "--child", config]
                 + ["--threads", str(args.threads), "--steps", str(args.steps), "--warmup", str(args.warmup)],
                 capture_output=True,
                 text=True,
                 check=True,
+                env=env,
             )
             results[config].append(json.loads(out.stdout.strip().splitlines()[-1])["ms"])
         print(f"round {r + 1}: " + ", ".join(f"{c} {results[c][-1]:.2f}" for c in chosen), flush=True)

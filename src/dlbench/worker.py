@@ -369,6 +369,7 @@ def _measure(
     record: Any,
     relative: bool,
 ) -> None:
+    from dlbench import allocator
     from dlbench.phases import run_repeat
 
     case, protocol = spec.case, spec.protocol
@@ -393,6 +394,10 @@ def _measure(
         "num_classes": arrays.num_classes,
         "last_batch": "drop",
         "timer": "time.perf_counter_ns after device synchronization",
+        # What a hand-timed figure must match to compare (README "Why your own timing
+        # differs"): torch.utils.benchmark.Timer, for one, times with 1 thread by default.
+        "timed_threads": case.threads if dist is None else dist.threads,
+        "allocator": allocator.facts(),
     }
     if protocol.loss_curve:
         manifest["loss_curve_steps"] = protocol.loss_curve

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dlbench.allocator import worker_environment
 from dlbench.trialspec import TrialSpec, worker_command
 
 STDERR_KEEP = 20_000  # characters of a worker's stderr kept in the store
@@ -126,7 +127,7 @@ def run_worker(
             text=True,
             encoding="utf-8",
             start_new_session=True,
-            env=None if env is None else dict(env),
+            env=worker_environment(os.environ if env is None else env),
         )
         if poller is not None:
             poller.start(proc.pid)

@@ -99,6 +99,9 @@ def test_every_profiled_trial_adds_up_and_keeps_its_trace(explained):
         manifest = json.loads(t["manifest_json"])
         assert manifest["profile"].startswith("torch.profiler")
         assert manifest["profile_trace"].endswith(".trace.json.gz")
+        assert manifest["timed_threads"] == json.loads(t["case_json"])["threads"]
+        if not any(k.startswith("MALLOC_") for k in os.environ):
+            assert manifest["allocator"]["malloc_thresholds_set_by"] == "dlbench"
     assert len(explained["traces"]) == len(ok)
 
 

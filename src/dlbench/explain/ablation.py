@@ -307,7 +307,7 @@ class Profile:
     per_step: dict[str, float]
     step_s: float
     unprofiled_s: float
-    trials: int
+    calls: int  # profiled calls, over every trial of the case
     top_ops: dict[str, list[tuple[str, float]]]
     source: str
 
@@ -325,14 +325,14 @@ def profiles(trials: list[Any], measurements: list[Any]) -> dict[str, Profile]:
     values: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     ops: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     sources: dict[str, str] = {}
-    counted: dict[str, set[int]] = defaultdict(set)
+    counted: dict[str, set[tuple[int, int]]] = defaultdict(set)  # (trial, profiled call)
     for m in measurements:
         key = case_of.get(m["trial_id"])
         if key is None or m["value"] is None:
             continue
         if m["phase"] == "profile":
             values[key][m["metric"]].append(float(m["value"]))
-            counted[key].add(m["trial_id"])
+            counted[key].add((m["trial_id"], m["seq"] or 0))
             if m["method"]:
                 sources[key] = m["method"]
         elif m["phase"] == "profile_op":
@@ -345,7 +345,7 @@ def profiles(trials: list[Any], measurements: list[Any]) -> dict[str, Profile]:
         top: dict[str, list[tuple[str, float]]] = defaultdict(list)
         for metric, x in ops[key].items():
             category, _, name = metric.partition("|")
-            # An op seen in some trials only: its median over all of them (absent = 0).
+            # An op seen in some calls only: its median over all of them (absent = 0).
             top[category].append((name, float(np.median(x + [0.0] * (len(counted[key]) - len(x))))))
         out[key] = Profile(
             {c: med.get(c, 0.0) for c in CATEGORIES},

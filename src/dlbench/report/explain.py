@@ -215,7 +215,7 @@ def _profile_table(
     t.add_row("profiler's cost", *(_pct(p.cost) for _, _, p in present))
     sources = sorted({p.source for _, _, p in present if p.source})
     t.caption = (
-        f"{present[0][2].trials} profiled trial(s) per case, medians; {'; '.join(sources)}. "
+        f"medians over {present[0][2].calls} profiled calls per case; {'; '.join(sources)}. "
         f"'{CATEGORY_LABELS[BACKGROUND]}' = profiled step time no op covered, plus the runtime's own events."
     )
     bars = [(_role_label(r, gap), {c: p.per_step[c] * 1e3 for c in CATEGORIES}) for r, _, p in present]
