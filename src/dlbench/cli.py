@@ -342,6 +342,10 @@ def run(
     profile_traces: Annotated[
         str | None, typer.Option(help="Keep the profiles' traces (Chrome/Perfetto .json.gz) in this folder.")
     ] = None,
+    profile_calls: Annotated[
+        int | None,
+        typer.Option(help="Profiled calls per trial (and as many without the profiler, in turns; default 3)."),
+    ] = None,
     resume: Annotated[int | None, typer.Option(help="Finish the unfinished trials of run ID.")] = None,
     executor: ExecutorOpt = None,
     ray_address: RayAddressOpt = None,
@@ -401,6 +405,7 @@ def run(
         batch_scope=batch_scope,
         profile_steps=profile_steps,
         profile_traces=profile_traces,
+        profile_calls=profile_calls,
     )
     try:
         plan = _plan(
@@ -636,17 +641,29 @@ def _execute(store, run_id: int, db: Path, sources: dict[str, str], executor: An
 def _command_line(ctx: typer.Context) -> str:
     """The invocation, rebuilt from the parsed parameters (sys.argv is not the
     command when dlbench is driven as a library or under a test runner)."""
+    import click
+
     words = ["dlbench", ctx.info_name or "run"]
+    declared = {p.name: p for p in getattr(getattr(ctx, "command", None), "params", ())}
+    positional = 2
     for name, value in ctx.params.items():
         if value is None:
             continue
-        if name == "file":
-            words.insert(2, str(value))
-        elif isinstance(value, (list, tuple)):  # a repeatable option: the flag once per value, none if empty
+        param = declared.get(name)
+        if isinstance(param, click.Argument) or (param is None and name == "file"):  # FILE of run, RUN of explain
+            words.insert(positional, str(value))
+            positional += 1
+            continue
+        # The flag as declared (--format for the parameter fmt), not the parameter's name.
+        flag = next((o for o in param.opts if o.startswith("--")), None) if param is not None else None
+        flag = flag or f"--{name.replace('_', '-')}"
+        if isinstance(value, (list, tuple)):  # a repeatable option: the flag once per value, none if empty
             for item in value:
-                words += [f"--{name.replace('_', '-')}", str(item)]
-        else:
-            words += [f"--{name.replace('_', '-')}", str(value)]
+                words += [flag, str(item)]
+        elif isinstance(value, bool) and isinstance(param, click.Option) and param.is_flag:
+            words += [flag] if value else []
+        elif value != "":
+            words += [flag, str(value)]
     return shlex.join(words)
 
 
@@ -1636,11 +1653,18 @@ def explain(
         int | None,
         typer.Option(help="Take B from this run (default: RUN's), e.g. a run made with other --threads."),
     ] = None,
-    where: Annotated[str, typer.Option(help="Narrow both --case and --vs, e.g. model=resnet18,batch_size=32.")] = "",
+    where: Annotated[
+        str,
+        typer.Option(
+            help="Narrow both --case and --vs (or the comparison sets), e.g. model=resnet18,batch_size=32; "
+            "a|b for either value (framework=torch|tensorflow)."
+        ),
+    ] = "",
     only: Annotated[
         str | None,
         typer.Option(
-            help="Toggle only these settings, comma list (threads, variant, pipeline, layout, precision, init)."
+            help="Toggle only these settings, comma list (threads, variant, pipeline, layout, precision, init); "
+            "SETTING=VALUE toggles it only toward that value (variant=xla)."
         ),
     ] = None,
     blocks: Annotated[int, typer.Option(help="Interleaved blocks (one fresh worker per case each).")] = 3,
@@ -1649,6 +1673,9 @@ def explain(
     profile_steps: Annotated[
         int, typer.Option(help="Training steps profiled per trial, after its timed repeats (0: no profile).")
     ] = 10,
+    profile_calls: Annotated[
+        int, typer.Option(help="Profiled calls per trial, each on a fresh model (and as many without the profiler).")
+    ] = 3,
     traces: Annotated[
         Path | None, typer.Option(help="Keep every profile's trace (Chrome/Perfetto .json.gz) in this folder.")
     ] = None,
@@ -1680,6 +1707,8 @@ def explain(
             _fail(f"{name} {value}: allowed {low}..100" + (" (a CI needs two blocks)" if name == "--blocks" else ""))
     if not 0 <= profile_steps <= 1000:
         _fail(f"--profile-steps {profile_steps}: allowed 0..1000")
+    if not 1 <= profile_calls <= 20:
+        _fail(f"--profile-calls {profile_calls}: allowed 1..20")
     store = _open_store(db)
     if show is not None:
         _explain_report(store, show, fmt, out)
@@ -1707,7 +1736,7 @@ def explain(
             chosen = [(a_case, selection.select(b_cases.values(), vs, where, "--vs"))]
         else:
             times = ablation.step_times(trials, store.measurements(source["id"], latency=False))
-            chosen = selection.default_pairs(cases, selection.medians(times))
+            chosen = selection.default_pairs(selection.narrowed(cases, where), selection.medians(times))
             if not chosen:
                 _fail(
                     f"run {source['id']}: no two cases of one comparison set have step times; "
@@ -1728,6 +1757,7 @@ def explain(
         infer_min_time=0.0,
         profile_steps=profile_steps,
         profile_traces=str(traces) if traces else "",
+        profile_calls=profile_calls,
     )
     label = ", ".join(f"{selection_label(p.b)} vs {selection_label(p.a)}" for p in pairs[:3])
     exp = Experiment(

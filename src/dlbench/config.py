@@ -140,6 +140,7 @@ class Protocol:
     # traces are kept in Chrome/Perfetto format under `profile_traces` when it is set.
     profile_steps: int = 0
     profile_traces: str = ""
+    profile_calls: int = 3  # profiled calls (and as many unprofiled ones, in turns) per trial
 
 
 @dataclass(frozen=True)
@@ -434,6 +435,7 @@ def _protocol_rules(p: Protocol) -> list[tuple[str, bool, str]]:
             _within(p.profile_steps, 0, MAX_PROFILE_STEPS, integer=True),
             f">= 0 and <= {MAX_PROFILE_STEPS} (0 = no profile)",
         ),
+        ("profile_calls", _within(p.profile_calls, 1, 20, integer=True), ">= 1 and <= 20"),
         (
             "tta_budget",
             _within(p.tta_budget, 0, MAX_TTA_BUDGET_S),

@@ -326,6 +326,7 @@ def protocol_for_worker(plan: Plan) -> ProtocolSpec:
         tta_budget=p.tta_budget,
         loss_curve=LOSS_CURVE_STEPS if any(c.distributed for c in plan.cases) else 0,
         profile_steps=p.profile_steps,
+        profile_calls=p.profile_calls,
         # Absolute: a worker may run in another directory (a cluster node's job folder).
         profile_traces=os.path.abspath(p.profile_traces) if p.profile_traces else "",
     )

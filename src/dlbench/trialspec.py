@@ -103,6 +103,7 @@ class ProtocolSpec:
     # ("": not kept); see dlbench.explain.profiling.
     profile_steps: int = 0
     profile_traces: str = ""
+    profile_calls: int = 3
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -55,6 +55,7 @@ def explained(tmp_path_factory):
     with Store(db) as store:
         trials, rows = store.trials(3), store.measurements(3, latency=False)
         experiment = json.loads(store.run(3)["experiment_json"])
+        command = store.run(3)["command"]
     cases = {t["case_key"]: case_from_dict(json.loads(t["case_json"])) for t in trials}
     (pair,) = ablation.pairs_from(experiment["description"], cases)
     return {
@@ -64,6 +65,7 @@ def explained(tmp_path_factory):
         "markdown": out.read_text(),
         "traces": sorted((tmp / "traces").iterdir()),
         "db": db,
+        "command": command,
     }
 
 
@@ -80,6 +82,12 @@ def test_the_setting_that_made_the_gap_closes_the_largest_share(explained):
     text = explained["markdown"]
     assert "The largest share is threads" in text
     assert "B with every toggle at once is A itself" in text
+
+
+def test_the_explain_run_records_the_command_as_typed(explained):
+    words = explained["command"].split()
+    assert words[:3] == ["dlbench", "explain", "2"]
+    assert "--format markdown" in explained["command"] and "--fmt" not in words and "--run-id" not in words
 
 
 def test_every_profiled_trial_adds_up_and_keeps_its_trace(explained):

@@ -116,7 +116,8 @@ def _valid(case: Case, cores: int) -> str | None:
 
 
 def pair_for(a: Case, b: Case, cores: int, only: tuple[str, ...] = ()) -> Pair:
-    """The toggles of B toward A (or the best known value), each checked runnable."""
+    """The toggles of B toward A (or the best known value), each checked runnable;
+    `only`: settings ("layout") or settings toward one value ("variant=xla")."""
     if a.key == b.key:
         raise AblationError("A and B are the same case: nothing to explain")
     if a.distributed or b.distributed:
@@ -126,13 +127,16 @@ def pair_for(a: Case, b: Case, cores: int, only: tuple[str, ...] = ()) -> Pair:
     if differ or a.model_options != b.model_options or a.input_shape != b.input_shape:
         what = ", ".join(differ) or "model options / input shape"
         raise AblationError(f"A and B do different work ({what} differ): a gap between them is not a setting's")
-    unknown = [s for s in only if s not in SETTINGS]
-    if unknown:
-        raise AblationError(f"unknown setting {unknown[0]!r}; the ablation toggles: {', '.join(SETTINGS)}")
+    wanted: dict[str, str | None] = {}
+    for entry in only:
+        setting, eq, value = entry.partition("=")
+        if setting not in SETTINGS:
+            raise AblationError(f"unknown setting {setting!r}; the ablation toggles: {', '.join(SETTINGS)}")
+        wanted[setting] = value if eq else None
     best = BEST_KNOWN.get(b.device, BEST_KNOWN["cpu"])
     toggles: list[Toggle] = []
     not_tried: list[str] = []
-    for setting in only or SETTINGS:
+    for setting in wanted or SETTINGS:
         before = getattr(b, setting)
         if getattr(a, setting) != before and (setting != "variant" or a.framework == b.framework):
             after, toward = getattr(a, setting), "A"
@@ -140,7 +144,7 @@ def pair_for(a: Case, b: Case, cores: int, only: tuple[str, ...] = ()) -> Pair:
             after, toward = cores, "best known"
         else:
             after, toward = best.get(setting, {}).get(b.framework, before), "best known"
-        if after == before:
+        if after == before or wanted.get(setting) not in (None, str(after)):
             continue
         reason = _valid(replace(b, **{setting: after}), cores)
         if reason is not None:

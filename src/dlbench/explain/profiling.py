@@ -2,8 +2,8 @@
 own profiler, after the timed repeats and apart from them.
 
 Fresh models are built (the first repeat's seed), each given its untimed first
-step and then `profile_steps` training steps, as a timed repeat is: CALLS of them
-timed without the profiler and CALLS under it, in turns. Each profiled call is
+step and then `profile_steps` training steps, as a timed repeat is: `profile_calls`
+of them timed without the profiler and as many under it, in turns. Each profiled call is
 reduced to seconds per step by category (`categories.attribute`); the unprofiled
 calls of the same steps say what the profiler itself cost. Rows (phase "profile",
 seq = the call):
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from dlbench.plan import Case
     from dlbench.trialspec import ProtocolSpec
 
-CALLS = 3  # profiled calls per trial (and as many without the profiler, in turns)
 PROFILERS = {
     "torch": "dlbench.explain.profile_torch",
     "tensorflow": "dlbench.explain.profile_tensorflow",
@@ -82,14 +81,14 @@ def profile_phase(
     # Each call trains a fresh model right after its first step, as a timed repeat
     # does, so that both read what the timed repeats read (a second train() call on
     # one trainer is another thing: torch's ResNet-18 steps got 30% faster over its
-    # first four calls). Calls without and with the profiler take turns, CALLS of
+    # first four calls). Calls without and with the profiler take turns, several of
     # each: one call can be an outlier (Keras' fit() stalled ~300 ms after its last
     # step in about half the ResNet-18 calls, profiled or not: one
     # TFE_DeleteTensorHandle, no op running), and the report takes medians.
     rows: list[Measurement] = []
     recordings: list[tuple[float, Any]] = []
     source = ""
-    for call in range(CALLS):
+    for call in range(protocol.profile_calls):
         trainer = fresh()
         t0 = time.perf_counter_ns()
         trainer.train()
@@ -113,7 +112,7 @@ def profile_phase(
             for name, seconds in ops:
                 row(f"{category}|{name}", seconds, phase="profile_op")
         recordings.append((breakdown.step_s, recording))
-    facts: dict[str, Any] = {"profile": source, "profile_steps": steps, "profile_calls": CALLS}
+    facts: dict[str, Any] = {"profile": source, "profile_steps": steps, "profile_calls": protocol.profile_calls}
     _, typical = sorted(recordings, key=lambda r: r[0])[len(recordings) // 2]
     if typical.note:
         facts["profile_note"] = typical.note

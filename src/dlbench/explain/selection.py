@@ -3,7 +3,8 @@
 A selector names one case of a run: `torch` or `torch:compile` (framework and
 variant), or `key=value` pairs over the case's recorded settings
 (`threads=1`, `framework=tensorflow,variant=xla`), or a case key's first
-characters. `--where` narrows both sides alike (`model=resnet18`). Without
+characters; `a|b` matches either value. `--where` narrows both sides alike
+(`model=resnet18`, `framework=torch|tensorflow`). Without
 selectors, every comparison set of the run (cases equal but for framework and
 variant) gives one pair per slower case: its fastest case against each other.
 """
@@ -35,7 +36,13 @@ def _conditions(text: str, what: str) -> dict[str, str]:
 
 
 def _matches(case: Case, conditions: dict[str, str]) -> bool:
-    return all(str(getattr(case, k)) == v for k, v in conditions.items())
+    return all(str(getattr(case, k)) in v.split("|") for k, v in conditions.items())
+
+
+def narrowed(cases: dict[str, Case], where: str) -> dict[str, Case]:
+    """The cases `where` keeps (all of them for an empty `where`)."""
+    conditions = _conditions(where, "--where")
+    return {key: case for key, case in cases.items() if _matches(case, conditions)}
 
 
 def select(cases: Iterable[Case], selector: str, where: str = "", what: str = "--case") -> Case:
