@@ -641,8 +641,6 @@ def _execute(store, run_id: int, db: Path, sources: dict[str, str], executor: An
 def _command_line(ctx: typer.Context) -> str:
     """The invocation, rebuilt from the parsed parameters (sys.argv is not the
     command when dlbench is driven as a library or under a test runner)."""
-    import click
-
     words = ["dlbench", ctx.info_name or "run"]
     declared = {p.name: p for p in getattr(getattr(ctx, "command", None), "params", ())}
     positional = 2
@@ -650,7 +648,9 @@ def _command_line(ctx: typer.Context) -> str:
         if value is None:
             continue
         param = declared.get(name)
-        if isinstance(param, click.Argument) or (param is None and name == "file"):  # FILE of run, RUN of explain
+        # typer brings its own copy of click: parameters are told apart by kind, not class.
+        kind = getattr(param, "param_type_name", None)
+        if kind == "argument" or (param is None and name == "file"):  # FILE of run, RUN of explain
             words.insert(positional, str(value))
             positional += 1
             continue
@@ -660,7 +660,7 @@ def _command_line(ctx: typer.Context) -> str:
         if isinstance(value, (list, tuple)):  # a repeatable option: the flag once per value, none if empty
             for item in value:
                 words += [flag, str(item)]
-        elif isinstance(value, bool) and isinstance(param, click.Option) and param.is_flag:
+        elif isinstance(value, bool) and getattr(param, "is_flag", False):
             words += [flag] if value else []
         elif value != "":
             words += [flag, str(value)]
@@ -1774,7 +1774,10 @@ def explain(
     )
     for p in pairs:
         toggles = "; ".join(f"{t.words()} ({t.toward})" for t in p.toggles) or "none"
-        console.print(f"  {selection_label(p.b)} vs {selection_label(p.a)}: toggles {toggles}", highlight=False)
+        console.print(
+            f"  {selection_label(p.b)} vs {selection_label(p.a)}, {p.a.model} b{p.a.batch_size}: toggles {toggles}",
+            highlight=False,
+        )
     counts = _execute(store, explain_id, db, {})
     _explain_report(store, explain_id, fmt, out)
     console.print("trials: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))

@@ -49,7 +49,8 @@ def explained(tmp_path_factory):
     out = tmp / "explain.md"
     _invoke(
         "explain", "2", "--case", "torch", "--vs", "torch", "--vs-run", "1", "--only", "threads,init",
-        "--blocks", "3", "--repeats", "3", "--warmup", "1", "--profile-steps", "4", "--traces", str(tmp / "traces"),
+        "--blocks", "3", "--repeats", "3", "--warmup", "1", "--profile-steps", "4", "--profile-calls", "2",
+        "--traces", str(tmp / "traces"),
         "--format", "markdown", "--out", str(out), "--db", db,
     )  # fmt: skip
     with Store(db) as store:

@@ -6,9 +6,11 @@ profiler, in turns, as the worker's profile phase does. Per profiled call the
 categories add up to the call's step time by construction (what no op covers is
 overhead & idle); what is checked is that no op time is counted twice (busy time
 within the wall time) and that the median profiled step agrees with the median
-unprofiled one within TOLERANCE: the profiler's own cost (up to 17% on torch's
-1.5 ms LeNet-5 step, 1-6% on the other cases, measured on this project's 2-core VM)
-plus the machine's drift between seconds. `dlbench explain` prints the same two
+unprofiled one within TOLERANCE: the profiler's own cost plus the machine's drift
+between seconds. Measured on this project's 2-core VM: TensorFlow's host tracer,
+which records every op, added 10-31% to a ResNet-18 step (more once the process had
+profiled before); torch.profiler up to 17% to its 1.5 ms LeNet-5 step; the other
+cases 1-6%. `dlbench explain` prints the same two
 numbers for every case ("sum = profiled step", "unprofiled step").
 """
 
@@ -27,7 +29,7 @@ from dlbench.explain.profiling import PROFILERS
 from dlbench.frameworks import FRAMEWORKS
 from dlbench.frameworks.protocol import TrainSettings
 
-TOLERANCE = 0.30
+TOLERANCE = 0.40
 STEPS = 5
 CALLS = 2
 VARIANT = {"torch": "eager", "tensorflow": "graph", "jax": "jit"}
