@@ -1692,7 +1692,7 @@ def explain(
     the gap each setting closes (with 95% CIs) and where the step time goes by op category.
     Without --case/--vs: the fastest case of every comparison set against each other case."""
     from dlbench import env, runner
-    from dlbench.config import Experiment, Protocol
+    from dlbench.config import MAX_PROFILE_CALLS, MAX_PROFILE_STEPS, Experiment, Protocol
     from dlbench.explain import ablation, selection
     from dlbench.plan import physical_cores
     from dlbench.store import StoreError
@@ -1705,10 +1705,10 @@ def explain(
     for name, value, low in (("--blocks", blocks, 2), ("--repeats", repeats, 1), ("--warmup", warmup, 0)):
         if not low <= value <= 100:
             _fail(f"{name} {value}: allowed {low}..100" + (" (a CI needs two blocks)" if name == "--blocks" else ""))
-    if not 0 <= profile_steps <= 1000:
-        _fail(f"--profile-steps {profile_steps}: allowed 0..1000")
-    if not 1 <= profile_calls <= 20:
-        _fail(f"--profile-calls {profile_calls}: allowed 1..20")
+    if not 0 <= profile_steps <= MAX_PROFILE_STEPS:
+        _fail(f"--profile-steps {profile_steps}: allowed 0..{MAX_PROFILE_STEPS}")
+    if not 1 <= profile_calls <= MAX_PROFILE_CALLS:
+        _fail(f"--profile-calls {profile_calls}: allowed 1..{MAX_PROFILE_CALLS}")
     store = _open_store(db)
     if show is not None:
         _explain_report(store, show, fmt, out)

@@ -62,6 +62,7 @@ DAY_S = 86_400
 MAX_TIMEOUT_S = 7 * DAY_S  # a trial (one worker process) running for more than a week is a hang
 MAX_TTA_BUDGET_S = MAX_TIMEOUT_S  # training time to accuracy cannot outlast the longest timeout
 MAX_PROFILE_STEPS = 1000  # a profile holds every op of every step in memory
+MAX_PROFILE_CALLS = 20  # each builds a fresh model (and one more without the profiler)
 MAX_IDLE_BASELINE_S = 3600  # idle power is a mean over seconds to minutes; an hour is plenty
 MAX_SAMPLE_INTERVAL_S = 60  # a poll a minute is the coarsest that still samples a trial
 MAX_BUDGET_MIN = 30 * 24 * 60  # an adaptive run's budget, in minutes: 30 days
@@ -435,7 +436,11 @@ def _protocol_rules(p: Protocol) -> list[tuple[str, bool, str]]:
             _within(p.profile_steps, 0, MAX_PROFILE_STEPS, integer=True),
             f">= 0 and <= {MAX_PROFILE_STEPS} (0 = no profile)",
         ),
-        ("profile_calls", _within(p.profile_calls, 1, 20, integer=True), ">= 1 and <= 20"),
+        (
+            "profile_calls",
+            _within(p.profile_calls, 1, MAX_PROFILE_CALLS, integer=True),
+            f">= 1 and <= {MAX_PROFILE_CALLS}",
+        ),
         (
             "tta_budget",
             _within(p.tta_budget, 0, MAX_TTA_BUDGET_S),

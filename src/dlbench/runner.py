@@ -328,7 +328,7 @@ def protocol_for_worker(plan: Plan) -> ProtocolSpec:
         profile_steps=p.profile_steps,
         profile_calls=p.profile_calls,
         # Absolute: a worker may run in another directory (a cluster node's job folder).
-        profile_traces=os.path.abspath(p.profile_traces) if p.profile_traces else "",
+        profile_traces=os.path.abspath(os.path.expanduser(p.profile_traces)) if p.profile_traces else "",
     )
 
 

@@ -331,6 +331,10 @@ CASES = [
     ("AddV2", "StatefulPartitionedCall/Add_2:AddV2", "elementwise"),
     ("Mul", "", "elementwise"),
     ("AddN", "", "elementwise"),
+    # Seen in the dai study's Transformer (GELU) and DeepSpeech2 (a while-loop RNN) traces.
+    ("Erfc", "", "elementwise"),
+    ("_UnaryOpsComposition", "", "elementwise"),
+    ("TensorListFromTensor", "", "data_movement"),
     ("broadcast_maximum_fusion.3", "", "elementwise"),
     ("fusion.12", "", "elementwise"),
     ("compare_select_fusion", "gradient_tape/m/conv1/ReluGrad:ReluGrad", "elementwise"),

@@ -86,6 +86,10 @@ def test_the_table_names_torch_ops_as_intended():
     assert cat("aten::index") == "data_movement"
     assert cat("autograd::engine::evaluate_function: ConvolutionBackward0") == "overhead"
     assert cat("## Call CompiledFxGraph fabc ##") == "elementwise"
+    # Seen in the dai study's LSTM and DeepSpeech2 traces, where they had fallen into "other".
+    assert cat("aten::mkldnn_rnn_layer_backward") == "matmul"
+    assert cat("aten::tanh_") == cat("aten::sigmoid_") == "elementwise"
+    assert cat("aten::unsafe_split") == "data_movement"
     # On a GPU, host ops are launches: overhead, counted only where no kernel runs.
     assert cat("aten::mm", "host") == "overhead"
     assert cat("sm90_xmma_gemm_f32f32_tf32f32") == "matmul"

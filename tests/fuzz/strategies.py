@@ -267,6 +267,9 @@ PROTOCOL_VALUES: dict[str, st.SearchStrategy[Any]] = {
     "target_accuracy": _num(0, 1, False),
     "tta_budget": _num(0, config.MAX_TTA_BUDGET_S, False),
     "batch_scope": st.sampled_from(BATCH_SCOPES),
+    "profile_steps": _num(0, config.MAX_PROFILE_STEPS),
+    "profile_traces": st.sampled_from(["", "traces", "/tmp/dlbench-traces", "~/traces", "a b/c"]),
+    "profile_calls": _num(1, config.MAX_PROFILE_CALLS),
 }
 PROTOCOL_KEYS = tuple(f.name for f in fields(config.Protocol))
 assert set(PROTOCOL_VALUES) == set(PROTOCOL_KEYS)

@@ -73,10 +73,11 @@ _OP_TYPES: tuple[tuple[str, str, str], ...] = (
         r"(?:Relu6?|Elu|Selu|Gelu|LeakyRelu|Sigmoid|Tanh|Softplus|Softsign|Swish|Mish)(?:Grad)?|BiasAdd(?:V1)?"
         r"|AddV2|AddN|Add|Sub|Mul|MulNoNan|Div|DivNoNan|RealDiv|FloorDiv|FloorMod|TruncateDiv|Maximum|Minimum|Neg"
         r"|Abs|Sign|Square|SquaredDifference|Sqrt|Rsqrt|SqrtGrad|RsqrtGrad|Reciprocal|ReciprocalGrad|Inv|Pow|Exp"
-        r"|Expm1|Log|Log1p|Erf|Round|Floor|Ceil|ClipByValue|Equal|NotEqual|Less|LessEqual|Greater|GreaterEqual"
+        r"|Expm1|Log|Log1p|Erfc?|_UnaryOpsComposition|Round|Floor|Ceil|ClipByValue|Equal|NotEqual|Less|LessEqual|Greater|GreaterEqual"
         r"|Logical(?:And|Or|Not)|Select(?:V2)?|IsFinite|(?:Stateless|Stateful)?(?:Random|TruncatedNormal)\w*",
         "elementwise",
-        "random draws (dropout's masks) are element-wise too",
+        "random draws (dropout's masks) are element-wise too; _UnaryOpsComposition is grappler's fusion of "
+        "element-wise ops",
     ),
     (
         r"ReadVariableOp|AssignVariableOp|VarHandleOp|Identity(?:N)?|Snapshot|StopGradient|PreventGradient|Cast"
@@ -85,9 +86,10 @@ _OP_TYPES: tuple[tuple[str, str, str], ...] = (
         r"|BroadcastTo|BroadcastGradientArgs|Fill|ZerosLike|OnesLike|Const|_EagerConst|Shape(?:N)?|Size|Rank|Range"
         r"|Reverse(?:V2)?|OneHot|Where|DynamicStitch|_Send|_Recv|_HostSend|_HostRecv|_MklToTf|_Arg|_Retval"
         r"|IteratorGetNext\w*|Optional(?:FromValue|GetValue|HasValue|None)|MakeIterator|AnonymousIterator\w*"
-        r"|\w*Dataset(?:V\d)?|DatasetCardinality|Collective\w*|Nccl\w*",
+        r"|\w*Dataset(?:V\d)?|DatasetCardinality|Collective\w*|Nccl\w*|TensorList\w+|TensorArray\w*",
         "data_movement",
-        "variable reads, casts, reshapes, the input iterator; collectives (no category of their own) move data too",
+        "variable reads, casts, reshapes, the input iterator, a recurrent loop's tensor lists; collectives (no "
+        "category of their own) move data too",
     ),
     (
         r"NoOp|StatefulPartitionedCall|PartitionedCall|While|StatelessWhile|If|StatelessIf|Case|Switch|Merge|Enter"

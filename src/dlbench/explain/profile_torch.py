@@ -27,21 +27,23 @@ _DATA = (
     "transpose|t|view|reshape|_reshape_alias|_unsafe_view|as_strided|as_strided_|flatten|unsqueeze|squeeze|"
     "expand|empty|empty_strided|empty_like|zeros|zeros_like|ones|ones_like|zero_|fill_|resize_|detach|detach_|"
     "alias|lift_fresh|split|split_with_sizes|chunk|narrow|unbind|pad|constant_pad_nd|flip|embedding|"
-    "embedding_dense_backward|gather|scatter|scatter_add_|repeat|roll|new_zeros|new_empty|full|_unsafe_index"
+    "embedding_dense_backward|gather|scatter|scatter_add_|repeat|roll|new_zeros|new_empty|full|_unsafe_index|"
+    "unsafe_split|unsafe_chunk|unsafe_split_with_sizes"
 )
 _ELEMENTWISE = (
     "relu|relu_|threshold|threshold_backward|clamp|clamp_min|clamp_min_|hardtanh|hardtanh_|hardtanh_backward|"
     "hardswish|hardswish_|hardswish_backward|hardsigmoid|hardsigmoid_backward|add|add_|sub|sub_|rsub|mul|mul_|"
     "div|div_|neg|tanh|tanh_backward|sigmoid|sigmoid_backward|silu|silu_|silu_backward|gelu|gelu_backward|exp|"
     "log|sqrt|rsqrt|pow|where|masked_fill|masked_fill_|dropout|native_dropout|native_dropout_backward|"
-    "bernoulli_|addcmul_|addcdiv_|lerp_|abs|sign|maximum|minimum|erf|reciprocal|square|_foreach_\\w+"
+    "bernoulli_|addcmul_|addcdiv_|lerp_|abs|sign|maximum|minimum|erf|reciprocal|square|_foreach_\\w+|tanh_|"
+    "sigmoid_|exp_|log_|sqrt_|pow_|neg_|gelu_|isnan|isinf|isneginf|isposinf|eq|ne|lt|gt|le|ge|logical_\\w+"
 )
 _REDUCTION = (
     "max_pool2d|max_pool2d_with_indices|max_pool2d_with_indices_backward|avg_pool2d|avg_pool2d_backward|"
     "adaptive_avg_pool2d|_adaptive_avg_pool2d|_adaptive_avg_pool2d_backward|adaptive_max_pool2d|mean|sum|amax|"
     "max|min|argmax|softmax|_softmax|_softmax_backward_data|log_softmax|_log_softmax|_log_softmax_backward_data|"
     "cross_entropy_loss|nll_loss|nll_loss_nd|nll_loss_forward|nll_loss_backward|nll_loss2d_forward|"
-    "nll_loss2d_backward|mse_loss|mse_loss_backward|ctc_loss|_ctc_loss|_ctc_loss_backward|norm|linalg_vector_norm|"
+    "nll_loss2d_backward|mse_loss|mse_loss_backward|ctc_loss|_ctc_loss|_ctc_loss_backward|norm|linalg_vector_norm|all|any|"
     "scatter_reduce_|scatter_reduce"
 )
 
@@ -72,7 +74,12 @@ RULES: tuple[Rule, ...] = (
     Rule(r"^torch::autograd::AccumulateGrad$", "overhead", why="adds a gradient to .grad; the add is an op of its own"),
     Rule(r"^\w+Backward\d*$", "overhead", why="an autograd node's own code, around the ops it calls"),
     Rule(r"(?i)memcpy|memset|Memcpy|Memset", "data_movement"),
-    Rule(r"(?i)conv|cudnn|implicit_gemm|winograd|fprop|dgrad|wgrad", "convolution"),
+    Rule(
+        r"^aten::(mkldnn_rnn_layer|mkldnn_rnn_layer_backward|_cudnn_rnn|_cudnn_rnn_backward)$",
+        "matmul",
+        why="a whole recurrent layer in one oneDNN (cuDNN) kernel: its gate GEMMs, with the gate math fused in",
+    ),
+    Rule(r"(?i)conv|implicit_gemm|winograd|fprop|dgrad|wgrad", "convolution"),
     Rule(
         r"^aten::(mm|addmm|bmm|baddbmm|matmul|linear|einsum|mv|dot|addmv|_scaled_dot_product\w*|lstm|_thnn_fused_lstm_cell|gru|rnn_tanh)$",
         "matmul",
