@@ -4,8 +4,10 @@ One `dlbench run` trains both models in torch, TensorFlow and JAX with the profi
 phase on. Per profiled call the categories add up to the call's step time by
 construction (what no op covers is overhead & idle); what is checked is that no op
 time is counted twice (busy time within the wall time) and that the profiled step
-agrees with the step the timed repeats measured (medians), within TOLERANCE: the
-profiler's own cost plus the drift of that machine between minutes (10-20%).
+agrees with the measured step time of the same steps without the profiler (the
+profile phase measures both, in turns, each call a fresh model after its first
+step, as a timed repeat is), within TOLERANCE: the profiler's own cost plus the
+machine's drift between seconds.
 Measured on this project's 2-core VM: 1-6% for most cases, up to 17% on torch's
 1.5 ms LeNet-5 step, 10-31% on TensorFlow's ResNet-18 (its host tracer records
 every op). Each trial is a fresh worker, as in every dlbench run: in one long test
@@ -92,8 +94,15 @@ def test_categories_add_up_to_the_measured_step(run):
             assert sum(values[c] for c in CATEGORIES) == pytest.approx(values["step_time"], rel=1e-9)
             assert values["busy_time"] <= values["step_time"] * (1 + 1e-9)  # nothing counted twice
         profiled = median(v["step_time"] for v in mine)
-        measured = median(r["time"] / r["steps"] for r in timed[t["id"]].values())
+        # The same steps measured without the profiler, in turns with the profiled calls:
+        # what separates the two is the profiler, not the machine's drift between the
+        # timed repeats and the profile phase (that is reported beside, not checked).
+        measured = median(v["unprofiled_step_time"] for v in mine)
+        timed_repeats = median(r["time"] / r["steps"] for r in timed[t["id"]].values())
         label = f"{t['framework']} {json.loads(t['case_json'])['model']}"
-        report.append(f"{label}: profile {profiled * 1e3:.2f} ms/step, timed {measured * 1e3:.2f}")
+        report.append(
+            f"{label}: profile {profiled * 1e3:.2f} ms/step, unprofiled {measured * 1e3:.2f}, "
+            f"timed repeats {timed_repeats * 1e3:.2f}"
+        )
         assert abs(profiled - measured) <= TOLERANCE * measured, "; ".join(report)
     print("\n".join(report))  # shown with pytest -rP: the numbers behind the check
