@@ -6,13 +6,21 @@ construction (what no op covers is overhead & idle); what is checked is that no 
 time is counted twice (busy time within the wall time) and that the profiled step
 agrees with the measured step time of the same steps without the profiler (the
 profile phase measures both, in turns, each call a fresh model after its first
-step, as a timed repeat is), within TOLERANCE: the profiler's own cost plus the
-machine's drift between seconds.
-Measured on this project's 2-core VM: 1-6% for most cases, up to 17% on torch's
-1.5 ms LeNet-5 step, 10-31% on TensorFlow's ResNet-18 (its host tracer records
-every op). Each trial is a fresh worker, as in every dlbench run: in one long test
-process that had profiled before, TensorFlow's profiler cost up to 41% on a 3 ms
-LeNet-5 step (CI), which is not what a trial sees.
+step, as a timed repeat is), within TOLERANCE of that framework: the profiler's own
+cost plus the machine's drift between seconds. Measured on this project's 2-core VM (profiled / unprofiled
+step, medians):
+- torch and JAX: 1-11% on LeNet-5 and ResNet-18, up to 17% on torch's 1.5 ms
+  LeNet-5 step. Tolerance 40%.
+- TensorFlow: 0-11% on LeNet-5, but 3-49% on ResNet-18 (1.03, 1.19 and 1.21 in three
+  `dlbench run`s, 1.09-1.49 per call in one process, 1.40 in a CI run). Its
+  profiler records every executor op, about 1,700 events per ResNet-18 step here
+  (ExecutorState ranges, the ops with their shape strings), and at least half of
+  its cost lands inside the op ranges (overhead & idle, all the time between ops,
+  was 2.8 ms of the 5.8 ms it added), so it cannot be taken out of the
+  categories. Tolerance 75%. The explain report prints this cost for every case.
+Each trial is a fresh worker, as in every dlbench run: in one long test process that
+had profiled before, TensorFlow's profiler cost up to 41% on a 3 ms LeNet-5 step
+(CI), which is not what a trial sees.
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ from dlbench.explain.categories import CATEGORIES
 from dlbench.frameworks import FRAMEWORKS
 from dlbench.store import Store
 
-TOLERANCE = 0.40
+TOLERANCE = {"torch": 0.40, "jax": 0.40, "tensorflow": 0.75}
 FRAMEWORK_NAMES = ("torch", "tensorflow", "jax")
 missing = [f"{f}: {FRAMEWORKS[f].unavailable_reason()}" for f in FRAMEWORK_NAMES if FRAMEWORKS[f].unavailable_reason()]
 pytestmark = pytest.mark.skipif(bool(missing), reason="; ".join(missing))
@@ -104,5 +112,5 @@ def test_categories_add_up_to_the_measured_step(run):
             f"{label}: profile {profiled * 1e3:.2f} ms/step, unprofiled {measured * 1e3:.2f}, "
             f"timed repeats {timed_repeats * 1e3:.2f}"
         )
-        assert abs(profiled - measured) <= TOLERANCE * measured, "; ".join(report)
+        assert abs(profiled - measured) <= TOLERANCE[t["framework"]] * measured, "; ".join(report)
     print("\n".join(report))  # shown with pytest -rP: the numbers behind the check
