@@ -263,25 +263,26 @@ def draw_bars(section: Section, path: Path) -> Path | None:
     import matplotlib.pyplot as plt
 
     labels = [label for label, _ in section.bars]
-    # Text as text, not as glyph outlines: a tenth of the file, and searchable.
-    plt.rcParams["svg.fonttype"] = "none"
-    fig, ax = plt.subplots(figsize=(max(4.0, 1.6 * len(labels) + 2.5), 4.0))
-    bottoms = [0.0] * len(labels)
-    colours = plt.get_cmap("tab10")
-    for i, c in enumerate(CATEGORIES):
-        heights = [values[c] for _, values in section.bars]
-        if not any(h > 0 for h in heights):
-            continue
-        ax.bar(range(len(labels)), heights, bottom=bottoms, label=CATEGORY_LABELS[c], color=colours(i % 10))
-        bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
-    ax.set_xticks(range(len(labels)), labels, rotation=20, ha="right", fontsize=8)
-    ax.set_ylabel("ms per step (profiled)")
-    ax.set_title("\n".join(textwrap.wrap(section.preface.title, 60)), fontsize=9)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format=path.suffix.lstrip(".") or "svg", bbox_inches="tight")
-    plt.close(fig)
+    # Text as text, not as glyph outlines: a tenth of the file, and searchable. Set for
+    # this figure only: a caller's own matplotlib settings stay as they were.
+    with plt.rc_context({"svg.fonttype": "none"}):
+        fig, ax = plt.subplots(figsize=(max(4.0, 1.6 * len(labels) + 2.5), 4.0))
+        bottoms = [0.0] * len(labels)
+        colours = plt.get_cmap("tab10")
+        for i, c in enumerate(CATEGORIES):
+            heights = [values[c] for _, values in section.bars]
+            if not any(h > 0 for h in heights):
+                continue
+            ax.bar(range(len(labels)), heights, bottom=bottoms, label=CATEGORY_LABELS[c], color=colours(i % 10))
+            bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
+        ax.set_xticks(range(len(labels)), labels, rotation=20, ha="right", fontsize=8)
+        ax.set_ylabel("ms per step (profiled)")
+        ax.set_title("\n".join(textwrap.wrap(section.preface.title, 60)), fontsize=9)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        fig.tight_layout()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, format=path.suffix.lstrip(".") or "svg", bbox_inches="tight")
+        plt.close(fig)
     return path
 
 
@@ -299,35 +300,15 @@ def markdown(found: list[Section], title: str, figures: Path | None = None, base
 
 
 def html(found: list[Section], title: str) -> str:
-    import base64
+    """One self-contained page (templates/explain.html.j2): the bars inlined as SVG."""
     import tempfile
-    from html import escape
 
-    body = [f"<h1>{escape(title)}</h1>"]
+    from dlbench.report import html as page
+
+    shown = []
     with tempfile.TemporaryDirectory(prefix="dlbench-explain-") as tmp:
         for i, section in enumerate(found):
-            p = section.preface
-            body.append(f"<h2>{escape(p.title)}</h2>")
-            body += [f"<p>{escape(line)}</p>" for line in p.lines]
             drawn = draw_bars(section, Path(tmp) / f"bars_{i}.svg")
-            if drawn is not None:
-                uri = "data:image/svg+xml;base64," + base64.b64encode(drawn.read_bytes()).decode("ascii")
-                body.append(f'<img alt="ms per step by category" src="{uri}">')
-            for t in p.tables:
-                body.append(f"<table><caption>{escape(t.title)}</caption><tr>")
-                body += [f"<th>{escape(c)}</th>" for c in t.columns]
-                body.append("</tr>")
-                for row in t.rows:
-                    cells = "".join(f'<td class="{t.alignment(j)}">{escape(cell)}</td>' for j, cell in enumerate(row))
-                    body.append(f"<tr>{cells}</tr>")
-                body.append("</table>")
-                body += [f'<p class="note">{escape(n)}</p>' for n in ([t.caption] if t.caption else []) + t.notes]
-    style = (
-        "body{font-family:sans-serif;max-width:70em;margin:2em auto}table{border-collapse:collapse;margin:1em 0}"
-        "td,th{border:1px solid #ccc;padding:.2em .5em}td.right{text-align:right}.note{color:#555;font-size:90%}"
-        "caption{font-weight:bold;text-align:left}"
-    )
-    return (
-        f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{escape(title)}</title>'
-        f"<style>{style}</style></head><body>" + "\n".join(body) + "</body></html>\n"
-    )
+            uri = None if drawn is None else page.svg_data_uri(drawn.read_bytes())
+            shown.append((section.preface, uri))
+    return page.environment().get_template("explain.html.j2").render(title=title, sections=shown)

@@ -39,14 +39,21 @@ def _data_uri(f) -> str:
     """SVG when the figure has it (vector: sharp at any zoom, and the report draws its
     figures as SVG only, a quarter less work than rasterizing PNGs), otherwise PNG."""
     if getattr(f, "svg", None) is not None:
-        data = _read(f.svg)
-        if b"<svg" not in data[:2000]:
-            raise ValueError(f"figure {f.name!r}: not an SVG file")
-        return "data:image/svg+xml;base64," + base64.b64encode(data).decode("ascii")
+        try:
+            return svg_data_uri(_read(f.svg))
+        except ValueError:
+            raise ValueError(f"figure {f.name!r}: not an SVG file") from None
     data = _read(f.png)
     if not data.startswith(b"\x89PNG\r\n\x1a\n"):
         raise ValueError(f"figure {f.name!r}: not a PNG file")
     return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
+
+
+def svg_data_uri(data: bytes) -> str:
+    """An SVG file's bytes as a data URI for <img> (where an SVG can run no script)."""
+    if b"<svg" not in data[:2000]:
+        raise ValueError("not an SVG file")
+    return "data:image/svg+xml;base64," + base64.b64encode(data).decode("ascii")
 
 
 def inline_figures(figures) -> list[InlineFigure]:
@@ -56,16 +63,21 @@ def inline_figures(figures) -> list[InlineFigure]:
     ]
 
 
-def render(report, figures=(), figures_note: str = "") -> str:
+def environment():
+    """The templates' jinja2 environment: autoescaping on, an undefined name an error."""
     import jinja2
 
-    env = jinja2.Environment(
+    return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES)),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
     )
+
+
+def render(report, figures=(), figures_note: str = "") -> str:
+    env = environment()
     sections = [
         ("summary", "Summary statistics", report.summary),
         ("sweeps", "Batch-size sweeps", report.sweeps),
