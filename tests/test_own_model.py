@@ -119,6 +119,37 @@ def test_a_resume_imports_no_code_named_by_the_database(example: Path, tmp_path:
     assert marker.exists()  # named again by the user: imported
 
 
+def test_explain_imports_your_model_only_when_you_name_it_again(example: Path, tmp_path: Path):
+    """`dlbench explain` reruns stored cases: one of your own model is refused, in one line
+    giving the reference to name, before any run is created; named again, it is explained
+    and profiled, and the explain run records the reference (for --resume's message)."""
+    db = tmp_path / "e.db"
+    for threads in ("1", "2"):
+        result = _cli("run", "--model", "dsconv.py:MODEL", "--framework", "torch", "--dataset", "digits", *QUICK,
+                      "--threads", threads, "--db", str(db), cwd=example)  # fmt: skip
+        assert result.returncode == 0, result.stderr
+    marker = tmp_path / "executed"
+    (example / "dsconv.py").write_text((example / "dsconv.py").read_text() + f"\nopen({str(marker)!r}, 'w')\n")
+    explain = ["explain", "2", "--case", "torch", "--vs", "torch", "--vs-run", "1", "--only", "threads",
+               "--blocks", "2", "--repeats", "1", "--warmup", "0", "--profile-steps", "2", "--profile-calls", "1",
+               "--db", str(db)]  # fmt: skip
+    refused = _cli(*explain, cwd=tmp_path)
+    assert refused.returncode == 2
+    line = _one_line_error(refused)
+    assert "model 'dsconv'" in line and "name it again with --model" in line and str(example.resolve()) in line
+    assert not marker.exists()
+    assert _rows(db, "SELECT COUNT(*) FROM runs") == [(2,)]  # nothing left behind
+    explained = _cli(*explain, "--model", str(example / "dsconv.py:MODEL"), cwd=tmp_path)
+    assert explained.returncode == 0, explained.stderr
+    assert marker.exists()
+    assert "slower than" in explained.stdout or "No gap to explain" in explained.stdout, explained.stdout
+    assert {s for (s,) in _rows(db, "SELECT status FROM trials WHERE run_id = 3")} == {"ok"}
+    assert _rows(db, "SELECT COUNT(*) FROM measurements m JOIN trials t ON t.id = m.trial_id "
+                     "WHERE t.run_id = 3 AND m.phase = 'profile' AND m.metric = 'step_time'")[0][0] >= 2  # fmt: skip
+    sources = json.loads(_rows(db, "SELECT experiment_json FROM runs WHERE id = 3")[0][0])["sources"]
+    assert sources == {"model:dsconv": f"{example.resolve() / 'dsconv.py'}:MODEL"}
+
+
 def test_entry_point_plugin_model_runs_by_name(example: Path, tmp_path: Path):
     """An installed distribution (a .dist-info on the path) that declares the model in the
     dlbench.models group: usable by its plain name, in any framework (torch and JAX here:

@@ -1679,6 +1679,16 @@ def explain(
     traces: Annotated[
         Path | None, typer.Option(help="Keep every profile's trace (Chrome/Perfetto .json.gz) in this folder.")
     ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="Your own model the cases use (PATH.py:NAME or package.module:NAME, comma list), named again: "
+            "a database can come from someone else, so dlbench imports the code of a stored run only when you name it."
+        ),
+    ] = None,
+    dataset: Annotated[
+        str | None, typer.Option(help="Your own dataset the cases use (.npz file or IDX directory), named again.")
+    ] = None,
     show: Annotated[
         int | None, typer.Option(help="Print the report of this stored explain run instead of running one.")
     ] = None,
@@ -1742,7 +1752,19 @@ def explain(
                     f"run {source['id']}: no two cases of one comparison set have step times; "
                     "name them with --case/--vs"
                 )
-        pairs = [ablation.pair_for(a, b, cores, toggled) for a, b in chosen]
+    except ablation.AblationError as exc:
+        _fail(f"run {source['id']}: {exc}")
+    # Your own model or data is imported (to check the toggles, then in the workers) only
+    # when named again now; checked before the explain run is created: a refusal leaves
+    # no pending run behind.
+    sources = _named_sources(model, dataset)
+    try:
+        for run_of_cases, side in ((source["id"], 0), (vs_run if vs_run is not None else source["id"], 1)):
+            uses = {(kind, getattr(two[side], kind)) for two in chosen for kind in ("model", "dataset")}
+            runner.check_uses(store, store.run(run_of_cases)["id"], uses, sources)
+        pairs = [ablation.pair_for(a, b, cores, toggled, sources) for a, b in chosen]
+    except runner.SourcesMissing as exc:
+        _fail(str(exc))
     except ablation.AblationError as exc:
         _fail(f"run {source['id']}: {exc}")
     first = json.loads(next(t["protocol_json"] for t in b_trials if t["case_key"] == pairs[0].b.key))
@@ -1765,6 +1787,7 @@ def explain(
         description=ablation.description(pairs, source["id"]),
         protocol=protocol,
         source="dlbench explain",
+        sources=sources,
     )
     plan = ablation.plan_for(pairs, exp)
     explain_id = runner.create_run(store, plan, command=_command_line(ctx), environment=env.fingerprint())
@@ -1778,7 +1801,7 @@ def explain(
             f"  {selection_label(p.b)} vs {selection_label(p.a)}, {p.a.model} b{p.a.batch_size}: toggles {toggles}",
             highlight=False,
         )
-    counts = _execute(store, explain_id, db, {})
+    counts = _execute(store, explain_id, db, sources)
     _explain_report(store, explain_id, fmt, out)
     console.print("trials: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
     if any(status not in ("ok", "oom") for status in counts):

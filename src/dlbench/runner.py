@@ -16,7 +16,7 @@ import shlex
 import signal
 import sqlite3
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -629,22 +629,29 @@ def check_sources(store: Store, run_id: int, sources: Mapping[str, str], every: 
     """Raise SourcesMissing unless every model and dataset of the run's unfinished
     trials (every: of all its trials, for extend) is built in, installed, or named by
     the user now (`sources`)."""
+    pending = store.trials(run_id) if every else store.trials(run_id, statuses=("pending", "running", "interrupted"))
+    uses = {(kind, row[kind]) for row in pending for kind in ("model", "dataset")}
+    check_uses(store, run_id, uses, sources)
+
+
+def check_uses(store: Store, run_id: int, uses: Iterable[tuple[str, str]], sources: Mapping[str, str]) -> None:
+    """Raise SourcesMissing unless each (kind, name) that run `run_id` used is built in,
+    installed, or named by the user now; the message gives the reference the run
+    recorded, to be named again (it is shown, never imported)."""
     from dlbench import registry
 
-    pending = store.trials(run_id) if every else store.trials(run_id, statuses=("pending", "running", "interrupted"))
     stored = json.loads(store.run(run_id)["experiment_json"] or "{}").get("sources") or {}
-    for kind in ("model", "dataset"):
-        for name in sorted({row[kind] for row in pending}):
-            if registry.is_registered(kind, name) or f"{kind}:{name}" in sources:
-                continue
-            was = stored.get(f"{kind}:{name}") if isinstance(stored, dict) else None
-            again = f"--{kind} {shlex.quote(str(was))}" if isinstance(was, str) else f"--{kind} PATH"
-            raise SourcesMissing(
-                f"run {run_id} uses {kind} {name!r}, your own "
-                f"{'code' if kind == 'model' else 'data'}"
-                + (f" (named as {was})" if isinstance(was, str) else "")
-                + f"; dlbench imports no file a database names: name it again with {again}"
-            )
+    for kind, name in sorted(set(uses), key=lambda use: (use[0] != "model", use[1])):  # models first
+        if registry.is_registered(kind, name) or f"{kind}:{name}" in sources:
+            continue
+        was = stored.get(f"{kind}:{name}") if isinstance(stored, dict) else None
+        again = f"--{kind} {shlex.quote(str(was))}" if isinstance(was, str) else f"--{kind} PATH"
+        raise SourcesMissing(
+            f"run {run_id} uses {kind} {name!r}, your own "
+            f"{'code' if kind == 'model' else 'data'}"
+            + (f" (named as {was})" if isinstance(was, str) else "")
+            + f"; dlbench imports no file a database names: name it again with {again}"
+        )
 
 
 class _StoreHandlers:

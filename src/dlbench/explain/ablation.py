@@ -26,6 +26,7 @@ import json
 import math
 import random
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -99,7 +100,7 @@ class Pair:
         }
 
 
-def _valid(case: Case, cores: int) -> str | None:
+def _valid(case: Case, cores: int, sources: Mapping[str, str]) -> str | None:
     from dlbench import registry
     from dlbench.plan import layout_reason, pipeline_reason
 
@@ -108,16 +109,19 @@ def _valid(case: Case, cores: int) -> str | None:
         return f"{case.framework} has no variant {case.variant!r}"
     if case.threads > cores:
         return f"{case.threads} threads but {cores} cores here"
-    spec = registry.model(case.model)
-    shape = tuple(case.synthetic[:-3]) if case.synthetic else registry.dataset(case.dataset).shape(None)[0]
+    spec = registry.model(case.model, sources)
+    shape = tuple(case.synthetic[:-3]) if case.synthetic else registry.dataset(case.dataset, sources).shape(None)[0]
     return layout_reason(case.framework, case.layout, spec.input_kind) or pipeline_reason(
         case.framework, case.pipeline, spec.input_kind, tuple(shape)
     )
 
 
-def pair_for(a: Case, b: Case, cores: int, only: tuple[str, ...] = ()) -> Pair:
+def pair_for(
+    a: Case, b: Case, cores: int, only: tuple[str, ...] = (), sources: Mapping[str, str] | None = None
+) -> Pair:
     """The toggles of B toward A (or the best known value), each checked runnable;
-    `only`: settings ("layout") or settings toward one value ("variant=xla")."""
+    `only`: settings ("layout") or settings toward one value ("variant=xla");
+    `sources`: the user's own models and datasets, as named in this invocation."""
     if a.key == b.key:
         raise AblationError("A and B are the same case: nothing to explain")
     if a.distributed or b.distributed:
@@ -146,7 +150,7 @@ def pair_for(a: Case, b: Case, cores: int, only: tuple[str, ...] = ()) -> Pair:
             after, toward = best.get(setting, {}).get(b.framework, before), "best known"
         if after == before or wanted.get(setting) not in (None, str(after)):
             continue
-        reason = _valid(replace(b, **{setting: after}), cores)
+        reason = _valid(replace(b, **{setting: after}), cores, sources or {})
         if reason is not None:
             not_tried.append(f"{setting} {before} -> {after}: {reason}")
             continue
