@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from tests.conformance.test_models import _framework, _real_mnist
 
+from dlbench.datasets.arrays import Arrays, ArraySplit
 from dlbench.frameworks.protocol import TrainSettings
 
 NN = ("torch", "tensorflow", "jax")
@@ -70,3 +71,69 @@ def test_native_pipeline_gives_the_numpy_pipelines_batches_and_trains(framework)
     assert len(losses) == 2 and all(np.isfinite(losses))
     assert own._epochs_done == 2
     assert 0.0 <= own.evaluate() <= 1.0
+
+
+def _random(n: int = 64) -> Arrays:
+    rng = np.random.default_rng(0)
+
+    def split(count: int) -> ArraySplit:
+        return ArraySplit(rng.random((count, 28, 28, 1), dtype=np.float32), rng.integers(0, 10, count).astype(np.int64))
+
+    return Arrays("random", split(n), split(16), 10)
+
+
+def _tf32_in_force(framework: str) -> bool:
+    if framework == "torch":
+        import torch
+
+        flags = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+        assert len(set(flags)) == 1, flags
+        return flags[0] and torch.get_float32_matmul_precision() == "high"
+    if framework == "tensorflow":
+        import tensorflow as tf
+
+        return tf.config.experimental.tensor_float_32_execution_enabled()
+    import jax
+
+    return jax.config.jax_default_matmul_precision == "tensorfloat32"
+
+
+@pytest.mark.parametrize("framework", NN)
+def test_tf32_is_switched_on_for_its_build_only_and_recorded(framework):
+    """The switch itself (a GPU math mode: on this CPU only the flags can be checked;
+    the plan refuses tf32 off a GPU). float32 builds switch it off again."""
+    fw = _framework(framework)
+    native = fw.prepare(_random())
+    try:
+        tf32 = fw.build(native, _settings(model="mlp", epochs=1, precision="tf32"))
+        assert _tf32_in_force(framework)
+        facts = tf32.manifest()  # what the phases relay into the fairness manifest
+        assert {"torch": "cuda_matmul_allow_tf32", "tensorflow": "tf32_enabled", "jax": "tf32"}[framework] in facts
+        assert "off" not in str(facts.get("tf32", "")) and all(v is not False for v in facts.values())
+    finally:
+        fw.build(native, _settings(model="mlp", epochs=1))
+    assert not _tf32_in_force(framework)
+
+
+def test_a_precision_that_would_not_run_is_refused_by_the_plan():
+    from dlbench import config
+    from dlbench.plan import expand
+
+    def plan(frameworks, models, precision, device="cpu"):
+        exp = config.override(
+            config.default(), {"framework": frameworks, "model": models, "precision": [precision]}, {"device": device}
+        )
+        p = expand(exp)
+        return {(c.framework, c.model) for c in p.cases}, {
+            (s.cell["framework"], s.cell["model"]): s.reason for s in p.skipped
+        }
+
+    cases, skipped = plan(["torch", "tensorflow", "jax"], ["mlp"], "tf32")
+    assert not cases and len(skipped) == 3
+    assert all("TensorFloat-32 math mode of NVIDIA GPUs" in r and "use float32" in r for r in skipped.values())
+    cases, _ = plan(["torch", "tensorflow", "jax"], ["mlp"], "tf32", device="cuda")
+    assert cases == {("torch", "mlp"), ("tensorflow", "mlp"), ("jax", "mlp")}
+    cases, skipped = plan(["torch", "numpy", "sklearn"], ["mlp", "knn"], "bf16-mixed")
+    assert cases == {("torch", "mlp")}
+    assert "numpy has no mixed-precision or TF32 mode" in skipped[("numpy", "mlp")]
+    assert "sklearn has no mixed-precision or TF32 mode" in skipped[("sklearn", "knn")]

@@ -69,7 +69,7 @@ layout = ["channels-last", "channels-first"]
 @pytest.mark.parametrize(
     "text,message",
     [
-        ("[matrix]\nprecision = ['fp8']", "precision = 'fp8': unknown precision; allowed: float32, bf16-mixed"),
+        ("[matrix]\nprecision = ['fp8']", "precision = 'fp8': unknown precision; allowed: float32, tf32, bf16-mixed"),
         (
             "[matrix]\nlayout = ['nchw']",
             "layout = 'nchw': unknown layout; allowed: native, channels-last, channels-first",

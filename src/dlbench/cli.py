@@ -80,7 +80,12 @@ ShapeOpt = Annotated[
         "synthetic images or a sequence length (0 = the dataset's own)."
     ),
 ]
-PrecisionOpt = Annotated[str | None, typer.Option(help="float32 and/or bf16-mixed, comma-separated.")]
+PrecisionOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="float32, tf32 (TensorFloat-32 matmuls and convolutions, NVIDIA GPUs) and/or bf16-mixed, comma-separated."
+    ),
+]
 PipelineOpt = Annotated[
     str | None,
     typer.Option(
@@ -1664,7 +1669,7 @@ def explain(
         str | None,
         typer.Option(
             help="Toggle only these settings, comma list (threads, variant, pipeline, layout, precision, init); "
-            "SETTING=VALUE toggles it only toward that value (variant=xla)."
+            "SETTING=VALUE toggles it to that value instead (variant=xla, precision=tf32, threads=2)."
         ),
     ] = None,
     blocks: Annotated[int, typer.Option(help="Interleaved blocks (one fresh worker per case each).")] = 3,

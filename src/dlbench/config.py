@@ -47,7 +47,7 @@ FACTORS = (
 )
 # float32 everywhere, or bfloat16 compute with float32 weights and loss
 # (torch.autocast, Keras' "mixed_bfloat16" policy, JAX casting params and inputs).
-PRECISIONS = ("float32", "bf16-mixed")
+PRECISIONS = ("float32", "tf32", "bf16-mixed")
 # native: each framework's own (torch NCHW, Keras and Flax NHWC);
 # channels-last / channels-first: that memory layout where the framework offers it.
 LAYOUTS = ("native", "channels-last", "channels-first")

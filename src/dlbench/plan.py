@@ -174,6 +174,21 @@ def layout_reason(framework: str, layout: str, input_kind: str) -> str | None:
     return None
 
 
+# Precisions a case cannot run in (None: allowed). What runs must be what is recorded:
+# a framework or device without the math mode refuses it rather than run float32.
+def precision_reason(framework: str, precision: str, device: str, classical: bool) -> str | None:
+    if precision == "float32":
+        return None
+    if classical or framework not in ("torch", "tensorflow", "jax"):
+        return f"precision {precision}: {framework} has no mixed-precision or TF32 mode here; use float32 (the default)"
+    if precision == "tf32" and not device.startswith("cuda"):
+        return (
+            "precision tf32 is the TensorFloat-32 math mode of NVIDIA GPUs (Ampere and later); on "
+            f"{device} float32 is what would run: use float32"
+        )
+    return None
+
+
 def pipeline_reason(framework: str, pipeline: str, input_kind: str, shape: tuple[int, ...]) -> str | None:
     if pipeline == "preloaded":
         return None
@@ -291,6 +306,7 @@ def expand(exp: Experiment) -> Plan:
             or spec.unsupported_reason(name, shape, info.models)
             or layout_reason(name, cell["layout"], spec.input_kind)
             or pipeline_reason(name, cell["pipeline"], spec.input_kind, shape)
+            or precision_reason(name, cell["precision"], p.device, classical)
         )
         if reason is not None:
             plan.skipped.append(Skipped(cell, reason))

@@ -36,16 +36,39 @@ def test_toggles_go_toward_a_where_the_cases_differ_and_to_the_best_known_value_
 
 def test_only_narrows_the_toggles_and_can_name_the_target_value():
     pair = ablation.pair_for(JAX, TF, cores=2, only=("variant=xla", "layout"))
-    assert [(t.setting, t.after) for t in pair.toggles] == [("variant", "xla")]
-    assert ablation.pair_for(JAX, TF, cores=2, only=("variant=eager",)).toggles == ()
+    assert [(t.setting, t.after, t.toward) for t in pair.toggles] == [("variant", "xla", "named")]
+    assert [(t.setting, t.after) for t in ablation.pair_for(JAX, TF, cores=2, only=("variant",)).toggles] == [
+        ("variant", "xla")  # the best known value: JAX and TensorFlow variants are not each other's
+    ]
+    eager = ablation.pair_for(JAX, TF, cores=2, only=("variant=eager", "threads=1"))
+    assert [(t.setting, t.before, t.after) for t in eager.toggles] == [("threads", 2, 1), ("variant", "graph", "eager")]
+    assert ablation.pair_for(JAX, TF, cores=2, only=("init=glorot-uniform",)).not_tried == (
+        "init glorot-uniform: B has it already",
+    )
     with pytest.raises(ablation.AblationError, match="unknown setting 'speed'"):
         ablation.pair_for(JAX, TF, cores=2, only=("speed",))
+    with pytest.raises(ablation.AblationError, match="precision=fp8: allowed: float32, tf32, bf16-mixed"):
+        ablation.pair_for(JAX, TF, cores=2, only=("precision=fp8",))
+    with pytest.raises(ablation.AblationError, match="threads=two: a thread count is a whole number"):
+        ablation.pair_for(JAX, TF, cores=2, only=("threads=two",))
+    no_such = ablation.pair_for(JAX, TF, cores=2, only=("variant=compile",))
+    assert no_such.toggles == () and "tensorflow has no variant 'compile'" in no_such.not_tried[0]
 
 
 def test_a_toggle_that_cannot_run_is_listed_not_tried():
     b = replace(BASE, threads=1)
     pair = ablation.pair_for(replace(BASE, threads=4), b, cores=2, only=("threads",))
     assert pair.toggles == () and "4 threads but 2 cores here" in pair.not_tried[0]
+
+
+def test_tf32_is_tried_on_a_gpu_only():
+    pair = ablation.pair_for(BASE, replace(BASE, threads=1), cores=2, only=("precision=tf32",))
+    assert pair.toggles == () and "TensorFloat-32 math mode of NVIDIA GPUs" in pair.not_tried[0]
+    a, b = replace(BASE, device="cuda"), replace(BASE, device="cuda", threads=1)
+    pair = ablation.pair_for(a, b, cores=2, only=("precision=tf32",))
+    assert [(t.setting, t.before, t.after, t.toward) for t in pair.toggles] == [
+        ("precision", "float32", "tf32", "named")
+    ]
 
 
 def test_cases_that_do_different_work_are_refused():

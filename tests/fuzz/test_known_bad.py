@@ -229,7 +229,7 @@ BAD_FLAGS = [
     (["--dataset", "cifar"], "(--dataset): dataset = 'cifar': unknown dataset; allowed: digits"),
     (["--init", "he"], "(--init): init = 'he': unknown init; allowed:"),
     (["--optimizer", ""], "(--optimizer): optimizer is empty"),
-    (["--precision", "fp8"], "(--precision): precision = 'fp8': unknown precision; allowed: float32, bf16-mixed"),
+    (["--precision", "fp8"], "(--precision): precision = 'fp8': unknown precision; allowed: float32, tf32, bf16-mixed"),
     (["--layout", "nchw"], "(--layout): layout = 'nchw': unknown layout"),
     (["--pipeline", "dali"], "(--pipeline): pipeline = 'dali': unknown pipeline; allowed: preloaded"),
     (["--option", "="], "--option '=': expected MODEL.OPTION=VALUE, e.g. lstm.hidden=650"),

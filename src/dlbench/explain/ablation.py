@@ -65,7 +65,7 @@ class Toggle:
     setting: str
     before: Any  # B's value
     after: Any  # the value B is rerun with
-    toward: str  # "A" (A's value) or "best known"
+    toward: str  # "A" (A's value), "best known" or "named" (the value --only named)
 
     def words(self) -> str:
         return f"{self.setting} {self.before} -> {self.after}"
@@ -102,7 +102,7 @@ class Pair:
 
 def _valid(case: Case, cores: int, sources: Mapping[str, str]) -> str | None:
     from dlbench import registry
-    from dlbench.plan import layout_reason, pipeline_reason
+    from dlbench.plan import layout_reason, pipeline_reason, precision_reason
 
     info = registry.framework(case.framework)
     if case.variant not in info.variants:
@@ -111,8 +111,10 @@ def _valid(case: Case, cores: int, sources: Mapping[str, str]) -> str | None:
         return f"{case.threads} threads but {cores} cores here"
     spec = registry.model(case.model, sources)
     shape = tuple(case.synthetic[:-3]) if case.synthetic else registry.dataset(case.dataset, sources).shape(None)[0]
-    return layout_reason(case.framework, case.layout, spec.input_kind) or pipeline_reason(
-        case.framework, case.pipeline, spec.input_kind, tuple(shape)
+    return (
+        layout_reason(case.framework, case.layout, spec.input_kind)
+        or pipeline_reason(case.framework, case.pipeline, spec.input_kind, tuple(shape))
+        or precision_reason(case.framework, case.precision, case.device, spec.kind == "classical")
     )
 
 
@@ -140,15 +142,21 @@ def pair_for(
     best = BEST_KNOWN.get(b.device, BEST_KNOWN["cpu"])
     toggles: list[Toggle] = []
     not_tried: list[str] = []
-    for setting in wanted or SETTINGS:
+    for setting in [s for s in SETTINGS if s in wanted] if wanted else SETTINGS:
         before = getattr(b, setting)
-        if getattr(a, setting) != before and (setting != "variant" or a.framework == b.framework):
+        named = wanted.get(setting)
+        if named is not None:
+            after, toward = _named_value(setting, named), "named"
+            if after == before:
+                not_tried.append(f"{setting} {before}: B has it already")
+                continue
+        elif getattr(a, setting) != before and (setting != "variant" or a.framework == b.framework):
             after, toward = getattr(a, setting), "A"
         elif setting == "threads":
             after, toward = cores, "best known"
         else:
             after, toward = best.get(setting, {}).get(b.framework, before), "best known"
-        if after == before or wanted.get(setting) not in (None, str(after)):
+        if after == before:
             continue
         reason = _valid(replace(b, **{setting: after}), cores, sources or {})
         if reason is not None:
@@ -156,6 +164,22 @@ def pair_for(
             continue
         toggles.append(Toggle(setting, before, after, toward))
     return Pair(a, b, tuple(toggles), tuple(not_tried))
+
+
+def _named_value(setting: str, text: str) -> Any:
+    """The value `--only SETTING=VALUE` names, checked against what the setting takes
+    (a variant is checked per framework, with the other toggles)."""
+    from dlbench.config import LAYOUTS, PIPELINES, PRECISIONS
+    from dlbench.frameworks.protocol import INITS
+
+    if setting == "threads":
+        if not text.isdigit() or int(text) < 1:
+            raise AblationError(f"threads={text}: a thread count is a whole number of at least 1")
+        return int(text)
+    choices = {"init": INITS, "layout": LAYOUTS, "pipeline": PIPELINES, "precision": PRECISIONS}.get(setting)
+    if choices is not None and text not in choices:
+        raise AblationError(f"{setting}={text}: allowed: {', '.join(choices)}")
+    return text
 
 
 def plan_for(pairs: list[Pair], experiment: Any) -> Plan:

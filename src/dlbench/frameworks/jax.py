@@ -364,11 +364,19 @@ class JaxFramework:
         )
         if init_key not in self._inits:
             self._inits[init_key] = jax.jit(model.init)
+        # TensorFloat-32 matmuls and convolutions for precision tf32 only ("highest", as
+        # setup set it, otherwise). A process-wide setting, as TF32 is in torch and
+        # TensorFlow; each trial is a process of its own, and every build sets it.
+        tf32 = settings.precision == "tf32"
+        jax.config.update("jax_default_matmul_precision", "tensorfloat32" if tf32 else "highest")
         trainer = JaxTrainer(
             native, settings, model, tx, self._compiled(settings, native, model, tx), init=self._inits[init_key]
         )
         trainer.augment = augment
         trainer.facts = {"init_note": note} if note else {}
+        if tf32:
+            trainer.facts["jax_default_matmul_precision"] = jax.config.jax_default_matmul_precision
+            trainer.facts["tf32"] = "on (matmul precision tensorfloat32)"
         return trainer
 
     def _pipeline(self, native: JaxData, settings: TrainSettings) -> tuple[JaxData, Callable[[int], Any]]:

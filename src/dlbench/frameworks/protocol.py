@@ -62,7 +62,8 @@ class TrainSettings:
     # The model's options (depth, width, preset...), resolved against its spec's
     # defaults; passed to every framework's builder as keyword arguments.
     model_options: dict[str, Any] = field(default_factory=dict)
-    # "float32" or "bf16-mixed" (bfloat16 compute, float32 weights, optimizer and loss).
+    # "float32", "tf32" (float32 tensors, TensorFloat-32 matmuls and convolutions on
+    # NVIDIA GPUs) or "bf16-mixed" (bfloat16 compute, float32 weights, optimizer and loss).
     precision: str = "float32"
     # "native", "channels-last" or "channels-first" (image models; see dlbench.plan.layout_reason).
     layout: str = "native"

@@ -397,6 +397,9 @@ class KerasTrainer:
         # variables), set while the layers are created (each keeps the policy it was
         # built with) and restored at once so that no other trial inherits it.
         policy = "mixed_bfloat16" if settings.precision == "bf16-mixed" else "float32"
+        # TensorFloat-32 for precision tf32 only (setup switched it off: float32 means
+        # float32); a process-wide switch, and each trial is a process of its own.
+        tf.config.experimental.enable_tensor_float_32_execution(settings.precision == "tf32")
         previous = keras.config.dtype_policy()
         keras.config.set_dtype_policy(policy)
         try:
@@ -412,6 +415,8 @@ class KerasTrainer:
             )
         # What the manifest must say about this network (an init scheme its builder could not take).
         self.facts: dict[str, Any] = {"init_note": note} if note else {}
+        if settings.precision == "tf32":
+            self.facts["tf32_enabled"] = tf.config.experimental.tensor_float_32_execution_enabled()
         with tf.device(data.device):
             self.model.compile(
                 optimizer=_optimizer(settings),

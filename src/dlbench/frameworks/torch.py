@@ -9,7 +9,8 @@ inductor backend). Idiom and fairness choices, all recorded in the manifest:
   training slices those preloaded tensors with a per-epoch `torch.randperm`
   drawn from a `torch.Generator` seeded with `settings.seed`.
 - float32 everywhere: TF32 is switched off for cuBLAS and cuDNN so that float32
-  means float32 on Ampere and newer GPUs, like the other frameworks.
+  means float32 on Ampere and newer GPUs, like the other frameworks; precision
+  tf32 switches it on (and bf16-mixed autocasts the forward).
 - Intra-op threads as requested, one inter-op thread (recorded as in force).
 - Every timed method synchronizes the GPU before it returns when the device is
   cuda; on the CPU torch is synchronous already.
@@ -147,6 +148,22 @@ def glorot_uniform_(model: nn.Module) -> int:
             covered.update(id(p) for p in module.parameters(recurse=False))
     # What the scheme did not reach (a user's own layer type) keeps its builder's init.
     return sum(p.numel() for p in model.parameters() if p.requires_grad and id(p) not in covered)
+
+
+def _tf32(on: bool) -> dict[str, Any]:
+    """TensorFloat-32 for cuBLAS matmuls and cuDNN convolutions, on for precision tf32
+    only (float32 means float32); the flags are the process's, and each trial is a
+    process of its own. The flags in force, for the manifest (where tf32 is on)."""
+    torch.backends.cuda.matmul.allow_tf32 = on
+    torch.backends.cudnn.allow_tf32 = on
+    torch.set_float32_matmul_precision("high" if on else "highest")
+    if not on:
+        return {}
+    return {
+        "cuda_matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+        "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+    }
 
 
 def _autocast(
@@ -494,6 +511,7 @@ class TorchFramework:
                     f"glorot-uniform on Conv2d/Linear/LSTM/GRU/attention/embedding layers; {kept} parameters "
                     "in other layers keep the builder's own init"
                 )
+        facts.update(_tf32(settings.precision == "tf32"))
         model = model.to(native.device)
         if settings.layout == "channels-last":
             # The documented channels-last recipe: weights and inputs in NHWC memory

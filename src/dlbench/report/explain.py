@@ -150,7 +150,7 @@ def ablation_lines(gap: Gap) -> list[str]:
     helped = [e for e in singles if e.measurable and e.ci[0] > 0]
     for e in singles:
         t = e.toggles[0]
-        toward = "A's value" if t.toward == "A" else "the best known value"
+        toward = {"A": "A's value", "named": "the value named"}.get(t.toward, "the best known value")
         if e.measurable:
             verb = "closes" if e.closure > 0 else "widens the gap by"
             amount = _pct(abs(e.closure))
