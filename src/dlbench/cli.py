@@ -80,6 +80,20 @@ ShapeOpt = Annotated[
         "synthetic images or a sequence length (0 = the dataset's own)."
     ),
 ]
+# A stored run's own model or data, named again by the user (extend, explain): a
+# database can come from someone else, so the reference it records is never imported.
+NamedModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        help="Your own model the stored cases use (PATH.py:NAME or package.module:NAME, comma list), named again: "
+        "a database can come from someone else, so dlbench imports the code of a stored run only when you name it.",
+    ),
+]
+NamedDatasetOpt = Annotated[
+    str | None,
+    typer.Option("--dataset", help="Your own dataset the stored cases use (.npz file or IDX directory), named again."),
+]
 PrecisionOpt = Annotated[
     str | None,
     typer.Option(
@@ -1213,16 +1227,8 @@ def extend(
             "on its word.",
         ),
     ] = None,
-    model: Annotated[
-        str | None,
-        typer.Option(
-            help="Your own model a run uses (PATH.py:NAME or package.module:NAME, comma list): a database can "
-            "come from someone else, so dlbench imports the code of a stored run only when you name it again."
-        ),
-    ] = None,
-    dataset: Annotated[
-        str | None, typer.Option(help="Your own dataset a run uses (.npz file or IDX directory), named again.")
-    ] = None,
+    model: NamedModelOpt = None,
+    dataset: NamedDatasetOpt = None,
     db: DB = Path("dlbench.db"),
 ) -> None:
     """Add blocks to stored runs, the runs taking turns block by block (A, B, B, A, ...), so that two runs to
@@ -1684,16 +1690,8 @@ def explain(
     traces: Annotated[
         Path | None, typer.Option(help="Keep every profile's trace (Chrome/Perfetto .json.gz) in this folder.")
     ] = None,
-    model: Annotated[
-        str | None,
-        typer.Option(
-            help="Your own model the cases use (PATH.py:NAME or package.module:NAME, comma list), named again: "
-            "a database can come from someone else, so dlbench imports the code of a stored run only when you name it."
-        ),
-    ] = None,
-    dataset: Annotated[
-        str | None, typer.Option(help="Your own dataset the cases use (.npz file or IDX directory), named again.")
-    ] = None,
+    model: NamedModelOpt = None,
+    dataset: NamedDatasetOpt = None,
     show: Annotated[
         int | None, typer.Option(help="Print the report of this stored explain run instead of running one.")
     ] = None,
