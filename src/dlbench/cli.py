@@ -1800,6 +1800,8 @@ def explain(
     )
     for p in pairs:
         toggles = "; ".join(f"{t.words()} ({t.toward})" for t in p.toggles) or "none"
+        if p.not_tried:
+            toggles += "; not tried: " + "; ".join(p.not_tried)
         console.print(
             f"  {selection_label(p.b)} vs {selection_label(p.a)}, {p.a.model} b{p.a.batch_size}: toggles {toggles}",
             highlight=False,

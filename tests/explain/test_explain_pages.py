@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import base64
 import re
+from dataclasses import replace
 
 import matplotlib
 import pytest
+from tests.explain.test_ablation_plan import BASE
 
+from dlbench.explain import ablation
 from dlbench.explain.categories import CATEGORIES
 from dlbench.report import explain
 from dlbench.report.render import Preface, TableData
@@ -65,3 +68,17 @@ def test_drawing_the_bars_leaves_the_callers_matplotlib_settings_alone(tmp_path,
     with matplotlib.rc_context({"svg.fonttype": fonttype}):
         explain.draw_bars(_section(), tmp_path / "b.svg")
         assert matplotlib.rcParams["svg.fonttype"] == fonttype
+
+
+def _gap(pair: ablation.Pair) -> ablation.Gap:
+    return ablation.Gap(pair, 0.002, 0.003, 1.5, (1.4, 1.6), None, 6)
+
+
+def test_settings_that_could_not_run_are_named_with_why_not_hidden_behind_nothing_differs():
+    b = replace(BASE, threads=1)
+    none_ran = ablation.pair_for(BASE, b, cores=2, only=("precision=tf32",))
+    lines = explain.ablation_lines(_gap(none_ran))
+    assert lines[0] == "No setting toggled: none of the candidate settings could run here."
+    assert "Not tried: precision float32 -> tf32: precision tf32 is the TensorFloat-32 math mode" in lines[1]
+    nothing = ablation.Pair(BASE, b, ())
+    assert explain.ablation_lines(_gap(nothing))[0].startswith("No setting toggled: A and B agree")

@@ -138,7 +138,10 @@ def profile_lines(gap: Gap, profiles: dict[str, Profile]) -> list[str]:
 
 
 def ablation_lines(gap: Gap) -> list[str]:
+    not_tried = [f"Not tried: {why}." for why in gap.pair.not_tried]
     if not gap.effects:
+        if not_tried:  # the settings there were could not run: say which and why, not "nothing differs"
+            return ["No setting toggled: none of the candidate settings could run here.", *not_tried]
         return [
             "No setting toggled: A and B agree on every recorded setting this explanation could toggle, and B "
             "already runs the best known value of each (or --only left the others out)."
@@ -181,9 +184,7 @@ def ablation_lines(gap: Gap) -> list[str]:
             )
     if every is None and len(gap.pair.toggles) > 1 and gap.pair.toggled(gap.pair.toggles) == gap.pair.a:
         lines.append("B with every toggle at once is A itself: these settings are the whole difference between them.")
-    for why in gap.pair.not_tried:
-        lines.append(f"Not tried: {why}.")
-    return lines
+    return lines + not_tried
 
 
 def _cases_table(gap: Gap) -> TableData:
