@@ -378,12 +378,20 @@ def run(
     """Run an experiment: every trial in a fresh worker process, results into the database."""
     from dlbench import runner
 
-    runner.raise_on_termination()
+    # `dlbench plan` is this command registered again (below `_print_report`): it takes
+    # every flag run takes, so a stored run's command with run -> plan prints that run's
+    # plan, and a flag run gains cannot be missing from it. It stops at the plan.
+    dry = ctx.info_name == "plan"
+    if not dry:
+        runner.raise_on_termination()
     executor_flags = _executor_flags(
         executor, ray_address, slurm_partition, slurm_gpus, slurm_time, slurm_option, slurm_folder
     )
     if resume is not None:
         from dlbench.store import StoreError
+
+        if dry:
+            _fail(f"--resume {resume} finishes a stored run (dlbench run --resume {resume}); there is no plan to print")
 
         store = _open_store(db)
         try:
@@ -447,6 +455,9 @@ def run(
         )
     except KeyboardInterrupt as exc:
         _exit_on_signal(exc, "nothing was stored")
+    if dry:
+        _print_plan(plan)
+        return
     _start_and_run(plan, db, _command_line(ctx), executor=_executor_settings(plan.experiment.executor, executor_flags))
 
 
@@ -657,13 +668,23 @@ def _execute(store, run_id: int, db: Path, sources: dict[str, str], executor: An
     raise AssertionError("unreachable")
 
 
-def _command_line(ctx: typer.Context) -> str:
+def _command_line(ctx: typer.Context, **resolved: Any) -> str:
     """The invocation, rebuilt from the parsed parameters (sys.argv is not the
-    command when dlbench is driven as a library or under a test runner)."""
-    words = ["dlbench", ctx.info_name or "run"]
+    command when dlbench is driven as a library or under a test runner): stored with
+    the run, it must run again as typed. `resolved`: parameters whose typed value
+    means something else later, given as what they meant now (explain's "the
+    latest run" is, once stored, the explain run itself)."""
+    # The command's whole path under the program (`study run`, not `run`); the root's
+    # own name is whatever started the program (python -m, a test runner): dlbench.
+    path: list[str] = []
+    level: Any = ctx
+    while getattr(level, "parent", None) is not None:
+        path.insert(0, level.info_name or "")
+        level = level.parent
+    words = ["dlbench", *(path or [ctx.info_name or "run"])]
     declared = {p.name: p for p in getattr(getattr(ctx, "command", None), "params", ())}
-    positional = 2
-    for name, value in ctx.params.items():
+    positional = len(words)
+    for name, value in {**ctx.params, **resolved}.items():
         if value is None:
             continue
         param = declared.get(name)
@@ -680,7 +701,9 @@ def _command_line(ctx: typer.Context) -> str:
             for item in value:
                 words += [flag, str(item)]
         elif isinstance(value, bool) and getattr(param, "is_flag", False):
-            words += [flag] if value else []
+            # An on/off pair (--params/--no-params) names its off side; a plain flag is left out when off.
+            off = next((o for o in getattr(param, "secondary_opts", ()) if o.startswith("--")), None)
+            words += [flag] if value else [off] if off else []
         elif value != "":
             words += [flag, str(value)]
     return shlex.join(words)
@@ -737,61 +760,19 @@ def _print_report(store, run_id: int, details: bool = False, preface: Any = None
     print_report(console, report, details)
 
 
-@app.command()
-def plan(
-    file: FILE = None,
-    framework: ListOpt = None,
-    model: ListOpt = None,
-    dataset: ListOpt = None,
-    batch_size: ListOpt = None,
-    init: ListOpt = None,
-    optimizer: ListOpt = None,
-    lr: ListOpt = None,
-    input_shape: ShapeOpt = None,
-    precision: PrecisionOpt = None,
-    layout: LayoutOpt = None,
-    pipeline: PipelineOpt = None,
-    strategy: StrategyOpt = None,
-    world_size: WorldSizeOpt = None,
-    batch_scope: BatchScopeOpt = None,
-    option: OptionOpt = None,
-    epochs: Annotated[int | None, typer.Option(help="Epochs per training repeat.")] = None,
-    steps: Annotated[int | None, typer.Option(help="Optimizer steps per training repeat.")] = None,
-    repeats: Annotated[int | None, typer.Option(help="Measured repeats per trial.")] = None,
-    warmup: Annotated[int | None, typer.Option(help="Warm-up repeats per trial.")] = None,
-    trials: Annotated[int | None, typer.Option(help="Trials per case.")] = None,
-    threads: Annotated[int | None, typer.Option(help="Threads (0 = physical cores).")] = None,
-) -> None:
-    """Dry run: the trials that would run, in order, and the skipped cells with reasons."""
+# The dry run of `run`: the same function, so the same flags and the same planning; it
+# stops before anything is opened, stored or run (`dry` in run).
+app.command(
+    "plan",
+    help="Dry run: the trials that would run, in order, and the skipped cells with reasons. Takes every flag "
+    "of run, so a stored command with run -> plan shows that run's plan (--db and where trials run change nothing).",
+)(run)
+
+
+def _print_plan(p: Any) -> None:
+    """The trials in order, the skipped cells with reasons, and a warning when the design cannot decide."""
     from dlbench.report.tables import plan_table
 
-    protocol = dict(
-        epochs=epochs,
-        steps=steps,
-        repeats=repeats,
-        warmup=warmup,
-        trials=trials,
-        threads=threads,
-        batch_scope=batch_scope,
-    )
-    p = _plan(
-        file,
-        framework,
-        model,
-        dataset,
-        batch_size,
-        init,
-        optimizer,
-        lr,
-        protocol,
-        input_shape,
-        precision,
-        layout,
-        option,
-        pipeline,
-        strategy,
-        world_size,
-    )
     _show(plan_table(p))
     _print_skipped([(s.cell, s.reason) for s in p.skipped])
     _design_note(p)
@@ -1496,7 +1477,9 @@ def study_run(
     """Run a study at a scale; the report starts with the paper's numbers beside this run's."""
     from dlbench import runner
 
-    runner.raise_on_termination()
+    dry = ctx.info_name == "plan"  # `study plan`: this command's dry run, as `plan` is run's
+    if not dry:
+        runner.raise_on_termination()
     study, facts = _study(name)
     matrix = {
         "framework": _split(framework),
@@ -1506,6 +1489,9 @@ def study_run(
     }
     protocol = {"repeats": repeats, "data_dir": data_dir}
     plan = _study_plan(study, scale, device, matrix, protocol)
+    if dry:
+        _print_plan(plan)
+        return
 
     def preface(store, run_id: int):
         return _study_preface(study, facts, [(store, run_id)])
@@ -1514,6 +1500,13 @@ def study_run(
     _start_and_run(
         plan, db, _command_line(ctx), preface=preface, executor=_executor_settings(plan.experiment.executor, flags)
     )
+
+
+study_app.command(
+    "plan",
+    help="Dry run of study run: the trials it would run, in order, and the skipped cells with reasons; "
+    "the same flags, so a stored study command with run -> plan shows that run's plan.",
+)(study_run)
 
 
 def _study_runs(store, study) -> list[dict]:
@@ -1695,6 +1688,12 @@ def explain(
     show: Annotated[
         int | None, typer.Option(help="Print the report of this stored explain run instead of running one.")
     ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", help="Print the pairs, toggles and trials this explain would run, and stop: nothing is stored."
+        ),
+    ] = False,
     fmt: FORMAT = "console",
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the report to this file.")] = None,
     db: DB = Path("dlbench.db"),
@@ -1722,7 +1721,7 @@ def explain(
         _fail(f"--profile-steps {profile_steps}: allowed 0..{MAX_PROFILE_STEPS}")
     if not 1 <= profile_calls <= MAX_PROFILE_CALLS:
         _fail(f"--profile-calls {profile_calls}: allowed 1..{MAX_PROFILE_CALLS}")
-    store = _open_store(db)
+    store = _open_store(db, readonly=dry_run)
     if show is not None:
         _explain_report(store, show, fmt, out)
         return
@@ -1793,11 +1792,31 @@ def explain(
         sources=sources,
     )
     plan = ablation.plan_for(pairs, exp)
-    explain_id = runner.create_run(store, plan, command=_command_line(ctx), environment=env.fingerprint())
+    if dry_run:
+        console.print(
+            f"explain of run {source['id']} (dry run, nothing stored): {len(pairs)} pair(s), {len(plan.cases)} cases "
+            f"x {blocks} blocks = {len(plan.trials)} trials"
+        )
+        _print_pairs(pairs)
+        _print_plan(plan)
+        return
+    # The run explained, by id: "the latest run" would be, once this one is stored, this one.
+    command = _command_line(ctx, run_id=source["id"])
+    explain_id = runner.create_run(store, plan, command=command, environment=env.fingerprint())
     console.print(
         f"explain run {explain_id}: {len(pairs)} pair(s), {len(plan.cases)} cases x {blocks} blocks "
         f"= {len(plan.trials)} trials -> {_db_text(db)}"
     )
+    _print_pairs(pairs)
+    counts = _execute(store, explain_id, db, sources)
+    _explain_report(store, explain_id, fmt, out)
+    console.print("trials: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+    if any(status not in ("ok", "oom") for status in counts):
+        raise typer.Exit(1)
+
+
+def _print_pairs(pairs: list[Any]) -> None:
+    """Each explained pair: B vs A, and the settings toggled (and those not tried, with why)."""
     for p in pairs:
         toggles = "; ".join(f"{t.words()} ({t.toward})" for t in p.toggles) or "none"
         if p.not_tried:
@@ -1806,11 +1825,6 @@ def explain(
             f"  {selection_label(p.b)} vs {selection_label(p.a)}, {p.a.model} b{p.a.batch_size}: toggles {toggles}",
             highlight=False,
         )
-    counts = _execute(store, explain_id, db, sources)
-    _explain_report(store, explain_id, fmt, out)
-    console.print("trials: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
-    if any(status not in ("ok", "oom") for status in counts):
-        raise typer.Exit(1)
 
 
 def selection_label(case) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -76,13 +77,79 @@ def _read(path: str) -> str | None:
         return None
 
 
-def package_versions() -> dict[str, str]:
+# Each framework's import name, and the distributions known to install it. One module
+# comes in several distributions (tensorflow from tensorflow-cpu, tensorflow-gpu or
+# tf-nightly): a version means something only beside the distribution's name.
+FRAMEWORK_MODULES: dict[str, tuple[str, ...]] = {
+    "torch": ("torch",),
+    "tensorflow": (
+        "tensorflow",
+        "tensorflow-cpu",
+        "tensorflow-gpu",
+        "tf-nightly",
+        "tf-nightly-cpu",
+        "tensorflow-macos",
+        "tensorflow-intel",
+    ),
+    "keras": ("keras",),
+    "jax": ("jax",),
+    "jaxlib": ("jaxlib",),
+    "flax": ("flax",),
+    "optax": ("optax",),
+    "sklearn": ("scikit-learn",),
+}
+
+
+def _canonical(distribution: str) -> str:
+    """PEP 503's form of a distribution's name (metadata may say tensorflow_cpu)."""
+    return re.sub(r"[-_.]+", "-", distribution).lower()
+
+
+def framework_distributions() -> dict[str, str]:
+    """Import name -> "distribution version" for each framework module installed, e.g.
+    {"tensorflow": "tensorflow-cpu 2.21.0"}. The distributions that ship the module, as
+    the installed metadata says (packages_distributions), else the known names above."""
+    shipped = importlib.metadata.packages_distributions()
+    out = {}
+    for module, known in FRAMEWORK_MODULES.items():
+        names = sorted({_canonical(d) for d in shipped.get(module, ())}) or list(known)
+        found = []
+        for name in names:
+            try:
+                found.append(f"{name} {importlib.metadata.version(name)}")
+            except importlib.metadata.PackageNotFoundError:
+                continue
+        if found:
+            out[module] = " + ".join(found)  # two distributions of one module: both, never a guess
+    return out
+
+
+def framework_software(fingerprint: dict[str, Any], modules: tuple[str, ...] = tuple(FRAMEWORK_MODULES)) -> str:
+    """ "torch 2.13.0, tensorflow-cpu 2.21.0, jax 0.10.2": each of `modules` named by its
+    installed distribution, from a stored fingerprint. One stored before the fingerprint
+    named them ("frameworks") is read from its package versions, by the known names."""
+    named = fingerprint.get("frameworks")
+    if not isinstance(named, dict):
+        packages = fingerprint.get("packages") or {}
+        named = {
+            module: " + ".join(f"{d} {packages[d]}" for d in known if d in packages)
+            for module, known in FRAMEWORK_MODULES.items()
+        }
+    return ", ".join(str(named[m]) for m in modules if named.get(m))
+
+
+def package_versions(frameworks: dict[str, str] | None = None) -> dict[str, str]:
+    """Distribution -> version: the packages above, and every framework distribution found."""
     out = {}
     for name in PACKAGES:
         try:
             out[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             continue
+    for text in (frameworks or {}).values():
+        for found in text.split(" + "):
+            name, _, version = found.partition(" ")
+            out.setdefault(name, version)
     return out
 
 
@@ -138,6 +205,7 @@ def fingerprint() -> dict[str, Any]:
     import psutil
 
     mem = psutil.virtual_memory()
+    frameworks = framework_distributions()
     return {
         "hostname": platform.node(),
         "os": platform.platform(),
@@ -153,7 +221,8 @@ def fingerprint() -> dict[str, Any]:
         "cpu_governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
         "gpus": gpus(),
         "nvml_devices": _nvml_devices(),
-        "packages": package_versions(),
+        "packages": package_versions(frameworks),
+        "frameworks": frameworks,
         "dlbench_version": __version__,
         "dlbench_git": git_revision(),
         "cwd": os.getcwd(),

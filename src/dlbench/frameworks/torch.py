@@ -511,6 +511,8 @@ class TorchFramework:
                     f"glorot-uniform on Conv2d/Linear/LSTM/GRU/attention/embedding layers; {kept} parameters "
                     "in other layers keep the builder's own init"
                 )
+                # The count as a number too: the report reads it (dlbench.report.coverage).
+                facts["init_kept_parameters"] = kept
         facts.update(_tf32(settings.precision == "tf32"))
         model = model.to(native.device)
         if settings.layout == "channels-last":

@@ -144,8 +144,8 @@ def answer(report) -> list[str]:
     """The answer block: a paragraph per compared setting, an item per framework."""
     a = report.answer
     out = ["\\subsection*{Answer}"]
-    if not a.items:
-        return out + [escape(a.empty) + "\\par"]
+    if not a.items:  # the notes still hold: a setting applied in part, mixed hardware
+        return out + [escape(a.empty) + "\\par"] + [f"{{\\small {escape(n)}\\par}}" for n in a.notes]
     subject = None
     for item in a.items:
         if item.subject != subject:

@@ -5,7 +5,8 @@ are laid out as the papers do (seed 000's Table I: CPU, GPU, M1 columns): one ro
 case, matched across machines on every factor but those a machine decides (threads,
 which follow its cores), and for each machine the median, the IQR and n of its own
 repeats, then the fastest framework of each comparison set on that machine. Each
-machine's fingerprint heads the section. Medians of two machines are never combined
+machine's fingerprint heads the section (with each framework's distribution and
+version: tensorflow-cpu 2.21.0, not "tensorflow"). Medians of two machines are never combined
 into one statistic; they are only set side by side.
 """
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from dlbench.env import machine_label
+from dlbench.env import framework_software, machine_label
 from dlbench.report.render import Preface, TableData
 
 # Factors a machine decides rather than the experiment: left out of the match.
@@ -67,9 +68,11 @@ def build(machines: list[MachineRun]) -> Preface:
     lines = [f"{len(machines)} machines, one column group each; no statistic combines two machines."]
     for label, m in zip(labels, machines):
         fp = m.fingerprint
+        software = framework_software(fp)
         lines.append(
             f"{label}: run {m.run_id} of {m.source}; {fp.get('logical_cores', '?')} logical cores, "
             f"{(fp.get('memory_total_bytes') or 0) / 2**30:.0f} GiB, {fp.get('os', '?')}"
+            + (f"; {software}" if software else "")
         )
     tables = []
     for phase, metric, words in METRICS:

@@ -60,8 +60,8 @@ def answer(report) -> list[str]:
     """The answer block: a heading per compared setting, a bullet per framework."""
     a = report.answer
     parts = ["## Answer", ""]
-    if not a.items:
-        return parts + [escape(a.empty), ""]
+    if not a.items:  # the notes still hold: a setting applied in part, mixed hardware
+        return parts + [escape(a.empty), ""] + [line for note in a.notes for line in (f"*{escape(note)}*", "")]
     subject = None
     for item in a.items:
         if item.subject != subject:

@@ -138,6 +138,7 @@ def build_report(
     from dlbench.analysis.summary import latency_percentiles, summarize
     from dlbench.analysis.sweeps import sweeps
     from dlbench.cases import case_label
+    from dlbench.report.coverage import answer_notes, partial_settings, row_notes
     from dlbench.report.hypotheses import hypothesis_rows, hypothesis_table
     from dlbench.report.scaling_tables import scaling_answer, scaling_table
     from dlbench.report.sweep_tables import largest_batch_table, sweep_table
@@ -186,6 +187,12 @@ def build_report(
     if scaled:
         answer.items.extend(scaling_answer(scaled))
         answer.empty = ""
+    # A setting that did not apply in full to a case (a user's layers that kept the
+    # builder's init) is no setting "shared by every case": the row and the answer say so.
+    partial = partial_settings(trials)
+    answer.notes.extend(answer_notes(partial, labels))
+    case_notes = row_notes(partial, {s.case_key: s.case for s in summaries})
+    leave_out = {setting for settings in partial.values() for setting in settings}
     environment = json.loads(row["environment_json"]) if row["environment_json"] else {}
     kinds = machine_kinds(trials, environment)
     if len(kinds) > 1:
@@ -201,9 +208,9 @@ def build_report(
         run={k: row[k] for k in row.keys()},
         environment=environment,
         manifests=manifests,
-        settings=common_settings([s.case for s in summaries]) if summaries else "",
+        settings=common_settings([s.case for s in summaries], leave_out) if summaries else "",
         legend=LEGEND,
-        summary=summary_tables(summaries, busy),
+        summary=summary_tables(summaries, busy, case_notes),
         latency=latency_table(summaries, latency_percentiles(store.latency_calls(run_id))),
         telemetry=telemetry_tables(summaries, measurements, sampler_rows),
         omnibus=omnibus_table(omnibus) if omnibus else None,
@@ -216,7 +223,7 @@ def build_report(
         summaries=summaries,
         answer=answer,
         scaling=scaling_table(scaled),
-        glance=glance_table(summaries, busy),
+        glance=glance_table(summaries, busy, case_notes),
         energy_note=energy_note(summaries, measurements, sampler_rows),
         samplers_line=samplers_line(sampler_rows) if sampler_rows else "",
     )

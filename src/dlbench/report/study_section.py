@@ -169,7 +169,7 @@ def _facts_table(facts: Facts, comparison: Comparison, columns: list[tuple[str, 
     )
     for row in comparison.facts:
         f = row.fact
-        paper = f"{_num(f.value)} {f.unit}" + (" (read from the figure)" if f.approx else "")
+        paper = f"{f.paper_number()} {f.unit}" + (" (read from the figure)" if f.approx else "")
         t.add_row(
             f.ref,
             facts.machine_label(f.machine),
@@ -251,7 +251,7 @@ def _decisions(comparison: Comparison, columns: list[tuple[str, str]]) -> TableD
         t.add_row(
             f.where.get("variable", "?"),
             f.where.get("phase", "?"),
-            f"{f.value:.3g}",
+            f.paper_number(),
             _decision(f.value),
             *(f"{v.value:.3g} (n={v.n})" if v.value is not None else f"— ({v.why})" for v in ours),
             *(_decision(v.value) for v in ours),

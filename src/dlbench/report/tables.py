@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Mapping
 
 from dlbench.analysis.stats import Summary
 from dlbench.analysis.summary import CaseSummary
@@ -134,13 +134,15 @@ def cell(case: dict, field: str) -> str:
     return "—" if value is None else str(value)
 
 
-def common_settings(cases: list[dict]) -> str:
-    """The settings every case shares, printed once above the tables."""
+def common_settings(cases: list[dict], leave_out: Collection[str] = ()) -> str:
+    """The settings every case shares, printed once above the tables. `leave_out`: the
+    settings that did not apply in full to some case (dlbench.report.coverage), which
+    every case asked for but not every case got."""
     varying = varying_fields(cases)
     out = []
     for c in CASE_COLUMNS:
         values = _applicable(cases, c)
-        if c not in varying and len(values) == 1:
+        if c not in varying and len(values) == 1 and c not in leave_out:
             value = json.loads(values.pop())
             if value in (None, 0, {}, "") and c in ("input_shape", "model_options", "steps"):
                 continue  # not set: saying so adds nothing
@@ -152,8 +154,13 @@ def _case_columns(columns: list[str]) -> list[str]:
     return [c.replace("batch_size", "batch") for c in columns]
 
 
-def summary_tables(summaries: list[CaseSummary], busy: dict[str, float] | None = None) -> list[TableData]:
-    """One table per headline metric, one row per case: n, mean ± sd, median, Q1, Q3."""
+def summary_tables(
+    summaries: list[CaseSummary],
+    busy: dict[str, float] | None = None,
+    case_notes: Mapping[str, list[str]] | None = None,
+) -> list[TableData]:
+    """One table per headline metric, one row per case: n, mean ± sd, median, Q1, Q3.
+    `case_notes`: more words for a case's note cell, by case key (a setting applied in part)."""
     # Rows grouped the way the seed tables are: by model and dataset, then framework.
     order = ("model", "dataset", "batch_size", "init", "optimizer", "lr", "framework", "variant")
     summaries = sorted(summaries, key=lambda s: tuple(json.dumps(s.case.get(k)) for k in order))
@@ -194,6 +201,7 @@ def summary_tables(summaries: list[CaseSummary], busy: dict[str, float] | None =
             bad = {k: v for k, v in s.statuses.items() if k != "ok"}
             if bad:
                 notes.append(", ".join(f"{v} {k}" for k, v in bad.items()))
+            notes += (case_notes or {}).get(s.case_key, [])
             t.add_row(
                 *(cell(s.case, c) for c in columns),
                 cells["n"],
@@ -225,11 +233,16 @@ def ratio_text(ratio: float) -> str:
     return f"{ratio:.1f}×" if ratio >= 10 else f"{ratio:.2f}×"
 
 
-def glance_table(summaries: list[CaseSummary], busy: dict[str, float] | None = None) -> TableData | None:
+def glance_table(
+    summaries: list[CaseSummary],
+    busy: dict[str, float] | None = None,
+    case_notes: Mapping[str, list[str]] | None = None,
+) -> TableData | None:
     """Every case on one row, fastest first within its comparison set: median train
     time, inference time and accuracy, each time with its ratio to the fastest case
     of the set ("1.00×" is the fastest). The console's summary; the per-metric tables
-    (n, mean ± sd, median, quartiles) follow in the written formats."""
+    (n, mean ± sd, median, quartiles) follow in the written formats. `case_notes`:
+    more words for a case's note cell, by case key."""
     timed = [s for s in summaries if s.stats]
     if not timed:
         return None
@@ -286,6 +299,7 @@ def glance_table(summaries: list[CaseSummary], busy: dict[str, float] | None = N
             bad = {k: v for k, v in s.statuses.items() if k != "ok"}
             if bad:
                 notes.append(", ".join(f"{v} {k}" for k, v in bad.items()))
+            notes += (case_notes or {}).get(s.case_key, [])
             first = s.stats.get(first_timed[:2]) if first_timed else None
             n = first.n if first is not None else max(st.n for st in s.stats.values())
             t.add_row(

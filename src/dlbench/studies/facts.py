@@ -2,7 +2,8 @@
 
 Each [[fact]] is one number as the paper printed it, with its table or figure number,
 the paper's machine, framework, model, quantity (a fixed vocabulary, mapped to what
-dlbench measures in dlbench.studies.paper_vs_run), statistic and unit; `where` holds
+dlbench measures in dlbench.studies.paper_vs_run), statistic and unit (`printed`: the
+number's text where TOML cannot keep it, "99.30"; paper_number gives it back); `where` holds
 the factor levels it belongs to (batch size, input shape, phase, ...). [[claim]] is a
 result stated without a number (which framework is better on a quantity). [[machine]]
 is each hardware setup the paper reports, with its hardware and software as stated.
@@ -12,6 +13,7 @@ Strict like every input file: an unknown key or value is one line naming the fil
 from __future__ import annotations
 
 import math
+import re
 import tomllib
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,6 +62,7 @@ _FACT_KEYS = (
     "text",
     "where",
     "approx",
+    "printed",
 )
 _CLAIM_KEYS = ("ref", "quantity", "model", "machine", "better", "text", "where")
 
@@ -86,6 +89,35 @@ class Fact:
     text: str
     where: dict[str, Any] = field(default_factory=dict)
     approx: bool = False
+    # The number as the paper printed it ("99.30", "0.00") where the TOML number cannot
+    # keep it: a float drops its trailing zeros. "" = the TOML number says it all.
+    printed: str = ""
+
+    def paper_number(self) -> str:
+        """The number with the paper's digits, never rounded: `printed` where the file
+        gives it, else the TOML number's own shortest form (50.93 -> "50.93", 92.31 ->
+        "92.31", 7 -> "7", 3.896559845095909e-18 as it stands)."""
+        if self.printed:
+            return self.printed
+        if self.value.is_integer() and abs(self.value) < 1e15:
+            return str(int(self.value))  # TOML's 7 and 7.0 alike: the paper printed no decimals for either
+        return repr(self.value)  # Python's shortest text that reads back as the same float: the digits typed
+
+
+# As a function too (paper_number(fact)), for code that maps it over facts.
+paper_number = Fact.paper_number
+
+
+# A plain decimal number, with thousands commas or an exponent: what `printed` may hold.
+_PRINTED = re.compile(r"-?\d[\d,]*(\.\d+)?([eE][-+]?\d+)?")
+
+
+def _printed(where: str, value: float, raw: Any) -> str:
+    if raw is None:
+        return ""
+    if not isinstance(raw, str) or not _PRINTED.fullmatch(raw) or float(raw.replace(",", "")) != value:
+        raise ConfigError(f'{where}: printed = {raw!r}; the value {value!r} as the paper printed it ("99.30")')
+    return raw
 
 
 @dataclass(frozen=True)
@@ -196,6 +228,7 @@ def parse(text: str, source: str) -> Facts:
                 text=_text(where, "text", f["text"]),
                 where=dict(f.get("where", {})),
                 approx=bool(f.get("approx", False)),
+                printed=_printed(where, float(value), f.get("printed")),
             )
         )
     claims = []
