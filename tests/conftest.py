@@ -107,6 +107,7 @@ def tiny_run():
             "epochs": 1,
             "repeats": 2,
             "warmup": 0,
+            "trials": 1,
             "samplers": "none",
             **flags,
         }

@@ -17,6 +17,8 @@ def _adaptive(db, plugin, seconds: float, *extra: str):
         app,
         [
             "run",
+            "--trials",
+            "1",
             "--framework",
             "faulty",
             "--model",
@@ -120,6 +122,8 @@ def test_unknown_watched_metric_is_refused_with_the_allowed_ones(tmp_path, fault
         app,
         [
             "run",
+            "--trials",
+            "1",
             "--framework",
             "faulty",
             "--model",

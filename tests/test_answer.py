@@ -28,7 +28,21 @@ def test_two_separated_samples_read_as_a_ratio_with_exact_p():
     (line,) = item.others
     # medians 5.05 / 1.01 = 5.00; Mann-Whitney 6 vs 6 fully separated: p = 2 / C(12, 6) = 2 / 924
     assert line.startswith("torch:eager 5.00× slower than jax:jit [95% CI ")
-    assert line.endswith("p = 0.0022: slower"), line
+    assert line.endswith("p = 0.0022 (the smallest 6+6 values can give): slower"), line
+
+
+def test_one_process_per_case_gives_a_ratio_and_says_why_there_is_no_verdict():
+    fast = [1.0, 1.1, 0.9, 1.05, 0.95, 1.02]
+    values = {"torch:eager": [5 * v for v in fast], "jax:jit": fast}
+    g = Groups("mlp digits b32", "train", "train time", values, paired=False)
+    answer = build_answer(rankings([(g, stats.compare_many(values, paired=False, independent=False))]))
+    (item,) = answer.items
+    assert item.best.startswith("no framework is decided fastest here (lowest median: jax:jit")
+    (line,) = item.others
+    assert "[within-process 95% CI" in line and line.endswith("no verdict: one process per case"), line
+    assert "p =" not in line  # a p-value over one process's repeats is no evidence about the code
+    note = " ".join(answer.notes)
+    assert "compares two processes, not two codes" in note and "--trials 6" in note
 
 
 def test_too_few_repeats_says_how_many_would_decide():
@@ -54,8 +68,28 @@ def test_accuracy_is_stated_in_percentage_points():
     g = Groups("mlp digits b32", "accuracy", "accuracy", {"a:x": lo, "b:y": hi}, paired=False)
     answer = build_answer(rankings([], [(g, stats.compare_many(g.values, paired=False))]))
     item = answer.items[0]
-    assert item.best == "b:y is most accurate: median 95.00%"
+    assert item.best == "b:y is most accurate: median 95.00%"  # decided: 6 + 6 separated, CI outside ±2%
     assert item.others[0].startswith("a:x 5.00 pp lower [95% CI ") and item.others[0].endswith("less accurate")
+
+
+def test_most_accurate_only_when_decided():
+    # Overlapping accuracies of independent trials: the best median is not "most accurate".
+    a, b = [0.95, 0.93, 0.96, 0.94, 0.95, 0.97], [0.94, 0.96, 0.95, 0.93, 0.96, 0.95]
+    g = Groups("mlp digits b32", "accuracy", "accuracy", {"a:x": a, "b:y": b}, paired=True)
+    answer = build_answer(rankings([], [(g, stats.compare_many(g.values, paired=True))]))
+    item = answer.items[0]
+    assert item.best.startswith("no framework is more accurate here (highest median: "), item.best
+    assert "most accurate" not in item.best
+
+
+def test_the_answer_states_its_band_and_alpha():
+    fast = [1.0, 1.1, 0.9, 1.05, 0.95, 1.02]
+    values = {"torch:eager": [5 * v for v in fast], "jax:jit": fast}
+    g = Groups("mlp digits b32", "train", "train time", values, paired=True)
+    answer = build_answer(
+        rankings([(g, stats.compare_many(values, paired=True, band=0.05, alpha=0.01))]), band=0.05, alpha=0.01
+    )
+    assert "verdicts at band ±5% and alpha 0.01" in answer.notes[0]
 
 
 def test_durations_keep_three_digits_with_a_unit():

@@ -31,6 +31,8 @@ runner = CliRunner()
 CASE = {"framework": "numpy", "variant": "default", "model": "mlp", "dataset": "synthetic", "batch_size": 8}
 TINY_RUN = [
     "run",
+    "--trials",
+    "1",
     "--framework",
     "numpy",
     "--model",

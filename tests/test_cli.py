@@ -65,6 +65,8 @@ def finished_run(tmp_path_factory):
         app,
         [
             "run",
+            "--trials",
+            "1",
             "--framework",
             "numpy,sklearn",
             "--model",
@@ -188,7 +190,7 @@ def test_report_export_runs_plan_list_env(finished_run, tmp_path):
 def test_bad_input_is_a_clear_error_and_loses_nothing(finished_run, tmp_path):
     db, _ = finished_run
     before = len(Store(db).measurements(1))
-    result = runner.invoke(app, ["run", "--framework", "pytorch", "--db", str(db)])
+    result = runner.invoke(app, ["run", "--trials", "1", "--framework", "pytorch", "--db", str(db)])
     assert result.exit_code == 2
     assert "framework = 'pytorch': unknown framework" in result.output
     bad = tmp_path / "bad.toml"
@@ -214,6 +216,8 @@ def test_idle_baseline_and_sampler_selection_are_recorded(tmp_path):
         app,
         [
             "run",
+            "--trials",
+            "1",
             "--framework",
             "numpy",
             "--model",
@@ -253,7 +257,7 @@ def test_idle_baseline_and_sampler_selection_are_recorded(tmp_path):
         metrics = {m["metric"] for m in store.measurements(run["id"])}
         assert "cpu.process_util:mean" in metrics
         assert "memory.peak_rss" not in metrics  # the memory sampler was not selected
-    bad = runner.invoke(app, ["run", "--samplers", "cpu,gpu", "--db", str(db)])
+    bad = runner.invoke(app, ["run", "--trials", "1", "--samplers", "cpu,gpu", "--db", str(db)])
     assert bad.exit_code == 2 and "unknown sampler(s) gpu; allowed: cpu, rapl, thermal, nvml, memory" in bad.output
 
 

@@ -23,7 +23,7 @@ def wide_console(monkeypatch):
     monkeypatch.setattr("dlbench.cli.console", Console(width=400, markup=False))
 
 
-def _run(db, plugin, seconds: float) -> None:
+def _run(db, plugin, seconds: float, trials: int = 8) -> None:
     (plugin / "dlbench_faulty" / "train_seconds").write_text(str(seconds))
     result = runner.invoke(
         app,
@@ -35,10 +35,12 @@ def _run(db, plugin, seconds: float) -> None:
             "mlp",
             "--dataset",
             "synthetic",
+            "--trials",
+            str(trials),
             "--repeats",
-            "8",
+            "2",
             "--warmup",
-            "1",
+            "0",
             "--latency-batches",
             "0",
             "--samplers",
@@ -50,12 +52,23 @@ def _run(db, plugin, seconds: float) -> None:
     assert result.exit_code == 0, result.output
 
 
+def test_one_process_per_run_gives_a_ratio_and_no_verdict(tmp_path, faulty_plugin):
+    db = tmp_path / "c.db"
+    _run(db, faulty_plugin, 0.1, trials=1)
+    _run(db, faulty_plugin, 0.15, trials=1)  # 50% slower, but each run is one process
+    result = runner.invoke(app, ["compare", "1", "2", "--db", str(db)])
+    assert result.exit_code == 0, result.output  # no regression is claimed from one process a side
+    flat = " ".join(result.output.split())
+    assert "REGRESSION" not in flat and flat.count("no verdict") >= 2, flat
+    assert "no verdict for 2 comparison(s)" in flat and "dlbench extend 1 2 --blocks N` (N >= 6)" in flat
+
+
 def test_identical_runs_show_no_difference_and_a_slowdown_is_a_regression(tmp_path, faulty_plugin):
     db = tmp_path / "c.db"
-    _run(db, faulty_plugin, 0.1)  # run 1
+    _run(db, faulty_plugin, 0.1)  # run 1: 8 trials, one process each
     _run(db, faulty_plugin, 0.1)  # run 2: the same code
     _run(db, faulty_plugin, 0.15)  # run 3: 50% slower training
-    same = runner.invoke(app, ["compare", "1", "2", "--db", str(db)])
+    same = runner.invoke(app, ["compare", "1", "2", "--band", "0.05", "--db", str(db)])
     assert same.exit_code == 0, same.output
     assert "no meaningful difference" in same.output and "REGRESSION" not in same.output
     slow = runner.invoke(app, ["compare", "1", "3", "--db", str(db)])
@@ -69,7 +82,7 @@ def test_identical_runs_show_no_difference_and_a_slowdown_is_a_regression(tmp_pa
     assert "code outside what dlbench records" in flat
     faster = runner.invoke(app, ["compare", "3", f"{db}:1", "--db", str(db)])
     assert faster.exit_code == 0 and "faster" in faster.output
-    # A low quantile sees the same slowdown (8 repeats: the 25th percentile rests on 2 below it)...
+    # A low quantile sees the same slowdown (8 trials: the 25th percentile rests on 2 below it)...
     low = runner.invoke(app, ["compare", "1", "3", "--quantile", "0.25", "--db", str(db)])
     assert low.exit_code == 1 and "2 comparisons, 2 regressions" in low.output, low.output
     assert "25th percentile A" in " ".join(low.output.split())
@@ -223,6 +236,8 @@ def test_compare_pairs_runs_extended_in_turn(tmp_path, faulty_plugin):
             app,
             [
                 "run",
+                "--trials",
+                "1",
                 "--framework",
                 "faulty",
                 "--model",
@@ -253,6 +268,8 @@ def test_compare_pairs_runs_extended_in_turn(tmp_path, faulty_plugin):
         app,
         [
             "run",
+            "--trials",
+            "1",
             "--framework",
             "faulty",
             "--model",
@@ -288,6 +305,8 @@ def test_a_case_with_no_values_on_one_side_fails_the_gate_unless_allowed(tmp_pat
         app,
         [
             "run",
+            "--trials",
+            "1",
             "--framework",
             "faulty",
             "--model",

@@ -177,7 +177,20 @@ def test_cli_names_the_bad_file_in_one_line_and_writes_no_run(tmp_path: Path):
     path = _npz(tmp_path, name="short.npz", y_train=np.zeros(5, np.int64))
     db = tmp_path / "r.db"
     proc = subprocess.run(
-        [sys.executable, "-m", "dlbench", "run", "--dataset", str(path), "--model", "mlp", "--db", str(db)],
+        [
+            sys.executable,
+            "-m",
+            "dlbench",
+            "run",
+            "--trials",
+            "1",
+            "--dataset",
+            str(path),
+            "--model",
+            "mlp",
+            "--db",
+            str(db),
+        ],
         capture_output=True,
         text=True,
         cwd=tmp_path,

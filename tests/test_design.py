@@ -17,33 +17,41 @@ def _plan(frameworks: list[str], repeats: int, trials: int = 1):
     return expand(exp)
 
 
-def test_three_frameworks_by_three_repeats_cannot_decide():
-    d = check(_plan(["torch", "tensorflow", "jax"], 3))
-    # 3 pairs, Holm: 3 x the exact Mann-Whitney minimum 2 / C(6, 3) = 0.1 -> 0.3
-    assert (d.decidable, d.members, d.family, d.paired, d.n) == (False, 3, 3, False, 3)
-    assert abs(d.smallest_p - 0.3) < 1e-12
-    # alpha / 3 = 0.0167: 4 + 4 gives 2/70 = 0.029 (too big), 5 + 5 gives 2/252 = 0.0079;
-    # paired, 6 pairs give 2/64 = 0.031, 7 give 2/128 = 0.0156.
-    assert (d.repeats_needed, d.trials_needed) == (5, 7)
+def test_one_trial_per_case_never_decides_and_names_the_trials_that_would():
+    d = check(_plan(["torch", "tensorflow", "jax"], 20))
+    # Repeats of one process per case: a ratio, no verdict, however many repeats.
+    assert (d.decidable, d.one_process, d.members, d.family, d.n) == (False, True, 3, 3, 20)
+    # alpha / 3 = 0.0167: paired, 6 pairs give 2/64 = 0.031, 7 give 2/128 = 0.0156.
+    assert d.trials_needed == 7
 
 
 def test_paired_trials_count_pairs_not_repeats():
     d = check(_plan(["torch", "jax"], 20, trials=3))
     assert d.paired and d.n == 3 and not d.decidable and abs(d.smallest_p - 0.25) < 1e-12  # 2 / 2**3
     assert check(_plan(["torch", "jax"], 5, trials=6)).decidable  # 2 / 2**6 = 0.031
+    three = check(_plan(["torch", "tensorflow", "jax"], 2, trials=6))
+    assert not three.decidable and abs(three.smallest_p - 3 * 2 / 64) < 1e-12 and three.trials_needed == 7
 
 
 def test_a_design_that_can_decide_or_compares_nothing_says_nothing():
-    assert check(_plan(["torch", "jax"], 6)).decidable  # 2 / C(12, 6) = 0.0022
+    assert check(_plan(["torch", "jax"], 2, trials=6)).decidable
     assert check(_plan(["torch"], 3)) is None
 
 
 def test_plan_prints_the_smallest_design_that_can_decide():
     runner = CliRunner()
-    out = runner.invoke(app, ["plan", "--framework", "torch,tensorflow,jax", "--model", "mlp", "--repeats", "3"])
+    out = runner.invoke(
+        app, ["plan", "--framework", "torch,tensorflow,jax", "--model", "mlp", "--repeats", "3", "--trials", "1"]
+    )
     assert out.exit_code == 0
     text = " ".join(out.output.split())
-    assert "this design cannot reach a verdict" in text and "p = 0.3 >= 0.05" in text
-    assert "--repeats 5, or --trials 7" in text
-    quiet = runner.invoke(app, ["plan", "--framework", "torch,jax", "--model", "mlp", "--repeats", "6"])
-    assert "cannot reach a verdict" not in quiet.output
+    assert "this design gives ratios but no verdict: each case runs in one process" in text
+    assert "Smallest design that decides: --trials 7" in text
+    few = runner.invoke(app, ["plan", "--framework", "torch,tensorflow,jax", "--model", "mlp", "--trials", "3"])
+    text = " ".join(few.output.split())
+    assert "this design cannot reach a verdict" in text and "p = 0.75 >= 0.05" in text and "--trials 7" in text
+    quiet = runner.invoke(app, ["plan", "--framework", "torch,jax", "--model", "mlp", "--trials", "6"])
+    assert "verdict" not in quiet.output
+    # The embedded default decides: 3 frameworks per model, 7 trials (3 x 2/2^7 = 0.047).
+    default = runner.invoke(app, ["plan"])
+    assert default.exit_code == 0 and "verdict" not in default.output and "x 7 trial(s)" in default.output

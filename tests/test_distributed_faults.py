@@ -57,7 +57,7 @@ def _rank_processes() -> set[int]:
 def _run(tmp_path: Path, fault: str, *extra: str) -> tuple[subprocess.CompletedProcess[str], tuple]:
     (tmp_path / "faulty.py").write_text(FAULTY.format(fault=FAULTS[fault]))
     db = tmp_path / "f.db"
-    args = ["run", "--model", "faulty.py:MODEL", "--framework", "torch", "--dataset", "digits"]
+    args = ["run", "--trials", "1", "--model", "faulty.py:MODEL", "--framework", "torch", "--dataset", "digits"]
     args += ["--strategy", "ddp", "--world-size", "2", *QUICK, *extra, "--db", str(db)]
     result = subprocess.run([*DLBENCH, *args], capture_output=True, text=True, cwd=tmp_path, timeout=600)
     with sqlite3.connect(db) as con:

@@ -165,7 +165,20 @@ def test_a_run_interrupted_under_one_executor_resumes_under_another(tmp_path, ra
 def test_dlbench_run_joins_a_ray_cluster_and_runs_shows_where(tmp_path, ray_cluster):
     db = tmp_path / "cli.db"
     env = dict(os.environ, PYTHONPATH=SRC)
-    cmd = [sys.executable, "-m", "dlbench", "run", "--framework", "numpy", "--model", "mlp", "--dataset", "digits"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "dlbench",
+        "run",
+        "--trials",
+        "1",
+        "--framework",
+        "numpy",
+        "--model",
+        "mlp",
+        "--dataset",
+        "digits",
+    ]
     cmd += ["--repeats", "1", "--warmup", "0", "--threads", "1", "--latency-batches", "1", "--db", str(db)]
     out = subprocess.run(
         [*cmd, "--executor", "ray", "--ray-address", ray_cluster], capture_output=True, text=True, env=env, timeout=300

@@ -65,7 +65,9 @@ def test_a_bad_executor_table_is_one_error_naming_the_key(table, message):
 )
 def test_bad_executor_flags_are_one_line_and_store_nothing(tmp_path, flags, message):
     db = tmp_path / "x.db"
-    result = CliRunner().invoke(app, ["run", "--framework", "numpy", "--model", "mlp", *flags, "--db", str(db)])
+    result = CliRunner().invoke(
+        app, ["run", "--trials", "1", "--framework", "numpy", "--model", "mlp", *flags, "--db", str(db)]
+    )
     assert result.exit_code == 2, result.output
     assert message in result.output and "Traceback" not in result.output
     assert not db.exists()

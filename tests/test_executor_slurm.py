@@ -171,7 +171,20 @@ def test_an_unreachable_controller_is_one_line_and_the_run_resumes_elsewhere(tmp
         )
     )
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), SLURM_CONF=str(bad))
-    cmd = [sys.executable, "-m", "dlbench", "run", "--framework", "numpy", "--model", "mlp", "--dataset", "digits"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "dlbench",
+        "run",
+        "--trials",
+        "1",
+        "--framework",
+        "numpy",
+        "--model",
+        "mlp",
+        "--dataset",
+        "digits",
+    ]
     cmd += ["--repeats", "1", "--warmup", "0", "--threads", "1", "--latency-batches", "1", "--db", str(db)]
     out = subprocess.run(
         [*cmd, "--executor", "slurm", "--slurm-folder", str(tmp_path / "jobs")], capture_output=True, text=True, env=env

@@ -21,6 +21,8 @@ def _run(db, plugin) -> None:
         app,
         [
             "run",
+            "--trials",
+            "1",
             "--framework",
             "faulty",
             "--model",

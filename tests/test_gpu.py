@@ -37,6 +37,8 @@ def test_short_training_trial_on_cuda(tmp_path, framework):
         "-m",
         "dlbench",
         "run",
+        "--trials",
+        "1",
         "--framework",
         framework,
         "--model",

@@ -68,6 +68,8 @@ def test_torch_below_its_import_footprint_is_oom_at_once_not_a_timeout(tmp_path)
         app,
         [
             "run",
+            "--trials",
+            "1",
             "--framework",
             "torch",
             "--model",

@@ -20,7 +20,20 @@ from dlbench.cli import app
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "dsconv"
 DLBENCH = [sys.executable, "-m", "dlbench"]
-QUICK = ["--epochs", "1", "--repeats", "2", "--warmup", "0", "--samplers", "none", "--train-samples", "256"]
+QUICK = [
+    "--trials",
+    "1",
+    "--epochs",
+    "1",
+    "--repeats",
+    "2",
+    "--warmup",
+    "0",
+    "--samplers",
+    "none",
+    "--train-samples",
+    "256",
+]
 
 
 def _cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -291,14 +304,29 @@ def test_own_npz_data_runs_and_bad_npz_is_one_line(tmp_path: Path):
     good = tmp_path / "blobs.npz"
     np.savez(good, x_train=x[:240], y_train=y[:240], x_test=x[240:], y_test=y[240:])
     db = tmp_path / "d.db"
-    result = _cli("run", "--dataset", str(good), "--framework", "numpy", "--model", "mlp", *QUICK, "--db", str(db))
+    result = _cli(
+        "run",
+        "--trials",
+        "1",
+        "--dataset",
+        str(good),
+        "--framework",
+        "numpy",
+        "--model",
+        "mlp",
+        *QUICK,
+        "--db",
+        str(db),
+    )
     assert result.returncode == 0, result.stderr
     assert _rows(db, "SELECT dataset, status FROM trials") == [("blobs", "ok")]
     manifest = json.loads(_rows(db, "SELECT manifest_json FROM trials")[0][0])
     assert manifest["input_shape"] == [6, 6, 1] and manifest["num_classes"] == 3
     bad = tmp_path / "bad.npz"
     np.savez(bad, x_train=x[:10], y_train=y[:10], x_test=x[:5])
-    refused = _cli("run", "--dataset", str(bad), "--framework", "numpy", "--db", str(tmp_path / "e.db"))
+    refused = _cli(
+        "run", "--trials", "1", "--dataset", str(bad), "--framework", "numpy", "--db", str(tmp_path / "e.db")
+    )
     assert refused.returncode == 2
     line = _one_line_error(refused)
     assert "bad.npz" in line and "no array 'y_test'" in line

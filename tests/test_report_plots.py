@@ -45,6 +45,8 @@ def real_run(tmp_path_factory):
         app,
         [
             "run",
+            "--trials",
+            "1",
             "--framework",
             "numpy,sklearn",
             "--model",

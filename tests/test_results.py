@@ -30,6 +30,7 @@ FLAGS = {
     "epochs": 1,
     "repeats": 3,
     "warmup": 1,
+    "trials": 1,
     "samplers": "none",
     "train-samples": 256,
     "test-samples": 128,

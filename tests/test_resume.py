@@ -62,7 +62,7 @@ def test_a_signal_inside_run_creation_says_whether_the_run_was_stored(tmp_path, 
 
     monkeypatch.setattr(Store, "create_run", interrupted)
     db = tmp_path / "r.db"
-    args = ["run", "--framework", "numpy", "--model", "mlp", "--dataset", "digits", "--epochs", "1"]
+    args = ["run", "--trials", "1", "--framework", "numpy", "--model", "mlp", "--dataset", "digits", "--epochs", "1"]
     result = CliRunner().invoke(app, [*args, "--repeats", "1", "--warmup", "0", "--samplers", "none", "--db", str(db)])
     assert result.exit_code == 130, result.output
     with Store(db) as store:

@@ -344,7 +344,9 @@ def test_hypothesis_row_paired():
     row = hypothesis_row("time", "train", "torch", "tf", a, b, paired=True, alpha=0.05)
     assert row["test"].startswith("paired Wilcoxon signed-rank") and "Shapiro-Wilk" in row["test_reason"]
     assert "differences torch − tf" in row["normality"] and "symmetric about zero" in row["H0"]
-    assert row["decision"] == "reject H0 at alpha=0.05" and row["verdict"] == "slower"
+    assert row["decision"].startswith("reject H0 at alpha=0.05") and row["verdict"] == "slower"
+    # 10 pairs all of one sign: p is the floor of the design, and the decision says so
+    assert row["decision"].endswith("(p is the smallest this design can give)")
     assert row["p_used"] == row["p_value"] and row["a12"] == 1.0
     held = hypothesis_row("time", "train", "torch", "tf", a, b, True, 0.05, adjusted_p=0.2, family_size=3)
     assert held["p_used"] == 0.2 and held["decision"] == "do not reject H0 at alpha=0.05"
@@ -352,9 +354,40 @@ def test_hypothesis_row_paired():
 
 
 def test_hypothesis_row_unpaired_and_too_small():
-    row = hypothesis_row("time", "infer", "jax", "tf", [1.0, 1.1, 1.2], [2.0, 2.1, 2.2], paired=False)
+    # Unpaired samples in a run's report are the repeats of one process per side: no decision.
+    row = hypothesis_row("time", "infer", "jax", "tf", [1.0, 1.1, 1.2, 1.3], [2.0, 2.1, 2.2, 2.3], paired=False)
     assert row["test"].startswith("Mann-Whitney U") and row["normality"].count("Shapiro-Wilk") == 2
+    assert row["decision"].startswith("not decidable: one process per side"), row["decision"]
+    # Independent trial medians, unpaired, but 3 + 3 cannot reach p < 0.05 (smallest p = 0.1).
+    c = stats.compare_two([1.0, 1.1, 1.2], [2.0, 2.1, 2.2], paired=False)
+    row = hypothesis_row("time", "infer", "jax", "tf", [1.0, 1.1, 1.2], [2.0, 2.1, 2.2], False, comparison=c)
     assert row["decision"].startswith("not decidable: needs at least 4 + 4 samples")
+
+
+def test_one_process_per_side_gets_a_ratio_and_no_verdict():
+    fast = [1.0, 1.1, 0.9, 1.05, 0.95, 1.02]
+    c = stats.compare_two([5 * v for v in fast], fast, paired=False, independent=False)
+    # The same numbers as an independent comparison, the verdict withheld.
+    free = stats.compare_two([5 * v for v in fast], fast, paired=False)
+    assert free.verdict == "slower" and c.verdict == "undecided" and not c.decided
+    assert c.ratio == free.ratio and c.ratio_ci == free.ratio_ci and c.p_value == free.p_value
+    assert c.why is not None and c.why.cause == "one process" and c.why.need == 6  # exact Wilcoxon: 6 pairs
+    assert c.ci_method.startswith("within one process per side")
+    assert stats.reverse(c).verdict == "undecided"
+    many = stats.compare_many({"a": fast, "b": [2 * v for v in fast]}, paired=False, independent=False)
+    assert all(x.verdict == "undecided" and x.why.cause == "one process" for _, _, x in many.pairwise)
+
+
+def test_p_at_the_design_floor_is_flagged():
+    # 5 + 5 completely separated: p = 2 / C(10, 5) = 0.0079, the smallest Mann-Whitney gives.
+    c = stats.compare_two([1.0, 1.1, 1.2, 1.3, 1.4], [2.0, 2.1, 2.2, 2.3, 2.4], paired=False)
+    assert c.p == pytest.approx(2 / 252) and c.at_floor
+    # One overlap: p is above the floor.
+    d = stats.compare_two([1.0, 1.1, 1.2, 1.3, 2.15], [2.0, 2.1, 2.2, 2.3, 2.4], paired=False)
+    assert d.p > 2 / 252 and not d.at_floor
+    # Holm over 3: the floor is 3 x 0.0079 = 0.024 (the default run's p-values before this rule).
+    adjusted = stats.adjust(c, 3 * c.p_value, 3)
+    assert adjusted.p == pytest.approx(6 / 252) and adjusted.at_floor
 
 
 # A machine that alternates between a fast and a slow state: both runs share the fast

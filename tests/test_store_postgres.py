@@ -325,7 +325,8 @@ def test_cli_runs_reports_and_lists_a_run_on_a_url(pg_url, tmp_path):
     url = pg_url.replace("postgres@", f"postgres:{secret}@")
     ran = runner.invoke(
         app,
-        ["run", "--framework", "numpy", "--model", "mlp", "--dataset", "digits", "--repeats", "1", "--warmup", "0",
+        ["run", "--trials", "1", "--framework", "numpy", "--model", "mlp", "--dataset", "digits",
+         "--repeats", "1", "--warmup", "0",
          "--threads", "1", "--latency-batches", "1", "--db", url],
     )  # fmt: skip
     assert ran.exit_code == 0, ran.output

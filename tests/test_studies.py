@@ -15,6 +15,7 @@ import pytest
 from scipy import stats
 
 from dlbench import studies
+from dlbench.analysis import stats as dl_stats
 from dlbench.config import ConfigError
 from dlbench.env import machine_label
 from dlbench.plan import expand
@@ -158,8 +159,11 @@ TORCH_S = [20.0, 21.0, 22.0, 23.0, 24.0, 25.0]
 TF_S = [10.0, 11.5, 12.0, 13.0, 14.5, 15.0]
 
 
-def _store(path: Path, fingerprint: dict) -> tuple[Store, int]:
-    """One run: torch and TensorFlow mlp, 6 measured repeats after a warm-up, known values."""
+def _store(path: Path, fingerprint: dict, trials: int = 6) -> tuple[Store, int]:
+    """One run: torch and TensorFlow mlp, known values. By default 6 interleaved blocks,
+    each trial a process of its own with a warm-up and one measured repeat (TORCH_S[k] and
+    TF_S[k] in block k): six independent values per framework, paired by block. With
+    trials=1, one process per framework holds all six values as its repeats."""
     store = Store(path)
     run_id = store.create_run(
         name="study t v1 smoke",
@@ -170,27 +174,29 @@ def _store(path: Path, fingerprint: dict) -> tuple[Store, int]:
         environment=fingerprint,
         version="0",
     )
-    for position, (fw, times, accuracy, util) in enumerate(
-        (("torch", TORCH_S, 0.93, 90.0), ("tensorflow", TF_S, 0.90, 60.0))
-    ):
-        tid = store.add_trial(
-            run_id,
-            case_key=fw,
-            block=0,
-            position=position,
-            case={**CASE, "framework": fw, "variant": "v"},
-            protocol={"repeats": len(times), "warmup": 1},
-        )
-        store.start_trial(tid)
-        rows = [Measurement(0, True, "train", "time", 999.0, "s")]  # a warm-up: never counted
-        for r, t in enumerate(times, start=1):
-            rows += [
-                Measurement(r, False, "train", "time", t, "s"),
-                Measurement(r, False, "accuracy", "accuracy", accuracy, "fraction"),
-                Measurement(r, False, "train", "cpu.process_util:mean", util + r, "%"),
-            ]
-        store.add_measurements(tid, rows)
-        store.finish_trial(tid, status="ok", error=None, returncode=0, wall_s=1.0, stderr="")
+    per_trial = len(TORCH_S) // trials
+    for block in range(trials):
+        for position, (fw, times, accuracy, util) in enumerate(
+            (("torch", TORCH_S, 0.93, 90.0), ("tensorflow", TF_S, 0.90, 60.0))
+        ):
+            tid = store.add_trial(
+                run_id,
+                case_key=fw,
+                block=block,
+                position=position,
+                case={**CASE, "framework": fw, "variant": "v"},
+                protocol={"repeats": per_trial, "warmup": 1},
+            )
+            store.start_trial(tid)
+            rows = [Measurement(0, True, "train", "time", 999.0, "s")]  # a warm-up: never counted
+            for r, t in enumerate(times[block * per_trial : (block + 1) * per_trial], start=1):
+                rows += [
+                    Measurement(r, False, "train", "time", t, "s"),
+                    Measurement(r, False, "accuracy", "accuracy", accuracy, "fraction"),
+                    Measurement(r, False, "train", "cpu.process_util:mean", util + block * per_trial + r, "%"),
+                ]
+            store.add_measurements(tid, rows)
+            store.finish_trial(tid, status="ok", error=None, returncode=0, wall_s=1.0, stderr="")
     return store, run_id
 
 
@@ -301,12 +307,12 @@ model = ["mlp"]
 """
 
 
-def _comparison(tmp_path: Path, fingerprints: list[dict]):
+def _comparison(tmp_path: Path, fingerprints: list[dict], trials: int = 6, facts_text: str = FACTS):
     study = spec_module.parse(STUDY, "t.toml")
-    facts = facts_module.parse(FACTS, "f.toml")
+    facts = facts_module.parse(facts_text, "f.toml")
     machines = []
     for i, fp in enumerate(fingerprints):
-        store, run_id = _store(tmp_path / f"m{i}.db", fp)
+        store, run_id = _store(tmp_path / f"m{i}.db", fp, trials)
         results = Results.of_store(store)
 
         def compare(a, b, metric, results=results, run_id=run_id):
@@ -333,10 +339,14 @@ def test_paper_numbers_beside_ours_in_the_papers_units(tmp_path: Path):
     assert ours[("Table 1", "torch", "train_time", "mean")][col].value == pytest.approx(np.mean(TORCH_S) / 60)
     assert ours[("Table 1", "torch", "train_time", "mean")][col].n == 6
     assert ours[("Table 2", "torch", "accuracy", "mean")][col].value == pytest.approx(93.0)
+    # the paper's paired Wilcoxon: over trial medians paired by block (exact, 6 pairs)
     wilcoxon = ours[("Table 3", "both", "p_value", "value")][col]
     assert wilcoxon.value == pytest.approx(stats.wilcoxon(TORCH_S, TF_S).pvalue) and wilcoxon.n == 6
+    # normality with mean and sd estimated: Lilliefors, not plain KS on a self-standardized sample
+    lilliefors = dl_stats.normality(TORCH_S).ks_p
     z = (np.array(TORCH_S) - np.mean(TORCH_S)) / np.std(TORCH_S, ddof=1)
-    assert ours[("Table 3", "torch", "p_value", "max")][col].value == pytest.approx(stats.kstest(z, "norm").pvalue)
+    assert ours[("Table 3", "torch", "p_value", "max")][col].value == pytest.approx(lilliefors)
+    assert lilliefors < stats.kstest(z, "norm").pvalue  # plain KS is too large here
     energy = ours[("Fig. 9", "torch", "gpu_energy", "mean")][col]
     assert energy.value is None and "not measured on this machine" in energy.why
 
@@ -348,13 +358,74 @@ def test_framework_ratios_and_claims_are_read_in_both_directions(tmp_path: Path)
     ours = ratio.ours[("Test CPU, 2 cores", "this run")]
     # the report's ratio of medians, torch / TensorFlow, with its CI strictly above 1
     assert ours["ratio"] == pytest.approx(np.median(TORCH_S) / np.median(TF_S))
-    assert ours["ci"][0] > 1 and ours["verdict"] == "slower"
-    assert paper_vs_run.agreement(ratio.paper_ratio, ours, True) == "agrees"
+    assert ours["ci"][0] > 1 and ours["verdict"] == "slower" and ours["independent"]
+    # our CI lies within a factor 2 of the paper's 2.0, not within a factor 1.05
+    assert paper_vs_run.agreement(ratio.paper_ratio, ours, True, 2.0) == "agrees in direction and size"
+    assert paper_vs_run.agreement(ratio.paper_ratio, ours, True, 1.05) == "agrees in direction"
     # the same ratio set against a paper that found PyTorch faster: opposite direction
     assert paper_vs_run.agreement(0.5, ours, True) == "differs"
     claims = {c.claim.text: v for c in comparison.claims for v in c.ours.values()}
-    assert claims["TensorFlow trains faster"] == "agrees"
-    assert claims["PyTorch is more accurate"] == "agrees"
+    assert claims["TensorFlow trains faster"] == "agrees in direction"
+    assert claims["PyTorch is more accurate"] == "agrees in direction"
+
+
+GPU_AND_TREND_CLAIMS = (
+    FACTS.replace(
+        'device = "cpu"\n',
+        'device = "cpu"\n\n[[machine]]\nid = "gpu"\nlabel = "Their GPU"\nhardware = "a GPU"\n'
+        'software = "CUDA"\ndevice = "cuda"\n',
+        1,
+    )
+    + """
+[[claim]]
+ref = "Section 6"
+quantity = "train_time"
+model = "mlp"
+machine = "gpu"
+better = "tensorflow"
+text = "TensorFlow trains faster on the GPU"
+
+[[claim]]
+ref = "Section 7"
+quantity = "train_time"
+model = "all"
+machine = "all"
+better = "tensorflow"
+trend = "models"
+text = "The larger the model, the better TensorFlow"
+
+[[claim]]
+ref = "Section 8"
+quantity = "train_time"
+model = "all"
+machine = "all"
+better = "tensorflow"
+text = "TensorFlow is faster on every model and machine"
+"""
+)
+
+
+def test_claims_say_what_this_run_could_not_measure_or_decide(tmp_path: Path):
+    _, _, comparison = _comparison(tmp_path, [{"cpu_model": "Test CPU", "physical_cores": 2}], 6, GPU_AND_TREND_CLAIMS)
+    claims = {c.claim.text: v for c in comparison.claims for v in c.ours.values()}
+    assert claims["TensorFlow trains faster on the GPU"].startswith(
+        "not measured here: the paper's claim is for its Their GPU machine (cuda); this run: cpu"
+    )
+    assert claims["The larger the model, the better TensorFlow"].startswith("not measured here: a trend over models")
+    every = claims["TensorFlow is faster on every model and machine"]
+    assert every.startswith("agrees in direction (judged on mlp only)") and "only; the paper's claim spans" in every
+    # One process per framework: the same six values as repeats give a ratio, never a verdict.
+    (tmp_path / "one").mkdir()
+    one, _, single = _comparison(tmp_path / "one", [{"cpu_model": "Test CPU", "physical_cores": 2}], 1)
+    (ratio,) = [r for r in single.ratios if r.quantity == "train_time"]
+    ours = ratio.ours[("Test CPU, 2 cores", "this run")]
+    assert ours["verdict"] == "undecided" and ours["independent"] is False
+    assert paper_vs_run.agreement(2.0, ours, True).startswith("undecided here (one process per framework")
+    claims = {c.claim.text: v for c in single.claims for v in c.ours.values()}
+    assert claims["TensorFlow trains faster"].startswith("undecided here (one process per framework")
+    tested = {(r.fact.ref, r.fact.framework): r.ours for r in single.facts if r.fact.quantity == "p_value"}
+    paired = tested[("Table 3", "both")][("Test CPU, 2 cores", "this run")]
+    assert paired.value is None and "1 process per framework" in paired.why
 
 
 def test_machines_stay_apart_and_the_section_names_each(tmp_path: Path):
@@ -370,7 +441,9 @@ def test_machines_stay_apart_and_the_section_names_each(tmp_path: Path):
     assert len(every.rows) == len(facts.facts)
     for ref in ("Table 1", "Table 2", "Table 3", "Fig. 9", "Section 5"):
         assert ref in text
-    assert "same direction in 2, opposite in 0" in text  # the train-time ratio on each machine
+    assert "agree in direction in 2 (in size too in 2), differ in 0" in text  # train time on each machine
+    assert text.index("Agreement rule, stated before any number") < text.index("Framework ratios")
+    assert "Re-runs the design of" in text and "Reproduces" not in text  # smoke scale
 
 
 @pytest.mark.parametrize("name", studies.NAMES)
@@ -466,7 +539,7 @@ def test_a_setting_with_levels_per_framework_compares_the_two_cases_repeats(tmp_
     study = spec_module.parse(STUDY, "t.toml")
     ratio = paper_vs_run.RatioRow("Table 1", "mlp", "train_time", "mean", {}, "cpu", 2.0, True)
     ours = paper_vs_run._ratio_ours(machine, study, ratio, setting)
-    expected = dl_stats.compare_many({"torch": TORCH_S, "tensorflow": TF_S}, paired=False).pairwise[0][2]
+    expected = dl_stats.compare_many({"torch": TORCH_S, "tensorflow": TF_S}, paired=True).pairwise[0][2]
     assert ours["ratio"] == pytest.approx(np.median(TORCH_S) / np.median(TF_S))
     assert ours["ci"] == pytest.approx(expected.ratio_ci) and ours["verdict"] == "slower"
     missing = spec_module.Setting("other", {"torch": {"batch_size": 4}})

@@ -75,7 +75,7 @@ def test_the_worker_receives_what_the_runner_built(tmp_path, monkeypatch):
         config.override(
             config.default(),
             {"framework": ["numpy"], "model": ["mlp"]},
-            {"epochs": 1, "repeats": 1, "warmup": 0, "samplers": "none"},
+            {"epochs": 1, "repeats": 1, "warmup": 0, "trials": 1, "samplers": "none"},
         )
     )
     with Store(tmp_path / "s.db") as store:

@@ -34,6 +34,8 @@ def test_a_planted_dlbench_package_in_the_working_directory_is_never_imported(tm
         [
             *command,
             "run",
+            "--trials",
+            "1",
             "--framework",
             "numpy",
             "--model",
@@ -70,6 +72,8 @@ def _finished_run(db: Path, plugin: Path) -> None:
         app,
         [
             "run",
+            "--trials",
+            "1",
             "--framework",
             "faulty",
             "--model",

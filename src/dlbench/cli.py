@@ -17,6 +17,8 @@ from typing import Annotated, Any, NoReturn
 import typer
 from rich.console import Console
 
+from dlbench.analysis.criteria import ALPHA, BAND
+
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
@@ -730,32 +732,54 @@ def _design_note(plan: Any) -> None:
     d = check(plan)
     if d is None or d.decidable:
         return
-    test = "Wilcoxon signed-rank test (trial medians paired by block)" if d.paired else "Mann-Whitney test"
-    sample = f"{d.n} trials per case" if d.paired else f"1 trial of {d.n} repeats per case"
-    fix = (
-        f"--trials {d.trials_needed} (paired blocks), or --trials 1 --repeats {d.repeats_needed} (repeats in one "
-        f"process: correlated)"
-        if d.paired
-        else f"--repeats {d.repeats_needed}, or --trials {d.trials_needed} (independent trials paired by block)"
-    )
+    if d.one_process:
+        text = (
+            f"note: this design gives ratios but no verdict: each case runs in one process, and repeats inside "
+            f"one process share its state (a test on them compares two processes, not two codes). Smallest "
+            f"design that decides: --trials {d.trials_needed} (independent processes paired by block; "
+            f"{d.members} frameworks/variants per comparison set, {d.family} Holm-adjusted comparison"
+            f"{'s' if d.family > 1 else ''})."
+        )
+    else:
+        text = (
+            f"warning: this design cannot reach a verdict: {d.members} frameworks/variants per comparison set give "
+            f"{d.family} Holm-adjusted comparison{'s' if d.family > 1 else ''}, and with {d.n} trials per case the "
+            f"exact Wilcoxon signed-rank test (trial medians paired by block) cannot go below p = "
+            f"{d.smallest_p:.3g} >= {d.alpha:g}, however large the difference. Smallest design that can: "
+            f"--trials {d.trials_needed}."
+        )
     console.print(
-        f"warning: this design cannot reach a verdict: {d.members} frameworks/variants per comparison set give "
-        f"{d.family} Holm-adjusted comparison{'s' if d.family > 1 else ''}, and with {sample} the exact {test} "
-        f"cannot go below p = {d.smallest_p:.3g} >= {d.alpha:g}, however large the difference. "
-        f"Smallest design that can: {fix}.",
+        text,
         highlight=False,
         soft_wrap=False,
     )
 
 
-def _print_report(store, run_id: int, details: bool = False, preface: Any = None) -> None:
+BAND_OPT = Annotated[
+    float,
+    typer.Option(
+        "--band",
+        help="Band of no meaningful difference, a fraction (0.02 = ±2%): the same for every verdict printed.",
+    ),
+]
+ALPHA_OPT = Annotated[float, typer.Option("--alpha", help="Significance level, family-wise (Holm).")]
+
+
+def _check_criteria(band: float, alpha: float) -> None:
+    if not 0 < band < 1 or not 0 < alpha < 1:
+        _fail(f"--band {band} and --alpha {alpha} must lie strictly between 0 and 1 (e.g. --band 0.02 --alpha 0.05)")
+
+
+def _print_report(
+    store, run_id: int, details: bool = False, preface: Any = None, band: float = BAND, alpha: float = ALPHA
+) -> None:
     """The run's report on the console: the answer, one row per case, latency, failures;
     with details every table of the written formats; `preface` (a study's paper vs this
     run) first."""
     from dlbench.report.console import print_report
     from dlbench.report.model import build_report
 
-    report = build_report(store, run_id, hypotheses=False)
+    report = build_report(store, run_id, hypotheses=False, band=band, alpha=alpha)
     report.preface = preface
     print_report(console, report, details)
 
@@ -917,6 +941,8 @@ def report(
         list[Path] | None,
         typer.Option("--db", help="SQLite results database; repeat it to set machines side by side."),
     ] = None,
+    band: BAND_OPT = BAND,
+    alpha: ALPHA_OPT = ALPHA,
 ) -> None:
     """Report of a stored run, the answer first (who is faster, by how much, is it real), then summary
     tables (n, mean ± sd, median, Q1, Q3), latency, telemetry and verdicts; as console tables, Markdown,
@@ -931,6 +957,7 @@ def report(
         _fail("--out needs a written format (markdown, latex, html or csv); console output goes to the terminal")
     if latex_tables is not None and fmt != "latex":
         _fail(f"--latex-tables writes LaTeX tables: it needs --format latex (got --format {fmt})")
+    _check_criteria(band, alpha)
     # The flags are checked first: a bad flag is named before any database is opened.
     paths = dbs or [Path("dlbench.db")]
     picked = _collect_runs(paths, list(run_ids or []), lambda store: [store.run(None)["id"]])
@@ -957,19 +984,19 @@ def report(
         )
     if fmt == "console":
         console.print(f"command: {row['command']}", highlight=False)
-        _print_report(store, row["id"], details, preface=preface)
+        _print_report(store, row["id"], details, preface=preface, band=band, alpha=alpha)
         return
     from dlbench.report.formats import render
 
     base = (out.parent if out is not None else Path.cwd()) if made else None
-    text = render(store, row["id"], fmt, made, base, preface=preface)
+    text = render(store, row["id"], fmt, made, base, preface=preface, band=band, alpha=alpha)
     if latex_tables is not None:
         from dlbench.report.latex import bare_tables
         from dlbench.report.model import build_report
 
         try:
             latex_tables.mkdir(parents=True, exist_ok=True)
-            written = bare_tables(build_report(store, row["id"]))
+            written = bare_tables(build_report(store, row["id"], band=band, alpha=alpha))
             for name, body in written:
                 (latex_tables / name).write_text(body, encoding="utf-8")
         except OSError as exc:
@@ -1119,9 +1146,15 @@ def compare(
     a: Annotated[str, typer.Argument(help="Baseline: a run id in --db, FILE.db (its latest run) or FILE.db:RUN.")],
     b: Annotated[str, typer.Argument(help="Candidate, in the same forms.")],
     threshold: Annotated[
-        float, typer.Option(help="Slowdown (fraction) that counts as a regression when significant.")
-    ] = 0.05,
-    alpha: Annotated[float, typer.Option(help="Significance level.")] = 0.05,
+        float,
+        typer.Option(
+            "--band",
+            "--threshold",
+            help="The band of no meaningful difference (fraction, the same for every verdict dlbench prints): "
+            "a significant slowdown beyond it is a regression.",
+        ),
+    ] = BAND,
+    alpha: Annotated[float, typer.Option(help="Significance level (family-wise).")] = ALPHA,
     quantile: Annotated[
         float,
         typer.Option(
@@ -1143,11 +1176,12 @@ def compare(
     `dlbench extend A B` runs them). Exit status: 1 on a significant regression; 3 when a case has no values
     on one side (unless --allow-missing); 2 on bad input."""
     from dlbench.analysis.comparisons import run_vs_run, setting_changes
+    from dlbench.analysis.stats import min_pairs
     from dlbench.report.drift import drift_notes
     from dlbench.report.verdict_tables import compare_table
 
     if not 0 < threshold < 1 or not 0 < alpha < 1:
-        _fail(f"--threshold {threshold} and --alpha {alpha} must lie strictly between 0 and 1")
+        _fail(f"--band {threshold} and --alpha {alpha} must lie strictly between 0 and 1")
     if not 0 < quantile < 1:
         _fail(
             f"--quantile {quantile} must lie strictly between 0 and 1 (0.5: the median; 0.1: the 10th "
@@ -1167,13 +1201,21 @@ def compare(
     )
     if not diffs:
         _fail(f"runs {a} and {b} share no case (same framework, model, data and settings)")
-    _show(compare_table(diffs, f"A ({a})", f"B ({b})", threshold, quantile))
+    _show(compare_table(diffs, f"A ({a})", f"B ({b})", threshold, quantile, alpha))
     regressions = [d for d in diffs if d.regression]
     missing = [d for d in diffs if d.comparison is None]
+    single = [d for d in diffs if d.comparison is not None and not d.comparison.independent]
     console.print(
         f"{len(diffs)} comparisons, {len(regressions)} regressions, {len(missing)} without values on one side",
         highlight=False,
     )
+    if single:
+        console.print(
+            f"no verdict for {len(single)} comparison(s): a case ran in one process on a side, and a test on "
+            "one process's repeats compares two processes, not two codes. `dlbench extend "
+            f"{a} {b} --blocks N` (N >= {min_pairs(alpha)}) runs both in turns, one process per block, and decides.",
+            highlight=False,
+        )
     env_a, env_b = (json.loads(r["environment_json"] or "{}") for r in (ra, rb))
     for note in drift_notes(diffs, env_a, env_b, setting_changes(a_trials, b_trials)):
         console.print(note, highlight=False)
@@ -1671,7 +1713,13 @@ def explain(
             "SETTING=VALUE toggles it to that value instead (variant=xla, precision=tf32, threads=2)."
         ),
     ] = None,
-    blocks: Annotated[int, typer.Option(help="Interleaved blocks (one fresh worker per case each).")] = 3,
+    blocks: Annotated[
+        int,
+        typer.Option(
+            help="Interleaved blocks (one fresh worker per case each); a gap and a closure need 6 or more "
+            "(the exact Wilcoxon test over trial medians)."
+        ),
+    ] = 6,
     repeats: Annotated[int, typer.Option(help="Measured repeats per trial.")] = 5,
     warmup: Annotated[int, typer.Option(help="Warm-up repeats per trial (stored, flagged).")] = 1,
     profile_steps: Annotated[

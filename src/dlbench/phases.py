@@ -1,7 +1,8 @@
 """The measured phases, written once against the Framework/Trainer protocol.
 
 One repeat (DESIGN.md "Repeat"): a fresh model initialized with the repeat's
-seed (`seed + repeat`), then
+seed (`repeat_seed`: seed + repeat in block 0, offset per block, so that the trials
+of a case are independent samples of accuracy as well as of time), then
 
     build      construct model + optimizer             (timed, untimed data)
     compile    trace/compile + one step, state restored (timed apart)
@@ -52,7 +53,18 @@ def _frozen(value: Any) -> Any:
     return tuple(_frozen(v) for v in value) if isinstance(value, list) else value
 
 
-def settings_for(case: Case, repeat: int, loss_curve: int = 0) -> TrainSettings:
+# Seeds a block's repeats start from: block k trains with seed + k * BLOCK_SEED_STRIDE + repeat,
+# modulo 2^31 (every framework takes a 31-bit seed). Without it every trial of a case
+# repeated the same initializations, and seven trials gave seven identical accuracies:
+# one sample counted seven times.
+BLOCK_SEED_STRIDE = 10_007
+
+
+def repeat_seed(seed: int, block: int, repeat: int) -> int:
+    return (seed + block * BLOCK_SEED_STRIDE + repeat) % 2**31
+
+
+def settings_for(case: Case, repeat: int, loss_curve: int = 0, block: int = 0) -> TrainSettings:
     from dlbench import registry
 
     classical = case.optimizer == "none"
@@ -70,7 +82,7 @@ def settings_for(case: Case, repeat: int, loss_curve: int = 0) -> TrainSettings:
         lr=case.lr or 0.01,
         momentum=case.momentum,
         init="glorot-uniform" if classical else case.init,
-        seed=case.seed + repeat,
+        seed=repeat_seed(case.seed, block, repeat),
         model_options={k: _frozen(v) for k, v in case.model_options},
         precision=case.precision,
         layout=case.layout,
@@ -89,8 +101,10 @@ def run_repeat(
     facts: Emit | None = None,
     calibration: dict[str, Any] | None = None,
     dist: DistContext | None = None,
+    block: int = 0,
 ) -> list[Measurement]:
-    """One repeat; `facts(**kw)` receives what a trainer learns only after training
+    """One repeat (of the trial in interleaving `block`, which offsets its seed);
+    `facts(**kw)` receives what a trainer learns only after training
     (e.g. the neighbour-search algorithm scikit-learn picked), for the manifest.
     `calibration` carries the inference pass count from the trial's first repeat to
     the next ones (one dict per trial). `dist`: this process's place in a distributed
@@ -99,7 +113,7 @@ def run_repeat(
     launcher combines (dlbench.launchers.merge)."""
     calibration = {} if calibration is None else calibration
     warm = repeat < protocol.warmup
-    settings = settings_for(case, repeat, protocol.loss_curve)
+    settings = settings_for(case, repeat, protocol.loss_curve, block)
     classical = case.optimizer == "none"
     tta = bool(protocol.target_accuracy) and not classical
     max_epochs = settings.epochs or 1

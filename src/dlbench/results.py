@@ -94,6 +94,7 @@ COMPARE_COLUMNS = (
     "p_adjusted",
     "verdict",
     "paired",
+    "independent",
     *FACTOR_COLUMNS,
 )
 # Whole numbers that may be missing: nullable Int64, so that 3 stays 3 and not 3.0.
@@ -326,7 +327,8 @@ class Results:
         with two run ids, run a against run b per matching case (dlbench compare A B).
         metric is 'phase.metric'. Medians, both ratios with their 95% CIs, the rank test's
         p-value (Holm-adjusted within a set, as in the report) and the verdict of a relative
-        to b (timed metrics only). COMPARE_COLUMNS, then option.*."""
+        to b: faster or slower for times, lower or higher for other metrics, no meaningful
+        difference, or undecided. COMPARE_COLUMNS, then option.*."""
         if isinstance(a, int) and isinstance(b, int):
             if run is not None:
                 raise ValueError(f"compare({a}, {b}) compares two runs; leave run out")
@@ -360,7 +362,9 @@ class Results:
             set_rows = [m for k in keys for m in rows_of[k]]
             factors = {**_case_columns(cases[keys[0]]), "framework": None, "variant": None}
             for g in comparison_groups(set_trials, set_rows, ((phase, name, words),)):
-                result = stats.compare_many(g.values, paired=g.paired, alpha=ALPHA, band=BAND)
+                result = stats.compare_many(
+                    g.values, paired=g.paired, alpha=ALPHA, band=BAND, independent=g.independent
+                )
                 for x, y, comp in result.pairwise:
                     if x in side_a and y in side_b:
                         ab, ba, first, second = comp, stats.reverse(comp), x, y
@@ -455,8 +459,10 @@ def _comparison_row(
         "test": ab.test,
         "p_value": ab.p_value,
         "p_adjusted": ab.p_adjusted,
-        "verdict": ab.verdict if verdict else None,
+        # Times speak of faster/slower; other metrics of lower/higher (the engine's verdict either way).
+        "verdict": ab.verdict if verdict else {"faster": "lower", "slower": "higher"}.get(ab.verdict, ab.verdict),
         "paired": ab.paired,
+        "independent": ab.independent,
     }
 
 

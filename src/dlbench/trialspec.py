@@ -133,6 +133,10 @@ class TrialSpec:
     # One rank's place in a multi-process trial, given by the launcher to each rank
     # (None: the trial's own worker, which launches the ranks when its case needs them).
     dist: DistContext | None = None
+    # The trial's interleaving block: it offsets the repeats' seeds (phases.repeat_seed), so
+    # that the trials of a case train different initializations and are independent samples
+    # of accuracy and loss as well as of time.
+    block: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -143,6 +147,8 @@ class TrialSpec:
         }
         if self.dist is not None:
             out["dist"] = self.dist.as_dict()
+        if self.block:
+            out["block"] = self.block
         return out
 
     def to_json(self) -> str:
@@ -150,16 +156,22 @@ class TrialSpec:
 
     @classmethod
     def from_dict(cls, data: Any) -> TrialSpec:
-        _check_keys("trial spec", data, {"case", "protocol", "idle_power", "sources", "dist"}, {"case", "protocol"})
+        _check_keys(
+            "trial spec", data, {"case", "protocol", "idle_power", "sources", "dist", "block"}, {"case", "protocol"}
+        )
         sources = data.get("sources") or {}
         if not isinstance(sources, dict) or not all(isinstance(v, str) for v in sources.values()):
             raise SpecError("trial spec: sources must map names to reference strings")
+        block = data.get("block", 0)
+        if isinstance(block, bool) or not isinstance(block, int) or not 0 <= block < 1_000_000:
+            raise SpecError(f"trial spec: block = {block!r}; an integer in [0, 1000000)")
         return cls(
             case_from_dict(data["case"]),
             ProtocolSpec.from_dict(data["protocol"]),
             dict(data.get("idle_power") or {}),
             dict(sources),
             _dist_from(data.get("dist")),
+            block,
         )
 
     @classmethod
@@ -176,9 +188,11 @@ class TrialSpec:
     ) -> TrialSpec:
         """From a stored trials row (case_json, protocol_json), old versions' rows included.
         `sources` come from the caller (what the user named now), never from the row."""
+        block = row["block"] if "block" in row.keys() else 0
         return cls(
             case_from_dict(json.loads(row["case_json"])),
             ProtocolSpec.from_dict(json.loads(row["protocol_json"])),
             dict(idle_power or {}),
             dict(sources or {}),
+            block=int(block) if isinstance(block, int) and block >= 0 else 0,
         )

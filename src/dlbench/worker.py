@@ -422,7 +422,9 @@ def _measure(
 
     calibration: dict[str, Any] = {}  # the inference pass count, set by the first repeat
     for repeat in range(protocol.warmup + protocol.repeats):
-        rows = run_repeat(builder, native, case, protocol, repeat, len(arrays.train), marker, facts, calibration, dist)
+        rows = run_repeat(
+            builder, native, case, protocol, repeat, len(arrays.train), marker, facts, calibration, dist, spec.block
+        )
         emit("measurements", repeat=repeat, rows=[asdict(m) for m in rows])
     if protocol.profile_steps and dist is None:
         _profile(builder, native, case, protocol, facts, emit)

@@ -19,7 +19,8 @@ pytest.importorskip("torch", reason="PyTorch is not installed")
 runner = CliRunner()
 
 RUN = [
-    "run", "--framework", "torch", "--model", "lenet5", "--dataset", "synthetic", "--batch-size", "128",
+    "run", "--trials", "1", "--framework", "torch", "--model", "lenet5", "--dataset", "synthetic",
+    "--batch-size", "128",
     "--steps", "12", "--repeats", "2", "--warmup", "0", "--train-samples", "1024", "--test-samples", "64",
     "--latency-batches", "0", "--infer-min-time", "0", "--samplers", "none",
 ]  # fmt: skip
@@ -49,7 +50,7 @@ def explained(tmp_path_factory):
     out = tmp / "explain.md"
     _invoke(
         "explain", "2", "--case", "torch", "--vs", "torch", "--vs-run", "1", "--only", "threads,init",
-        "--blocks", "3", "--repeats", "3", "--warmup", "1", "--profile-steps", "4", "--profile-calls", "2",
+        "--blocks", "6", "--repeats", "2", "--warmup", "1", "--profile-steps", "4", "--profile-calls", "2",
         "--traces", str(tmp / "traces"),
         "--format", "markdown", "--out", str(out), "--db", db,
     )  # fmt: skip

@@ -273,7 +273,7 @@ def _export_inner(out, run, root, db):
 
 def test_export_destinations(tmp_path, no_worker):
     db, _ = no_worker
-    result = cli.invoke(app, ["run", "--framework=numpy", "--model=mlp", "--db", str(db)])
+    result = cli.invoke(app, ["run", "--trials", "1", "--framework=numpy", "--model=mlp", "--db", str(db)])
     assert isinstance(result.exception, _Reached), result.output
     (tmp_path / "dir").mkdir()
     _export_inner(root=tmp_path, db=db)

@@ -26,12 +26,12 @@ from typing import Any
 import numpy as np
 
 from dlbench.analysis import stats
+
+# The verdict criteria, the same for every sentence dlbench prints (re-exported here).
+from dlbench.analysis.criteria import ALPHA as ALPHA
+from dlbench.analysis.criteria import BAND as BAND
 from dlbench.analysis.rows import Case, Row, Rows
 from dlbench.cases import case_label
-
-# The analysis defaults: a difference within ±BAND is "no meaningful difference";
-# tests decide at ALPHA (family-wise, Holm within each comparison set and metric).
-BAND, ALPHA = 0.02, 0.05
 
 # Lower is better for these; they are what verdicts speak of.
 TIMED = (("train", "time", "train time"), ("infer", "time", "inference time"), ("tta", "time", "time to accuracy"))
@@ -104,6 +104,12 @@ class Groups:
     values: dict[str, list[float]]  # framework:variant -> sample
     paired: bool  # trial medians paired by block
 
+    @property
+    def independent(self) -> bool:
+        """One value per process on every side (trial medians): the only sample a verdict
+        may rest on. Otherwise the values are the repeats of one process per case."""
+        return self.paired
+
 
 def comparison_groups(
     trials: Rows, measurements: Rows, metrics: tuple[tuple[str, str, str], ...] | None = None
@@ -136,7 +142,7 @@ def analyse(
     """Every comparison set x timed metric with its tests (omnibus + Holm-adjusted pairs),
     computed once: the verdict tables and the hypothesis report both read from it."""
     return [
-        (g, stats.compare_many(g.values, paired=g.paired, alpha=alpha, band=band))
+        (g, stats.compare_many(g.values, paired=g.paired, alpha=alpha, band=band, independent=g.independent))
         for g in comparison_groups(trials, measurements)
     ]
 
@@ -315,7 +321,15 @@ def run_vs_run(
                 a_values, b_values = [x.values[k] for k in blocks], [y.values[k] for k in blocks]
             else:
                 a_values, b_values = list(x.values.values()), list(y.values.values())
-            comp = stats.compare_two(b_values, a_values, paired=paired, band=threshold, alpha=alpha, quantile=quantile)
+            comp = stats.compare_two(
+                b_values,
+                a_values,
+                paired=paired,
+                band=threshold,
+                alpha=alpha,
+                quantile=quantile,
+                independent=x.independent and y.independent,
+            )
             out.append(RunDiff(case, name, comp, comp.verdict == "slower", _sample_words(x, y, paired, len(a_values))))
     return out
 

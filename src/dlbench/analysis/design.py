@@ -4,11 +4,12 @@ The analysis compares cases that differ only in framework/variant (a comparison
 set, analysis.comparisons.comparison_sets). A set of k members has k(k-1)/2 pairs,
 Holm-adjusted together, so the smallest p any pair can get is m times the exact
 test's smallest p (m = the family size). With one trial per case the sample is
-that trial's repeats, compared with the exact Mann-Whitney test; with two or more
-trials it is one median per trial, paired by block, compared with the exact
+that trial's repeats, which share one process and give a ratio but never a
+verdict (the process is the unit of evidence: dlbench.analysis.stats); with two or
+more trials it is one median per trial, paired by block, compared with the exact
 Wilcoxon signed-rank test. If even completely separated samples cannot reach
 alpha, no verdict is possible however large the difference: 3 frameworks x 3
-repeats (m = 3, smallest p = 0.1 x 3) is such a design. Numbers only:
+trials (m = 3, smallest p = 0.25 x 3) is such a design. Numbers only:
 dlbench.cli says it in words.
 """
 
@@ -26,12 +27,12 @@ from dlbench.plan import Plan
 @dataclass(frozen=True)
 class DesignCheck:
     decidable: bool
+    one_process: bool  # one trial per case: repeats of one process, a ratio and no verdict
     members: int  # frameworks/variants in the largest comparison set
     family: int  # Holm family size of that set: members * (members - 1) / 2
     paired: bool  # trials >= 2: trial medians paired by block
     n: int  # repeats per case (unpaired) or trials (paired)
     smallest_p: float  # the smallest Holm-adjusted p this design can give
-    repeats_needed: int  # smallest repeats that could decide with one trial per case
     trials_needed: int  # smallest trials (paired blocks) that could decide
     alpha: float = ALPHA
 
@@ -55,16 +56,15 @@ def check(plan: Plan, alpha: float = ALPHA) -> DesignCheck | None:
     p = plan.experiment.protocol
     paired = p.trials >= 2
     n = p.trials if paired else p.repeats
-    raw = stats.min_p_wilcoxon(n) if paired else stats.min_p_mannwhitney(n, n)
-    smallest = min(1.0, raw * family)
+    smallest = min(1.0, stats.min_p_wilcoxon(n) * family) if paired else 1.0
     return DesignCheck(
-        smallest < alpha,
+        paired and smallest < alpha,
+        not paired,
         k,
         family,
         paired,
         n,
         smallest,
-        stats.min_group_size(alpha / family),
         stats.min_pairs(alpha / family),
         alpha,
     )

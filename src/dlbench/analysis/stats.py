@@ -27,6 +27,14 @@ Pure functions over numpy arrays; scipy.stats does every test it has. Decisions:
   environments"; BenchmarkTools.jl judges on the minimum). Not the minimum itself:
   the bootstrap of an extreme is degenerate. A quantile q rests on about q*n values
   below it, so it needs n >= 2/q values (`min_quantile_n`) before any verdict.
+- The process is the unit of evidence (docs/statistics.md). Repeats inside one process
+  share its placement, caches, allocator state and the machine's phase, so they are
+  correlated and say nothing about a second process running the same code: measured
+  here, two runs of identical code, one process each, were "faster x0.43, p = 0.015"
+  in 1 of 4 pairs. A sample of repeats from one process per side (`independent=False`)
+  still gets its ratio and a within-process interval, but never a verdict word: its
+  verdict is "undecided" with cause "one process". Verdicts are taken on one value per
+  process (the trial's median), paired by interleaving block where the blocks match.
 - Minimum sample sizes come from the exact null distributions: the smallest p a test
   can give is its p-value on the most extreme possible sample (all differences of one
   sign; the two samples completely separated), computed by scipy's exact method.
@@ -112,10 +120,12 @@ class Normality:
 
 
 # Why a verdict is what it is. Decided: "faster", "slower", "inside band". Undecided:
-# "too few" (the exact test cannot reach alpha at these sizes, whatever the data),
+# "one process" (repeats of one process per side: no evidence about the code), "too few"
+# (the exact test cannot reach alpha at these sizes, whatever the data),
 # "too few for quantile", "undefined ratio", "overlaps band" (significant, CI across
 # the band's edge), "few non-zero" (paired: too many zero differences), "not significant".
 CAUSES = (
+    "one process",
     "faster",
     "slower",
     "inside band",
@@ -168,6 +178,19 @@ class Comparison:
     verdict: str  # faster / slower / no meaningful difference / undecided (a relative to b)
     why: Why | None  # the numbers behind the verdict (dlbench.report.words says it in words)
     quantile: float = 0.5  # which quantile estimate_a, estimate_b and the ratio are of
+    independent: bool = True  # one value per process (trial medians); False: repeats of one process per side
+
+    @property
+    def decided(self) -> bool:
+        """A verdict word was earned: faster, slower or no meaningful difference."""
+        return self.verdict in ("faster", "slower", "no meaningful difference")
+
+    @property
+    def at_floor(self) -> bool:
+        """The p-value is the smallest this design can give (every value on one side of
+        the other, or every difference of one sign): the data could not have said more."""
+        floor = self.min_p * self.family_size
+        return math.isfinite(self.p) and floor < 1 and self.p <= floor * (1 + 1e-9)
 
     @property
     def estimator(self) -> str:
@@ -417,9 +440,18 @@ def _mannwhitney(a: np.ndarray, b: np.ndarray, seed: int) -> tuple[float, float,
     return float(res.statistic), float(res.pvalue), label
 
 
+def decide(c: Comparison) -> tuple[str, Why]:
+    """The one verdict rule every report, `compare`, `explain`, the hypothesis report and
+    the study claims take their words from: (verdict, why) for a comparison of a
+    against b (lower is better) at its band and alpha."""
+    return _decide(c)
+
+
 def _decide(c: Comparison) -> tuple[str, Why]:
     lo_band, hi_band = 1 - c.band, 1 + c.band
     m = c.family_size
+    if not c.independent:
+        return "undecided", Why("one process", need=min_pairs(c.alpha / m))
     short = _too_few(c)
     if short is not None:
         return "undecided", short
@@ -510,8 +542,11 @@ def compare_two(
     n_boot: int = N_BOOT,
     seed: int = 0,
     quantile: float = 0.5,
+    independent: bool = True,
 ) -> Comparison:
-    """a against b (lower is better: times). Verdict "faster"/"slower" needs p < alpha
+    """a against b (lower is better: times). `independent`: each value comes from a
+    process of its own (a trial's median); False for the repeats of one process per
+    side, which get a ratio and a within-process CI but no verdict word. Verdict "faster"/"slower" needs p < alpha
     and the ratio CI entirely outside [1 - band, 1 + band]; "no meaningful difference"
     needs the ratio CI entirely inside it; anything else, or too few samples, is
     "undecided", with the numbers of why (Why). The ratio is of medians, or of another `quantile`
@@ -531,6 +566,8 @@ def compare_two(
         statistic, p, method = _mannwhitney(a, b, seed)
         test, stat_name, min_p = "Mann-Whitney U (two-sided)", "U", min_p_mannwhitney(a.size, b.size)
         ci_method = f"percentile bootstrap, samples resampled independently, {n_boot} resamples, seed {seed}"
+    if not independent:
+        ci_method = "within one process per side (repeats; says nothing of another process): " + ci_method
     est_a, est_b = float(location(a, quantile)), float(location(b, quantile))
     delta = cliffs_delta(a, b)
     c = Comparison(
@@ -559,6 +596,7 @@ def compare_two(
         "",
         None,
         quantile,
+        independent,
     )
     verdict, why = _decide(c)
     return replace(c, verdict=verdict, why=why)
@@ -615,6 +653,7 @@ def compare_many(
     band: float = 0.02,
     n_boot: int = N_BOOT,
     seed: int = 0,
+    independent: bool = True,
 ) -> Omnibus:
     """Friedman (paired blocks) or Kruskal-Wallis, then every pair with Holm-adjusted
     p-values. Holm alone controls the family-wise error over the pairs, so pairwise
@@ -638,7 +677,10 @@ def compare_many(
         stat, df, p_omni = float(res.statistic), len(names) - 1, float(res.pvalue)
         method = "chi-square approximation, tie-corrected"
     pairs = list(combinations(range(len(names)), 2))
-    raw = [compare_two(samples[i], samples[j], paired, band, alpha, n_boot, seed) for i, j in pairs]
+    raw = [
+        compare_two(samples[i], samples[j], paired, band, alpha, n_boot, seed, independent=independent)
+        for i, j in pairs
+    ]
     adjusted = holm([c.p_value for c in raw])
     pairwise = tuple((names[i], names[j], adjust(c, q, len(pairs))) for (i, j), c, q in zip(pairs, raw, adjusted))
     return Omnibus(test, stat, df, p_omni, method, names, tuple(s.size for s in samples), pairwise)

@@ -15,9 +15,13 @@ share of the gap a toggle closes is
 
     closure = (median(B) - median(B with the toggle)) / (median(B) - median(A))
 
-with a 95% percentile-bootstrap CI that resamples (block, repeat) pairs jointly
-across the cases, so that the drift of the machine between blocks stays paired.
-1.0 is the whole gap, 0 none, negative a toggle that made B slower.
+computed on one value per process: each trial's median step time, one trial per
+case and block. The 95% percentile-bootstrap CI resamples blocks jointly across the
+cases, so that the drift of the machine between blocks stays paired. Repeats inside
+one process are not independent (dlbench.analysis.stats: the process is the unit of
+evidence), so they are never resampled as if they were: a closure is "measurable"
+only with at least MIN_BLOCKS blocks, the pairs the exact Wilcoxon test that judges
+the gap needs. 1.0 is the whole gap, 0 none, negative a toggle that made B slower.
 """
 
 from __future__ import annotations
@@ -54,6 +58,9 @@ BEST_KNOWN: dict[str, dict[str, dict[str, str]]] = {
     },
 }
 N_BOOT = 2000
+# The blocks a gap and a closure need: the exact two-sided Wilcoxon test reaches p < 0.05
+# with 6 pairs (2 / 2^6 = 0.031), never with 5 (0.0625).
+MIN_BLOCKS = 6
 
 
 class AblationError(ValueError):
@@ -243,12 +250,17 @@ class Effect:
     closure: float  # share of the A-B gap closed (1 = all of it)
     ci: tuple[float, float]
     versus_b: stats.Comparison | None  # the toggled case against B (faster = the toggle helped)
+    blocks: int = 0  # blocks (processes per case) the closure rests on
 
     @property
     def measurable(self) -> bool:
-        """The CI excludes 0: the toggle changed B's step time."""
+        """The toggle changed B's step time: over enough blocks, the engine decided the
+        toggled case faster or slower than B (paired Wilcoxon over trial medians, the
+        test every verdict uses), and the closure's CI excludes 0. The CI alone is not
+        enough: a percentile bootstrap over six blocks covers less than 95%."""
         lo, hi = self.ci
-        return not (math.isnan(lo) or lo <= 0 <= hi)
+        decided = self.versus_b is not None and self.versus_b.verdict in ("faster", "slower")
+        return self.blocks >= MIN_BLOCKS and decided and not (math.isnan(lo) or lo <= 0 <= hi)
 
 
 @dataclass(frozen=True)
@@ -259,7 +271,7 @@ class Gap:
     ratio: float  # B / A
     ratio_ci: tuple[float, float]
     comparison: stats.Comparison | None  # A against B
-    n: int  # (block, repeat) pairs
+    n: int  # blocks: one trial median per case in each
     effects: list[Effect] = field(default_factory=list)
 
     @property
@@ -297,9 +309,21 @@ def _compare(x: list[float], y: list[float]) -> stats.Comparison | None:
         return None
 
 
-def analyse(pair: Pair, times: dict[str, dict[tuple[int, int], float]], seed: int = 0) -> Gap:
-    """The gap between A and B and each toggle's share of it, on the (block, repeat)
-    pairs every case of the pair has."""
+def per_block(times: dict[str, dict[tuple[int, int], float]]) -> dict[str, dict[int, float]]:
+    """case_key -> {block: the median of that block's trial}: one value per process."""
+    out: dict[str, dict[int, float]] = {}
+    for key, values in times.items():
+        blocks: dict[int, list[float]] = defaultdict(list)
+        for (block, _), v in values.items():
+            blocks[block].append(v)
+        out[key] = {b: float(np.median(v)) for b, v in blocks.items()}
+    return out
+
+
+def analyse(pair: Pair, repeat_times: dict[str, dict[tuple[int, int], float]], seed: int = 0) -> Gap:
+    """The gap between A and B and each toggle's share of it, on the trial medians of
+    the blocks every case of the pair has (one value per process and case)."""
+    times = per_block(repeat_times)
     variants = pair.variants()
     common = set(times.get(pair.a.key, {})) & set(times.get(pair.b.key, {}))
     for _, _, case in variants:
@@ -324,7 +348,7 @@ def analyse(pair: Pair, times: dict[str, dict[tuple[int, int], float]], seed: in
         ms = float(np.median(s))
         closure = (mb - ms) / (mb - ma) if mb != ma else math.nan
         gap.effects.append(
-            Effect(role, toggles, case, ms, closure, _closure_ci(a, b, s, seed), _compare(list(s), list(b)))
+            Effect(role, toggles, case, ms, closure, _closure_ci(a, b, s, seed), _compare(list(s), list(b)), len(keys))
         )
     return gap
 

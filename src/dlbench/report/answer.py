@@ -64,11 +64,27 @@ def _units(ranking: Ranking) -> str:
     return "trials" if ranking.paired else "repeats"
 
 
+ONE_PROCESS = "no verdict: one process per case"
+
+
+def one_process_note(need: int | None) -> str:
+    """Why a comparison of one process per side has a ratio but no verdict, and what gets one."""
+    trials = f"--trials {need}" if need else "--trials N"
+    return (
+        "no verdict where a case ran in one process: its repeats share that process's placement, caches "
+        "and machine phase, so a test on them compares two processes, not two codes (two runs of identical "
+        f"code were called 'faster, p = 0.015' in 1 of 4 pairs here); {trials} (or `dlbench extend RUN "
+        "--blocks N`) runs independent processes in interleaved blocks and decides"
+    )
+
+
 def undecided_words(c: Comparison, units: str) -> str:
     """Why a comparison is undecided, short, with what would decide it."""
     why = c.why
     if why is None:
         return "undecided"
+    if why.cause == "one process":
+        return ONE_PROCESS
     if why.cause == "too few":
         return (
             f"undecided: too few {units}; the exact test needs at least {why.need} {units} per "
@@ -84,8 +100,21 @@ def undecided_words(c: Comparison, units: str) -> str:
 
 
 def p_short(c: Comparison) -> str:
-    """ "p = 0.0022": two significant digits are what a reader compares with alpha."""
-    return f"p = {c.p:.2g}"
+    """ "p = 0.0022": two significant digits are what a reader compares with alpha; a p at
+    the smallest value the design can give says so (the data could not have said more)."""
+    text = f"p = {c.p:.2g}"
+    if c.at_floor:
+        design = f"{c.n_a} pairs" if c.paired else f"{c.n_a}+{c.n_b} values"
+        holm = f" after Holm over {c.family_size}" if c.family_size > 1 else ""
+        text += f" (the smallest {design} can give{holm})"
+    return text
+
+
+def _ci_text(c: Comparison, lo: float, hi: float, fmt: str = ".3g") -> str:
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return "[CI undefined]"
+    kind = "95% CI" if c.independent else "within-process 95% CI"
+    return f"[{kind} {lo:{fmt}}, {hi:{fmt}}]"
 
 
 def _time_line(s: Standing, best: str, units: str) -> str:
@@ -93,7 +122,9 @@ def _time_line(s: Standing, best: str, units: str) -> str:
     assert c is not None
     lo, hi = c.ratio_ci
     ratio = ratio_text(c.ratio)
-    ci = f"[95% CI {lo:.3g}, {hi:.3g}]" if math.isfinite(lo) and math.isfinite(hi) else "[CI undefined]"
+    ci = _ci_text(c, lo, hi)
+    if not c.independent:
+        return f"{s.name} {ratio} slower than {best} {ci}: {ONE_PROCESS}"
     p = p_short(c)
     if c.verdict == "slower":
         verdict = "slower"
@@ -111,15 +142,35 @@ def _accuracy_line(s: Standing, best: Standing, units: str) -> str:
     assert c is not None
     diff = 100 * (s.estimate - best.estimate)
     lo, hi = (100 * x for x in (s.difference_ci or (math.nan, math.nan)))
-    ci = f"[95% CI {lo:+.2f}, {hi:+.2f}]" if math.isfinite(lo) and math.isfinite(hi) else "[CI undefined]"
+    ci = _ci_text(c, lo, hi, "+.2f")
+    if not c.independent:
+        return f"{s.name} {abs(diff):.2f} pp lower {ci}: {ONE_PROCESS}"
     p = p_short(c)
-    if c.why is not None and c.why.cause in ("too few", "too few for quantile"):
-        verdict = undecided_words(c, units)
-    elif c.p < c.alpha and math.isfinite(hi) and hi < 0:
+    # The engine's verdict on the ratio of medians (lower = "faster" in its words).
+    if c.verdict == "faster":
         verdict = "less accurate"
+    elif c.verdict == "no meaningful difference":
+        verdict = f"no meaningful difference (within ±{c.band:.0%})"
+    elif c.verdict == "slower":  # cannot happen for a ranked median, but never hide it
+        verdict = "more accurate"
     else:
-        verdict = "no significant difference"
+        verdict = undecided_words(c, units)
     return f"{s.name} {abs(diff):.2f} pp lower {ci}, {p}: {verdict}"
+
+
+def _head(r: Ranking) -> str:
+    """The ranking's first line: "fastest" / "most accurate" only where every other member
+    is decided worse; otherwise the best median, and that nothing is decided."""
+    best = r.best
+    accuracy = r.phase == "accuracy"
+    value = f"{100 * best.estimate:.2f}%" if accuracy else duration(best.estimate)
+    worse = "faster" if accuracy else "slower"  # the engine's word for "worse than the best"
+    decided = all(s.comparison is not None and s.comparison.verdict == worse for s in r.standings[1:])
+    if decided:
+        return f"{best.name} is {'most accurate' if accuracy else 'fastest'}: median {value}"
+    if accuracy:
+        return f"no framework is more accurate here (highest median: {best.name}, {value})"
+    return f"no framework is decided fastest here (lowest median: {best.name}, {value})"
 
 
 BUSY_WORDS = (
@@ -128,7 +179,9 @@ BUSY_WORDS = (
 )
 
 
-def build_answer(rankings: list[Ranking], busy: dict[str, float] | None = None) -> Answer:
+def build_answer(
+    rankings: list[Ranking], busy: dict[str, float] | None = None, band: float = BAND, alpha: float = ALPHA
+) -> Answer:
     """The answer block from the rankings. busy: full case label -> the share of the CPU
     (% of all cores) other processes took while it ran, for the cases measured on a busy
     machine (dlbench.analysis.busy); their lines and a note say so."""
@@ -137,11 +190,10 @@ def build_answer(rankings: list[Ranking], busy: dict[str, float] | None = None) 
     for r in rankings:
         units = _units(r)
         best = r.best
+        head = _head(r)
         if r.phase == "accuracy":
-            head = f"{best.name} is most accurate: median {100 * best.estimate:.2f}%"
             others = tuple(_accuracy_line(s, best, units) for s in r.standings[1:])
         else:
-            head = f"{best.name} is fastest: median {duration(best.estimate)}"
             others = tuple(_time_line(s, best.name, units) for s in r.standings[1:])
         marked = tuple(
             line + (" — measured on a busy machine" if f"{s.name} {r.set_label}" in busy else "")
@@ -157,11 +209,19 @@ def build_answer(rankings: list[Ranking], busy: dict[str, float] | None = None) 
         paired = any(r.paired for r in rankings)
         answer.notes.append(
             "ratio of medians, 95% bootstrap CI; "
-            + ("paired Wilcoxon over trial medians" if paired else "Mann-Whitney over repeats")
-            + f", Holm-adjusted; 'slower' = p < {ALPHA:g} and CI clear of ±{BAND:.0%}"
+            + ("paired Wilcoxon over trial medians (one value per process), by block" if paired else "")
+            + (", Holm-adjusted; " if paired else "")
+            + f"verdicts at band ±{band:.0%} and alpha {alpha:g}: 'slower' = p < {alpha:g} and CI clear of "
+            f"±{band:.0%}; 'no meaningful difference' = CI inside it"
         )
-        if not paired:
-            answer.notes.append("repeats in one process per case are correlated: --trials 2+ gives independent samples")
+        single = [
+            s.comparison
+            for r in rankings
+            for s in r.standings[1:]
+            if s.comparison is not None and not s.comparison.independent
+        ]
+        if single:
+            answer.notes.append(one_process_note(max((c.why.need or 0) for c in single if c.why) or None))
     else:
         answer.empty = "nothing to compare: every comparison needs two frameworks or variants with values"
     if busy:

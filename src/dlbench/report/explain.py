@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.cases import case_label
-from dlbench.explain.ablation import Gap, Profile
+from dlbench.explain.ablation import MIN_BLOCKS, Gap, Profile
 from dlbench.explain.categories import BACKGROUND, CATEGORIES, CATEGORY_LABELS
 from dlbench.report.render import Preface, TableData
 
@@ -82,11 +82,12 @@ def headline(gap: Gap) -> str:
     lo, hi = gap.ratio_ci
     numbers = (
         f"median step {_ms(gap.b_median_s)} ms vs {_ms(gap.a_median_s)} ms, ratio CI [{lo:.2f}, {hi:.2f}], "
-        f"{gap.n} paired block x repeat values"
+        f"{gap.n} blocks of trial medians, paired"
     )
     if not gap.significant:
         verdict = c.verdict if c is not None else "too few values"
-        return f"No gap to explain: {b} against {a} is '{verdict}' ({numbers}); nothing below is attributed."
+        more = f" (a gap needs {MIN_BLOCKS} blocks or more: --blocks {MIN_BLOCKS})" if gap.n < MIN_BLOCKS else ""
+        return f"No gap to explain: {b} against {a} is '{verdict}'{more} ({numbers}); nothing below is attributed."
     p = f", p = {c.p:.2g}" if c is not None else ""
     return f"{b} is {gap.ratio:.2f}x slower than {a} ({numbers}{p})."
 
@@ -158,6 +159,11 @@ def ablation_lines(gap: Gap) -> list[str]:
             verb = "closes" if e.closure > 0 else "widens the gap by"
             amount = _pct(abs(e.closure))
             lines.append(f"Switching B's {t.words()} ({toward}) {verb} {amount} of it {_ci_pct(e.ci)}.")
+        elif e.blocks < MIN_BLOCKS:
+            lines.append(
+                f"{t.words()} ({toward}): not decided (closure {_pct(e.closure)} over {e.blocks} blocks; "
+                f"a closure needs {MIN_BLOCKS} or more: --blocks {MIN_BLOCKS})."
+            )
         else:
             lines.append(
                 f"{t.words()} ({toward}): no measurable effect "
@@ -192,7 +198,8 @@ def _cases_table(gap: Gap) -> TableData:
         "step time by case (median, ms/step)",
         ["case", "ms/step", "x A", "gap closed [95% CI]", "vs B"],
         align=["left", "right", "right", "right", "left"],
-        caption="gap closed = (B - case) / (B - A); CI: percentile bootstrap over (block, repeat) pairs.",
+        caption="gap closed = (B - case) / (B - A) of trial medians; CI: percentile bootstrap over blocks "
+        f"(a closure needs {MIN_BLOCKS} blocks or more to count as measurable).",
     )
     t.add_row(_role_label("A", gap), _ms(gap.a_median_s), "1.00", "", "")
     t.add_row(_role_label("B", gap), _ms(gap.b_median_s), f"{gap.ratio:.2f}", "0%", "")

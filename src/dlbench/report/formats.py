@@ -25,6 +25,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from dlbench.analysis.criteria import ALPHA, BAND
+
 FORMATS = ("console", "markdown", "latex", "html", "csv")
 CHILDREN = 2  # with this process: three workers keep two cores busy to the end
 
@@ -144,10 +146,20 @@ def _finish_figures(drawing: Any) -> tuple[list, str]:
     return drawing.finish()
 
 
-def render(store, run_id: int, fmt: str, figures: Any = (), base: Any = None, preface: Any = None) -> str:
+def render(
+    store,
+    run_id: int,
+    fmt: str,
+    figures: Any = (),
+    base: Any = None,
+    preface: Any = None,
+    band: float = BAND,
+    alpha: float = ALPHA,
+) -> str:
     """The report of run_id in a written format (everything but console). Markdown and
     LaTeX link `figures` (already written by make_figures) relative to `base`; `preface`
-    (a dlbench.report.render.Preface) comes before everything else."""
+    (a dlbench.report.render.Preface) comes before everything else; `band` and `alpha`
+    are the verdict criteria (dlbench.analysis.criteria)."""
     from dlbench.report import csv_out, html, latex, markdown
     from dlbench.report.model import build_report
 
@@ -155,7 +167,7 @@ def render(store, run_id: int, fmt: str, figures: Any = (), base: Any = None, pr
         raise ValueError(f"format {fmt!r}: written formats are {', '.join(f for f in FORMATS if f != 'console')}")
     if fmt != "html":
         # CSV holds the summary only: skip the hypothesis tests it would not show.
-        report = build_report(store, run_id, hypotheses=fmt != "csv")
+        report = build_report(store, run_id, hypotheses=fmt != "csv", band=band, alpha=alpha)
         report.preface = preface
         if fmt == "csv":
             return csv_out.render(report)
@@ -166,7 +178,7 @@ def render(store, run_id: int, fmt: str, figures: Any = (), base: Any = None, pr
     trials, rows = store.trials(run_id), store.measurements(run_id, latency=False)
     with tempfile.TemporaryDirectory(prefix="dlbench-figures-") as tmp:
         drawing = _start_figures(trials, rows, tmp)  # drawn while the tables are computed
-        report = build_report(store, run_id, trials=trials, measurements=rows)
+        report = build_report(store, run_id, trials=trials, measurements=rows, band=band, alpha=alpha)
         report.preface = preface
         figures, note = _finish_figures(drawing)
     return html.render(report, figures, note)

@@ -54,7 +54,8 @@ def hypothesis_row(
     if comparison is not None:
         c = comparison
     else:
-        c = stats.compare_two(a, b, paired, band, alpha, n_boot, seed)
+        # Paired samples are trial medians by block; unpaired ones here are repeats of one process.
+        c = stats.compare_two(a, b, paired, band, alpha, n_boot, seed, independent=paired)
         if adjusted_p is not None:
             c = stats.adjust(c, adjusted_p, family_size)
     cache = normality_cache if normality_cache is not None else {}
@@ -78,16 +79,20 @@ def hypothesis_row(
         checks = [_normality_words(name, normal_of(name, x)) for name, x in ((a_name, a), (b_name, b))]
         h0 = f"the {what} of {a_name} and {b_name} do not differ: P({a_name} > {b_name}) = P({a_name} < {b_name})"
         h1 = f"P({a_name} > {b_name}) ≠ P({a_name} < {b_name}) for {what} (two-sided)"
-        why = "independent samples"
+        why = "unpaired samples"
+    if not c.independent:
+        why += "; repeats of one process per side (no test on them is evidence about the code)"
     chosen = f"{'paired ' if paired else ''}{c.test}, {c.test_method}"
     test_reason = (
         f"{chosen}: {why}; a rank test whatever the normality check says "
         f"(reported as a diagnostic: {'; '.join(checks)})"
     )
-    if c.why is not None and c.why.cause in ("too few", "too few for quantile"):
+    if c.why is not None and c.why.cause in ("one process", "too few", "too few for quantile"):
         decision = "not decidable: " + reason(c)
     else:
         decision = f"reject H0 at alpha={alpha:g}" if c.p < alpha else f"do not reject H0 at alpha={alpha:g}"
+        if c.at_floor:
+            decision += " (p is the smallest this design can give)"
     return {
         "metric": metric,
         "phase": phase,

@@ -16,8 +16,9 @@ from dlbench.report.answer import Answer, build_answer
 from dlbench.report.render import Preface, TableData
 
 LEGEND = (
-    "'1 process' = repeats inside one worker process (correlated; use --trials >= 2 "
-    "for independent samples); 'noisy' or IQR/median>10% = high variance; BUSY = other processes took "
+    "'1 process' = repeats inside one worker process (correlated: a ratio, never a verdict; "
+    "--trials N gives N independent processes per case); 'noisy' or IQR/median>10% = high variance; "
+    "BUSY = other processes took "
     f"at least {BUSY_THRESHOLD:g}% of the CPU while the case ran (re-measure it)"
 )
 
@@ -123,7 +124,13 @@ class Report:
 
 
 def build_report(
-    store, run_id: int, hypotheses: bool = True, trials: list | None = None, measurements: list | None = None
+    store,
+    run_id: int,
+    hypotheses: bool = True,
+    trials: list | None = None,
+    measurements: list | None = None,
+    band: float = BAND,
+    alpha: float = ALPHA,
 ) -> Report:
     """hypotheses=False skips the hypothesis report (normality Monte Carlo and a bootstrap
     per pair), which the console output does not show. `trials`/`measurements`: the
@@ -160,9 +167,9 @@ def build_report(
     measurements = store.measurements(run_id, latency=False) if measurements is None else measurements
     summaries = summarize(trials, measurements)
     found = sweeps(summaries)
-    analysed = analyse(list(trials), measurements, band=BAND, alpha=ALPHA)
+    analysed = analyse(list(trials), measurements, band=band, alpha=alpha)
     accuracy = [
-        (g, stats.compare_many(g.values, paired=g.paired, alpha=ALPHA, band=BAND))
+        (g, stats.compare_many(g.values, paired=g.paired, alpha=alpha, band=band, independent=g.independent))
         for g in comparison_groups(list(trials), measurements, ACCURACY)
     ]
     sampler_rows = store.samplers(run_id)
@@ -181,9 +188,11 @@ def build_report(
         )
         for t in trials
     ]
-    rows = hypothesis_rows(trials, measurements, alpha=ALPHA, band=BAND, analysed=analysed) if hypotheses else []
+    rows = hypothesis_rows(trials, measurements, alpha=alpha, band=band, analysed=analysed) if hypotheses else []
     scaled = scaling(trials, measurements)
-    answer = build_answer(rankings(analysed, accuracy), {labels[k]: v for k, v in busy.items() if k in labels})
+    answer = build_answer(
+        rankings(analysed, accuracy), {labels[k]: v for k, v in busy.items() if k in labels}, band=band, alpha=alpha
+    )
     if scaled:
         answer.items.extend(scaling_answer(scaled))
         answer.empty = ""
@@ -214,7 +223,7 @@ def build_report(
         latency=latency_table(summaries, latency_percentiles(store.latency_calls(run_id))),
         telemetry=telemetry_tables(summaries, measurements, sampler_rows),
         omnibus=omnibus_table(omnibus) if omnibus else None,
-        verdicts=verdict_table(verdicts, band=BAND, alpha=ALPHA) if verdicts else None,
+        verdicts=verdict_table(verdicts, band=band, alpha=alpha) if verdicts else None,
         failed=trials_table(failed) if failed else None,
         skipped=skipped_table([(json.loads(s["cell_json"]), s["reason"]) for s in store.skipped(run_id)]),
         hypotheses=rows,

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from dlbench.env import framework_software
 from dlbench.report.render import Preface, TableData
 from dlbench.studies.facts import Facts
-from dlbench.studies.paper_vs_run import ALPHA, Comparison, Value, agreement, direction
+from dlbench.studies.paper_vs_run import ALPHA, BAND, Comparison, Rule, Value, agreement, direction
 from dlbench.studies.spec import Study
 
 NAMES = {
@@ -60,34 +61,55 @@ def _heading(machine: str, setting: str, comparison: Comparison) -> str:
     return "ours: " + ", ".join(parts)
 
 
-def _ratio_cell(ours: dict[str, Any], paper_ratio: float, lower: bool) -> str:
+def _ratio_cell(ours: dict[str, Any], paper_ratio: float, lower: bool, size_factor: float) -> str:
     if "ratio" not in ours:
-        return f"— ({ours.get('why', 'not measured')})"
+        return f"— ({ours.get('why', 'not measured here')})"
     text = f"{ours['ratio']:.2f}"
     if ours.get("ci"):
-        text += f" [{ours['ci'][0]:.2f}, {ours['ci'][1]:.2f}]"
-    return f"{text}: {agreement(paper_ratio, ours, lower)}"
+        within = " within-process" if ours.get("independent") is False else ""
+        text += f" [{within.strip() + ' ' if within else ''}{ours['ci'][0]:.2f}, {ours['ci'][1]:.2f}]"
+    return f"{text}: {agreement(paper_ratio, ours, lower, size_factor)}"
+
+
+def _opening(study: Study, facts: Facts, comparison: Comparison, scale: str) -> str:
+    """The first line: the scale, and whether this is a reproduction. Only the paper's scale
+    on the paper's kind of hardware reproduces; anything else re-runs the design."""
+    devices = sorted({str(d) for m in comparison.machines if len(m.summary) for d in set(m.summary["device"])})
+    paper_devices = {m.device for m in facts.machines}
+    reproduces = scale == "paper" and bool(paper_devices & set(devices))
+    verb = "Reproduces" if reproduces else "Re-runs the design of"
+    where = f" on {', '.join(devices)}" if devices else ""
+    kinds = ", ".join(sorted(paper_devices))
+    return (
+        f'Scale {scale}{where}. {verb} {facts.cite()}, "{facts.title}" (seed {facts.seed}; the paper\'s '
+        f"machines: {kinds}): study {study.name} v{study.version}, {study.title}."
+    )
 
 
 def build(study: Study, facts: Facts, comparison: Comparison, scale: str, changes: tuple[str, ...]) -> Preface:
     """The section for `comparison` (dlbench.studies.paper_vs_run.compare) of a run at `scale`."""
     columns = _columns(comparison)
-    lines = []
+    rule = Rule(study.size_factor, BAND, ALPHA)
+    lines = [_opening(study, facts, comparison, scale)]
     if study.lead(scale):
         lines.append(study.lead(scale))
-    lines.append(
-        f"Study {study.name} v{study.version} at scale {scale}: {study.title}. Reproduces {facts.cite()}, "
-        f'"{facts.title}" (seed {facts.seed}).'
-    )
-    verdicts = [agreement(r.paper_ratio, r.ours[c], r.lower_is_better) for r in comparison.ratios for c in columns]
-    counted = [v for v in verdicts if v != "not measured"]
+    if scale != "paper":
+        lines.append(f"Scale {scale} changes the paper's design: " + "; ".join(changes) + ".")
+    lines.append(rule.words())
+    verdicts = [
+        agreement(r.paper_ratio, r.ours[c], r.lower_is_better, study.size_factor)
+        for r in comparison.ratios
+        for c in columns
+    ]
+    counted = [v for v in verdicts if not v.startswith("not measured")]
     if counted:
         agree = sum(v.startswith("agrees") for v in counted)
         differ = sum(v.startswith("differs") for v in counted)
+        sized = sum(v == "agrees in direction and size" for v in counted)
         lines.append(
             f"Framework ratios (PyTorch / TensorFlow) that the paper reports and this run measured: "
-            f"{len(counted)}; same direction in {agree}, opposite in {differ}, "
-            f"not decided here in {len(counted) - agree - differ}."
+            f"{len(counted)}; agree in direction in {agree} (in size too in {sized}), differ in {differ}, "
+            f"undecided here in {len(counted) - agree - differ}."
         )
     elif facts.facts:
         lines.append("None of the paper's PyTorch / TensorFlow pairs could be compared with this run (reasons below).")
@@ -99,12 +121,11 @@ def build(study: Study, facts: Facts, comparison: Comparison, scale: str, change
     agreed = sum(v.startswith("agrees") for v in claims)
     differed = sum(v.startswith("differs") for v in claims)
     if claims:
+        unmeasured = sum(v.startswith("not measured") for v in claims)
         lines.append(
-            f"The paper's claims checked against this run: {agreed} agree, {differed} differ, "
-            f"{len(claims) - agreed - differed} not decided or not measured here."
+            f"The paper's claims checked against this run: {agreed} agree in direction, {differed} differ, "
+            f"{len(claims) - agreed - differed - unmeasured} undecided here, {unmeasured} not measured here."
         )
-    if scale != "paper":
-        lines.append(f"Scale {scale} changes the paper's design: " + "; ".join(changes) + ".")
     lines += list(study.reading)
     lines.append(
         "A 2-core CPU cannot match a paper's absolute times; the ratio between frameworks, and its direction, "
@@ -114,12 +135,12 @@ def build(study: Study, facts: Facts, comparison: Comparison, scale: str, change
     tables = [_machines(facts, comparison)]
     every = [_facts_table(facts, comparison, columns)] if comparison.facts else []
     if comparison.ratios:
-        tables.append(_ratio_table(comparison, columns))
+        tables.append(_ratio_table(comparison, columns, study.size_factor))
     decisions = _decisions(comparison, columns)
     if decisions is not None:
         tables.append(decisions)
     if comparison.claims:
-        tables.append(_claims_table(comparison, columns))
+        tables.append(_claims_table(comparison, columns, rule))
     if study.choices or study.cannot:
         t = TableData("Where the paper leaves a choice open, and what cannot be reproduced", ["", "what"])
         for c in study.choices:
@@ -146,8 +167,7 @@ def _machines(facts: Facts, comparison: Comparison) -> TableData:
         t.add_row("paper", m.label, m.hardware, m.software)
     for mine in comparison.machines:
         fp = mine.fingerprint
-        packages = fp.get("packages") or {}
-        software = ", ".join(f"{k} {v}" for k, v in sorted(packages.items()) if k in ("torch", "tensorflow", "jax"))
+        software = framework_software(fp, ("torch", "tensorflow", "jax"))
         t.add_row(f"run {mine.run_id}", mine.label, f"{fp.get('logical_cores', '?')} logical cores", software)
     return t
 
@@ -187,7 +207,7 @@ def _facts_table(facts: Facts, comparison: Comparison, columns: list[tuple[str, 
     return t
 
 
-def _ratio_table(comparison: Comparison, columns: list[tuple[str, str]]) -> TableData:
+def _ratio_table(comparison: Comparison, columns: list[tuple[str, str]], size_factor: float) -> TableData:
     t = TableData(
         "PyTorch / TensorFlow: the paper's ratio and ours",
         ["ref", "model", "quantity", "where", "paper", *(_heading(m, s, comparison) for m, s in columns)],
@@ -201,19 +221,21 @@ def _ratio_table(comparison: Comparison, columns: list[tuple[str, str]]) -> Tabl
             f"{r.quantity} ({r.statistic})",
             _where(r.where),
             f"{r.paper_ratio:.2f} ({r.paper_machine}; {better} better)",
-            *(_ratio_cell(r.ours[c], r.paper_ratio, r.lower_is_better) for c in columns),
+            *(_ratio_cell(r.ours[c], r.paper_ratio, r.lower_is_better, size_factor) for c in columns),
         )
     t.caption = (
         "ratio < 1: PyTorch smaller (faster for times). Ours: the ratio of medians; for times and accuracy "
-        "with the 95% CI of the run's own test (and its verdict for times); other quantities: medians only."
+        "with the 95% CI and verdict of the run's own engine (within-process CI and no verdict where a "
+        "framework ran in one process); other quantities: medians only, never agreement."
     )
     return t
 
 
-def _claims_table(comparison: Comparison, columns: list[tuple[str, str]]) -> TableData:
+def _claims_table(comparison: Comparison, columns: list[tuple[str, str]], rule: Rule) -> TableData:
     t = TableData(
         "The paper's claims, checked",
         ["ref", "claim", "better (paper)", *(_heading(m, s, comparison) for m, s in columns)],
+        notes=[rule.words()],
     )
     for row in comparison.claims:
         c = row.claim
@@ -257,6 +279,8 @@ def _decisions(comparison: Comparison, columns: list[tuple[str, str]]) -> TableD
             *(_decision(v.value) for v in ours),
         )
     t.caption = (
-        "H1: the medians differ. The paper's normality tests (Kolmogorov-Smirnov) are in the table of every number."
+        "H1: the medians differ. Ours: the exact paired Wilcoxon test over trial medians paired by block (one "
+        "value per process; never repeats paired by index). The paper's normality tests (Kolmogorov-Smirnov) are "
+        "in the table of every number, ours beside them by Lilliefors' test (KS with the mean and sd estimated)."
     )
     return t

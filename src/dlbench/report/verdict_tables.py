@@ -10,8 +10,12 @@ from dlbench.report.words import reason
 
 
 def _p(c) -> str:
+    if not c.independent:
+        return "— (1 process)"  # a p-value over one process's repeats is no evidence about the code
     p = c.p_adjusted if c.p_adjusted is not None else c.p_value
-    return "—" if p != p else f"{p:.3g}" + (" (Holm)" if c.p_adjusted is not None else "")
+    if p != p:
+        return "—"
+    return f"{p:.3g}" + (" (Holm)" if c.p_adjusted is not None else "") + (" (floor)" if c.at_floor else "")
 
 
 def verdict_table(verdicts: list[PairVerdict], band: float = 0.02, alpha: float = 0.05) -> TableData:
@@ -19,8 +23,10 @@ def verdict_table(verdicts: list[PairVerdict], band: float = 0.02, alpha: float 
         "framework vs framework (A relative to B; ratio of medians with bootstrap 95% CI)",
         ["set", "metric", "A", "B", "ratio A/B [95% CI]", "test", "p", "Cliff's δ", "verdict", "sample"],
         notes=[
-            f"verdicts: faster/slower need p < {alpha} and the ratio CI outside ±{band:.0%}; "
-            f"'no meaningful difference' = ratio CI inside ±{band:.0%}"
+            f"verdicts (band ±{band:.0%}, alpha {alpha:g}): faster/slower need independent processes per side, "
+            f"p < {alpha:g} and the ratio CI outside ±{band:.0%}; 'no meaningful difference' = ratio CI inside "
+            f"±{band:.0%}; one process per side gives a within-process CI and no verdict; (floor) = the "
+            "smallest p the design can give"
         ],
         optional=("sample", "test", "Cliff's δ"),
     )
@@ -35,7 +41,7 @@ def verdict_table(verdicts: list[PairVerdict], band: float = 0.02, alpha: float 
             c.test,
             _p(c),
             f"{c.cliffs_delta:+.2f} ({c.magnitude})",
-            c.verdict,
+            c.verdict if c.independent else "no verdict (1 process per side)",
             f"{c.n_a}+{c.n_b} "
             + ("trial medians, paired by block" if v.independent else "repeats in one process each (correlated)"),
         )
@@ -51,14 +57,16 @@ def omnibus_table(rows) -> TableData:
     return t
 
 
-def compare_table(diffs: list[RunDiff], a_name: str, b_name: str, threshold: float, quantile: float = 0.5) -> TableData:
+def compare_table(
+    diffs: list[RunDiff], a_name: str, b_name: str, threshold: float, quantile: float = 0.5, alpha: float = 0.05
+) -> TableData:
     est = estimator_name(quantile)
     ratio_col = "ratio B/A [95% CI]"
     # The verdict is what a reader (or a grep in a CI log) looks for: it never wraps,
     # so the reason of an undecided verdict has a column of its own.
     t = TableData(
-        f"{b_name} relative to {a_name} (ratio of {est}s, > 1: slower; regression = significant and "
-        f"beyond +{threshold:.0%})",
+        f"{b_name} relative to {a_name} (ratio of {est}s, > 1: slower; band ±{threshold:.0%}, alpha {alpha:g}; "
+        f"regression = significant and beyond +{threshold:.0%}; one process per side: no verdict)",
         ["case", "metric", f"{est} A (s)", f"{est} B (s)", ratio_col, "p", "verdict", "reason", "sample"],
         notes=[
             "paired: A and B took turns block by block (dlbench extend A B), block k of A paired with "
@@ -79,7 +87,7 @@ def compare_table(diffs: list[RunDiff], a_name: str, b_name: str, threshold: flo
             f"{c.estimate_a:.4g}",
             f"{c.ratio:.3f} [{c.ratio_ci[0]:.3f}, {c.ratio_ci[1]:.3f}]",
             _p(c),
-            "REGRESSION" if d.regression else c.verdict,
+            "REGRESSION" if d.regression else c.verdict if c.independent else "no verdict",
             reason(c) if c.verdict == "undecided" else "",
             d.sample,
         )

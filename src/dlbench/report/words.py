@@ -23,7 +23,8 @@ def family(m: int) -> str:
 
 
 def p_words(c: Comparison) -> str:
-    return f"p = {num(c.p)}" + (" (Holm)" if c.p_adjusted is not None else "")
+    floor = " (the smallest this design can give)" if c.at_floor else ""
+    return f"p = {num(c.p)}" + (" (Holm)" if c.p_adjusted is not None else "") + floor
 
 
 def _projection(c: Comparison) -> str:
@@ -54,6 +55,11 @@ def reason(c: Comparison) -> str:
     if why is None:
         return ""
     m, alpha, cause = c.family_size, c.alpha, why.cause
+    if cause == "one process":
+        return (
+            "one process per side: its repeats share the process's state, so no test on them says anything "
+            f"of the code; {why.need or 'N'} or more independent trials per side (--trials, or dlbench extend) decide"
+        )
     if cause == "too few":
         if c.paired:
             return (

@@ -64,7 +64,10 @@ _FACT_KEYS = (
     "approx",
     "printed",
 )
-_CLAIM_KEYS = ("ref", "quantity", "model", "machine", "better", "text", "where")
+_CLAIM_KEYS = ("ref", "quantity", "model", "machine", "better", "text", "where", "trend")
+# A claim about how a difference changes along a factor ("the more expensive the
+# model, the better TensorFlow"): dlbench judges one comparison at a time, not trends.
+TRENDS = ("models", "batch_size", "input_shape")
 
 
 @dataclass(frozen=True)
@@ -129,6 +132,7 @@ class Claim:
     better: str
     text: str
     where: dict[str, Any] = field(default_factory=dict)
+    trend: str = ""  # the factor a trend claim runs along (TRENDS); "" for a plain claim
 
 
 @dataclass(frozen=True)
@@ -244,6 +248,7 @@ def parse(text: str, source: str) -> Facts:
                 better=_one_of(where, "better", c["better"], (*FRAMEWORKS, "none")),
                 text=_text(where, "text", c["text"]),
                 where=dict(c.get("where", {})) if isinstance(c.get("where", {}), dict) else {},
+                trend=_one_of(where, "trend", c["trend"], TRENDS) if "trend" in c else "",
             )
         )
     year = paper["year"]

@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from dlbench.analysis.criteria import ALPHA, BAND
 from dlbench.studies.facts import Claim, Fact, Facts
 from dlbench.studies.spec import Setting, Study
 
@@ -70,7 +71,6 @@ TESTED = {
     "accuracy": "accuracy",
     "energy": "cpu_energy",
 }
-ALPHA = 0.05
 # Units dlbench states a quantity in when the paper gives none to convert to (ratios, claims).
 NATURAL_UNIT = {"accuracy": "%", "cpu_energy": "J", "gpu_energy": "J", "memory": "MB"}
 # The paper's unit -> multiply our value (in dlbench's unit) by this to get it.
@@ -272,7 +272,10 @@ def _ours(
 
 def _sample(machine: Machine, study: Study, quantity: str, phase: str, framework: str, model: str,
             where: dict[str, Any], setting: Setting) -> Any:  # fmt: skip
-    """Per-repeat values (indexed by block and repeat) of one case, warm-ups and failed trials left out."""
+    """One value per process of one case: each ok trial's median over its measured
+    repeats (counters of one repeat summed first), indexed by block; warm-ups, failed and
+    retired trials left out. The process is the unit of evidence: repeats inside one
+    process are not independent, so they are never paired or tested one by one."""
     frame = machine.measurements
     _, pattern, _ = MEASURED[quantity]
     rows = frame[
@@ -289,14 +292,17 @@ def _sample(machine: Machine, study: Study, quantity: str, phase: str, framework
         return None
     first = sorted(rows["case_key"].unique())[0]
     one = rows[rows["case_key"] == first]
-    return one.groupby(["block", "repeat"])["value"].sum()
+    per_repeat = one.groupby(["block", "repeat"])["value"].sum()
+    return per_repeat.groupby(level="block").median()
 
 
 def _test(machine: Machine, study: Study, framework: str, model: str, where: dict[str, Any], setting: Setting) -> Value:
-    """Our p-value for a paper's test: paired Wilcoxon signed-rank of torch against TensorFlow
-    (framework "both", pairs matched by block and repeat), or the Kolmogorov-Smirnov test of
-    one framework's sample against a normal distribution with its own mean and sd."""
-    from scipy import stats
+    """Our p-value for a paper's test: the paired Wilcoxon signed-rank test of torch against
+    TensorFlow (framework "both") over trial medians paired by interleaving block, the
+    test the report's verdicts use; or the normality of one framework's trial medians by
+    Lilliefors' test (KS with the mean and sd estimated from the sample: the plain KS
+    p-value of a self-standardized sample is too large)."""
+    from dlbench.analysis import stats
 
     variable, phase = where.get("variable"), str(where.get("phase", "train"))
     if variable not in TESTED or machine.measurements is None:
@@ -306,22 +312,30 @@ def _test(machine: Machine, study: Study, framework: str, model: str, where: dic
     quantity = TESTED[str(variable)].format(phase=phase)
     if quantity not in MEASURED:
         return Value(None, why=f"no {phase} phase for {variable}")
+    what = f"{phase} {MEASURED[quantity][1]}"
     if framework == "both":
         x = _sample(machine, study, quantity, phase, "torch", model, where, setting)
         y = _sample(machine, study, quantity, phase, "tensorflow", model, where, setting)
         if x is None or y is None:
-            return Value(None, why=f"{phase} {MEASURED[quantity][1]} not measured for both frameworks here")
+            return Value(None, why=f"{what} not measured for both frameworks here")
         pairs = x.to_frame("x").join(y.to_frame("y"), how="inner")
-        if len(pairs) < 2 or (pairs["x"] == pairs["y"]).all():
-            return Value(None, why=f"{len(pairs)} pairs: too few (or all equal) for the paired Wilcoxon test")
-        return Value(float(stats.wilcoxon(pairs["x"], pairs["y"]).pvalue), len(pairs))
+        if len(pairs) < 2:
+            return Value(
+                None,
+                why=f"{len(pairs)} process per framework: the paired test needs independent trials paired by "
+                f"block (at least {stats.min_pairs()} to reach p < 0.05: --trials {stats.min_pairs()})",
+            )
+        if (pairs["x"] == pairs["y"]).all():
+            return Value(None, why=f"{len(pairs)} pairs, all equal: nothing to test")
+        c = stats.compare_two(pairs["x"].to_numpy(), pairs["y"].to_numpy(), paired=True)
+        return Value(c.p_value, len(pairs))
     sample = _sample(machine, study, quantity, phase, ALIASES.get(framework, framework), model, where, setting)
     if sample is None:
-        return Value(None, why=f"{phase} {MEASURED[quantity][1]} not measured here")
-    if len(sample) < 3 or float(sample.std()) == 0:
-        return Value(None, why=f"{phase} {MEASURED[quantity][1]}: too few distinct values for the KS test here")
-    z = (sample - sample.mean()) / sample.std()
-    return Value(float(stats.kstest(z, "norm").pvalue), len(sample))
+        return Value(None, why=f"{what} not measured here")
+    nm = stats.normality(sample.to_numpy())
+    if not nm.testable:
+        return Value(None, why=f"{what}: Lilliefors' test on {len(sample)} trial median(s): {nm.reason}")
+    return Value(nm.ks_p, len(sample))
 
 
 def _ratio_ours(machine: Machine, study: Study, ratio: RatioRow, setting: Setting) -> dict[str, Any]:
@@ -359,6 +373,7 @@ def _ratio_ours(machine: Machine, study: Study, ratio: RatioRow, setting: Settin
                 ):
                     out.update(ratio=float(r["ratio_a_over_b"]), ci=(float(r["ci_low"]), float(r["ci_high"])))
                 out["verdict"] = r["verdict"]
+                out["independent"] = bool(r["independent"])
                 out["test"] = r["test"]
                 out["p"] = None if _missing(r["p_adjusted"]) else float(r["p_adjusted"])
     return out
@@ -366,17 +381,29 @@ def _ratio_ours(machine: Machine, study: Study, ratio: RatioRow, setting: Settin
 
 def _across_sets(machine: Machine, study: Study, ratio: RatioRow, setting: Setting, phase: str) -> dict[str, Any]:
     """torch / TensorFlow for a setting whose two cases differ in more than the framework
-    (the paper's cited code): the two cases' measured repeats compared directly, with the
-    statistics of the report (ratio of medians, bootstrap CI, Mann-Whitney), unpaired."""
+    (the paper's cited code): the two cases' trial medians compared directly with the
+    report's engine (ratio of medians, bootstrap CI), paired by block where both ran in
+    every block; one process per case gives a ratio and no verdict."""
     from dlbench.analysis import stats
-    from dlbench.analysis.comparisons import ALPHA as REPORT_ALPHA
-    from dlbench.analysis.comparisons import BAND
 
     x = _sample(machine, study, ratio.quantity, phase, "torch", ratio.model, ratio.where, setting)
     y = _sample(machine, study, ratio.quantity, phase, "tensorflow", ratio.model, ratio.where, setting)
-    if x is None or y is None or len(x) < 2 or len(y) < 2:
+    if x is None or y is None:
         return {}
-    result = stats.compare_many({"torch": list(x), "tensorflow": list(y)}, paired=False, alpha=REPORT_ALPHA, band=BAND)
+    independent = len(x) >= 2 and len(y) >= 2
+    if independent and set(x.index) == set(y.index):
+        pairs = x.to_frame("x").join(y.to_frame("y"), how="inner")
+        groups, paired = {"torch": list(pairs["x"]), "tensorflow": list(pairs["y"])}, True
+    else:
+        groups, paired = {"torch": list(x), "tensorflow": list(y)}, False
+    if not independent:
+        # One process per case: its repeats give the within-process ratio, never a verdict.
+        groups = {fw: list(v) for fw, v in (("torch", _repeats(machine, study, ratio, setting, phase, "torch")),
+                                               ("tensorflow", _repeats(machine, study, ratio, setting, phase,
+                                                                       "tensorflow")))}  # fmt: skip
+        if min(len(v) for v in groups.values()) < 2:
+            return {}
+    result = stats.compare_many(groups, paired=paired, alpha=ALPHA, band=BAND, independent=independent)
     ((a, _, comp),) = result.pairwise
     comp = comp if a == "torch" else stats.reverse(comp)
     return {
@@ -385,7 +412,27 @@ def _across_sets(machine: Machine, study: Study, ratio: RatioRow, setting: Setti
         "verdict": comp.verdict,
         "test": comp.test,
         "p": None if comp.p_adjusted is None else float(comp.p_adjusted),
+        "independent": comp.independent,
     }
+
+
+def _repeats(machine: Machine, study: Study, ratio: RatioRow, setting: Setting, phase: str, framework: str) -> list:
+    """The measured repeats of a case that ran in one process (for its within-process ratio)."""
+    frame = machine.measurements
+    _, pattern, _ = MEASURED[ratio.quantity]
+    rows = frame[
+        (frame["phase"] == phase)
+        & frame["metric"].map(lambda m: fnmatch.fnmatchcase(str(m), pattern))
+        & ~frame["warmup"].astype(bool)
+        & (frame["status"] == "ok")
+        & frame["repeat"].notna()
+    ]
+    wanted = _case_filter(study, ratio.model, framework, ratio.where, setting)
+    rows = rows[rows.apply(lambda r: _matches(r, wanted), axis=1)] if len(rows) else rows
+    if not len(rows):
+        return []
+    first = sorted(rows["case_key"].unique())[0]
+    return list(rows[rows["case_key"] == first].groupby(["block", "repeat"])["value"].sum())
 
 
 def direction(ratio: float, lower_is_better: bool) -> str:
@@ -395,19 +442,71 @@ def direction(ratio: float, lower_is_better: bool) -> str:
     return "torch" if (ratio < 1) == lower_is_better else "tensorflow"
 
 
-def agreement(paper_ratio: float, ours: dict[str, Any], lower_is_better: bool) -> str:
-    """agrees / differs / undecided here: the direction of the paper's ratio against ours."""
+@dataclass(frozen=True)
+class Rule:
+    """How a paper's ratio or claim is judged against this run, stated before any number.
+
+    Direction: dlbench's own verdict (the one engine, dlbench.analysis.stats.decide) on
+    independent processes per framework must name the same framework better. Size: our
+    95% CI of the PyTorch / TensorFlow ratio must lie within `size_factor` of the paper's
+    ratio. Anything the engine leaves undecided is "undecided here", never agreement."""
+
+    size_factor: float
+    band: float
+    alpha: float
+
+    def words(self) -> str:
+        return (
+            "Agreement rule, stated before any number: a paper's ratio or claim agrees in direction when "
+            "dlbench's verdict names the same framework better (independent processes per framework, "
+            f"interleaved in blocks; paired Wilcoxon over trial medians, Holm; alpha {self.alpha:g}, band "
+            f"±{self.band:.0%}), and in size when our 95% CI of the PyTorch / TensorFlow ratio lies within a "
+            f"factor {self.size_factor:g} of the paper's ratio. 'Differs': the verdict names the other framework, "
+            "or no meaningful difference where the paper found one. 'Undecided here': our verdict is undecided "
+            "(one process per framework never decides). 'Not measured here': hardware, models, scales or trends "
+            "this run did not have."
+        )
+
+
+OUTCOMES = ("agrees in direction and size", "agrees in direction", "differs", "undecided here", "not measured here")
+
+
+def decided_better(ours: dict[str, Any], lower_is_better: bool) -> str | None:
+    """Which framework the engine decided better: "torch", "tensorflow", "none" (no
+    meaningful difference), or None (undecided, one process per side, or untested)."""
+    verdict = ours.get("verdict")
+    if verdict == "no meaningful difference":
+        return "none"
+    if verdict in ("faster", "lower"):
+        torch_lower = True
+    elif verdict in ("slower", "higher"):
+        torch_lower = False
+    else:
+        return None
+    return "torch" if torch_lower == lower_is_better else "tensorflow"
+
+
+def _undecided_why(ours: dict[str, Any]) -> str:
+    if ours.get("verdict") is None:
+        return " (medians only: not tested)"
+    if ours.get("independent") is False:
+        return " (one process per framework: a ratio, no verdict)"
+    return ""
+
+
+def agreement(paper_ratio: float, ours: dict[str, Any], lower_is_better: bool, size_factor: float = 2.0) -> str:
+    """One of OUTCOMES (with why, where undecided): the paper's ratio against our verdict and CI."""
     if "ratio" not in ours:
-        return "not measured"
-    paper_better = direction(paper_ratio, lower_is_better)
+        return "not measured here"
+    better = decided_better(ours, lower_is_better)
+    if better is None:
+        return "undecided here" + _undecided_why(ours)
+    if better != direction(paper_ratio, lower_is_better):
+        return "differs"
     ci = ours.get("ci")
-    if ci is not None and ci[0] <= 1 <= ci[1]:
-        return "undecided here (CI spans 1)"
-    if ours.get("verdict") in ("undecided", "equivalent"):
-        return f"{ours['verdict']} here"
-    same = direction(ours["ratio"], lower_is_better) == paper_better
-    tested = ci is not None or ours.get("verdict") is not None
-    return ("agrees" if same else "differs") + ("" if tested else " (medians only, no test)")
+    if ci is not None and paper_ratio / size_factor <= ci[0] and ci[1] <= paper_ratio * size_factor:
+        return "agrees in direction and size"
+    return "agrees in direction"
 
 
 def _ratios(facts: Facts) -> list[RatioRow]:
@@ -437,52 +536,59 @@ def _ratios(facts: Facts) -> list[RatioRow]:
     return rows
 
 
-def _claim(machine: Machine, study: Study, claim: Claim, setting: Setting, paper_device: str | None) -> str:
+def _claim(machine: Machine, study: Study, claim: Claim, setting: Setting, facts: Facts) -> str:
+    """One of OUTCOMES for a claim on one machine's run, with what it rests on."""
+    if claim.quantity not in MEASURED:
+        return "not measured here (no such measurement in dlbench)"
+    if claim.trend:
+        return (
+            f"not measured here: a trend over {claim.trend.replace('_', ' ')}, which dlbench does not test "
+            "(it judges one comparison at a time)"
+        )
+    devices = sorted(str(d) for d in set(machine.summary["device"])) if len(machine.summary) else []
+    here = ", ".join(devices) or "no device"
+    if claim.machine != "all":
+        paper = next((m for m in facts.machines if m.id == claim.machine), None)
+        if paper is not None and paper.device not in devices:
+            return (
+                f"not measured here: the paper's claim is for its {paper.label} machine ({paper.device}); "
+                f"this run: {here}"
+            )
     verdict = _claim_verdict(machine, study, claim, setting)
-    devices = sorted(set(machine.summary["device"])) if len(machine.summary) else []
-    if paper_device and devices and verdict != "not measured" and paper_device not in devices:
-        verdict += f" (here on {', '.join(devices)}; the paper's claim is for {paper_device})"
+    if claim.machine == "all" and len(facts.machines) > 1 and not verdict.startswith("not measured"):
+        verdict += (
+            f" (on this {here} machine only; the paper's claim spans {', '.join(m.label for m in facts.machines)})"
+        )
     return verdict
 
 
 def _claim_verdict(machine: Machine, study: Study, claim: Claim, setting: Setting) -> str:
-    if claim.quantity not in MEASURED:
-        return "not measured"
     lower = MEASURED[claim.quantity][2]
-    models = (
-        sorted(set(machine.summary["model"]))
-        if claim.model == "all"
-        else [study.fact_models.get(claim.model, claim.model)]
-    )
-    seen = []
-    untested = False
+    ran = sorted(str(m) for m in set(machine.summary["model"])) if len(machine.summary) else []
+    models = ran if claim.model == "all" else [study.fact_models.get(claim.model, claim.model)]
+    wanted = ALIASES.get(claim.better, claim.better)
+    decided: dict[str, str | None] = {}
+    whys: list[str] = []
     for model in models:
         ratio = RatioRow(claim.ref, model, claim.quantity, "median", claim.where, "", 1.0, lower)
         ours = _ratio_ours(machine, study, ratio, setting)
         if "ratio" not in ours:
             continue
-        untested = untested or ours.get("ci") is None
-        if ours.get("ci") is not None and ours["ci"][0] <= 1 <= ours["ci"][1]:
-            seen.append("none")
-        else:
-            seen.append(direction(ours["ratio"], lower))
-    if not seen:
-        return "not measured"
-    if claim.better == "none":
-        if untested:
-            return "not tested here (medians only)"  # no test: equality can be neither shown nor refuted
-        return "agrees" if all(s == "none" for s in seen) else "differs"
-    if all(s == claim.better for s in seen):
-        return "agrees"
-    if all(s == "none" for s in seen):
-        return "undecided here"
-    return "differs" if any(s not in (claim.better, "none") for s in seen) else "partly (some undecided)"
-
-
-def _device(facts: Facts, machine_id: str) -> str | None:
-    """The device a paper's machine trained on (None: every machine, or not one device)."""
-    found = [m.device for m in facts.machines if m.id == machine_id]
-    return found[0] if found else None
+        decided[model] = decided_better(ours, lower)
+        if decided[model] is None:
+            whys.append(_undecided_why(ours))
+    if not decided:
+        return "not measured here"
+    scope = f" (judged on {', '.join(decided)} only)" if claim.model == "all" else ""
+    against = [m for m, b in decided.items() if b is not None and b != wanted]
+    if against:
+        return "differs" + (f" ({', '.join(against)})" if len(decided) > 1 else "") + scope
+    if all(b == wanted for b in decided.values()):
+        return "agrees in direction" + scope
+    agreeing = [m for m, b in decided.items() if b == wanted]
+    why = whys[0] if whys and len(set(whys)) == 1 else ""
+    partly = f" (agrees in direction for {', '.join(agreeing)}; undecided for the rest)" if agreeing else ""
+    return "undecided here" + (why if not partly else "") + partly + scope
 
 
 def _present(setting: Setting, machines: list[Machine]) -> bool:
@@ -520,7 +626,7 @@ def compare(study: Study, facts: Facts, machines: list[Machine]) -> Comparison:
     claims = [
         ClaimRow(
             c,
-            {(m.label, s.name): _claim(m, study, c, s, _device(facts, c.machine)) for m in machines for s in settings},
+            {(m.label, s.name): _claim(m, study, c, s, facts) for m in machines for s in settings},
         )
         for c in facts.claims
     ]

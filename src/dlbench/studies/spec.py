@@ -34,7 +34,10 @@ _STUDY_KEYS = (
     "setting",
     "reading",
     "fact_models",
+    "size_factor",
 )
+# The default size rule of a study that states none: our CI within a factor 2 of the paper's ratio.
+SIZE_FACTOR = 2.0
 _SETTING_KEYS = ("name", "where", "about")
 _SCALE_KEYS = ("changes", "first_line", "matrix", "protocol", "synthetic", "include", "models")
 _EXPERIMENT_KEYS = ("experiment", "matrix", "protocol", "synthetic", "include", "exclude", "models")
@@ -71,6 +74,9 @@ class Study:
     design: dict[str, Any]  # the paper scale, as an experiment file's structure
     fact_models: dict[str, str] = field(default_factory=dict)  # the paper's network name -> the model run for it
     scales: dict[str, Scale] = field(default_factory=dict)
+    # The agreement rule's size part: a paper ratio r and ours agree in size when our 95% CI
+    # lies within [r / size_factor, r * size_factor] (dlbench.studies.paper_vs_run.Rule).
+    size_factor: float = SIZE_FACTOR
 
     def experiment_data(self, scale: str) -> dict[str, Any]:
         """The experiment file structure at `scale` (the paper's design with the scale's replacements)."""
@@ -139,6 +145,9 @@ def parse(text: str, source: str) -> Study:
     version = head.get("version")
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise ConfigError(f"{source} [study]: version must be an integer >= 1")
+    factor = head.get("size_factor", SIZE_FACTOR)
+    if isinstance(factor, bool) or not isinstance(factor, int | float) or not 1 < factor <= 100:
+        raise ConfigError(f"{source} [study]: size_factor = {factor!r}; a number > 1 and <= 100 (e.g. 1.5)")
     settings = []
     for i, raw in enumerate(head.get("setting", [])):
         s = _check(f"{source} [[study.setting]] {i + 1}", raw, _SETTING_KEYS)
@@ -172,4 +181,5 @@ def parse(text: str, source: str) -> Study:
         design={k: v for k, v in data.items() if k in _EXPERIMENT_KEYS},
         fact_models=_fact_models(source, head.get("fact_models", {})),
         scales=scales,
+        size_factor=float(factor),
     )

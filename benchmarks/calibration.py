@@ -1,0 +1,304 @@
+"""Are dlbench's verdicts calibrated? False-positive rate and power of every verdict path
+on simulated stores whose noise has the sizes measured on this machine.
+
+The model (log scale), one value per (case, block, repeat):
+
+    log value = mu_case + block_k + process_(case, k) + repeat_noise
+
+    block_k       ~ N(0, sd_block)    the machine's drift, shared by every case of block k
+    process_(c,k) ~ N(0, sd_process)  one worker process: placement, caches, allocator, phase
+    repeat_noise  ~ N(0, sd_repeat)   one repeat inside that process
+
+Each trial is one process; its repeats share its process effect, which is why a test on
+repeats compares two processes, not two codes. The sizes come from a store of A/A data
+(`--from-db DB`: every case with two or more trials is identical code run in several
+processes): sd_repeat from the spread of repeats inside each trial, sd_process from the
+spread of trial means beyond what sd_repeat explains. Without --from-db, the sizes
+measured on this 2-core VM from the default run (7 trials x 2 repeats per case) are used:
+DEFAULT_SIZES below.
+
+Every verdict path runs on the simulated rows through the code the commands use:
+  report      comparisons.analyse + rankings (the answer and the per-case tables)
+  hypotheses  report.hypotheses.hypothesis_rows (seed 002's H0 decisions)
+  compare     comparisons.run_vs_run (dlbench compare A B: two runs of the same code)
+  explain     explain.ablation: a toggle with no effect, its closure "measurable" or not
+  claims      studies.paper_vs_run.agreement (a study claim: agrees or differs, vs undecided)
+Under no true difference a verdict of a difference is a false positive; the rate of each
+path must be at most alpha within binomial error (Clopper-Pearson 95%). Then the power:
+the share of comparisons decided in the right direction for a 10% and a 2x effect, at the
+default run's design and at each study's quick scale.
+
+    .venv/bin/python benchmarks/calibration.py [--sims 1000] [--from-db dlbench.db] [--seed 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+# Measured on this VM (see the module docstring; recomputed by --from-db): log-scale sds.
+DEFAULT_SIZES = {"sd_block": 0.0, "sd_process": 0.05, "sd_repeat": 0.02}
+
+
+@dataclass(frozen=True)
+class Design:
+    name: str
+    frameworks: int
+    trials: int  # processes per case, one per block
+    repeats: int  # measured repeats per process
+
+
+DEFAULT = Design("default run", 3, 7, 2)
+# The studies' quick scales: PyTorch and TensorFlow (one comparison), 6 trials per case.
+STUDY_QUICK = (
+    Design("germino quick", 2, 6, 2),
+    Design("florencio quick", 2, 6, 3),
+    Design("patel quick", 2, 6, 2),
+    Design("sumanjali quick", 2, 6, 2),
+    Design("dai quick", 2, 6, 1),
+)
+
+
+def estimate_sizes(path: str) -> dict[str, float]:
+    """sd_repeat and sd_process (log scale) from the train times of every case of a store
+    with two or more ok trials: identical code in several processes is A/A data."""
+    from dlbench.store import Store
+
+    per_trial: dict[tuple[str, int], list[float]] = defaultdict(list)
+    with Store(path, readonly=True) as store:
+        runs = store.runs()
+        for run in runs:
+            trials = {t["id"]: t for t in store.trials(run["id"]) if t["status"] == "ok"}
+            for m in store.measurements(run["id"], latency=False):
+                if m["phase"] == "train" and m["metric"] == "time" and not m["warmup"] and m["repeat"] is not None:
+                    if m["trial_id"] in trials and m["value"]:
+                        per_trial[(f"{run['id']}:{m['case_key']}", m["trial_id"])].append(math.log(m["value"]))
+    within, between = [], []
+    by_case: dict[str, list[list[float]]] = defaultdict(list)
+    for (case, _), values in per_trial.items():
+        by_case[case].append(values)
+    for trials in by_case.values():
+        if len(trials) < 2:
+            continue
+        reps = [v for v in trials if len(v) >= 2]
+        within += [float(np.var(v, ddof=1)) for v in reps]
+        means = [float(np.mean(v)) for v in trials]
+        n_rep = float(np.mean([len(v) for v in trials]))
+        between.append((float(np.var(means, ddof=1)), n_rep))
+    if not between:
+        raise SystemExit(f"{path}: no case with two or more ok trials: no A/A data to estimate from")
+    sd_repeat = math.sqrt(float(np.mean(within))) if within else 0.0
+    var_process = float(np.mean([v - sd_repeat**2 / n for v, n in between]))
+    return {"sd_block": 0.0, "sd_process": math.sqrt(max(var_process, 0.0)), "sd_repeat": sd_repeat}
+
+
+def simulate_run(
+    rng: np.random.Generator, design: Design, sizes: dict[str, float], effects: list[float], run_id: int = 1
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(trials, measurements) rows of one run: framework i's true time is exp(effects[i]),
+    one process per case and block, `design.repeats` repeats each."""
+    trials, rows = [], []
+    tid = run_id * 100_000
+    for block in range(design.trials):
+        drift = rng.normal(0, sizes["sd_block"]) if sizes["sd_block"] else 0.0
+        for i, effect in enumerate(effects):
+            tid += 1
+            case = {"framework": f"fw{i}", "variant": "default", "model": "mlp", "dataset": "digits", "batch_size": 32}
+            key = f"case{i}"
+            trials.append(
+                {
+                    "id": tid,
+                    "case_key": key,
+                    "case_json": json.dumps(case),
+                    "block": block,
+                    "status": "ok",
+                    "started_at": None,
+                    "finished_at": None,
+                    "manifest_json": None,
+                    "protocol_json": None,
+                }
+            )
+            process = rng.normal(0, sizes["sd_process"])
+            for r in range(design.repeats):
+                value = math.exp(effect + drift + process + rng.normal(0, sizes["sd_repeat"]))
+                for phase in ("train", "infer"):
+                    rows.append(
+                        {
+                            "trial_id": tid,
+                            "case_key": key,
+                            "phase": phase,
+                            "metric": "time",
+                            "value": value,
+                            "warmup": 0,
+                            "repeat": r,
+                        }
+                    )
+    return trials, rows
+
+
+@dataclass
+class Tally:
+    positives: int = 0
+    total: int = 0
+
+    def add(self, positive: bool) -> None:
+        self.positives += int(positive)
+        self.total += 1
+
+    def interval(self) -> tuple[float, float]:
+        from scipy.stats import binomtest
+
+        ci = binomtest(self.positives, self.total).proportion_ci(0.95)
+        return float(ci.low), float(ci.high)
+
+    def rate(self) -> float:
+        return self.positives / self.total if self.total else math.nan
+
+
+def report_path(trials, rows) -> list[str]:
+    """Verdicts of the answer block and the per-case tables: every pair of every set."""
+    from dlbench.analysis.comparisons import analyse
+
+    return [c.verdict for g, result in analyse(trials, rows) if g.phase == "train" for _, _, c in result.pairwise]
+
+
+def hypotheses_path(trials, rows) -> list[bool]:
+    from dlbench.analysis.comparisons import analyse
+    from dlbench.report.hypotheses import hypothesis_rows
+
+    analysed = [(g, r) for g, r in analyse(trials, rows) if g.phase == "train"]
+    return [row["decision"].startswith("reject H0") for row in hypothesis_rows(trials, rows, analysed=analysed)]
+
+
+def compare_path(a: tuple[list, list], b: tuple[list, list]) -> list[str]:
+    from dlbench.analysis.comparisons import run_vs_run
+
+    return [d.comparison.verdict for d in run_vs_run(*a, *b) if d.comparison is not None and d.metric == "train time"]
+
+
+def explain_path(rng: np.random.Generator, design: Design, sizes: dict[str, float], gap: float) -> bool:
+    """A (fast), B (slower by `gap` in log) and B with a toggle that does nothing: is the
+    toggle's closure called measurable? The closure code and rule of dlbench explain."""
+    from dlbench.explain.ablation import Effect, _closure_ci, _compare, per_block
+
+    trials, rows = simulate_run(rng, design, sizes, [0.0, gap, gap])
+    times: dict[str, dict[tuple[int, int], float]] = defaultdict(dict)
+    block_of = {t["id"]: t["block"] for t in trials}
+    for m in rows:
+        if m["phase"] == "train":
+            times[m["case_key"]][(block_of[m["trial_id"]], m["repeat"])] = m["value"]
+    blocks = per_block(times)
+    keys = sorted(blocks["case0"])
+    a, b, s = (np.array([blocks[k][x] for x in keys]) for k in ("case0", "case1", "case2"))
+    ma, mb, ms = (float(np.median(x)) for x in (a, b, s))
+    ci = _closure_ci(a, b, s, int(rng.integers(1 << 30)))
+    effect = Effect("toggle", (), None, ms, (mb - ms) / (mb - ma), ci, _compare(list(s), list(b)), len(keys))
+    return effect.measurable
+
+
+def claims_path(trials, rows, paper_ratio: float) -> str:
+    """The agreement outcome of a study claim on a torch / TensorFlow time, from the
+    engine's verdict on trial medians (what Results.compare gives a study report)."""
+    from dlbench.analysis.comparisons import analyse
+    from dlbench.studies.paper_vs_run import agreement
+
+    ((g, result),) = [(g, r) for g, r in analyse(trials, rows) if g.phase == "train"]
+    c = result.pairwise[0][2]  # fw0 relative to fw1: the "torch / TensorFlow" ratio
+    ours = {"ratio": c.ratio, "ci": c.ratio_ci, "verdict": c.verdict, "independent": c.independent}
+    return agreement(paper_ratio, ours, True)
+
+
+def false_positives(sims: int, sizes: dict[str, float], seed: int, alpha: float) -> dict[str, Tally]:
+    rng = np.random.default_rng(seed)
+    tallies = {k: Tally() for k in ("report", "hypotheses", "compare", "explain", "claims")}
+    for i in range(sims):
+        trials, rows = simulate_run(rng, DEFAULT, sizes, [0.0] * DEFAULT.frameworks)
+        # Family-wise: a set with any pair called faster or slower is one false positive.
+        tallies["report"].add(any(v in ("faster", "slower") for v in report_path(trials, rows)))
+        tallies["hypotheses"].add(any(hypotheses_path(trials, rows)))
+        pair = Design("pair", 2, 6, 2)
+        run_a = simulate_run(rng, pair, sizes, [0.0], run_id=1)
+        run_b = simulate_run(rng, pair, sizes, [0.0], run_id=2)
+        tallies["compare"].add(any(v in ("faster", "slower") for v in compare_path(run_a, run_b)))
+        tallies["explain"].add(explain_path(rng, Design("explain", 3, 6, 2), sizes, math.log(2.0)))
+        t2, r2 = simulate_run(rng, pair, sizes, [0.0, 0.0])
+        tallies["claims"].add(not claims_path(t2, r2, 0.5).startswith(("undecided", "not measured")))
+        if (i + 1) % 200 == 0:
+            print(f"  {i + 1}/{sims} simulated", file=sys.stderr, flush=True)
+    return tallies
+
+
+def power(design: Design, sizes: dict[str, float], effect: float, sims: int, seed: int) -> float:
+    """The share of simulated runs in which the slowest framework (true ratio `effect`
+    against the others) is decided slower than the fastest."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for _ in range(sims):
+        effects = [0.0] * (design.frameworks - 1) + [math.log(effect)]
+        trials, rows = simulate_run(rng, design, sizes, effects)
+        from dlbench.analysis.comparisons import analyse
+
+        for g, result in analyse(trials, rows):
+            if g.phase != "train":
+                continue
+            slow = f"fw{design.frameworks - 1}:default"
+            c = result.pair("fw0:default", slow)
+            hits += c.verdict == "faster"
+    return hits / sims
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sims", type=int, default=1000, help="simulated comparisons per verdict path (>= 1000)")
+    ap.add_argument("--power-sims", type=int, default=300, help="simulated runs per design and effect")
+    ap.add_argument("--from-db", help="estimate the noise sizes from this store's cases with 2+ trials")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    from dlbench.analysis.criteria import ALPHA, BAND
+
+    sizes = estimate_sizes(args.from_db) if args.from_db else dict(DEFAULT_SIZES)
+    source = f"estimated from {args.from_db}" if args.from_db else "this VM's default-run estimate"
+    print(
+        f"noise sizes ({source}, log scale): per process sd {sizes['sd_process']:.4f}, per repeat sd "
+        f"{sizes['sd_repeat']:.4f}, block drift sd {sizes['sd_block']:.4f}"
+    )
+    print(f"criteria: alpha {ALPHA:g}, band ±{BAND:.0%}; {args.sims} simulated A/A comparisons per path")
+    start = time.perf_counter()
+    tallies = false_positives(args.sims, sizes, args.seed, ALPHA)
+    print(f"\nfalse-positive rate under no true difference ({time.perf_counter() - start:.0f} s):")
+    print(f"  {'path':<11} {'design':<44} {'rate':>7}  95% CI (Clopper-Pearson)   <= alpha?")
+    designs = {
+        "report": "default run: 3 frameworks x 7 trials x 2 repeats, any pair",
+        "hypotheses": "default run, any H0 rejected of 3",
+        "compare": "run vs run, 6 + 6 trials, unpaired",
+        "explain": "toggle with no effect, 6 blocks, gap 2x",
+        "claims": "torch/TF claim, 6 trials paired by block",
+    }
+    failed = False
+    for name, t in tallies.items():
+        lo, hi = t.interval()
+        ok = lo <= ALPHA
+        failed |= not ok
+        print(
+            f"  {name:<11} {designs[name]:<44} {t.rate():>7.3f}  [{lo:.3f}, {hi:.3f}] "
+            f"({t.positives}/{t.total})   {'yes' if ok else 'NO'}"
+        )
+    print("\npower: the slowest framework decided slower than the fastest")
+    print(f"  {'design':<22} {'10% slower':>11} {'2x slower':>10}")
+    for design in (DEFAULT, *STUDY_QUICK):
+        p10 = power(design, sizes, 1.10, args.power_sims, args.seed + 1)
+        p2 = power(design, sizes, 2.0, args.power_sims, args.seed + 2)
+        print(f"  {design.name:<22} {p10:>11.2f} {p2:>10.2f}   ({design.trials} trials x {design.repeats} repeats)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
