@@ -1,0 +1,85 @@
+"""docs/studies/*.md cannot drift: their generated sections are what scripts/study_docs.py
+writes from the databases stored in docs/studies/data/ (rendering only, no training)."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "scripts" / "study_docs.py"
+
+
+def _script() -> ModuleType:
+    # scripts/ is not a package: load the generator by path for its pure functions.
+    spec = importlib.util.spec_from_file_location("study_docs", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("study_docs", module)  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_study_pages_are_what_the_generator_writes() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--check"], cwd=ROOT, capture_output=True, text=True, timeout=600, check=False
+    )
+    assert proc.returncode == 0, (
+        "docs/studies differ from what `python scripts/study_docs.py` writes "
+        f"(run it and commit the result):\n{proc.stdout[-20000:]}\n{proc.stderr[-5000:]}"
+    )
+
+
+def test_stored_databases_stay_small() -> None:
+    # Committed to the repository: smoke scale, a few hundred KiB at most each.
+    stored = sorted((ROOT / "docs" / "studies" / "data").glob("*.db.xz"))
+    assert {p.name for p in stored} == {
+        f"{s}-smoke.db.xz" for s in ("dai", "florencio", "germino", "patel", "sumanjali")
+    }
+    assert all(p.stat().st_size < 400 * 1024 for p in stored), {p.name: p.stat().st_size for p in stored}
+
+
+def test_splice_replaces_only_between_markers() -> None:
+    docs = _script()
+    page = "intro\n<!-- dlbench:generated x begin -->\nold\n<!-- dlbench:generated x end -->\nprose\n"
+    out = docs.splice("p.md", page, {("p.md", "x"): "new\n"})
+    assert out == "intro\n<!-- dlbench:generated x begin -->\n\nnew\n\n<!-- dlbench:generated x end -->\nprose\n"
+    assert docs.splice("p.md", out, {("p.md", "x"): "new\n"}) == out  # idempotent
+
+
+@pytest.mark.parametrize(
+    ("page", "message"),
+    [
+        ("<!-- dlbench:generated y begin -->\n<!-- dlbench:generated y end -->\n", "no generated section named 'y'"),
+        ("<!-- dlbench:generated x begin -->\n", "has no end marker"),
+        ("text\n", "no markers for x"),
+        (
+            "<!-- dlbench:generated x begin -->\n<!-- dlbench:generated x end -->\n" * 2,
+            "marked twice",
+        ),
+    ],
+)
+def test_splice_refuses_markers_it_cannot_place(page: str, message: str) -> None:
+    docs = _script()
+    with pytest.raises(docs.GenerationError, match=message):
+        docs.splice("p.md", page, {("p.md", "x"): "new\n"})
+
+
+def test_study_excerpt_keeps_the_paper_section_through_the_command() -> None:
+    docs = _script()
+    report = (
+        "# dlbench run 1: study s v1 smoke\n\n## The paper vs this run\n\nlines\n\n## Answer\n\n- a\n\n"
+        "Status **finished**.\n\nCommand:\n\n```sh\ndlbench study run s\n```\n\n"
+        "Configuration (study s (smoke)):\n\n```toml\n[x]\n```\n\n## Summary\n"
+    )
+    assert docs.study_excerpt(report) == (
+        "## The paper vs this run\n\nlines\n\n## Answer\n\n- a\n\n"
+        "Status **finished**.\n\nCommand:\n\n```sh\ndlbench study run s\n```"
+    )
+    with pytest.raises(docs.GenerationError):
+        docs.study_excerpt("# title\n\n## Summary\n")
