@@ -20,7 +20,9 @@ DEFAULT_SIZES below.
 Every verdict path runs on the simulated rows through the code the commands use:
   report      comparisons.analyse + rankings (the answer and the per-case tables)
   hypotheses  report.hypotheses.hypothesis_rows (seed 002's H0 decisions)
-  compare     comparisons.run_vs_run (dlbench compare A B: two runs of the same code)
+  compare     comparisons.run_vs_run (dlbench compare A B: two runs of the same code taken
+              in turns, as dlbench extend A B runs them; runs taken one after the other get
+              no verdict at all)
   explain     explain.ablation: a toggle with no effect, its closure "measurable" or not
   claims      studies.paper_vs_run.agreement (a study claim: agrees or differs, vs undecided)
 Under no true difference a verdict of a difference is a false positive; the rate of each
@@ -101,14 +103,26 @@ def estimate_sizes(path: str) -> dict[str, float]:
 
 
 def simulate_run(
-    rng: np.random.Generator, design: Design, sizes: dict[str, float], effects: list[float], run_id: int = 1
+    rng: np.random.Generator,
+    design: Design,
+    sizes: dict[str, float],
+    effects: list[float],
+    run_id: int = 1,
+    drifts: list[float] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(trials, measurements) rows of one run: framework i's true time is exp(effects[i]),
-    one process per case and block, `design.repeats` repeats each."""
+    one process per case and block, `design.repeats` repeats each. `drifts`: the block
+    effects, when several runs take turns in the same blocks (dlbench extend A B); each
+    run's block k then gets start and finish times inside slot k, after the previous run's."""
     trials, rows = [], []
     tid = run_id * 100_000
     for block in range(design.trials):
-        drift = rng.normal(0, sizes["sd_block"]) if sizes["sd_block"] else 0.0
+        if drifts is not None:
+            drift = drifts[block]
+        else:
+            drift = rng.normal(0, sizes["sd_block"]) if sizes["sd_block"] else 0.0
+        start = f"2026-01-01T{block // 60:02d}:{block % 60:02d}:{10 * run_id:02d}"
+        end = f"2026-01-01T{block // 60:02d}:{block % 60:02d}:{10 * run_id + 5:02d}"
         for i, effect in enumerate(effects):
             tid += 1
             case = {"framework": f"fw{i}", "variant": "default", "model": "mlp", "dataset": "digits", "batch_size": 32}
@@ -120,8 +134,8 @@ def simulate_run(
                     "case_json": json.dumps(case),
                     "block": block,
                     "status": "ok",
-                    "started_at": None,
-                    "finished_at": None,
+                    "started_at": start if drifts is not None else None,
+                    "finished_at": end if drifts is not None else None,
                     "manifest_json": None,
                     "protocol_json": None,
                 }
@@ -225,8 +239,10 @@ def false_positives(sims: int, sizes: dict[str, float], seed: int, alpha: float)
         tallies["report"].add(any(v in ("faster", "slower") for v in report_path(trials, rows)))
         tallies["hypotheses"].add(any(hypotheses_path(trials, rows)))
         pair = Design("pair", 2, 6, 2)
-        run_a = simulate_run(rng, pair, sizes, [0.0], run_id=1)
-        run_b = simulate_run(rng, pair, sizes, [0.0], run_id=2)
+        # Two runs of the same code taken in turns (dlbench extend A B): shared block drift.
+        drifts = [float(rng.normal(0, sizes["sd_block"])) if sizes["sd_block"] else 0.0 for _ in range(6)]
+        run_a = simulate_run(rng, pair, sizes, [0.0], run_id=1, drifts=drifts)
+        run_b = simulate_run(rng, pair, sizes, [0.0], run_id=2, drifts=drifts)
         tallies["compare"].add(any(v in ("faster", "slower") for v in compare_path(run_a, run_b)))
         tallies["explain"].add(explain_path(rng, Design("explain", 3, 6, 2), sizes, math.log(2.0)))
         t2, r2 = simulate_run(rng, pair, sizes, [0.0, 0.0])
@@ -278,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     designs = {
         "report": "default run: 3 frameworks x 7 trials x 2 repeats, any pair",
         "hypotheses": "default run, any H0 rejected of 3",
-        "compare": "run vs run, 6 + 6 trials, unpaired",
+        "compare": "run vs run in turns, 6 blocks, paired",
         "explain": "toggle with no effect, 6 blocks, gap 2x",
         "claims": "torch/TF claim, 6 trials paired by block",
     }

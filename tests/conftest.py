@@ -28,15 +28,22 @@ PLUGIN_ADAPTER = '''
 """A framework adapter that fails in the way its variant names, inside train()."""
 import ctypes, os, signal, sys, time
 
+def _delay(threads):
+    """The compare tests slow a run down on purpose: train_seconds_<threads> if it exists
+    (a run recorded with that many threads, which compare does not match on), else train_seconds."""
+    here = os.path.dirname(__file__)
+    for name in (f"train_seconds_{threads}", "train_seconds"):
+        if os.path.exists(os.path.join(here, name)):
+            return float(open(os.path.join(here, name)).read())
+    return 0.0
+
 class Trainer:
-    def __init__(self, variant, repeat_seed):
-        self.variant, self.seed = variant, repeat_seed
+    def __init__(self, variant, repeat_seed, threads=1):
+        self.variant, self.seed, self.threads = variant, repeat_seed, threads
     def parameter_count(self): return 1
     def first_step(self): pass
     def train(self):
-        delay = os.path.join(os.path.dirname(__file__), "train_seconds")
-        if os.path.exists(delay):  # the compare tests slow a run down on purpose
-            time.sleep(float(open(delay).read()))
+        time.sleep(_delay(self.threads))
         if self.variant == "raise" and self.seed >= 1:
             raise RuntimeError("boom: the model diverged")
         if self.variant == "segfault" and self.seed >= 1:
@@ -51,9 +58,7 @@ class Trainer:
     def evaluate(self): return 0.5
     def prepare_infer(self, b): return 2
     def infer(self, b):
-        delay = os.path.join(os.path.dirname(__file__), "train_seconds")
-        if os.path.exists(delay):
-            time.sleep(float(open(delay).read()) / 2)
+        time.sleep(_delay(self.threads) / 2)
         return 2 * b
     def predict_batch(self, b, i): pass
     def train_fixed_batch(self, steps): return [1.0] * steps
@@ -62,10 +67,10 @@ class Faulty:
     name, variants, default_variant = "faulty", ("ok",), "ok"
     def setup(self, *, variant, threads, seed, device):
         print("noise on stdout that must not break the event stream")
-        self.variant = variant
+        self.variant, self.threads = variant, threads
         return {"variant": variant}
     def prepare(self, arrays): return arrays
-    def build(self, native, settings): return Trainer(self.variant, settings.seed)
+    def build(self, native, settings): return Trainer(self.variant, settings.seed, self.threads)
 '''
 
 

@@ -1204,16 +1204,25 @@ def compare(
     _show(compare_table(diffs, f"A ({a})", f"B ({b})", threshold, quantile, alpha))
     regressions = [d for d in diffs if d.regression]
     missing = [d for d in diffs if d.comparison is None]
-    single = [d for d in diffs if d.comparison is not None and not d.comparison.independent]
+    single = [
+        d for d in diffs if d.comparison is not None and not (d.comparison.independent and d.comparison.interleaved)
+    ]
     console.print(
         f"{len(diffs)} comparisons, {len(regressions)} regressions, {len(missing)} without values on one side",
         highlight=False,
     )
     if single:
         console.print(
-            f"no verdict for {len(single)} comparison(s): a case ran in one process on a side, and a test on "
-            "one process's repeats compares two processes, not two codes. `dlbench extend "
-            f"{a} {b} --blocks N` (N >= {min_pairs(alpha)}) runs both in turns, one process per block, and decides.",
+            f"no verdict for {len(single)} comparison(s): "
+            + (
+                "a case ran in one process on a side, and a test on one process's repeats compares two processes, "
+                "not two codes"
+                if any(d.comparison is not None and not d.comparison.independent for d in single)
+                else "the runs were taken one after the other, so their difference holds the machine's drift "
+                "between them"
+            )
+            + f". `dlbench extend {a} {b} --blocks N` (N >= {min_pairs(alpha)}) runs both in turns, one process "
+            "per block, and decides.",
             highlight=False,
         )
     env_a, env_b = (json.loads(r["environment_json"] or "{}") for r in (ra, rb))
@@ -1506,6 +1515,13 @@ def study_run(
     batch_size: ListOpt = None,
     input_shape: ShapeOpt = None,
     repeats: Annotated[int | None, typer.Option(help="Measured repeats per trial (the scale's by default).")] = None,
+    trials: Annotated[
+        int | None,
+        typer.Option(
+            help="Trials per case, each a fresh process in interleaved blocks (the scale's by default): a verdict "
+            "needs 6 or more for two frameworks."
+        ),
+    ] = None,
     data_dir: Annotated[str | None, typer.Option(help="Directory searched first for dataset files.")] = None,
     executor: ExecutorOpt = None,
     ray_address: RayAddressOpt = None,
@@ -1529,7 +1545,7 @@ def study_run(
         "batch_size": _split(batch_size, int, "--batch-size"),
         "input_shape": _split(input_shape, int, "--input-shape"),
     }
-    protocol = {"repeats": repeats, "data_dir": data_dir}
+    protocol = {"repeats": repeats, "trials": trials, "data_dir": data_dir}
     plan = _study_plan(study, scale, device, matrix, protocol)
     if dry:
         _print_plan(plan)

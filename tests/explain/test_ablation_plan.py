@@ -97,7 +97,7 @@ def test_default_pairs_put_each_sets_fastest_against_the_others():
 def test_closure_is_the_share_of_the_gap_a_toggle_closes():
     b = replace(BASE, threads=1, init="framework-default")  # B with threads 2 alone is not A
     pair = ablation.pair_for(BASE, b, cores=2, only=("threads", "layout"))
-    keys = [(block, r) for block in range(3) for r in range(4)]
+    keys = [(block, r) for block in range(6) for r in range(4)]  # 6 blocks: the fewest that decide
     rng = np.random.default_rng(0)
     noise = {k: 1 + 0.01 * rng.standard_normal() for k in keys}
     times = {
@@ -114,3 +114,21 @@ def test_closure_is_the_share_of_the_gap_a_toggle_closes():
     assert effects["threads"].measurable and effects["threads"].ci[0] > 0.7
     assert effects["layout"].closure == pytest.approx(0.0, abs=0.02)
     assert not effects["layout"].measurable or abs(effects["layout"].closure) < 0.05
+    assert gap.n == 6  # one trial median per block, not 24 (block, repeat) values
+
+
+def test_too_few_blocks_decide_nothing():
+    """Three blocks of four repeats: the repeats of one process are no evidence, and the
+    exact Wilcoxon test over three trial medians cannot reach p < 0.05 (2/2^3 = 0.25)."""
+    b = replace(BASE, threads=1, init="framework-default")
+    pair = ablation.pair_for(BASE, b, cores=2, only=("threads",))
+    keys = [(block, r) for block in range(3) for r in range(4)]
+    times = {
+        BASE.key: {k: 10.0 for k in keys},
+        b.key: {k: 20.0 for k in keys},
+        pair.toggled(pair.toggles).key: {k: 12.0 for k in keys},
+    }
+    gap = ablation.analyse(pair, times)
+    assert gap.n == 3 and not gap.significant
+    assert gap.comparison is not None and gap.comparison.why.cause == "too few"
+    assert all(not e.measurable for e in gap.effects)

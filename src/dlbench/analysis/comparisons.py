@@ -329,6 +329,9 @@ def run_vs_run(
                 alpha=alpha,
                 quantile=quantile,
                 independent=x.independent and y.independent,
+                # Two runs taken one after the other differ by the machine's drift between
+                # them as well as by their code: a verdict needs them taken in turns.
+                interleaved=alternated,
             )
             out.append(RunDiff(case, name, comp, comp.verdict == "slower", _sample_words(x, y, paired, len(a_values))))
     return out

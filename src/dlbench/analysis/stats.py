@@ -120,12 +120,15 @@ class Normality:
 
 
 # Why a verdict is what it is. Decided: "faster", "slower", "inside band". Undecided:
-# "one process" (repeats of one process per side: no evidence about the code), "too few"
+# "one process" (repeats of one process per side: no evidence about the code), "not
+# interleaved" (two runs taken one after the other: the machine's drift between them is
+# part of their difference), "too few"
 # (the exact test cannot reach alpha at these sizes, whatever the data),
 # "too few for quantile", "undefined ratio", "overlaps band" (significant, CI across
 # the band's edge), "few non-zero" (paired: too many zero differences), "not significant".
 CAUSES = (
     "one process",
+    "not interleaved",
     "faster",
     "slower",
     "inside band",
@@ -179,6 +182,7 @@ class Comparison:
     why: Why | None  # the numbers behind the verdict (dlbench.report.words says it in words)
     quantile: float = 0.5  # which quantile estimate_a, estimate_b and the ratio are of
     independent: bool = True  # one value per process (trial medians); False: repeats of one process per side
+    interleaved: bool = True  # the two sides ran in the same blocks (False: two runs one after the other)
 
     @property
     def decided(self) -> bool:
@@ -452,6 +456,8 @@ def _decide(c: Comparison) -> tuple[str, Why]:
     m = c.family_size
     if not c.independent:
         return "undecided", Why("one process", need=min_pairs(c.alpha / m))
+    if not c.interleaved:
+        return "undecided", Why("not interleaved", need=min_pairs(c.alpha / m))
     short = _too_few(c)
     if short is not None:
         return "undecided", short
@@ -543,14 +549,18 @@ def compare_two(
     seed: int = 0,
     quantile: float = 0.5,
     independent: bool = True,
+    interleaved: bool = True,
 ) -> Comparison:
     """a against b (lower is better: times). `independent`: each value comes from a
     process of its own (a trial's median); False for the repeats of one process per
-    side, which get a ratio and a within-process CI but no verdict word. Verdict "faster"/"slower" needs p < alpha
-    and the ratio CI entirely outside [1 - band, 1 + band]; "no meaningful difference"
-    needs the ratio CI entirely inside it; anything else, or too few samples, is
-    "undecided", with the numbers of why (Why). The ratio is of medians, or of another `quantile`
-    (see the module's docstring); the rank test is the same either way."""
+    side, which get a ratio and a within-process CI but no verdict word. `interleaved`:
+    the two sides took turns in the same blocks; False for two runs taken one after the
+    other, whose difference holds the machine's drift between them (no verdict either).
+    Verdict "faster"/"slower" needs p < alpha and the ratio CI entirely outside
+    [1 - band, 1 + band]; "no meaningful difference" needs the ratio CI entirely inside
+    it; anything else, or too few samples, is "undecided", with the numbers of why
+    (Why). The ratio is of medians, or of another `quantile` (see the module's
+    docstring); the rank test is the same either way."""
     check_quantile(quantile)
     a, b = finite_pairs(a, b) if paired else (_finite(a), _finite(b))
     if a.size == 0 or b.size == 0:
@@ -597,6 +607,7 @@ def compare_two(
         None,
         quantile,
         independent,
+        interleaved,
     )
     verdict, why = _decide(c)
     return replace(c, verdict=verdict, why=why)

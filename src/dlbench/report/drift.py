@@ -53,6 +53,16 @@ def environment_changes(env_a: dict[str, Any], env_b: dict[str, Any]) -> tuple[l
     return lines, packages
 
 
+def _moved(c: Any) -> bool:
+    """A case that moved between the runs: decided faster or slower, or, for runs taken one
+    after the other (which get no verdict: the drift between them is part of their
+    difference), a ratio whose CI clears the band: the very drift this note is about."""
+    if c.verdict in ("slower", "faster"):
+        return True
+    lo, hi = c.ratio_ci
+    return c.why is not None and c.why.cause == "not interleaved" and (lo > 1 + c.band or hi < 1 - c.band)
+
+
 def drift_notes(
     diffs: list[RunDiff], env_a: dict[str, Any], env_b: dict[str, Any], settings: list[SettingChange] | None = None
 ) -> list[str]:
@@ -78,9 +88,7 @@ def drift_notes(
         retuned = [s for s in settings if s.scope in ("case", "protocol", d.case["framework"])]
         return not machine_or_harness and not touched and not retuned
 
-    moved = [
-        d for d in diffs if d.comparison is not None and d.comparison.verdict in ("slower", "faster") and unchanged(d)
-    ]
+    moved = [d for d in diffs if d.comparison is not None and _moved(d.comparison) and unchanged(d)]
     notes = [
         ("recorded differences between A and B: " + "; ".join(changes))
         if changes

@@ -12,6 +12,8 @@ from dlbench.report.words import reason
 def _p(c) -> str:
     if not c.independent:
         return "— (1 process)"  # a p-value over one process's repeats is no evidence about the code
+    if not c.interleaved:
+        return "— (not in turns)"  # two runs a drift apart: a p-value would test the drift too
     p = c.p_adjusted if c.p_adjusted is not None else c.p_value
     if p != p:
         return "—"
@@ -87,7 +89,7 @@ def compare_table(
             f"{c.estimate_a:.4g}",
             f"{c.ratio:.3f} [{c.ratio_ci[0]:.3f}, {c.ratio_ci[1]:.3f}]",
             _p(c),
-            "REGRESSION" if d.regression else c.verdict if c.independent else "no verdict",
+            "REGRESSION" if d.regression else c.verdict if c.independent and c.interleaved else "no verdict",
             reason(c) if c.verdict == "undecided" else "",
             d.sample,
         )

@@ -60,6 +60,12 @@ def reason(c: Comparison) -> str:
             "one process per side: its repeats share the process's state, so no test on them says anything "
             f"of the code; {why.need or 'N'} or more independent trials per side (--trials, or dlbench extend) decide"
         )
+    if cause == "not interleaved":
+        return (
+            "the runs were taken one after the other, not in turns: their difference holds the machine's drift "
+            "between them (identical code moved by up to 23% between runs here); `dlbench extend A B --blocks "
+            f"{why.need or 'N'}` runs them in turns, block by block, and decides"
+        )
     if cause == "too few":
         if c.paired:
             return (

@@ -122,6 +122,7 @@ class RatioRow:
     paper_ratio: float
     lower_is_better: bool
     ours: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    paper_device: str = ""  # the device of the paper's machine ("" for every machine)
 
 
 @dataclass
@@ -496,6 +497,8 @@ def _undecided_why(ours: dict[str, Any]) -> str:
 
 def agreement(paper_ratio: float, ours: dict[str, Any], lower_is_better: bool, size_factor: float = 2.0) -> str:
     """One of OUTCOMES (with why, where undecided): the paper's ratio against our verdict and CI."""
+    if "elsewhere" in ours:
+        return f"not measured here ({ours['elsewhere']})"
     if "ratio" not in ours:
         return "not measured here"
     better = decided_better(ours, lower_is_better)
@@ -531,6 +534,7 @@ def _ratios(facts: Facts) -> list[RatioRow]:
                 paper_machine=facts.machine_label(machine),
                 paper_ratio=pair["torch"].value / pair["tensorflow"].value,
                 lower_is_better=MEASURED[quantity][2],
+                paper_device=next((m.device for m in facts.machines if m.id == machine), ""),
             )
         )
     return rows
@@ -621,8 +625,16 @@ def compare(study: Study, facts: Facts, machines: list[Machine]) -> Comparison:
     ratios = _ratios(facts)
     for r in ratios:
         for m in machines:
+            devices = {str(d) for d in set(m.summary["device"])} if len(m.summary) else set()
             for s in settings:
-                r.ours[(m.label, s.name)] = _ratio_ours(m, study, r, s)
+                ours = _ratio_ours(m, study, r, s)
+                if r.paper_device and devices and r.paper_device not in devices:
+                    # A ratio from the paper's GPU or M1 is not judged by this run's CPU.
+                    ours["elsewhere"] = (
+                        f"the paper's ratio is from its {r.paper_machine} machine ({r.paper_device}); "
+                        f"this run: {', '.join(sorted(devices))}"
+                    )
+                r.ours[(m.label, s.name)] = ours
     claims = [
         ClaimRow(
             c,
