@@ -1760,6 +1760,8 @@ def explain(
     ] = False,
     fmt: FORMAT = "console",
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the report to this file.")] = None,
+    band: BAND_OPT = BAND,
+    alpha: ALPHA_OPT = ALPHA,
     db: DB = Path("dlbench.db"),
 ) -> None:
     """Why is one case faster than another? Reruns the slower case (B) with each recorded setting
@@ -1776,6 +1778,7 @@ def explain(
 
     if fmt not in ("console", "markdown", "html"):
         _fail(f"--format {fmt}: explain writes console, markdown or html")
+    _check_criteria(band, alpha)
     if (case is None) != (vs is None):
         _fail("--case and --vs go together (or leave both out to explain every comparison set)")
     for name, value, low in (("--blocks", blocks, 2), ("--repeats", repeats, 1), ("--warmup", warmup, 0)):
@@ -1787,7 +1790,7 @@ def explain(
         _fail(f"--profile-calls {profile_calls}: allowed 1..{MAX_PROFILE_CALLS}")
     store = _open_store(db, readonly=dry_run)
     if show is not None:
-        _explain_report(store, show, fmt, out)
+        _explain_report(store, show, fmt, out, band, alpha)
         return
     try:
         source = store.run(run_id)
@@ -1873,7 +1876,7 @@ def explain(
     )
     _print_pairs(pairs)
     counts = _execute(store, explain_id, db, sources)
-    _explain_report(store, explain_id, fmt, out)
+    _explain_report(store, explain_id, fmt, out, band, alpha)
     console.print("trials: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
     if any(status not in ("ok", "oom") for status in counts):
         raise typer.Exit(1)
@@ -1897,7 +1900,9 @@ def selection_label(case) -> str:
     return case_label(case.as_dict(), setting=False)
 
 
-def _explain_report(store, run_id: int, fmt: str, out: Path | None) -> None:
+def _explain_report(
+    store, run_id: int, fmt: str, out: Path | None, band: float = BAND, alpha: float = ALPHA
+) -> None:
     from dlbench.explain import ablation
     from dlbench.report import explain as explain_report
     from dlbench.store import StoreError
@@ -1919,7 +1924,7 @@ def _explain_report(store, run_id: int, fmt: str, out: Path | None) -> None:
     gaps = []
     for pair in pairs:
         try:
-            gaps.append(ablation.analyse(pair, times))
+            gaps.append(ablation.analyse(pair, times, band=band, alpha=alpha))
         except ablation.AblationError as exc:
             console.print(f"run {run_id}: {exc}", highlight=False)
     sections = explain_report.sections(gaps, ablation.profiles(trials, measurements))

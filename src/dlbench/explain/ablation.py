@@ -302,9 +302,9 @@ def _closure_ci(a: np.ndarray, b: np.ndarray, s: np.ndarray, seed: int) -> tuple
     return float(lo), float(hi)
 
 
-def _compare(x: list[float], y: list[float]) -> stats.Comparison | None:
+def _compare(x: list[float], y: list[float], band: float = BAND, alpha: float = ALPHA) -> stats.Comparison | None:
     try:
-        return stats.compare_two(x, y, paired=True, band=BAND, alpha=ALPHA)
+        return stats.compare_two(x, y, paired=True, band=band, alpha=alpha)
     except ValueError:
         return None
 
@@ -320,9 +320,16 @@ def per_block(times: dict[str, dict[tuple[int, int], float]]) -> dict[str, dict[
     return out
 
 
-def analyse(pair: Pair, repeat_times: dict[str, dict[tuple[int, int], float]], seed: int = 0) -> Gap:
+def analyse(
+    pair: Pair,
+    repeat_times: dict[str, dict[tuple[int, int], float]],
+    seed: int = 0,
+    band: float = BAND,
+    alpha: float = ALPHA,
+) -> Gap:
     """The gap between A and B and each toggle's share of it, on the trial medians of
-    the blocks every case of the pair has (one value per process and case)."""
+    the blocks every case of the pair has (one value per process and case), judged by
+    the verdict engine at `band` and `alpha`."""
     times = per_block(repeat_times)
     variants = pair.variants()
     common = set(times.get(pair.a.key, {})) & set(times.get(pair.b.key, {}))
@@ -340,7 +347,7 @@ def analyse(pair: Pair, repeat_times: dict[str, dict[tuple[int, int], float]], s
         mb,
         mb / ma if ma > 0 else math.nan,
         stats.ratio_ci(b, a, paired=True, seed=seed),
-        _compare(list(a), list(b)),
+        _compare(list(a), list(b), band, alpha),
         len(keys),
     )
     for role, toggles, case in variants[2:]:
@@ -348,7 +355,7 @@ def analyse(pair: Pair, repeat_times: dict[str, dict[tuple[int, int], float]], s
         ms = float(np.median(s))
         closure = (mb - ms) / (mb - ma) if mb != ma else math.nan
         gap.effects.append(
-            Effect(role, toggles, case, ms, closure, _closure_ci(a, b, s, seed), _compare(list(s), list(b)), len(keys))
+            Effect(role, toggles, case, ms, closure, _closure_ci(a, b, s, seed), _compare(list(s), list(b), band, alpha), len(keys))
         )
     return gap
 

@@ -242,8 +242,20 @@ def _profile_table(
     return t, bars
 
 
+def criteria_line(gaps: list[Gap]) -> str:
+    """The verdict criteria the gaps were judged at, as every report states them."""
+    c = next((g.comparison for g in gaps if g.comparison is not None), None)
+    if c is None:
+        return ""
+    return (
+        f"Verdicts at band ±{c.band:.0%} and alpha {c.alpha:g} (paired Wilcoxon over trial medians, one per "
+        f"process and block); a gap and a closure need {MIN_BLOCKS} blocks or more."
+    )
+
+
 def sections(gaps: list[Gap], profiles: dict[str, Profile], noise: str = "") -> list[Section]:
     out = []
+    criteria = criteria_line(gaps)
     for gap in gaps:
         a, b = _who(gap.pair.a, gap.pair.b), _who(gap.pair.b, gap.pair.a)
         title = f"{b} vs {a}: {case_label(gap.pair.a.as_dict(), framework=False)}"
@@ -251,6 +263,8 @@ def sections(gaps: list[Gap], profiles: dict[str, Profile], noise: str = "") -> 
         if gap.significant:
             lines += profile_lines(gap, profiles)
         lines += ablation_lines(gap)
+        if criteria:
+            lines.append(criteria)
         if noise:
             lines.append(noise)
         tables = [_cases_table(gap)]
