@@ -1900,9 +1900,7 @@ def selection_label(case) -> str:
     return case_label(case.as_dict(), setting=False)
 
 
-def _explain_report(
-    store, run_id: int, fmt: str, out: Path | None, band: float = BAND, alpha: float = ALPHA
-) -> None:
+def _explain_report(store, run_id: int, fmt: str, out: Path | None, band: float = BAND, alpha: float = ALPHA) -> None:
     from dlbench.explain import ablation
     from dlbench.report import explain as explain_report
     from dlbench.store import StoreError

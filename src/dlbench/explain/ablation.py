@@ -355,7 +355,16 @@ def analyse(
         ms = float(np.median(s))
         closure = (mb - ms) / (mb - ma) if mb != ma else math.nan
         gap.effects.append(
-            Effect(role, toggles, case, ms, closure, _closure_ci(a, b, s, seed), _compare(list(s), list(b), band, alpha), len(keys))
+            Effect(
+                role,
+                toggles,
+                case,
+                ms,
+                closure,
+                _closure_ci(a, b, s, seed),
+                _compare(list(s), list(b), band, alpha),
+                len(keys),
+            )
         )
     return gap
 
