@@ -627,14 +627,14 @@ def compare(study: Study, facts: Facts, machines: list[Machine]) -> Comparison:
         for m in machines:
             devices = {str(d) for d in set(m.summary["device"])} if len(m.summary) else set()
             for s in settings:
-                ours = _ratio_ours(m, study, r, s)
+                mine = _ratio_ours(m, study, r, s)
                 if r.paper_device and devices and r.paper_device not in devices:
                     # A ratio from the paper's GPU or M1 is not judged by this run's CPU.
-                    ours["elsewhere"] = (
+                    mine["elsewhere"] = (
                         f"the paper's ratio is from its {r.paper_machine} machine ({r.paper_device}); "
                         f"this run: {', '.join(sorted(devices))}"
                     )
-                r.ours[(m.label, s.name)] = ours
+                r.ours[(m.label, s.name)] = mine
     claims = [
         ClaimRow(
             c,
