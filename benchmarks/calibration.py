@@ -13,9 +13,10 @@ Each trial is one process; its repeats share its process effect, which is why a 
 repeats compares two processes, not two codes. The sizes come from a store of A/A data
 (`--from-db DB`: every case with two or more trials is identical code run in several
 processes): sd_repeat from the spread of repeats inside each trial, sd_process from the
-spread of trial means beyond what sd_repeat explains. Without --from-db, the sizes
-measured on this 2-core VM from the default run (7 trials x 2 repeats per case) are used:
-DEFAULT_SIZES below.
+spread of trial means beyond what sd_repeat explains, each case on its own, then pooled.
+Without --from-db, the sizes measured on this 2-core VM are used (DEFAULT_SIZES below):
+two default runs (5 trials x 1 repeat of each of 7 cases) and six pairs of numpy A/A
+runs taken in turns (6 trials x 6 repeats each), all on 2026-11-26.
 
 Every verdict path runs on the simulated rows through the code the commands use:
   report      comparisons.analyse + rankings (the answer and the per-case tables)
@@ -47,7 +48,7 @@ from typing import Any
 import numpy as np
 
 # Measured on this VM (see the module docstring; recomputed by --from-db): log-scale sds.
-DEFAULT_SIZES = {"sd_block": 0.0, "sd_process": 0.05, "sd_repeat": 0.02}
+DEFAULT_SIZES = {"sd_block": 0.0, "sd_process": 0.125, "sd_repeat": 0.161}
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ class Design:
     repeats: int  # measured repeats per process
 
 
-DEFAULT = Design("default run", 3, 7, 2)
+DEFAULT = Design("default run", 3, 5, 1)
 # The studies' quick scales: PyTorch and TensorFlow (one comparison), 6 trials per case.
 STUDY_QUICK = (
     Design("germino quick", 2, 6, 2),
@@ -69,36 +70,43 @@ STUDY_QUICK = (
 )
 
 
-def estimate_sizes(path: str) -> dict[str, float]:
-    """sd_repeat and sd_process (log scale) from the train times of every case of a store
-    with two or more ok trials: identical code in several processes is A/A data."""
+def estimate_sizes(paths: list[str]) -> dict[str, float]:
+    """sd_repeat and sd_process (log scale) from the train times of every case with two
+    or more ok trials in these stores: identical code in several processes is A/A data.
+    Each spread is pooled over the cases that show it (a case of one repeat per trial
+    shows no within-process spread)."""
     from dlbench.store import Store
 
     per_trial: dict[tuple[str, int], list[float]] = defaultdict(list)
-    with Store(path, readonly=True) as store:
-        runs = store.runs()
-        for run in runs:
-            trials = {t["id"]: t for t in store.trials(run["id"]) if t["status"] == "ok"}
-            for m in store.measurements(run["id"], latency=False):
-                if m["phase"] == "train" and m["metric"] == "time" and not m["warmup"] and m["repeat"] is not None:
-                    if m["trial_id"] in trials and m["value"]:
-                        per_trial[(f"{run['id']}:{m['case_key']}", m["trial_id"])].append(math.log(m["value"]))
-    within, between = [], []
+    for path in paths:
+        with Store(path, readonly=True) as store:
+            for run in store.runs():
+                trials = {t["id"]: t for t in store.trials(run["id"]) if t["status"] == "ok"}
+                for m in store.measurements(run["id"], latency=False):
+                    measured = m["phase"] == "train" and m["metric"] == "time" and not m["warmup"]
+                    if measured and m["repeat"] is not None and m["trial_id"] in trials and m["value"]:
+                        case = f"{path}:{run['id']}:{m['case_key']}"
+                        per_trial[(case, m["trial_id"])].append(math.log(m["value"]))
+    within: list[float] = []
+    process: list[float] = []
     by_case: dict[str, list[list[float]]] = defaultdict(list)
     for (case, _), values in per_trial.items():
         by_case[case].append(values)
     for trials in by_case.values():
         if len(trials) < 2:
             continue
-        reps = [v for v in trials if len(v) >= 2]
-        within += [float(np.var(v, ddof=1)) for v in reps]
-        means = [float(np.mean(v)) for v in trials]
+        # Each case on its own: its repeats' spread inside a process, and the spread of its
+        # trial means beyond what that explains (all of it where a trial has one repeat).
+        inside = [float(np.var(v, ddof=1)) for v in trials if len(v) >= 2]
+        var_repeat = float(np.mean(inside)) if inside else 0.0
+        within += inside
         n_rep = float(np.mean([len(v) for v in trials]))
-        between.append((float(np.var(means, ddof=1)), n_rep))
-    if not between:
-        raise SystemExit(f"{path}: no case with two or more ok trials: no A/A data to estimate from")
+        means = [float(np.mean(v)) for v in trials]
+        process.append(max(float(np.var(means, ddof=1)) - var_repeat / n_rep, 0.0))
+    if not process:
+        raise SystemExit(f"{', '.join(paths)}: no case with two or more ok trials: no A/A data to estimate from")
     sd_repeat = math.sqrt(float(np.mean(within))) if within else 0.0
-    var_process = float(np.mean([v - sd_repeat**2 / n for v, n in between]))
+    var_process = float(np.mean(process))
     return {"sd_block": 0.0, "sd_process": math.sqrt(max(var_process, 0.0)), "sd_repeat": sd_repeat}
 
 
@@ -275,13 +283,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sims", type=int, default=1000, help="simulated comparisons per verdict path (>= 1000)")
     ap.add_argument("--power-sims", type=int, default=300, help="simulated runs per design and effect")
-    ap.add_argument("--from-db", help="estimate the noise sizes from this store's cases with 2+ trials")
+    ap.add_argument(
+        "--from-db", nargs="+", help="estimate the noise sizes from these stores' cases with 2+ trials (pooled)"
+    )
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     from dlbench.analysis.criteria import ALPHA, BAND
 
     sizes = estimate_sizes(args.from_db) if args.from_db else dict(DEFAULT_SIZES)
-    source = f"estimated from {args.from_db}" if args.from_db else "this VM's default-run estimate"
+    source = f"estimated from {', '.join(args.from_db)}" if args.from_db else "this VM's default-run estimate"
     print(
         f"noise sizes ({source}, log scale): per process sd {sizes['sd_process']:.4f}, per repeat sd "
         f"{sizes['sd_repeat']:.4f}, block drift sd {sizes['sd_block']:.4f}"
@@ -292,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nfalse-positive rate under no true difference ({time.perf_counter() - start:.0f} s):")
     print(f"  {'path':<11} {'design':<44} {'rate':>7}  95% CI (Clopper-Pearson)   <= alpha?")
     designs = {
-        "report": "default run: 3 frameworks x 7 trials x 2 repeats, any pair",
+        "report": "default run: 3 frameworks x 5 trials x 1 repeat, any pair",
         "hypotheses": "default run, any H0 rejected of 3",
         "compare": "run vs run in turns, 6 blocks, paired",
         "explain": "toggle with no effect, 6 blocks, gap 2x",

@@ -42,14 +42,15 @@ def test_one_process_per_case_gives_a_ratio_and_says_why_there_is_no_verdict():
     assert "[within-process 95% CI" in line and line.endswith("no verdict: one process per case"), line
     assert "p =" not in line  # a p-value over one process's repeats is no evidence about the code
     note = " ".join(answer.notes)
-    assert "compares two processes, not two codes" in note and "--trials 6" in note
+    assert "compares two processes, not two codes" in note and "--trials 4" in note
 
 
-def test_too_few_repeats_says_how_many_would_decide():
+def test_too_few_trials_says_how_many_would_decide():
     answer = build_answer(rankings(_analysed({"a:x": [1.0, 1.1, 1.2], "b:y": [2.0, 2.1, 2.2]})))
     (line,) = answer.items[0].others
     # 3 + 3 values: the smallest exact two-sided p is 2 / C(6, 3) = 0.1 >= 0.05; 4 + 4 reaches 2/70.
-    assert "undecided: too few repeats; the exact test needs at least 4 repeats per framework" in line, line
+    assert "undecided: too few trials; the exact test needs at least 4 trials per framework" in line, line
+    assert "p = 0.1 (the smallest 3+3 values can give)" in line
 
 
 def test_three_frameworks_count_the_holm_family():

@@ -43,8 +43,9 @@ def test_parent_never_imports_a_framework(tmp_path):
     code = (
         "import sys\nfrom dlbench.cli import app\n"
         "try:\n"
-        f"    app(['run', '--framework', 'torch,sklearn', '--model', 'mlp,knn', '--dataset', 'synthetic',"
-        f" '--epochs', '1', '--repeats', '1', '--warmup', '0', '--train-samples', '64', '--test-samples', '32',"
+        f"    app(['run', '--trials', '1', '--framework', 'torch,sklearn', '--model', 'mlp,knn',"
+        f" '--dataset', 'synthetic', '--epochs', '1', '--repeats', '1', '--warmup', '0',"
+        f" '--train-samples', '64', '--test-samples', '32',"
         f" '--latency-batches', '2', '--db', {str(db)!r}])\n"
         "except SystemExit as e:\n    code = e.code\n"
         f"print('HEAVY', [m for m in {HEAVY!r} if m in sys.modules])\n"

@@ -61,7 +61,8 @@ def test_one_process_per_run_gives_a_ratio_and_no_verdict(tmp_path, faulty_plugi
     assert result.exit_code == 0, result.output  # no regression is claimed from one process a side
     flat = " ".join(result.output.split())
     assert "REGRESSION" not in flat and flat.count("no verdict") >= 2, flat
-    assert "no verdict for 2 comparison(s)" in flat and "dlbench extend 1 2 --blocks N` (N >= 6)" in flat
+    assert "no verdict for 2 comparison(s)" in flat and "dlbench extend 1 2 --blocks N` runs both in turns" in flat
+    assert "decides with 4 or more blocks a run" in flat
 
 
 def test_runs_taken_one_after_the_other_get_a_ratio_and_no_verdict(tmp_path, faulty_plugin):

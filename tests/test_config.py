@@ -17,8 +17,8 @@ def test_defaults_and_embedded_suite():
     assert exp.matrix["framework"] == ("torch", "tensorflow", "jax")
     assert exp.matrix["model"] == ("mlp", "cnn")
     assert exp.include == ({"framework": ("sklearn",), "model": ("knn",)},)
-    # Processes are the unit of evidence: 7 trials decide 3 frameworks (Holm), few repeats each.
-    assert (exp.protocol.trials, exp.protocol.repeats, exp.protocol.warmup, exp.protocol.epochs) == (7, 2, 1, 3)
+    # Processes are the unit of evidence: 5 trials decide 3 frameworks (Holm), one repeat each.
+    assert (exp.protocol.trials, exp.protocol.repeats, exp.protocol.warmup, exp.protocol.epochs) == (5, 1, 1, 3)
     assert exp.protocol.infer_min_time == 0.1
 
 

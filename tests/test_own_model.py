@@ -348,7 +348,7 @@ def test_python_api_runs_loads_and_exports(example: Path, tmp_path: Path):
         "import sys, dlbench; sys.path.insert(0, '.')\n"
         "from dsconv import MODEL\n"
         f"print(dlbench.run(model=[MODEL, 'mlp'], framework=['torch', 'numpy'], dataset='digits', epochs=1,"
-        f" repeats=2, warmup=0, samplers='none', train_samples=256, options={{'dsconv': {{'width': 4}}}},"
+        f" trials=1, repeats=2, warmup=0, samplers='none', train_samples=256, options={{'dsconv': {{'width': 4}}}},"
         f" db={str(db)!r}))\n"
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=example, timeout=600)

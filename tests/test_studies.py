@@ -469,9 +469,11 @@ def test_study_smoke_runs_and_reports_every_fact(name: str, tmp_path: Path):
     text = out.read_text()
     study, facts = studies.load(name), studies.load_facts(name)
     section = text[text.index("## The paper vs this run") :]
-    lead = section.splitlines()[2]
+    opening = section.splitlines()[2]
+    # The report opens with the scale and what was substituted, and re-runs (not reproduces) at smoke scale.
+    assert opening.startswith("Scale smoke on cpu.") and "Reproduces" not in opening
     if study.lead("smoke"):
-        assert lead == study.lead("smoke")  # a substituted dataset is said first
+        assert opening.startswith(f"Scale smoke on cpu. {study.lead('smoke')}")
     every = [line for line in section.splitlines() if line.startswith("| ") and "|" in line[2:]]
     for f in facts.facts:
         assert any(f.ref in line for line in every), f"{name}: {f.ref} missing"

@@ -741,12 +741,17 @@ def _design_note(plan: Any) -> None:
             f"{'s' if d.family > 1 else ''})."
         )
     else:
+        test = (
+            "Wilcoxon signed-rank test (trial medians paired by block)"
+            if d.paired
+            else "Mann-Whitney test (trial medians)"
+        )
         text = (
             f"warning: this design cannot reach a verdict: {d.members} frameworks/variants per comparison set give "
             f"{d.family} Holm-adjusted comparison{'s' if d.family > 1 else ''}, and with {d.n} trials per case the "
-            f"exact Wilcoxon signed-rank test (trial medians paired by block) cannot go below p = "
-            f"{d.smallest_p:.3g} >= {d.alpha:g}, however large the difference. Smallest design that can: "
-            f"--trials {d.trials_needed}."
+            f"exact {test} "
+            f"cannot go below p = {d.smallest_p:.3g} >= {d.alpha:g}, however large the difference. Smallest "
+            f"design that can: --trials {d.trials_needed}."
         )
     console.print(
         text,
@@ -1176,7 +1181,7 @@ def compare(
     `dlbench extend A B` runs them). Exit status: 1 on a significant regression; 3 when a case has no values
     on one side (unless --allow-missing); 2 on bad input."""
     from dlbench.analysis.comparisons import run_vs_run, setting_changes
-    from dlbench.analysis.stats import min_pairs
+    from dlbench.analysis.stats import min_trials
     from dlbench.report.drift import drift_notes
     from dlbench.report.verdict_tables import compare_table
 
@@ -1221,8 +1226,8 @@ def compare(
                 else "the runs were taken one after the other, so their difference holds the machine's drift "
                 "between them"
             )
-            + f". `dlbench extend {a} {b} --blocks N` (N >= {min_pairs(alpha)}) runs both in turns, one process "
-            "per block, and decides.",
+            + f". `dlbench extend {a} {b} --blocks N` runs both in turns, one process per block, and decides "
+            f"with {min_trials(alpha)} or more blocks a run.",
             highlight=False,
         )
     env_a, env_b = (json.loads(r["environment_json"] or "{}") for r in (ra, rb))

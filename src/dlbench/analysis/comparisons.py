@@ -4,10 +4,14 @@ Two uses:
 
 - Within a run: cases that differ only in framework/variant form a comparison
   set (same model, data, batch size, settings). With several trials per case
-  the sample is one median per trial, paired by interleaving block (paired
-  Wilcoxon / Friedman); with one trial it is the repeats of that trial,
-  unpaired (Mann-Whitney / Kruskal-Wallis) and flagged as within-process
-  (DESIGN.md "Independence").
+  the sample is one median per trial (one value per process). They are paired by
+  interleaving block (paired Wilcoxon / Friedman) when the exact paired test can
+  reach alpha with that many blocks for the set's Holm family; with fewer blocks
+  the trial medians are compared unpaired (Mann-Whitney / Kruskal-Wallis), which
+  decides with fewer processes (5 + 5 for three frameworks, against 7 pairs). The
+  choice depends on the design alone, never on the data. With one trial per case
+  the sample is the repeats of that trial: a ratio and no verdict (DESIGN.md
+  "Independence").
 - Run vs run (`dlbench compare A B`): the same case key in both runs, B
   relative to A; a significant slowdown beyond the threshold is a regression.
   The ratio is of medians, or of a chosen quantile. Paired by block when the
@@ -103,18 +107,28 @@ class Groups:
     metric: str  # words, e.g. "train time"
     values: dict[str, list[float]]  # framework:variant -> sample
     paired: bool  # trial medians paired by block
+    # One value per process on every side (trial medians): the only sample a verdict may
+    # rest on. False: the values are the repeats of one process per case.
+    independent: bool = True
 
-    @property
-    def independent(self) -> bool:
-        """One value per process on every side (trial medians): the only sample a verdict
-        may rest on. Otherwise the values are the repeats of one process per case."""
-        return self.paired
+
+def pair_by_block(blocks: int, members: int, alpha: float) -> bool:
+    """Whether trial medians are compared paired by block: when the exact Wilcoxon test
+    over `blocks` pairs can reach alpha for the Holm family of `members` frameworks.
+    Otherwise the unpaired Mann-Whitney test over the same trial medians can (it needs
+    5 + 5 for three frameworks where the paired test needs 7 pairs)."""
+    family = members * (members - 1) // 2
+    return blocks >= 2 and stats.min_p_wilcoxon(blocks) * family < alpha
 
 
 def comparison_groups(
-    trials: Rows, measurements: Rows, metrics: tuple[tuple[str, str, str], ...] | None = None
+    trials: Rows,
+    measurements: Rows,
+    metrics: tuple[tuple[str, str, str], ...] | None = None,
+    alpha: float = ALPHA,
 ) -> list[Groups]:
-    """For every comparison set and metric (default: the timed ones), the samples of each framework."""
+    """For every comparison set and metric (default: the timed ones), the samples of each
+    framework, paired by block where the paired test can decide (pair_by_block)."""
     metrics = TIMED if metrics is None else metrics
     cases = {t["case_key"]: json.loads(t["case_json"]) for t in trials}
     # One pass over the measurements per metric, not one per comparison set.
@@ -126,13 +140,14 @@ def comparison_groups(
             present = [k for k in keys if k in smp and smp[k].values]
             if len(present) < 2:
                 continue
-            paired = all(smp[k].independent for k in present)
+            independent = all(smp[k].independent for k in present)
+            blocks = sorted(set.intersection(*(set(smp[k].values) for k in present))) if independent else []
+            paired = independent and pair_by_block(len(blocks), len(present), alpha)
             if paired:
-                blocks = sorted(set.intersection(*(set(smp[k].values) for k in present)))
                 values = {label(cases[k]): [smp[k].values[b] for b in blocks] for k in present}
             else:
                 values = {label(cases[k]): list(smp[k].values.values()) for k in present}
-            out.append(Groups(set_label(cases[keys[0]]), phase, name, values, paired))
+            out.append(Groups(set_label(cases[keys[0]]), phase, name, values, paired, independent))
     return out
 
 
@@ -143,7 +158,7 @@ def analyse(
     computed once: the verdict tables and the hypothesis report both read from it."""
     return [
         (g, stats.compare_many(g.values, paired=g.paired, alpha=alpha, band=band, independent=g.independent))
-        for g in comparison_groups(trials, measurements)
+        for g in comparison_groups(trials, measurements, alpha=alpha)
     ]
 
 
@@ -162,7 +177,7 @@ def within_run(
         if result.test != "none":
             omnibus.append((g.set_label, g.metric, result))
         for a, b, comp in result.pairwise:
-            verdicts.append(PairVerdict(g.set_label, g.metric, a, b, comp, g.paired))
+            verdicts.append(PairVerdict(g.set_label, g.metric, a, b, comp, g.independent))
     return verdicts, omnibus
 
 
@@ -315,9 +330,10 @@ def run_vs_run(
                 out.append(RunDiff(case, name, None, False))
                 continue
             x, y = sa[key], sb[b_key]
-            paired = alternated and x.independent and y.independent
+            shared = set(x.values) & set(y.values)
+            paired = alternated and x.independent and y.independent and pair_by_block(len(shared), 2, alpha)
             if paired:
-                blocks = sorted(set(x.values) & set(y.values))
+                blocks = sorted(shared)
                 a_values, b_values = [x.values[k] for k in blocks], [y.values[k] for k in blocks]
             else:
                 a_values, b_values = list(x.values.values()), list(y.values.values())

@@ -6,10 +6,11 @@ Holm-adjusted together, so the smallest p any pair can get is m times the exact
 test's smallest p (m = the family size). With one trial per case the sample is
 that trial's repeats, which share one process and give a ratio but never a
 verdict (the process is the unit of evidence: dlbench.analysis.stats); with two or
-more trials it is one median per trial, paired by block, compared with the exact
-Wilcoxon signed-rank test. If even completely separated samples cannot reach
-alpha, no verdict is possible however large the difference: 3 frameworks x 3
-trials (m = 3, smallest p = 0.25 x 3) is such a design. Numbers only:
+more trials it is one median per trial: paired by block (exact Wilcoxon) where the
+paired test can reach alpha with that many blocks, unpaired (exact Mann-Whitney)
+otherwise (comparisons.pair_by_block). If even completely separated samples cannot
+reach alpha, no verdict is possible however large the difference: 3 frameworks x 4
+trials (m = 3, smallest p = 2/70 x 3 = 0.086) is such a design. Numbers only:
 dlbench.cli says it in words.
 """
 
@@ -20,7 +21,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from dlbench.analysis import stats
-from dlbench.analysis.comparisons import ALPHA
+from dlbench.analysis.comparisons import ALPHA, pair_by_block
 from dlbench.plan import Plan
 
 
@@ -30,8 +31,8 @@ class DesignCheck:
     one_process: bool  # one trial per case: repeats of one process, a ratio and no verdict
     members: int  # frameworks/variants in the largest comparison set
     family: int  # Holm family size of that set: members * (members - 1) / 2
-    paired: bool  # trials >= 2: trial medians paired by block
-    n: int  # repeats per case (unpaired) or trials (paired)
+    paired: bool  # trial medians paired by block (else unpaired, or repeats of one process)
+    n: int  # trials per case (repeats per case with one trial)
     smallest_p: float  # the smallest Holm-adjusted p this design can give
     trials_needed: int  # smallest trials (paired blocks) that could decide
     alpha: float = ALPHA
@@ -56,15 +57,21 @@ def check(plan: Plan, alpha: float = ALPHA) -> DesignCheck | None:
     p = plan.experiment.protocol
     paired = p.trials >= 2
     n = p.trials if paired else p.repeats
-    smallest = min(1.0, stats.min_p_wilcoxon(n) * family) if paired else 1.0
+    if not paired:  # one process per case: repeats, never a verdict
+        smallest = 1.0
+    elif pair_by_block(n, k, alpha):
+        smallest = min(1.0, stats.min_p_wilcoxon(n) * family)
+    else:
+        paired, smallest = False, min(1.0, stats.min_p_mannwhitney(n, n) * family)
+    needed = min(stats.min_pairs(alpha / family), stats.min_group_size(alpha / family))
     return DesignCheck(
-        paired and smallest < alpha,
-        not paired,
+        p.trials >= 2 and smallest < alpha,
+        p.trials < 2,
         k,
         family,
         paired,
         n,
         smallest,
-        stats.min_pairs(alpha / family),
+        needed,
         alpha,
     )

@@ -348,6 +348,12 @@ def min_pairs(alpha: float = 0.05) -> int:
     return next(n for n in range(1, 64) if min_p_wilcoxon(n) < alpha)
 
 
+def min_trials(alpha: float = 0.05) -> int:
+    """Fewest trials per case with which a comparison of trial medians can reach alpha: by
+    the paired test (min_pairs) or, with fewer blocks than it needs, the unpaired one."""
+    return min(min_pairs(alpha), min_group_size(alpha))
+
+
 def min_group_size(alpha: float = 0.05) -> int:
     """Smallest n such that Mann-Whitney with n + n samples can give p < alpha."""
     return next(n for n in range(1, 40) if min_p_mannwhitney(n, n) < alpha)
@@ -455,9 +461,9 @@ def _decide(c: Comparison) -> tuple[str, Why]:
     lo_band, hi_band = 1 - c.band, 1 + c.band
     m = c.family_size
     if not c.independent:
-        return "undecided", Why("one process", need=min_pairs(c.alpha / m))
+        return "undecided", Why("one process", need=min_trials(c.alpha / m))
     if not c.interleaved:
-        return "undecided", Why("not interleaved", need=min_pairs(c.alpha / m))
+        return "undecided", Why("not interleaved", need=min_trials(c.alpha / m))
     short = _too_few(c)
     if short is not None:
         return "undecided", short

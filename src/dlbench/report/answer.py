@@ -58,10 +58,14 @@ def duration(seconds: float) -> str:
     return f"{seconds:.3g} s"
 
 
+def _independent(ranking: Ranking) -> bool:
+    """The ranking's samples are trial medians (one value per process), paired or not."""
+    return any(s.comparison is not None and s.comparison.independent for s in ranking.standings[1:])
+
+
 def _units(ranking: Ranking) -> str:
-    # Paired samples are one median per trial, paired by block: more trials decide.
-    # Unpaired ones are (almost always) the repeats of one trial per case.
-    return "trials" if ranking.paired else "repeats"
+    # Trial medians: more trials decide. Otherwise the repeats of one trial per case.
+    return "trials" if ranking.paired or _independent(ranking) else "repeats"
 
 
 ONE_PROCESS = "no verdict: one process per case"
@@ -206,11 +210,14 @@ def build_answer(
     subjects = list(dict.fromkeys(i.subject for i in answer.items))
     answer.items.sort(key=lambda i: (subjects.index(i.subject), i.metric == "accuracy"))
     if answer.items:
-        paired = any(r.paired for r in rankings)
+        tests = []
+        if any(r.paired for r in rankings):
+            tests.append("paired Wilcoxon over trial medians (one value per process), by block")
+        if any(not r.paired and _independent(r) for r in rankings):
+            tests.append("Mann-Whitney over trial medians (one value per process; too few blocks to pair)")
         answer.notes.append(
             "ratio of medians, 95% bootstrap CI; "
-            + ("paired Wilcoxon over trial medians (one value per process), by block" if paired else "")
-            + (", Holm-adjusted; " if paired else "")
+            + ("; ".join(tests) + ", Holm-adjusted; " if tests else "")
             + f"verdicts at band ±{band:.0%} and alpha {alpha:g}: 'slower' = p < {alpha:g} and CI clear of "
             f"±{band:.0%}; 'no meaningful difference' = CI inside it"
         )

@@ -170,7 +170,7 @@ def build_report(
     analysed = analyse(list(trials), measurements, band=band, alpha=alpha)
     accuracy = [
         (g, stats.compare_many(g.values, paired=g.paired, alpha=alpha, band=band, independent=g.independent))
-        for g in comparison_groups(list(trials), measurements, ACCURACY)
+        for g in comparison_groups(list(trials), measurements, ACCURACY, alpha=alpha)
     ]
     sampler_rows = store.samplers(run_id)
     busy = busy_cases(measurements)

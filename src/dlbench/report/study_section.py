@@ -72,17 +72,19 @@ def _ratio_cell(ours: dict[str, Any], paper_ratio: float, lower: bool, size_fact
 
 
 def _opening(study: Study, facts: Facts, comparison: Comparison, scale: str) -> str:
-    """The first line: the scale, and whether this is a reproduction. Only the paper's scale
-    on the paper's kind of hardware reproduces; anything else re-runs the design."""
+    """The first line: the scale, what was substituted, and whether this is a reproduction.
+    Only the paper's scale on the paper's kind of hardware reproduces; anything else
+    re-runs the design."""
     devices = sorted({str(d) for m in comparison.machines if len(m.summary) for d in set(m.summary["device"])})
     paper_devices = {m.device for m in facts.machines}
     reproduces = scale == "paper" and bool(paper_devices & set(devices))
     verb = "Reproduces" if reproduces else "Re-runs the design of"
     where = f" on {', '.join(devices)}" if devices else ""
     kinds = ", ".join(sorted(paper_devices))
+    substituted = f" {study.lead(scale)}" if study.lead(scale) else ""
     return (
-        f'Scale {scale}{where}. {verb} {facts.cite()}, "{facts.title}" (seed {facts.seed}; the paper\'s '
-        f"machines: {kinds}): study {study.name} v{study.version}, {study.title}."
+        f'Scale {scale}{where}.{substituted} {verb} {facts.cite()}, "{facts.title}" (seed {facts.seed}; the '
+        f"paper's machines: {kinds}): study {study.name} v{study.version}, {study.title}."
     )
 
 
@@ -91,8 +93,6 @@ def build(study: Study, facts: Facts, comparison: Comparison, scale: str, change
     columns = _columns(comparison)
     rule = Rule(study.size_factor, BAND, ALPHA)
     lines = [_opening(study, facts, comparison, scale)]
-    if study.lead(scale):
-        lines.append(study.lead(scale))
     if scale != "paper":
         lines.append(f"Scale {scale} changes the paper's design: " + "; ".join(changes) + ".")
     lines.append(rule.words())

@@ -45,7 +45,13 @@ def verdict_table(verdicts: list[PairVerdict], band: float = 0.02, alpha: float 
             f"{c.cliffs_delta:+.2f} ({c.magnitude})",
             c.verdict if c.independent else "no verdict (1 process per side)",
             f"{c.n_a}+{c.n_b} "
-            + ("trial medians, paired by block" if v.independent else "repeats in one process each (correlated)"),
+            + (
+                "trial medians, paired by block"
+                if v.independent and c.paired
+                else "trial medians, unpaired"
+                if v.independent
+                else "repeats in one process each (correlated)"
+            ),
         )
     return t
 
