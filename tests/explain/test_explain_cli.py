@@ -50,7 +50,7 @@ def explained(tmp_path_factory):
     out = tmp / "explain.md"
     _invoke(
         "explain", "2", "--case", "torch", "--vs", "torch", "--vs-run", "1", "--only", "threads,init",
-        "--blocks", "6", "--repeats", "2", "--warmup", "1", "--profile-steps", "4", "--profile-calls", "2",
+        "--blocks", "8", "--repeats", "1", "--warmup", "1", "--profile-steps", "4", "--profile-calls", "1",
         "--traces", str(tmp / "traces"),
         "--format", "markdown", "--out", str(out), "--db", db,
     )  # fmt: skip
