@@ -271,12 +271,10 @@ def _ours(
     return Value(value, int(first["n"]))
 
 
-def _sample(machine: Machine, study: Study, quantity: str, phase: str, framework: str, model: str,
-            where: dict[str, Any], setting: Setting) -> Any:  # fmt: skip
-    """One value per process of one case: each ok trial's median over its measured
-    repeats (counters of one repeat summed first), indexed by block; warm-ups, failed and
-    retired trials left out. The process is the unit of evidence: repeats inside one
-    process are not independent, so they are never paired or tested one by one."""
+def _per_repeat(machine: Machine, study: Study, quantity: str, phase: str, framework: str, model: str,
+                where: dict[str, Any], setting: Setting) -> Any:  # fmt: skip
+    """The measured repeats of one case (counters of one repeat summed), indexed by block
+    and repeat; warm-ups, failed and retired trials left out; None when no case matches."""
     frame = machine.measurements
     _, pattern, _ = MEASURED[quantity]
     rows = frame[
@@ -292,9 +290,16 @@ def _sample(machine: Machine, study: Study, quantity: str, phase: str, framework
     if not len(rows):
         return None
     first = sorted(rows["case_key"].unique())[0]
-    one = rows[rows["case_key"] == first]
-    per_repeat = one.groupby(["block", "repeat"])["value"].sum()
-    return per_repeat.groupby(level="block").median()
+    return rows[rows["case_key"] == first].groupby(["block", "repeat"])["value"].sum()
+
+
+def _sample(machine: Machine, study: Study, quantity: str, phase: str, framework: str, model: str,
+            where: dict[str, Any], setting: Setting) -> Any:  # fmt: skip
+    """One value per process of one case: each ok trial's median over its measured
+    repeats, indexed by block. The process is the unit of evidence: repeats inside one
+    process are not independent, so they are never paired or tested one by one."""
+    per_repeat = _per_repeat(machine, study, quantity, phase, framework, model, where, setting)
+    return None if per_repeat is None else per_repeat.groupby(level="block").median()
 
 
 def _test(machine: Machine, study: Study, framework: str, model: str, where: dict[str, Any], setting: Setting) -> Value:
@@ -419,21 +424,8 @@ def _across_sets(machine: Machine, study: Study, ratio: RatioRow, setting: Setti
 
 def _repeats(machine: Machine, study: Study, ratio: RatioRow, setting: Setting, phase: str, framework: str) -> list:
     """The measured repeats of a case that ran in one process (for its within-process ratio)."""
-    frame = machine.measurements
-    _, pattern, _ = MEASURED[ratio.quantity]
-    rows = frame[
-        (frame["phase"] == phase)
-        & frame["metric"].map(lambda m: fnmatch.fnmatchcase(str(m), pattern))
-        & ~frame["warmup"].astype(bool)
-        & (frame["status"] == "ok")
-        & frame["repeat"].notna()
-    ]
-    wanted = _case_filter(study, ratio.model, framework, ratio.where, setting)
-    rows = rows[rows.apply(lambda r: _matches(r, wanted), axis=1)] if len(rows) else rows
-    if not len(rows):
-        return []
-    first = sorted(rows["case_key"].unique())[0]
-    return list(rows[rows["case_key"] == first].groupby(["block", "repeat"])["value"].sum())
+    found = _per_repeat(machine, study, ratio.quantity, phase, framework, ratio.model, ratio.where, setting)
+    return [] if found is None else list(found)
 
 
 def direction(ratio: float, lower_is_better: bool) -> str:
