@@ -471,6 +471,31 @@ class TorchFramework:
             manifest["variant_settings"] = {"torch.compile": False}
         return manifest
 
+    def _train_flops(self, model: nn.Module, native: TorchData, settings: TrainSettings, task: str) -> dict[str, Any]:
+        """FLOPs of one training step (dlbench.frameworks.torch_flops), counted once per
+        network and batch shape in this process: every repeat builds the same network."""
+        from dlbench.frameworks.torch_flops import train_step_flops
+
+        b = settings.batch_size
+        key = (settings.model, native.input_shape, b, repr(sorted(settings.model_options.items())))
+        cache: dict[Any, dict[str, Any]] = self.__dict__.setdefault("_flops", {})
+        if key not in cache:
+            try:
+                count: dict[str, Any] = {
+                    "train_flops_per_step": train_step_flops(
+                        model, LOSSES[task], native.x_train[:b], native.y_train[:b]
+                    ),
+                    "train_flops_counted_by": "torch.utils.flop_counter.FlopCounterMode on the meta device "
+                    "(matmul, convolution and attention FLOPs of forward + backward; 2 per multiply-add)",
+                }
+            except Exception as exc:  # noqa: BLE001  # an op without a meta kernel: say so, count nothing
+                count = {
+                    "train_flops_per_step": None,
+                    "train_flops_note": f"not counted: {type(exc).__name__}: {exc}"[:300],
+                }
+            cache[key] = count
+        return cache[key]
+
     def reset_memory_peak(self) -> None:
         if self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
@@ -515,6 +540,7 @@ class TorchFramework:
                 facts["init_kept_parameters"] = kept
         facts.update(_tf32(settings.precision == "tf32"))
         model = model.to(native.device)
+        facts.update(self._train_flops(model, native, settings, spec.task))
         if settings.layout == "channels-last":
             # The documented channels-last recipe: weights and inputs in NHWC memory
             # order (the logical shape stays NCHW); the inputs are converted once per
