@@ -61,9 +61,9 @@ def main() -> int:
         f"largest gap: {model}, torch:eager {1e3 * t_torch:.3f} ms/step vs {other} {1e3 * t_other:.3f} ms/step "
         f"(ratio {max(t_torch, t_other) / min(t_torch, t_other):.2f}); A = {fast[0]}, B = {slow[0]}"
     )
-    toggle = (
-        "variant=compile" if slow[0] == "torch" else ("variant=xla" if slow[0].startswith("tensorflow") else "variant")
-    )
+    # The slower side's faster variant where it has one; JAX has one variant, so
+    # explain then toggles every recorded setting.
+    toggle = {"torch": ["--only", "variant=compile"], "tensorflow": ["--only", "variant=xla"]}
     cmd = [
         args.python,
         "-m",
@@ -76,8 +76,7 @@ def main() -> int:
         slow[0].split(":")[0],
         "--vs-run",
         str(slow[1]),
-        "--only",
-        toggle,
+        *toggle.get(slow[0].split(":")[0], []),
         "--blocks",
         str(args.blocks),
         "--repeats",
