@@ -15,6 +15,13 @@
 #   bash benchmarks/gpu_campaign.sh DIR            # on the GPU machine
 #   bash benchmarks/gpu_campaign.sh DIR --cpu      # the campaign's own check: smoke sizes on the CPU
 #   STEPS="mfu sweep" bash benchmarks/gpu_campaign.sh DIR   # only some steps
+#   STEPS=steps VARIANTS=torch:compile MODELS=resnet50 bash benchmarks/gpu_campaign.sh DIR
+#
+# Measured on an H200 (docs/gpu-campaign.md): probe 7 s, tests 73 s, each step-time case
+# 40-140 s for its two rounds (torch eager lenet5 37 s, resnet50 88 s; JAX lenet5 ~80 s,
+# resnet50 ~140 s; torch compile lenet5 ~85 s), nvml 18 s, the MFU run ~110 s, the sweep
+# ~20-45 s per batch size, explain ~95 s. The whole design takes about 18 minutes: more
+# than one lent session holds, so run it in parts with STEPS / VARIANTS / MODELS.
 set -u -o pipefail
 DIR=${1:?usage: gpu_campaign.sh DIR [--cpu]}
 MODE=${2:-gpu}
@@ -67,6 +74,7 @@ fi
 
 if want steps; then
   step steps "${LIMITS[1]}" "$PY" benchmarks/gpu_steps.py --device "$DEVICE" --size "$SIZE" --rounds 2 --repeats 2 \
+    --models "${MODELS:-lenet5,resnet50}" \
     --warmup 1 --budget $((${LIMITS[1]} - 30)) --db "$DB" --json "$DIR/steps.json" \
     --variants "${VARIANTS:-torch:eager,jax:jit,tensorflow:graph,tensorflow:xla,torch:compile}"
 fi

@@ -56,9 +56,15 @@ def main() -> int:
     if fit and oom:
         print(f"out-of-memory edge: batch {max(b for b, _ in fit)} trains, batch {min(oom)} runs out of memory")
     elif fit:
-        print(f"no out-of-memory case: every batch up to {max(b for b, _ in fit)} trained (the edge lies above)")
-    if [f for f in failed if f[1] != "oom"]:
-        print(f"failed for another reason than memory: {[f for f in failed if f[1] != 'oom']}")
+        print(f"no out-of-memory case among the measured batches: the largest that trained is {max(b for b, _ in fit)}")
+    # A cell the time limit cut off (interrupted) or never reached (pending) says
+    # nothing about memory: it is listed as not measured, never as a failure or a fit.
+    unmeasured = [f"{b} ({s})" for b, s in failed if s in ("interrupted", "pending", "retired")]
+    other = [f"{b} ({s})" for b, s in failed if s not in ("oom", "interrupted", "pending", "retired")]
+    if unmeasured:
+        print(f"not measured (stopped or never started): batch {', '.join(unmeasured)}")
+    if other:
+        print(f"failed for another reason than memory: batch {', '.join(other)}")
     return 0 if fit else 1
 
 

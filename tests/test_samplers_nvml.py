@@ -82,7 +82,10 @@ def test_counter_energy_gives_exact_deltas_and_all_gauges():
     assert values(series["gpu0.throttle_reasons"]) == [4.0] * 5
     assert all(s.kind == "gauge" and s.method == "polled" for n, s in series.items() if n != "gpu0.energy")
     assert dev.calls["throttle_reasons"] == 0  # the current API is preferred
-    assert not any("energy" in note for note in sampler.notes())
+    notes = sampler.notes()
+    assert not any(note.startswith("gpu0.energy") for note in notes)
+    # The one caveat: polled power lags (measured on an H200: benchmarks/nvml_energy.py).
+    assert any(n.startswith("gpu0.power: NVML's power reading is an average") and "counter instead" in n for n in notes)
     assert nvml.state["refcount"] == 0  # every nvmlInit was matched by nvmlShutdown
 
 
@@ -107,6 +110,7 @@ def test_power_only_device_integrates_power_and_says_so():
     notes = " | ".join(sampler.notes())
     assert "gpu0.energy: total-energy counter not supported" in notes and "Not Supported" in notes
     assert "integrated from power polled every" in notes and "5 intervals" in notes
+    assert "a phase shorter than 2 s mixes in the one before" in notes
 
 
 def test_device_with_neither_counter_nor_power_has_no_energy_series():

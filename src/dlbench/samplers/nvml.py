@@ -33,6 +33,11 @@ from dlbench.samplers.base import Series
 # NVML refreshes power and the energy counter about every 100 ms: a window shorter than
 # that cannot be measured reliably, and polling faster only repeats readings.
 NVML_REFRESH_S = 0.1
+# nvmlDeviceGetPowerUsage is an average over about the last second on recent GPUs. On an
+# H200 (benchmarks/nvml_energy.py, docs/gpu-campaign.md) power integrated over 1 s windows
+# right after a load change was 0.37x to 1.9x the total-energy counter's energy, and within
+# 1.5% of it over 2 s windows: polled power describes windows of this length or longer.
+POWER_AVERAGING_S = 2.0
 INSTALL_HINT = "pip install nvidia-ml-py"
 _NA = 2**64 - 1  # NVML_VALUE_NOT_AVAILABLE for unsigned long long (older bindings pass it through)
 
@@ -395,7 +400,17 @@ class NvmlSampler:
             )
             out.append(
                 f"{dev.name('energy')}: integrated from power polled {every} by the "
-                "trapezoid rule; changes between polls are not seen"
+                "trapezoid rule; changes between polls are not seen, and NVML's power is itself an "
+                f"average over about 1 s: a phase shorter than {POWER_AVERAGING_S:g} s mixes in the one before"
+            )
+        elif "power" in dev.series:
+            out.append(
+                f"{dev.name('power')}: NVML's power reading is an average over about the last second, so a "
+                f"phase's mean power over less than {POWER_AVERAGING_S:g} s mixes in the one before; energy comes "
+                "from the total-energy counter instead"
+                if dev.energy_mode == "counter"
+                else f"{dev.name('power')}: NVML's power reading is an average over about the last second: a "
+                f"phase's mean power over less than {POWER_AVERAGING_S:g} s mixes in the one before"
             )
         if dev.energy_reset:
             out.append(
