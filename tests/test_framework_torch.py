@@ -187,3 +187,22 @@ def test_compile_variant_matches_eager(native):
     assert 0.0 <= trainer.evaluate() <= 1.0
     assert trainer.prepare_infer(32) == 1
     assert trainer.infer(32) == 32
+
+
+def test_flops_are_counted_after_training_once_per_network_and_equal_the_counter(fw, native):
+    from torch.nn import functional as F
+
+    from dlbench.frameworks.torch_flops import train_step_flops
+
+    settings = _settings("lenet5", batch_size=16)
+    first = fw.build(native, settings)
+    assert "train_flops_per_step" not in first.facts  # build() (a timed phase) counts nothing
+    counted = first.manifest()["train_flops_per_step"]
+    expected = train_step_flops(first.model, F.cross_entropy, native.x_train[:16], native.y_train[:16])
+    assert counted == expected > 0
+    second = fw.build(native, settings)  # the next repeat's trainer reuses the count
+    assert second.flop_counts is first.flop_counts and second.manifest()["train_flops_per_step"] == counted
+    # LeNet-5's forward at batch 16 by hand: conv 6x(5x5x1) over 28x28, conv 16x(5x5x6) over 10x10,
+    # then 400x120, 120x84, 84x10; 2 FLOPs per multiply-add; the step is about 3x that.
+    forward = 2 * 16 * (28 * 28 * 6 * 25 + 10 * 10 * 16 * 150 + 400 * 120 + 120 * 84 + 84 * 10)
+    assert 2.5 * forward < counted < 3 * forward

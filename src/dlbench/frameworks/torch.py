@@ -213,6 +213,8 @@ class TorchTrainer:
         # on the device during the loop and read once after it (step_losses()).
         self._curve: list[torch.Tensor] = []
         self._curve_values: list[float] = []
+        # FLOP counts by network and batch shape; the framework hands every trainer the same dict.
+        self.flop_counts: dict[Any, dict[str, Any]] = {}
 
     def _make_optimizer(self) -> torch.optim.Optimizer:
         s = self.settings
@@ -249,7 +251,31 @@ class TorchTrainer:
         return list(self._curve_values)
 
     def manifest(self) -> dict[str, Any]:
-        return dict(self.facts)
+        # Read after the repeat's timed phases: the FLOP count never lands in a timed one.
+        return {**self.facts, **self._train_flops()}
+
+    def _train_flops(self) -> dict[str, Any]:
+        """FLOPs of one training step (dlbench.frameworks.torch_flops), counted once per
+        network and batch shape in this process (`flop_counts` is the framework's, shared
+        by every repeat's trainer): every repeat builds the same network."""
+        from dlbench.frameworks.torch_flops import train_step_flops
+
+        s, data = self.settings, self.data
+        key = (s.model, data.input_shape, s.batch_size, repr(sorted(s.model_options.items())))
+        if key not in self.flop_counts:
+            try:
+                count: dict[str, Any] = {
+                    "train_flops_per_step": train_step_flops(
+                        self.model, self._loss, data.x_train[: s.batch_size], data.y_train[: s.batch_size]
+                    ),
+                    "train_flops_counted_by": "torch.utils.flop_counter.FlopCounterMode on the meta device "
+                    "(matmul, convolution and attention FLOPs of forward + backward; 2 per multiply-add)",
+                }
+            except Exception as exc:  # noqa: BLE001  # an op without a meta kernel: say so, count nothing
+                note = f"not counted: {type(exc).__name__}: {exc}"[:300]
+                count = {"train_flops_per_step": None, "train_flops_note": note}
+            self.flop_counts[key] = count
+        return self.flop_counts[key]
 
     def parameter_count(self) -> int:
         return sum(p.numel() for p in self.model.parameters() if p.requires_grad)
@@ -471,31 +497,6 @@ class TorchFramework:
             manifest["variant_settings"] = {"torch.compile": False}
         return manifest
 
-    def _train_flops(self, model: nn.Module, native: TorchData, settings: TrainSettings, task: str) -> dict[str, Any]:
-        """FLOPs of one training step (dlbench.frameworks.torch_flops), counted once per
-        network and batch shape in this process: every repeat builds the same network."""
-        from dlbench.frameworks.torch_flops import train_step_flops
-
-        b = settings.batch_size
-        key = (settings.model, native.input_shape, b, repr(sorted(settings.model_options.items())))
-        cache: dict[Any, dict[str, Any]] = self.__dict__.setdefault("_flops", {})
-        if key not in cache:
-            try:
-                count: dict[str, Any] = {
-                    "train_flops_per_step": train_step_flops(
-                        model, LOSSES[task], native.x_train[:b], native.y_train[:b]
-                    ),
-                    "train_flops_counted_by": "torch.utils.flop_counter.FlopCounterMode on the meta device "
-                    "(matmul, convolution and attention FLOPs of forward + backward; 2 per multiply-add)",
-                }
-            except Exception as exc:  # noqa: BLE001  # an op without a meta kernel: say so, count nothing
-                count = {
-                    "train_flops_per_step": None,
-                    "train_flops_note": f"not counted: {type(exc).__name__}: {exc}"[:300],
-                }
-            cache[key] = count
-        return cache[key]
-
     def reset_memory_peak(self) -> None:
         if self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
@@ -540,7 +541,6 @@ class TorchFramework:
                 facts["init_kept_parameters"] = kept
         facts.update(_tf32(settings.precision == "tf32"))
         model = model.to(native.device)
-        facts.update(self._train_flops(model, native, settings, spec.task))
         if settings.layout == "channels-last":
             # The documented channels-last recipe: weights and inputs in NHWC memory
             # order (the logical shape stays NCHW); the inputs are converted once per
@@ -562,6 +562,7 @@ class TorchFramework:
         trainer = TorchTrainer(native, settings, model, forward)
         trainer.augment = augment
         trainer.facts = facts
+        trainer.flop_counts = self.__dict__.setdefault("_flop_counts", {})
         return trainer
 
     def _pipeline(self, native: TorchData, settings: TrainSettings) -> tuple[TorchData, Callable[[int], Any]]:
