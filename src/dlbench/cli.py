@@ -152,6 +152,28 @@ def _fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
+def _check_output(out: Path, reading: list[Any]) -> None:
+    """One line and exit 2 when `out` would overwrite results or cannot be a file (dlbench.outputs)."""
+    from dlbench import outputs
+
+    try:
+        outputs.check(out, reading)
+    except outputs.OutputRefused as exc:
+        _fail(f"--out {exc}")
+
+
+def _write_output(out: Path, text: str, reading: list[Any]) -> None:
+    """`text` into `out`, whole or not at all; the previous file stays if writing fails."""
+    from dlbench import outputs
+
+    try:
+        outputs.write_text(out, text, reading)
+    except outputs.OutputRefused as exc:
+        _fail(f"--out {exc}")
+    except OSError as exc:
+        _fail(f"cannot write {out}: {exc.strerror or exc} (the previous file, if any, is unchanged)")
+
+
 _KINDS = {int: "integers, e.g. 32,64", float: "numbers, e.g. 0.01,0.1", str: "values"}
 
 
@@ -965,6 +987,8 @@ def report(
     _check_criteria(band, alpha)
     # The flags are checked first: a bad flag is named before any database is opened.
     paths = dbs or [Path("dlbench.db")]
+    if out is not None:
+        _check_output(out, list(paths))
     picked = _collect_runs(paths, list(run_ids or []), lambda store: [store.run(None)["id"]])
     preface = _machines_preface(picked) if len(picked) > 1 else None
     run_id = picked[0][1]
@@ -1003,17 +1027,14 @@ def report(
             latex_tables.mkdir(parents=True, exist_ok=True)
             written = bare_tables(build_report(store, row["id"], band=band, alpha=alpha))
             for name, body in written:
-                (latex_tables / name).write_text(body, encoding="utf-8")
+                _write_output(latex_tables / name, body, list(paths))
         except OSError as exc:
             _fail(f"cannot write LaTeX tables to {latex_tables}: {exc}")
         say.print(f"wrote {len(written)} bare LaTeX tables to {latex_tables}", highlight=False)
     if out is None:
         sys.stdout.write(text)  # not rich: its markup and wrapping would alter the document
         return
-    try:
-        out.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        _fail(f"cannot write {out}: {exc}")
+    _write_output(out, text, list(paths))
     console.print(f"wrote the {fmt} report of run {row['id']} to {out}", highlight=False)
 
 
@@ -1103,6 +1124,12 @@ def export(
         _fail(f"export {out}: is a directory; give the CSV file to write, e.g. {out / 'run.csv'}")
     if not out.parent.is_dir():
         _fail(f"export {out}: no directory {out.parent} to write into (create it first)")
+    from dlbench import outputs
+
+    try:
+        outputs.check(out, [db])
+    except outputs.OutputRefused as exc:
+        _fail(f"export {exc}")
     if run_id is not None and not 1 <= run_id < 2**63:
         _fail(f"--run {run_id}: a run id is a positive integer (see dlbench runs)")
     if not db.is_file() and not _is_url(db):  # exporting reads a database; it never creates an empty one
@@ -1119,9 +1146,12 @@ def export(
     frame = data.measurements(row["id"])
     data.close()
     try:
-        results.export(frame, out, fmt)
+        # Written beside `out` and renamed into place: a full disk leaves the old file whole.
+        outputs.write_with(out, lambda tmp: results.export(frame, tmp, fmt), [db])
+    except outputs.OutputRefused as exc:
+        _fail(f"export {exc}")
     except OSError as exc:
-        _fail(f"export {out}: cannot write: {exc.strerror or exc}")
+        _fail(f"export {out}: cannot write: {exc.strerror or exc} (the previous file, if any, is unchanged)")
     console.print(f"wrote {len(frame)} measurements of run {row['id']} to {out} ({fmt})")
 
 
@@ -1640,6 +1670,8 @@ def study_report(
         _fail("--out needs a written format (markdown, latex or html); console output goes to the terminal")
     study, facts = _study(name)
     paths = dbs or [Path("dlbench.db")]
+    if out is not None:
+        _check_output(out, list(paths))
 
     def latest_of_study(store) -> list[int]:
         found = _study_runs(store, study)
@@ -1659,10 +1691,7 @@ def study_report(
     if out is None:
         sys.stdout.write(text)
     else:
-        try:
-            out.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            _fail(f"cannot write {out}: {exc}")
+        _write_output(out, text, list(paths))
         err_console.print(f"wrote {out}")
 
 
@@ -1793,6 +1822,10 @@ def explain(
         _fail(f"--profile-steps {profile_steps}: allowed 0..{MAX_PROFILE_STEPS}")
     if not 1 <= profile_calls <= MAX_PROFILE_CALLS:
         _fail(f"--profile-calls {profile_calls}: allowed 1..{MAX_PROFILE_CALLS}")
+    if fmt == "console" and out is not None:
+        _fail("--out needs a written format (markdown or html); console output goes to the terminal")
+    if out is not None:
+        _check_output(out, [db])
     store = _open_store(db, readonly=dry_run)
     if show is not None:
         _explain_report(store, show, fmt, out, band, alpha)
@@ -1947,5 +1980,5 @@ def _explain_report(store, run_id: int, fmt: str, out: Path | None, band: float 
     if out is None:
         sys.stdout.write(text)
     else:
-        out.write_text(text, encoding="utf-8")
+        _write_output(out, text, [store.path])
         console.print(f"wrote {out}", highlight=False)

@@ -303,7 +303,10 @@ def draw_bars(section: Section, path: Path) -> Path | None:
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
         fig.tight_layout()
         path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, format=path.suffix.lstrip(".") or "svg", bbox_inches="tight")
+        from dlbench import outputs
+
+        kind = path.suffix.lstrip(".") or "svg"
+        outputs.write_with(path, lambda tmp: fig.savefig(tmp, format=kind, bbox_inches="tight"))
         plt.close(fig)
     return path
 
