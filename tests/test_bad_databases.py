@@ -498,10 +498,13 @@ def readonly_dir(tmp_path):
 
 
 def test_a_readonly_file_can_be_reported_but_not_run_into(tmp_path, good_db):
+    copy = tmp_path / "copy.db"  # compare needs two runs: a run compared with itself is refused
+    shutil.copy(good_db, copy)
+    copy.chmod(0o644)
     good_db.chmod(0o444)
     before = state(good_db)
     time.sleep(0.01)
-    for args in (["runs"], ["report"], ["export", str(tmp_path / "o.csv")], ["compare", "1", "1"]):
+    for args in (["runs"], ["report"], ["export", str(tmp_path / "o.csv")], ["compare", "1", f"{copy}:1"]):
         result = unprivileged(*args, "--db", str(good_db))
         assert result.returncode == 0, (args, result.stdout + result.stderr)
     assert state(good_db)[:2] == before[:2]  # SQLite may leave an empty -wal and -shm beside it (mode=ro)
@@ -517,10 +520,12 @@ def test_a_readonly_file_can_be_reported_but_not_run_into(tmp_path, good_db):
 
 def test_a_database_in_a_readonly_directory_can_be_reported_but_not_run_into(tmp_path, readonly_dir):
     path = real_db(readonly_dir / "r.db", migrations=MIGRATIONS[:2])  # an old one: upgraded in memory
+    copy = tmp_path / "copy.db"  # compare needs two runs: a run compared with itself is refused
+    shutil.copy(path, copy)
     readonly_dir.chmod(0o555)
     before = state(path)
     time.sleep(0.01)
-    for args in (["runs"], ["report"], ["export", str(tmp_path / "o.csv")], ["compare", "1", "1"]):
+    for args in (["runs"], ["report"], ["export", str(tmp_path / "o.csv")], ["compare", "1", f"{copy}:1"]):
         result = unprivileged(*args, "--db", str(path))
         assert result.returncode == 0, (args, result.stdout + result.stderr)
         assert args != ["runs"] or "│ t " in result.stdout

@@ -257,6 +257,16 @@ def _plan(
     return expand(exp)
 
 
+def _same_database(a: Any, b: Any) -> bool:
+    """Two stores' paths name one database (a link or ./ included; URLs compared as text)."""
+    if isinstance(a, Path) and isinstance(b, Path):
+        try:
+            return os.path.samefile(a, b)
+        except OSError:
+            return a.resolve() == b.resolve()
+    return str(a) == str(b)
+
+
 def _open_store(db: Path, readonly: bool = False):
     """readonly: for the commands that only read; the file is never written into, and an older
     schema is upgraded in a copy in memory."""
@@ -1224,6 +1234,8 @@ def compare(
         )
     sa, ra = _resolve_run(a, db, readonly=True)
     sb, rb = _resolve_run(b, db, readonly=True)
+    if ra["id"] == rb["id"] and _same_database(sa.path, sb.path):
+        _fail(f"{a} and {b} are the same run ({sb.path}, run {rb['id']}): a run compared with itself says nothing")
     a_trials, b_trials = sa.trials(ra["id"]), sb.trials(rb["id"])
     diffs = run_vs_run(
         a_trials,

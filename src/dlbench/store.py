@@ -293,6 +293,7 @@ class Store:
             self.db = cast(sqlite3.Connection, self._open_postgres(url, list(migrations)))
         else:
             self.path = Path(path)
+            self._refuse_special()
             self.db = (self._open_readonly if readonly else self._open_readwrite)(list(migrations))
             self.db.row_factory = sqlite3.Row
         # The id create_run gave its run, set inside its transaction: a signal that lands
@@ -309,6 +310,18 @@ class Store:
         """The SQLite file (the methods that only SQLite has use it)."""
         assert isinstance(self.path, Path), self.path
         return self.path
+
+    def _refuse_special(self) -> None:
+        """A FIFO or a device as --db: SQLite would block on a FIFO forever, and /dev/null
+        reads as an empty database that keeps nothing."""
+        import stat
+
+        try:
+            mode = self._file.stat().st_mode
+        except OSError:
+            return  # absent (created by a writer) or unreadable: the open says which
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise StoreError(f"{self._file}: is a special file (a FIFO or a device), not a database file")
 
     def _open_postgres(self, url: str, migrations: list[str]) -> Any:
         from dlbench import store_pg
