@@ -124,6 +124,21 @@ def tiny_run():
     return run
 
 
+@pytest.fixture(scope="module")
+def small_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A database holding one real run (numpy MLP on digits, one trial, one repeat), shared by a module."""
+    from typer.testing import CliRunner
+
+    from dlbench.cli import app
+
+    path = tmp_path_factory.mktemp("small") / "d.db"
+    flags = ["--framework", "numpy", "--model", "mlp", "--dataset", "digits", "--epochs", "1", "--repeats", "1"]
+    flags += ["--warmup", "0", "--trials", "1", "--samplers", "none", "--train-samples", "128", "--test-samples", "64"]
+    result = CliRunner().invoke(app, ["run", *flags, "--db", str(path)])
+    assert result.exit_code == 0, result.output
+    return path
+
+
 # XLA's backend (LLVM) optimizations off for JAX in the tests: the same HLO programs, compiled
 # with less work. The tests check what the programs compute (counts, shapes, falling losses,
 # the same function across frameworks, loss curves within float32 tolerances), never how fast

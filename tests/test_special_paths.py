@@ -15,13 +15,8 @@ runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("special") / "d.db"
-    flags = ["--framework", "numpy", "--model", "mlp", "--dataset", "digits", "--epochs", "1", "--repeats", "1"]
-    flags += ["--warmup", "0", "--trials", "1", "--samplers", "none", "--train-samples", "128", "--test-samples", "64"]
-    result = runner.invoke(app, ["run", *flags, "--db", str(path)])
-    assert result.exit_code == 0, result.output
-    return path
+def db(small_db: Path) -> Path:
+    return small_db
 
 
 def _one_line_error(args: list[str], text: str) -> None:
