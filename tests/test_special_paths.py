@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -45,3 +46,20 @@ def test_a_run_compared_with_itself_is_refused(db, tmp_path):
     shutil.copy(db, copy)  # another file holding the same run: a comparison, not an error
     result = runner.invoke(app, ["compare", str(db), str(copy)])
     assert "are the same run" not in result.output
+
+
+def test_control_characters_from_a_database_print_as_visible_escapes(db, tmp_path):
+    from dlbench.terminal import printable
+
+    assert printable("a\x1b]0;pwned\x07b\x1b[2J\tc\nd\x9b") == "a\\x1b]0;pwned\\x07b\\x1b[2J\tc\nd\\x9b"
+    # The experiment file refuses such a name; a database someone sent can hold anything.
+    source, db = db, tmp_path / "e.db"
+    shutil.copy(source, db)
+    con = sqlite3.connect(db)
+    with con:
+        con.execute("UPDATE runs SET name = ?", ("evil\x1b]0;pwned\x07\x1b[2J",))
+    con.close()
+    for args in (["runs"], ["report"]):
+        out = runner.invoke(app, [*args, "--db", str(db)]).output
+        assert "\x1b" not in out and "\x07" not in out, (args, out)
+        assert "evil\\x1b]0;pwned\\x07\\x1b[2J" in out.replace("\n", ""), (args, out)

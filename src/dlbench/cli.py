@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
-from rich.console import Console
 
 from dlbench.analysis.criteria import ALPHA, BAND
+from dlbench.terminal import SafeConsole, printable
 
 app = typer.Typer(
     add_completion=False,
@@ -59,11 +59,13 @@ def _width_off_terminal() -> int:
     return columns if 40 <= columns <= 1000 else 150
 
 
-console = Console(markup=False) if sys.stdout.isatty() else Console(width=_width_off_terminal(), markup=False)
+# SafeConsole: text from a database (run names, commands, errors) prints as text, never as
+# terminal control sequences (dlbench.terminal).
+console = SafeConsole(markup=False) if sys.stdout.isatty() else SafeConsole(width=_width_off_terminal(), markup=False)
 err_console = (
-    Console(stderr=True, markup=False)
+    SafeConsole(stderr=True, markup=False)
     if sys.stderr.isatty()
-    else Console(stderr=True, width=_width_off_terminal(), markup=False)
+    else SafeConsole(stderr=True, width=_width_off_terminal(), markup=False)
 )
 
 DB = Annotated[
@@ -148,7 +150,7 @@ def _fail(message: str, code: int = 2) -> None:
 
     # soft_wrap: one error is one line, also off a terminal (a log, a CI job), where
     # the console is 150 columns wide and would break a long path into several.
-    err_console.print(Text.assemble(("error: ", "bold red"), message), highlight=False, soft_wrap=True)
+    err_console.print(Text.assemble(("error: ", "bold red"), printable(message)), highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
