@@ -28,7 +28,6 @@ def main() -> int:
     p.add_argument("--steps-json", type=Path, required=True)
     p.add_argument("--db", type=Path, required=True)
     p.add_argument("--device", default="cuda")
-    p.add_argument("--size", default="gpu", help="unused; kept for the campaign's uniform call")
     p.add_argument("--blocks", type=int, default=2)
     p.add_argument("--python", default=sys.executable)
     args = p.parse_args()

@@ -177,7 +177,7 @@ fi
 
 if want explain; then
   step explain "${LIMITS[5]}" "$PY" benchmarks/explain_largest_gap.py --steps-json "$DIR/steps.json" --db "$DB" \
-    --device "$DEVICE" --size "$SIZE"
+    --device "$DEVICE"
 fi
 
 if want report; then

@@ -161,7 +161,8 @@ def summarize(key: str, rounds: list[dict[str, Any]], tolerance: float) -> dict[
         "standalone_ms": 1e3 * statistics.median(b),
         "ratio": ratio,
         "round_ratios": per_round,
-        "verdict": "within" if abs(ratio - 1) <= tolerance else ("dlbench slower" if ratio > 1 else "dlbench faster"),
+        # Where the ratio lies against the target band: a description of these rounds, not a test.
+        "verdict": "within" if abs(ratio - 1) <= tolerance else ("above the band" if ratio > 1 else "below the band"),
     }
     unsynced = [t for r in rounds for t in r["standalone"].get("unsynced_step_times", [])]
     if unsynced:

@@ -261,12 +261,9 @@ def _plan(
 
 def _same_database(a: Any, b: Any) -> bool:
     """Two stores' paths name one database (a link or ./ included; URLs compared as text)."""
-    if isinstance(a, Path) and isinstance(b, Path):
-        try:
-            return os.path.samefile(a, b)
-        except OSError:
-            return a.resolve() == b.resolve()
-    return str(a) == str(b)
+    from dlbench.outputs import same_file
+
+    return same_file(a, b) if isinstance(a, Path) and isinstance(b, Path) else str(a) == str(b)
 
 
 def _open_store(db: Path, readonly: bool = False):

@@ -29,7 +29,8 @@ class OutputRefused(OSError):
     """A destination that would overwrite results or cannot be a file; the message says why."""
 
 
-def _same_file(a: Path, b: Path) -> bool:
+def same_file(a: Path, b: Path) -> bool:
+    """The two paths name one file (a link or ./ included), or would once created."""
     try:
         return os.path.samefile(a, b)
     except OSError:
@@ -45,7 +46,7 @@ def check(path: Path, reading: Iterable[str | Path] = ()) -> None:
         if "://" in text:
             continue
         for suffix in SIDECARS:
-            if _same_file(path, Path(text + suffix)):
+            if same_file(path, Path(text + suffix)):
                 what = "the results database this command reads" if not suffix else f"its SQLite {suffix[1:]} file"
                 raise OutputRefused(f"{path} is {what} ({text}): results are never written over; choose another file")
     try:
