@@ -72,7 +72,10 @@ def test_stop_reason_names_the_widest_median_and_the_blocks_it_would_need():
     from dlbench.analysis import stats
     from dlbench.runner import _widest
 
-    case = {"framework": "torch", "variant": "eager", "model": "mlp", "dataset": "digits", "batch_size": 32}
+    case = {
+        "framework": "torch", "variant": "eager", "model": "mlp", "dataset": "digits", "batch_size": 32,
+        "runtime": "defaults",
+    }  # fmt: skip
     trials = [
         {"case_key": "a", "case_json": json.dumps(case)},
         {"case_key": "b", "case_json": json.dumps(dict(case, framework="jax", variant="jit"))},

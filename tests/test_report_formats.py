@@ -61,6 +61,7 @@ def _case(framework: str, variant: str) -> dict:
         "steps": None,
         "threads": 2,
         "device": "cpu",
+        "runtime": "defaults",
     }
 
 

@@ -149,6 +149,7 @@ def test_import_is_light_and_files_are_deterministic(real_run, tmp_path):
 
 # -- a synthetic store with failures -----------------------------------------------------------------
 CASE = {
+    "runtime": "defaults",  # as dlbench stores a case today (without it: an older run's "all")
     "dataset": "mnist",
     "device": "cpu",
     "epochs": 1,

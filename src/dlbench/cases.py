@@ -8,8 +8,17 @@ case reads the same everywhere. Nothing here imports the rest of dlbench.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
+
+from dlbench import runtime_settings
+
+
+def stored_case(case_json: str) -> dict[str, Any]:
+    """A trial's stored case (its case_json) as a dict, with what an older dlbench left
+    out filled in as it ran (runtime: the settings every worker had then)."""
+    return runtime_settings.complete(json.loads(case_json))
 
 
 def case_label(case: Mapping[str, Any], *, framework: bool = True, setting: bool = True) -> str:
@@ -24,6 +33,11 @@ def case_label(case: Mapping[str, Any], *, framework: bool = True, setting: bool
         # the cases of one world size compare across frameworks and strategies.
         if case.get("strategy", "single") != "single":
             parts.append(str(case["strategy"]))
+        # So are the runtime settings dlbench imposed on it (none by default). A case
+        # without the field is stored (or keyed) as an older dlbench ran it: runtime all.
+        runtime = case.get("runtime", runtime_settings.LEGACY)
+        if runtime != runtime_settings.DEFAULTS:
+            parts.append(f"runtime={runtime}")
     if setting:
         parts += [str(case["model"]), str(case["dataset"]), f"b{case['batch_size']}"]
         if case.get("world_size", 1) > 1:

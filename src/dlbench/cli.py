@@ -104,6 +104,16 @@ PrecisionOpt = Annotated[
         help="float32, tf32 (TensorFloat-32 matmuls and convolutions, NVIDIA GPUs) and/or bf16-mixed, comma-separated."
     ),
 ]
+RuntimeOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Runtime settings dlbench imposes, comma-separated values: defaults (none, as a plain script runs "
+        "the framework; the default), all, or names joined by '+' from malloc-fixed (glibc's malloc thresholds "
+        "fixed), interop-fixed (inter-op pool fixed: torch 1 thread, tensorflow 2), autotune-off (tf.data "
+        "autotuning off: tensorflow). 'all' gives each framework the ones that apply to it; a named one that "
+        "does not is a skipped cell."
+    ),
+]
 PipelineOpt = Annotated[
     str | None,
     typer.Option(
@@ -233,6 +243,7 @@ def _plan(
     pipeline=None,
     strategy=None,
     world_size=None,
+    runtime=None,
 ):
     from dlbench.plan import expand
 
@@ -252,6 +263,7 @@ def _plan(
             "pipeline": _split(pipeline),
             "strategy": _split(strategy),
             "world_size": _split(world_size, int, "--world-size"),
+            "runtime": _split(runtime),
         },
         protocol,
         options,
@@ -319,6 +331,7 @@ def run(
     precision: PrecisionOpt = None,
     layout: LayoutOpt = None,
     pipeline: PipelineOpt = None,
+    runtime: RuntimeOpt = None,
     strategy: StrategyOpt = None,
     world_size: WorldSizeOpt = None,
     batch_scope: BatchScopeOpt = None,
@@ -485,6 +498,7 @@ def run(
             pipeline,
             strategy,
             world_size,
+            runtime,
         )
     except KeyboardInterrupt as exc:
         _exit_on_signal(exc, "nothing was stored")
@@ -1560,6 +1574,7 @@ def study_run(
     model: ListOpt = None,
     batch_size: ListOpt = None,
     input_shape: ShapeOpt = None,
+    runtime: RuntimeOpt = None,
     repeats: Annotated[int | None, typer.Option(help="Measured repeats per trial (the scale's by default).")] = None,
     trials: Annotated[
         int | None,
@@ -1590,6 +1605,7 @@ def study_run(
         "model": _split(model),
         "batch_size": _split(batch_size, int, "--batch-size"),
         "input_shape": _split(input_shape, int, "--input-shape"),
+        "runtime": _split(runtime),
     }
     protocol = {"repeats": repeats, "trials": trials, "data_dir": data_dir}
     plan = _study_plan(study, scale, device, matrix, protocol)
@@ -1770,8 +1786,9 @@ def explain(
     only: Annotated[
         str | None,
         typer.Option(
-            help="Toggle only these settings, comma list (threads, variant, pipeline, layout, precision, init); "
-            "SETTING=VALUE toggles it to that value instead (variant=xla, precision=tf32, threads=2)."
+            help="Toggle only these settings, comma list (threads, variant, pipeline, layout, precision, init, "
+            "runtime); SETTING=VALUE toggles it to that value instead (variant=xla, precision=tf32, threads=2, "
+            "runtime=malloc-fixed+interop-fixed)."
         ),
     ] = None,
     blocks: Annotated[

@@ -44,6 +44,7 @@ FACTORS = (
     "pipeline",
     "strategy",
     "world_size",
+    "runtime",
 )
 # float32 everywhere, or bfloat16 compute with float32 weights and loss
 # (torch.autocast, Keras' "mixed_bfloat16" policy, JAX casting params and inputs).
@@ -188,6 +189,9 @@ MATRIX_DEFAULTS: dict[str, tuple[Any, ...]] = {
     # How training is spread (dlbench.distributed): one process on one device by default.
     "strategy": ("single",),
     "world_size": (1,),
+    # Runtime settings dlbench imposes (dlbench.runtime_settings): none by default, so
+    # that each framework runs as a plain script runs it.
+    "runtime": ("defaults",),
 }
 # Data-parallel replicas in one trial: beyond this no machine dlbench targets has the
 # cores or devices, and the launcher would start that many processes.
@@ -307,6 +311,13 @@ def _check_factor(where: str, factor: str, values: tuple[Any, ...], refs: _Refs 
                 raise ConfigError(f"{key}: unknown variant of {name}; allowed: {_allowed(frameworks[name].variants)}")
         elif factor in ("model", "dataset"):
             v = refs.name_of(key, factor, v)
+        elif factor == "runtime":
+            from dlbench import runtime_settings
+
+            try:
+                v = runtime_settings.canonical(v)
+            except runtime_settings.RuntimeSettingError:
+                raise ConfigError(f"{key}: unknown runtime; allowed: {runtime_settings.allowed()}") from None
         elif choices is not None and v not in choices:
             raise ConfigError(f"{key}: unknown {factor}; allowed: {_allowed(choices)}")
         elif factor == "batch_size" and not _within(v, 1, MAX_BATCH_SIZE, integer=True):

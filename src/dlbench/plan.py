@@ -18,7 +18,7 @@ import random
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from dlbench import registry
+from dlbench import registry, runtime_settings
 from dlbench.config import FACTORS, Experiment
 
 
@@ -55,6 +55,9 @@ class Case:
     strategy: str = "single"
     world_size: int = 1
     batch_scope: str = "global"  # is batch_size the global batch or each replica's?
+    # The runtime settings dlbench imposed (dlbench.runtime_settings): "defaults" for
+    # none, as a plain script runs the framework, or their names joined by "+".
+    runtime: str = runtime_settings.DEFAULTS
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -64,6 +67,10 @@ class Case:
         for name, default in DISTRIBUTION_DEFAULTS.items():
             if d[name] == default:
                 del d[name]
+        # A case stored before `runtime` existed ran with the legacy set and has no such
+        # field: the same case now keeps that key (runtime_settings.complete reads it back).
+        if d["runtime"] == runtime_settings.LEGACY:
+            del d["runtime"]
         return d
 
     @property
@@ -307,6 +314,7 @@ def expand(exp: Experiment) -> Plan:
             or layout_reason(name, cell["layout"], spec.input_kind)
             or pipeline_reason(name, cell["pipeline"], spec.input_kind, shape)
             or precision_reason(name, cell["precision"], p.device, classical)
+            or runtime_settings.reason(name, cell["runtime"])
         )
         if reason is not None:
             plan.skipped.append(Skipped(cell, reason))
@@ -341,6 +349,7 @@ def expand(exp: Experiment) -> Plan:
                 world_size=world,
                 # Recorded only where it changes anything (more than one replica).
                 batch_scope=p.batch_scope if world > 1 else "global",
+                runtime=cell["runtime"],
             )
         )
     runnable = list(dict.fromkeys(runnable))

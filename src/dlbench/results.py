@@ -28,6 +28,7 @@ from typing import Any
 
 import pandas as pd
 
+from dlbench.cases import stored_case
 from dlbench.plan import DISTRIBUTION_DEFAULTS, Case
 from dlbench.store import Store, database_url
 
@@ -250,7 +251,7 @@ class Results:
                         "case_key": t["case_key"],
                         **{c: t[c] for c in TRIAL_FIELDS},
                         "retired": bool(t["retired"]),
-                        **_case_columns(json.loads(t["case_json"])),
+                        **_case_columns(stored_case(t["case_json"])),
                     }
                 )
         return _frame(rows, TRIAL_COLUMNS)
@@ -261,7 +262,7 @@ class Results:
         rows = []
         for rid in self._run_ids(run):
             trials = {t["id"]: t for t in self.store.trials(rid, retired=True)}
-            cases = {tid: _case_columns(json.loads(t["case_json"])) for tid, t in trials.items()}
+            cases = {tid: _case_columns(stored_case(t["case_json"])) for tid, t in trials.items()}
             for m in self.store.db.execute(
                 "SELECT m.* FROM measurements m JOIN trials t ON t.id = m.trial_id WHERE t.run_id=?"
                 " ORDER BY t.block, t.position, t.attempt, m.id",
@@ -343,7 +344,7 @@ class Results:
 
         trials, measurements = self.store.trials(rid), self.store.measurements(rid, latency=False)
         phase, name, words = _metric(metric, measurements, rid)
-        cases = {t["case_key"]: json.loads(t["case_json"]) for t in trials}
+        cases = {t["case_key"]: stored_case(t["case_json"]) for t in trials}
         names = sorted({label(c) for c in cases.values()})
         side_a, side_b = _side(a, names, rid), _side(b, names, rid)
         if side_a & side_b:

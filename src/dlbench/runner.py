@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from dlbench.cases import stored_case
 from dlbench.executor_settings import ExecutorError
 from dlbench.plan import Case, Plan
 from dlbench.store import Measurement, Store, StoreError
@@ -448,7 +449,7 @@ def _widest(trials: Any, wide: list[tuple[str, str, list[float]]], pct: float) -
     if all(len(values) < need for _, _, values in wide):
         return f" (a median's CI counts from {need} blocks on)"
     half, key, metric, values = max((stats.median_ci_halfwidth(v), k, m, v) for k, m, v in wide if len(v) >= need)
-    case = next(json.loads(t["case_json"]) for t in trials if t["case_key"] == key)
+    case = next(stored_case(t["case_json"]) for t in trials if t["case_key"] == key)
     blocks = stats.samples_needed(len(values), half, pct)
     if blocks is None:  # a median of zero has no relative width
         return f" (widest: {metric} of {case_label(case)}, median 0: no relative CI)"
@@ -474,7 +475,7 @@ def add_block(store: Store, run_id: int, seed: int) -> int:
                 "case_key": key,
                 "block": block,
                 "position": position,
-                "case": json.loads(cases[key]["case_json"]),
+                "case": json.loads(cases[key]["case_json"]),  # as stored: its key is the trial's
                 "protocol": json.loads(cases[key]["protocol_json"]),
             }
             for position, key in enumerate(order)
@@ -532,7 +533,7 @@ def execute_run(
         stop_reason = None
         first = trials[0]  # protocol and seed are the same for every trial of a run
         adaptive = bool(json.loads(first["protocol_json"]).get("until_ci"))
-        seed = json.loads(first["case_json"])["seed"]
+        seed = stored_case(first["case_json"])["seed"]
         while True:
             counts = _execute_pending(store, run_id, command, on_event, sources, cluster)
             if not adaptive:
@@ -587,7 +588,7 @@ def extend_runs(targets: Sequence[Target], blocks: int, on_block: Callback | Non
             t.store.retire_unfinished(t.run_id)
         for i in range(blocks):
             for t in targets if i % 2 == 0 else targets[::-1]:
-                seed = json.loads(t.store.trials(t.run_id)[0]["case_json"])["seed"]
+                seed = stored_case(t.store.trials(t.run_id)[0]["case_json"])["seed"]
                 block = add_block(t.store, t.run_id, seed)
                 _execute_pending(t.store, t.run_id, t.command, None, t.sources)
                 if on_block is not None:

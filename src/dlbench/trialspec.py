@@ -16,6 +16,7 @@ import sys
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
+from dlbench import runtime_settings
 from dlbench.distributed import DistContext
 from dlbench.plan import Case
 
@@ -67,7 +68,12 @@ def case_from_dict(data: Any) -> Case:
     names = {f.name for f in fields(Case)}
     required = {f.name for f in fields(Case) if f.default is MISSING and f.default_factory is MISSING}
     _check_keys("trial case", data, names, required)
-    values = dict(data)
+    # A case stored before `runtime` existed ran with the settings every worker had then.
+    values = runtime_settings.complete(data)
+    try:
+        runtime_settings.canonical(values["runtime"])
+    except runtime_settings.RuntimeSettingError as exc:
+        raise SpecError(f"trial case: {exc}") from None
     # JSON has lists where the plan has tuples (hashable option values, e.g. resnet's blocks).
     values["model_options"] = tuple(sorted((k, _tuples(v)) for k, v in (values.get("model_options") or {}).items()))
     if values.get("synthetic") is not None:

@@ -269,7 +269,7 @@ class _DistributedBuilder:
 def _run_process(spec: TrialSpec, emit: Emitter, dist: DistContext | None) -> None:
     import importlib
 
-    from dlbench import registry
+    from dlbench import registry, runtime_settings
     from dlbench.distributed import DIST_MODULES, multiprocess
     from dlbench.distributed.environ import rank_environment
     from dlbench.registry import framework as get_info
@@ -306,21 +306,32 @@ def _run_process(spec: TrialSpec, emit: Emitter, dist: DistContext | None) -> No
     joined: dict[str, Any] = {}
     # TensorFlow's strategies must be set up before the runtime starts (logical CPU
     # devices, collective ops "configured at program startup"), i.e. before fw.setup.
+    # The runtime settings an adapter applies in-process (malloc-fixed is the worker's
+    # environment, set by its parent); given only where there are some, so that a
+    # plugin adapter written before `runtime` existed is called as it expects.
+    in_process = tuple(n for n in runtime_settings.applied(case.framework, case.runtime) if n != "malloc-fixed")
+    runtime: dict[str, Any] = {"runtime": in_process} if in_process else {}
     early = dist is not None and _setup_first(DIST_MODULES[case.framework])
     if dist is not None and early:
         module = importlib.import_module(DIST_MODULES[case.framework])
         t0 = time.perf_counter_ns()
-        joined = module.setup(fw, dist)
+        joined = module.setup(fw, dist, **runtime)
         record("rendezvous_time", (time.perf_counter_ns() - t0) / 1e9, "s")
     t0 = time.perf_counter_ns()
-    manifest = fw.setup(variant=case.variant, threads=threads, seed=case.seed, device=case.device)
+    manifest = fw.setup(
+        variant=case.variant,
+        threads=threads,
+        seed=case.seed,
+        device=case.device,
+        **runtime,
+    )
     record("setup_time", (time.perf_counter_ns() - t0) / 1e9, "s")
     builder: Any = fw
     if dist is not None:
         if not early:
             module = importlib.import_module(DIST_MODULES[case.framework])
             t0 = time.perf_counter_ns()
-            joined = module.setup(fw, dist)
+            joined = module.setup(fw, dist, **runtime)
             record("rendezvous_time", (time.perf_counter_ns() - t0) / 1e9, "s")
         manifest = {**manifest, **joined, **_dist_facts(case, dist)}
         builder = _DistributedBuilder(module, fw, dist)
@@ -369,7 +380,7 @@ def _measure(
     record: Any,
     relative: bool,
 ) -> None:
-    from dlbench import allocator
+    from dlbench import allocator, runtime_settings
     from dlbench.phases import run_repeat
 
     case, protocol = spec.case, spec.protocol
@@ -398,6 +409,8 @@ def _measure(
         # differs"): torch.utils.benchmark.Timer, for one, times with 1 thread by default.
         "timed_threads": case.threads if dist is None else dist.threads,
         "allocator": allocator.facts(),
+        "runtime": case.runtime,
+        "runtime_applied": list(runtime_settings.applied(case.framework, case.runtime)),
     }
     if protocol.loss_curve:
         manifest["loss_curve_steps"] = protocol.loss_curve

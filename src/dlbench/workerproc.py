@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dlbench import runtime_settings
 from dlbench.allocator import worker_environment
 from dlbench.trialspec import TrialSpec, worker_command
 
@@ -103,6 +104,11 @@ def _start_poller(spec: TrialSpec) -> Any:
     return Poller(active) if active else None
 
 
+def _fixed_malloc(spec: TrialSpec) -> bool:
+    """The case asks for glibc's malloc thresholds fixed (runtime setting malloc-fixed)."""
+    return "malloc-fixed" in runtime_settings.applied(spec.case.framework, spec.case.runtime)
+
+
 def run_worker(
     spec: TrialSpec,
     *,
@@ -127,7 +133,7 @@ def run_worker(
             text=True,
             encoding="utf-8",
             start_new_session=True,
-            env=worker_environment(os.environ if env is None else env),
+            env=worker_environment(os.environ if env is None else env, _fixed_malloc(spec)),
         )
         if poller is not None:
             poller.start(proc.pid)

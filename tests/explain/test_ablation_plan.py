@@ -132,3 +132,23 @@ def test_too_few_blocks_decide_nothing():
     assert gap.n == 3 and not gap.significant
     assert gap.comparison is not None and gap.comparison.why.cause == "too few"
     assert all(not e.measurable for e in gap.effects)
+
+
+def test_runtime_is_toggled_where_a_and_b_differ_or_when_asked_never_silently():
+    # Agreeing (both defaults): no runtime toggle unless --only names it.
+    assert "runtime" not in {t.setting for t in ablation.pair_for(BASE, replace(BASE, threads=1), cores=2).toggles}
+    asked = ablation.pair_for(BASE, replace(BASE, threads=1), cores=2, only=("runtime",))
+    assert [(t.setting, t.before, t.after, t.toward) for t in asked.toggles] == [
+        ("runtime", "defaults", "all", "other")
+    ]
+    # Differing: toward A's value, as every other setting.
+    b = replace(BASE, runtime="all")
+    toggles = ablation.pair_for(BASE, b, cores=2).toggles
+    assert [(t.after, t.toward) for t in toggles if t.setting == "runtime"] == [("defaults", "A")]
+    named = ablation.pair_for(BASE, replace(BASE, threads=1), cores=2, only=("runtime=interop-fixed+malloc-fixed",))
+    assert [(t.after, t.toward) for t in named.toggles] == [("malloc-fixed+interop-fixed", "named")]
+    # A named setting that does not concern B's framework is not tried, and says why.
+    jax = ablation.pair_for(BASE, JAX, cores=2, only=("runtime=autotune-off",))
+    assert jax.toggles == () and "autotune-off applies to tensorflow, not to jax" in jax.not_tried[0]
+    with pytest.raises(ablation.AblationError, match="runtime 'fast': unknown setting 'fast'"):
+        ablation.pair_for(BASE, JAX, cores=2, only=("runtime=fast",))

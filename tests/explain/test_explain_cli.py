@@ -110,8 +110,10 @@ def test_every_profiled_trial_adds_up_and_keeps_its_trace(explained):
         assert manifest["profile"].startswith("torch.profiler")
         assert manifest["profile_trace"].endswith(".trace.json.gz")
         assert manifest["timed_threads"] == json.loads(t["case_json"])["threads"]
+        # The default runtime imposes nothing: glibc's own thresholds, as a plain script has them.
+        assert manifest["runtime"] == "defaults" and manifest["runtime_applied"] == []
         if not any(k.startswith("MALLOC_") for k in os.environ):
-            assert manifest["allocator"]["malloc_thresholds_set_by"] == "dlbench"
+            assert manifest["allocator"]["malloc_thresholds_set_by"] == "nobody: glibc's dynamic ones"
     assert len(explained["traces"]) == len(ok)
 
 

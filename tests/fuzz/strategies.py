@@ -12,7 +12,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from dlbench import config
+from dlbench import config, runtime_settings
 from dlbench import registry as _registry
 from dlbench.distributed import BATCH_SCOPES, STRATEGIES
 from dlbench.frameworks.protocol import INITS, OPTIMIZERS
@@ -227,6 +227,10 @@ FACTOR_VALUES: dict[str, st.SearchStrategy[Any]] = {
     "pipeline": st.sampled_from(config.PIPELINES),
     "strategy": st.sampled_from(tuple(STRATEGIES)),
     "world_size": st.one_of(st.sampled_from([1, 2, config.MAX_WORLD_SIZE]), st.integers(1, 8)),
+    "runtime": st.one_of(
+        st.sampled_from(["defaults", "all"]),
+        st.lists(st.sampled_from(runtime_settings.NAMES), min_size=1, max_size=3).map("+".join),
+    ),
 }
 
 

@@ -8,7 +8,6 @@ Nothing here is stored: summaries are always recomputed from the raw rows.
 
 from __future__ import annotations
 
-import json
 import math
 from collections import defaultdict
 from collections.abc import Sequence
@@ -19,6 +18,7 @@ import numpy as np
 from dlbench.analysis.rows import Case, Rows
 from dlbench.analysis.stats import Summary as Stats
 from dlbench.analysis.stats import summary
+from dlbench.cases import stored_case
 
 
 def describe(values: Sequence[float]) -> Stats | None:
@@ -43,7 +43,7 @@ def summarize(trials: Rows, measurements: Rows) -> list[CaseSummary]:
     for t in trials:
         s = by_case.get(t["case_key"])
         if s is None:
-            s = by_case[t["case_key"]] = CaseSummary(t["case_key"], json.loads(t["case_json"]), 0, {}, True, {})
+            s = by_case[t["case_key"]] = CaseSummary(t["case_key"], stored_case(t["case_json"]), 0, {}, True, {})
         s.trials += 1
         s.statuses[t["status"]] = s.statuses.get(t["status"], 0) + 1
     values: dict[tuple[str, str, str], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))

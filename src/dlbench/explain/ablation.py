@@ -4,7 +4,8 @@ the share of the A-B gap each toggle closes.
 For a pair (A faster, B slower), the settings dlbench records and controls are
 toggled on B toward A's value where the two differ, and otherwise toward the
 framework's best known value (BEST_KNOWN: torch.compile for PyTorch, XLA for
-TensorFlow; channels-last for PyTorch's convolutions; one thread per core). Each
+TensorFlow; channels-last for PyTorch's convolutions; one thread per core; the runtime
+settings only where A and B differ in them, or with --only runtime). Each
 toggle is a case of its own; with more than one toggle, B with all of them is one
 more (what remains of the gap after every toggle is then measured, not assumed).
 A and B are rerun too, so that every case of the pair is measured in the same
@@ -36,12 +37,13 @@ from typing import Any
 
 import numpy as np
 
+from dlbench import runtime_settings
 from dlbench.analysis import stats
 from dlbench.analysis.comparisons import ALPHA, BAND
 from dlbench.plan import Case, Plan, Trial
 
 # The recorded settings an ablation toggles, in the order they are tried.
-SETTINGS = ("threads", "variant", "pipeline", "layout", "precision", "init")
+SETTINGS = ("threads", "variant", "pipeline", "layout", "precision", "init", "runtime")
 # Where A and B agree on a setting: the value each framework is known to run fastest
 # with on the device, where dlbench exposes a faster one (why, per entry).
 BEST_KNOWN: dict[str, dict[str, dict[str, str]]] = {
@@ -72,7 +74,7 @@ class Toggle:
     setting: str
     before: Any  # B's value
     after: Any  # the value B is rerun with
-    toward: str  # "A" (A's value), "best known" or "named" (the value --only named)
+    toward: str  # "A" (A's value), "best known", "other" (runtime: the other extreme) or "named" (--only's)
 
     def words(self) -> str:
         return f"{self.setting} {self.before} -> {self.after}"
@@ -122,6 +124,7 @@ def _valid(case: Case, cores: int, sources: Mapping[str, str]) -> str | None:
         layout_reason(case.framework, case.layout, spec.input_kind)
         or pipeline_reason(case.framework, case.pipeline, spec.input_kind, tuple(shape))
         or precision_reason(case.framework, case.precision, case.device, spec.kind == "classical")
+        or runtime_settings.reason(case.framework, case.runtime)
     )
 
 
@@ -161,6 +164,14 @@ def pair_for(
             after, toward = getattr(a, setting), "A"
         elif setting == "threads":
             after, toward = cores, "best known"
+        elif setting == "runtime":
+            # No runtime setting is known to be faster, so where A and B agree it is tried
+            # only when asked for (--only runtime), with the other extreme: every setting
+            # dlbench can impose on B, or none.
+            if "runtime" not in wanted:
+                continue
+            after = runtime_settings.ALL if before == runtime_settings.DEFAULTS else runtime_settings.DEFAULTS
+            toward = "other"
         else:
             after, toward = best.get(setting, {}).get(b.framework, before), "best known"
         if after == before:
@@ -183,6 +194,11 @@ def _named_value(setting: str, text: str) -> Any:
         if not text.isdigit() or int(text) < 1:
             raise AblationError(f"threads={text}: a thread count is a whole number of at least 1")
         return int(text)
+    if setting == "runtime":
+        try:
+            return runtime_settings.canonical(text)
+        except runtime_settings.RuntimeSettingError as exc:
+            raise AblationError(str(exc)) from None
     choices = {"init": INITS, "layout": LAYOUTS, "pipeline": PIPELINES, "precision": PRECISIONS}.get(setting)
     if choices is not None and text not in choices:
         raise AblationError(f"{setting}={text}: allowed: {', '.join(choices)}")

@@ -250,7 +250,10 @@ class JaxFramework:
         self._cache: dict[tuple[Any, ...], _Compiled] = {}
         self._inits: dict[tuple[Any, ...], Callable[..., Any]] = {}
 
-    def setup(self, *, variant: str, threads: int, seed: int, device: str) -> dict[str, Any]:
+    def setup(
+        self, *, variant: str, threads: int, seed: int, device: str, runtime: tuple[str, ...] = ()
+    ) -> dict[str, Any]:
+        # `runtime`: nothing to apply in-process here (no inter-op pool, no tf.data).
         if variant not in self.variants:
             raise ValueError(f"jax adapter: unknown variant {variant!r} (known: {', '.join(self.variants)})")
         platform = _platform(device)

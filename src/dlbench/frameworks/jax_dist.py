@@ -136,7 +136,7 @@ _plans: dict[tuple[Any, ...], Callable[..., Any]] = {}
 _collectives: dict[tuple[Any, ...], dict[str, Any]] = {}
 
 
-def setup(fw: JaxFramework, ctx: DistContext) -> dict[str, Any]:
+def setup(fw: JaxFramework, ctx: DistContext, runtime: tuple[str, ...] = ()) -> dict[str, Any]:
     """Build the mesh (sharded) or join the job and build the global mesh
     (multiworker); the manifest entries. See the module docstring for when it
     may run (multiworker: before or after fw.setup; sharded: after)."""

@@ -262,7 +262,10 @@ class NumpyFramework:
     def __init__(self) -> None:
         self.threads: int | None = None
 
-    def setup(self, *, variant: str, threads: int, seed: int, device: str) -> dict[str, Any]:
+    def setup(
+        self, *, variant: str, threads: int, seed: int, device: str, runtime: tuple[str, ...] = ()
+    ) -> dict[str, Any]:
+        # `runtime`: nothing to apply in-process here (no inter-op pool, no tf.data).
         if variant not in self.variants:
             raise ValueError(f"numpy variant {variant!r} is not one of {', '.join(self.variants)}")
         check_cpu(self.name, device)

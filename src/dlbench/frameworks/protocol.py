@@ -157,10 +157,15 @@ class Framework(Protocol):
     variants: tuple[str, ...]
     default_variant: str
 
-    def setup(self, *, variant: str, threads: int, seed: int, device: str) -> dict[str, Any]:
+    def setup(
+        self, *, variant: str, threads: int, seed: int, device: str, runtime: tuple[str, ...] = ()
+    ) -> dict[str, Any]:
         """Import the framework, set threads, seeds, float32 and the variant's
         settings; return the fairness manifest entries that were set (versions,
-        threads, precision, compiler settings, library build info)."""
+        threads, precision, compiler settings, library build info). `runtime`: the
+        names of dlbench.runtime_settings the case imposes; an adapter applies those
+        it implements in-process (interop-fixed, autotune-off) and leaves every other
+        setting at the framework's default (malloc-fixed is the worker's environment)."""
         ...
 
     def prepare(self, arrays: Arrays) -> Any:

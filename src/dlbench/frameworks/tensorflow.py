@@ -44,7 +44,8 @@ VARIANTS: dict[str, dict[str, bool]] = {
     "eager": {"jit_compile": False, "run_eagerly": True},
 }
 
-# Inter-op threads are fixed, not scaled with cores (DESIGN: "inter-op fixed").
+# Inter-op threads under runtime setting interop-fixed (dlbench.runtime_settings);
+# otherwise TF's own default (one per core) is left in force, as a plain script has it.
 # Two, not one: in Keras' fit the step is a graph whose IteratorGetNext waits on
 # tf.data's prefetch, and TF's executor runs independent ops (input-pipeline work,
 # the optimizer's per-variable updates) concurrently on this pool; one thread
@@ -56,7 +57,8 @@ INTER_OP_THREADS = 2
 _GLOROT = {"kernel_initializer": "glorot_uniform", "bias_initializer": "zeros"}
 
 
-# Batches prepared ahead of the training step (tf.data's autotune is off: see _train_dataset).
+# Batches prepared ahead of the training step under runtime setting autotune-off
+# (see _train_dataset); otherwise prefetch(AUTOTUNE), what a plain script writes.
 PREFETCH = 2
 
 
@@ -99,13 +101,15 @@ def _device_name(device: str) -> str:
     raise ValueError(f"unknown device {device!r}; use cpu, cuda or cuda:N")
 
 
-def _set_threads(threads: int) -> dict[str, Any]:
-    """Set intra-/inter-op threads; TF refuses once its runtime is initialized (a
-    second setup() in one process), so record what is actually in force."""
-    note = f"set to {INTER_OP_THREADS}"
+def _set_threads(threads: int, fixed_inter_op: bool) -> dict[str, Any]:
+    """Set intra-op threads, and inter-op threads where `fixed_inter_op`; TF refuses
+    once its runtime is initialized (a second setup() in one process), so record
+    what is actually in force."""
+    note = f"set to {INTER_OP_THREADS} (runtime interop-fixed)" if fixed_inter_op else "TensorFlow's default"
     try:
         tf.config.threading.set_intra_op_parallelism_threads(threads)
-        tf.config.threading.set_inter_op_parallelism_threads(INTER_OP_THREADS)
+        if fixed_inter_op:
+            tf.config.threading.set_inter_op_parallelism_threads(INTER_OP_THREADS)
     except RuntimeError as exc:
         note = f"not changed, TF runtime already initialized: {exc}"
     # 0 means "never set": TF then uses one thread per schedulable core.
@@ -159,8 +163,11 @@ class TensorFlowFramework:
     def __init__(self) -> None:
         self.variant = self.default_variant
         self.device = "/CPU:0"
+        self.autotune = True  # tf.data's default; runtime autotune-off turns it off
 
-    def setup(self, *, variant: str, threads: int, seed: int, device: str) -> dict[str, Any]:
+    def setup(
+        self, *, variant: str, threads: int, seed: int, device: str, runtime: tuple[str, ...] = ()
+    ) -> dict[str, Any]:
         if variant not in VARIANTS:
             raise ValueError(f"unknown tensorflow variant {variant!r}; known: {', '.join(VARIANTS)}")
         if keras.backend.backend() != "tensorflow":
@@ -179,7 +186,8 @@ class TensorFlowFramework:
                 hidden_gpus = True
             except RuntimeError:
                 hidden_gpus = False
-        threads_info = _set_threads(threads)
+        threads_info = _set_threads(threads, "interop-fixed" in runtime)
+        self.autotune = "autotune-off" not in runtime
         tf.config.experimental.enable_tensor_float_32_execution(False)
         keras.config.set_floatx("float32")
         keras.utils.set_random_seed(seed)
@@ -210,8 +218,12 @@ class TensorFlowFramework:
             ),
             "first_step": "model.fit on a one-batch dataset (traces the train function fit reuses)",
             "data_pipeline": "tf.data from in-memory tensors: shuffle(len(train), seed, reshuffle each "
-            f"epoch) -> batch(drop_remainder=True) [-> repeat() for steps] -> prefetch({PREFETCH}), "
-            "tf.data autotune off",
+            "epoch) -> batch(drop_remainder=True) [-> repeat() for steps] -> "
+            + (
+                "prefetch(AUTOTUNE), tf.data autotune on (its default)"
+                if self.autotune
+                else f"prefetch({PREFETCH}), tf.data autotune off (runtime autotune-off)"
+            ),
             "last_batch": "drop (train, infer); included in evaluate",
             "build_info": {k: build[k] for k in sorted(build) if k.startswith(("is_", "cuda", "cudnn"))},
             "onednn": _onednn_facts(),
@@ -265,7 +277,7 @@ class TensorFlowFramework:
         augment = None
         if settings.pipeline != "preloaded":
             native, augment = self._pipeline(native, settings)
-        trainer = KerasTrainer(native, settings, self.variant)
+        trainer = KerasTrainer(native, settings, self.variant, autotune=self.autotune)
         trainer.augment = augment
         return trainer
 
@@ -380,8 +392,9 @@ def losses_from_running_means(means: list[tuple[int, float]]) -> list[float]:
 class KerasTrainer:
     """One compiled Keras model, its optimizer and its training dataset."""
 
-    def __init__(self, data: TFData, settings: TrainSettings, variant: str) -> None:
+    def __init__(self, data: TFData, settings: TrainSettings, variant: str, autotune: bool = True) -> None:
         self.data = data
+        self.autotune = autotune
         self.settings = settings
         self.variant = variant
         self.options = VARIANTS[variant]
@@ -447,12 +460,13 @@ class KerasTrainer:
         ds = ds.batch(s.batch_size, drop_remainder=True)
         if s.steps is not None:
             ds = ds.repeat()  # cycle through reshuffled epochs until `steps` are done
-        # No autotuning: the pipeline is a shuffle and a batch of tensors in memory, with
-        # nothing to tune, and autotune's background thread stalled fit() by ~310 ms at
-        # the end of 2 in 8 calls (the iterator's deletion waits for it: one
+        if self.autotune:
+            return ds.prefetch(tf.data.AUTOTUNE)  # what a plain script writes
+        # Runtime autotune-off: the pipeline is a shuffle and a batch of tensors in memory,
+        # with nothing to tune, and autotune's background thread stalled fit() by ~310 ms
+        # at the end of 2 in 8 calls (the iterator's deletion waits for it: one
         # TFE_DeleteTensorHandle in the profile, no op running; ResNet-18 at batch 16,
-        # 8 steps, 297-626 ms a call with it, 262-328 ms in 8 of 8 without), a cost
-        # every timed repeat risked and that no other framework pays.
+        # 8 steps, 297-626 ms a call with it, 262-328 ms in 8 of 8 without).
         options = tf.data.Options()
         options.autotune.enabled = False
         return ds.prefetch(PREFETCH).with_options(options)

@@ -98,7 +98,7 @@ _COLLECTIVE_OP = re.compile(
 )
 
 
-def setup(fw: TensorFlowFramework, ctx: DistContext) -> dict[str, Any]:
+def setup(fw: TensorFlowFramework, ctx: DistContext, runtime: tuple[str, ...] = ()) -> dict[str, Any]:
     """Create this process's strategy; the manifest entries.
 
     Call it BEFORE fw.setup(variant=..., threads=ctx.threads, seed=..., device=ctx.device)
@@ -119,7 +119,8 @@ def setup(fw: TensorFlowFramework, ctx: DistContext) -> dict[str, Any]:
             tf.config.set_visible_devices([], "GPU")
         except RuntimeError as exc:
             raise RuntimeError(ORDER_ERROR.format(what="the GPUs can no longer be hidden")) from exc
-    threads = _set_threads(ctx.threads)
+    # `runtime`: the case's runtime settings, as fw.setup is given them.
+    threads = _set_threads(ctx.threads, "interop-fixed" in runtime)
     if threads["inter_op_threads_note"].startswith("not changed"):
         raise RuntimeError(ORDER_ERROR.format(what=f"the thread pools are fixed ({threads['inter_op_threads_note']})"))
     if ctx.strategy == "mirrored":

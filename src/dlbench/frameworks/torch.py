@@ -418,7 +418,9 @@ class TorchFramework:
         self.variant = self.default_variant
         self.device = torch.device("cpu")
 
-    def setup(self, *, variant: str, threads: int, seed: int, device: str) -> dict[str, Any]:
+    def setup(
+        self, *, variant: str, threads: int, seed: int, device: str, runtime: tuple[str, ...] = ()
+    ) -> dict[str, Any]:
         if variant not in self.variants:
             raise ValueError(f"torch variant {variant!r} is not one of {', '.join(self.variants)}")
         if device not in ("cpu", "cuda"):
@@ -432,13 +434,17 @@ class TorchFramework:
         self.device = torch.device(device)
 
         torch.set_num_threads(threads)
-        interop_note = "set to 1"
-        try:
-            torch.set_num_interop_threads(1)
-        except RuntimeError as exc:
-            # Raised once any inter-op work has started (e.g. a second setup()
-            # in one process); what is in force is recorded below instead.
-            interop_note = f"not changed: {exc}"
+        # torch's own inter-op pool (one thread per core) unless the case asks for one
+        # thread (runtime setting interop-fixed): a plain script leaves it alone.
+        interop_note = "torch's default"
+        if "interop-fixed" in runtime:
+            interop_note = "set to 1 (runtime interop-fixed)"
+            try:
+                torch.set_num_interop_threads(1)
+            except RuntimeError as exc:
+                # Raised once any inter-op work has started (e.g. a second setup()
+                # in one process); what is in force is recorded below instead.
+                interop_note = f"not changed: {exc}"
         torch.manual_seed(seed)
         torch.set_default_dtype(torch.float32)
         # float32 means float32: no TF32 on Ampere+ (the other frameworks get the same).

@@ -77,7 +77,7 @@ def _backend(device: torch.device) -> str:
     return "nccl" if device.type == "cuda" else "gloo"
 
 
-def setup(fw: TorchFramework, ctx: DistContext) -> dict[str, Any]:
+def setup(fw: TorchFramework, ctx: DistContext, runtime: tuple[str, ...] = ()) -> dict[str, Any]:
     """Join the process group (ddp) or check the GPUs (dp); the manifest entries."""
     if ctx.strategy == "ddp":
         return _setup_ddp(fw, ctx)

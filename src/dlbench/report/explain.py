@@ -59,7 +59,9 @@ def _who(case: Any, other: Any = None) -> str:
     if other is not None and label == case_label(other.as_dict(), setting=False):
         mine, theirs = case.as_dict(), other.as_dict()
         differ = [
-            f"{k}={mine[k]}" for k in ("threads", "pipeline", "layout", "precision", "init") if mine[k] != theirs[k]
+            f"{k}={mine[k]}"
+            for k in ("threads", "pipeline", "layout", "precision", "init", "runtime")
+            if mine.get(k) != theirs.get(k)
         ]
         label += f" ({', '.join(differ)})" if differ else ""
     return label
@@ -154,7 +156,9 @@ def ablation_lines(gap: Gap) -> list[str]:
     helped = [e for e in singles if e.measurable and e.ci[0] > 0]
     for e in singles:
         t = e.toggles[0]
-        toward = {"A": "A's value", "named": "the value named"}.get(t.toward, "the best known value")
+        toward = {"A": "A's value", "named": "the value named", "other": "the other extreme"}.get(
+            t.toward, "the best known value"
+        )
         if e.measurable:
             verb = "closes" if e.closure > 0 else "widens the gap by"
             amount = _pct(abs(e.closure))

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from dlbench.analysis.busy import BUSY_THRESHOLD
 from dlbench.analysis.comparisons import ALPHA, BAND
+from dlbench.cases import stored_case
 from dlbench.report.answer import Answer, build_answer
 from dlbench.report.render import Preface, TableData
 
@@ -181,7 +182,7 @@ def build_report(
         Manifest(
             t["id"],
             t["block"],
-            case_label(json.loads(t["case_json"])),
+            case_label(stored_case(t["case_json"])),
             t["status"],
             json.loads(t["manifest_json"]) if t["manifest_json"] else {},
             t["error"] or "",

@@ -12,7 +12,7 @@ from collections.abc import Collection, Iterable, Mapping
 
 from dlbench.analysis.stats import Summary
 from dlbench.analysis.summary import CaseSummary
-from dlbench.cases import case_label
+from dlbench.cases import case_label, stored_case
 from dlbench.plan import Plan
 from dlbench.report.render import TableData
 
@@ -94,6 +94,7 @@ CASE_COLUMNS = (
     "precision",
     "layout",
     "pipeline",
+    "runtime",
     "model_options",
 )
 
@@ -341,7 +342,7 @@ def trials_table(trials: Iterable) -> TableData:
     for r in trials:
         err = (r["error"] or "").splitlines()[0][:120] if r["error"] else ""
         wall = f"{r['wall_s']:.1f}" if r["wall_s"] is not None else ""
-        t.add_row(str(r["id"]), str(r["block"]), case_label(json.loads(r["case_json"])), r["status"], wall, err)
+        t.add_row(str(r["id"]), str(r["block"]), case_label(stored_case(r["case_json"])), r["status"], wall, err)
     return t
 
 
@@ -355,7 +356,7 @@ def placements_table(trials: Iterable) -> TableData:
         t.add_row(
             str(r["id"]),
             str(r["block"]),
-            case_label(json.loads(r["case_json"])),
+            case_label(stored_case(r["case_json"])),
             r["status"],
             p.get("executor") or "—",
             str(p.get("host") or "—"),
