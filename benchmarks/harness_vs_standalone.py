@@ -146,6 +146,8 @@ def run_dlbench(fw: str, args: argparse.Namespace, workdir: Path, tag: str) -> d
         str(args.repeats),
         "--warmup",
         str(args.warmup),
+        "--trials",
+        "1",  # one process, as the script is one: the rounds interleave the processes
         "--latency-batches",
         "0",
         "--threads",

@@ -83,7 +83,14 @@ MAX_SEED = 2**31 - 1 - MAX_WARMUP - MAX_REPEATS
 # A worker memory cap above 256 TiB is above any machine's memory, and beyond the
 # RLIMIT range the cap is meant for.
 MAX_MEMORY = 2**48
-MAX_TRIALS_PER_RUN = 1_000_000  # matrix cells x trials
+# Matrix cells x trials: a plan expands each cell in ~50 us on this project's 2-core VM, so
+# 100,000 plan in about 5 s (1,000,000 took minutes and a GB); each trial is a process
+# of seconds at least, so a run this size is days already.
+MAX_TRIALS_PER_RUN = 100_000
+# [[include]] and [[exclude]] tables, and every cell checked against every exclusion:
+# 10 million checks are a few seconds (10,000 cells x 200,000 rules ran for minutes).
+MAX_RULES = 1_000
+MAX_RULE_CHECKS = 10_000_000
 MAX_SYNTHETIC_SIDE = MAX_INPUT_SHAPE
 MAX_SYNTHETIC_CHANNELS = 4096
 MAX_CLASSES = 2**20
@@ -624,6 +631,10 @@ def _synthetic(where: str, table: dict[str, Any]) -> Synthetic:
 def _cells(where: str, entries: Any, kind: str, refs: _Refs) -> tuple[dict[str, tuple[Any, ...]], ...]:
     if not isinstance(entries, list):
         raise ConfigError(f"{where}: [[{kind}]] must be an array of tables")
+    if len(entries) > MAX_RULES:
+        raise ConfigError(
+            f"{where}: {len(entries)} [[{kind}]] tables: at most {MAX_RULES}; widen a rule's lists instead"
+        )
     out = []
     for i, entry in enumerate(entries):
         at = f"{where} [[{kind}]] #{i + 1}"
@@ -663,14 +674,20 @@ def _text(where: str, key: str, value: Any, *, limit: int, free: bool) -> str:
     return value
 
 
-def _check_size(where: str, matrix: dict[str, tuple[Any, ...]], include: Any, trials: int) -> None:
-    """Refuse a run of more than MAX_TRIALS_PER_RUN trials (cells before exclusions x trials)."""
+def _check_size(where: str, matrix: dict[str, tuple[Any, ...]], include: Any, trials: int, exclude: Any = ()) -> None:
+    """Refuse a run of more than MAX_TRIALS_PER_RUN trials (cells before exclusions x trials),
+    or more than MAX_RULE_CHECKS cell-against-exclusion checks; counted before expanding."""
     cells = math.prod(len(matrix[k]) for k in FACTORS)
     cells += sum(math.prod(len(inc.get(k, matrix[k])) for k in FACTORS) for inc in include)
     if cells * trials > MAX_TRIALS_PER_RUN:
         raise ConfigError(
             f"{where}: {cells} matrix cells x {trials} trials = {cells * trials} trials: at most "
             f"{MAX_TRIALS_PER_RUN} in one run; narrow the matrix or lower trials"
+        )
+    if cells * len(exclude) > MAX_RULE_CHECKS:
+        raise ConfigError(
+            f"{where}: {cells} matrix cells x {len(exclude)} [[exclude]] tables = {cells * len(exclude)} checks: "
+            f"at most {MAX_RULE_CHECKS}; merge exclusions (each factor takes a list) or narrow the matrix"
         )
 
 
@@ -703,7 +720,7 @@ def from_dict(data: Any, source: str = "<dict>", base: Path | None = None, text:
     protocol = _protocol(f"{source} [protocol]", data.get("protocol", {}), Protocol())
     include = _cells(source, data.get("include", []), "include", refs)
     exclude = _cells(source, data.get("exclude", []), "exclude", refs)
-    _check_size(f"{source} [matrix]", matrix, include, protocol.trials)
+    _check_size(f"{source} [matrix]", matrix, include, protocol.trials, exclude)
     return Experiment(
         name=name,
         description=_text(
@@ -841,7 +858,7 @@ def override(
         options.setdefault(name, {}).update(given)
     if model_options:  # the file's options and the flags' together must fit (transformer hidden / heads)
         options = _model_options(f"{where} (--option) [models]", options, refs.sources)
-    _check_size(where, new_matrix, include, proto.trials)
+    _check_size(where, new_matrix, include, proto.trials, exp.exclude)
     return replace(
         exp,
         matrix=new_matrix,

@@ -93,7 +93,7 @@ BAD_FILES = [
     (
         "[matrix]\nbatch_size = [2, 3, 4, 5, 6, 7, 8, 9, 10, 11]\nlr = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n"
         "input_shape = [10, 11, 12, 13, 14, 15, 16, 17, 18, 19]\n[protocol]\ntrials = 1000",
-        "3000 matrix cells x 1000 trials = 3000000 trials: at most 1000000 in one run",
+        "3000 matrix cells x 1000 trials = 3000000 trials: at most 100000 in one run",
     ),
     # experiment name and description
     ("[experiment]\nname = {a = 1}", "[experiment]: name = {'a': 1}: expected a string"),

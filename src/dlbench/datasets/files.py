@@ -14,14 +14,16 @@ problem is a UserDataError: one line naming the file and what is expected.
 
 from __future__ import annotations
 
+import math
 import zipfile
 from pathlib import Path
 
 import numpy as np
 
+from dlbench.datasets import bounded
 from dlbench.datasets.arrays import Arrays, ArraySplit
 from dlbench.datasets.fetch import DatasetError
-from dlbench.datasets.idx import IdxFormatError, decompress, is_gzip, parse_idx
+from dlbench.datasets.idx import IdxFormatError, idx_shape, read_idx
 from dlbench.datasets.spec import DatasetSpec
 
 NPZ_KEYS = ("x_train", "y_train", "x_test", "y_test")
@@ -38,7 +40,57 @@ class UserDataError(DatasetError):
     """A user's dataset that cannot be used as it is; the message is one line."""
 
 
+def _check(path: Path, what: str, nbytes: int, compressed: int | None = None) -> None:
+    try:
+        bounded.check_declared(path, what, nbytes, compressed)
+    except bounded.DataLimitError as exc:
+        raise UserDataError(str(exc)) from None
+
+
+def _npz_headers(path: Path) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    """(shape, dtype) each array of a .npz declares, from its .npy header, after checking
+    the size it declares against its member's real size and the limits
+    (dlbench.datasets.bounded): nothing is decompressed past a header."""
+    out = {}
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for info in archive.infolist():
+                key = info.filename.removesuffix(".npy")
+                with archive.open(info) as member:
+                    version = np.lib.format.read_magic(member)
+                    if version == (1, 0):
+                        shape, fortran, dtype = np.lib.format.read_array_header_1_0(member)
+                    elif version == (2, 0):
+                        shape, fortran, dtype = np.lib.format.read_array_header_2_0(member)
+                    else:
+                        raise UserDataError(
+                            f"{path}: array {key!r} has .npy format version {version}; save it with numpy.savez"
+                        )
+                    header_len = member.tell()
+                if dtype.hasobject:
+                    raise UserDataError(f"{path}: array {key!r} holds Python objects; save numeric arrays")
+                nbytes = math.prod(shape) * dtype.itemsize
+                if header_len + nbytes != info.file_size:
+                    raise UserDataError(
+                        f"{path}: array {key!r} declares shape {shape} of {dtype} ({nbytes} bytes) but its member "
+                        f"holds {info.file_size - header_len}; the file is damaged"
+                    )
+                compressed = info.compress_size if info.compress_type != zipfile.ZIP_STORED else None
+                _check(path, f"array {key!r} of shape {shape}", nbytes, compressed)
+                out[key] = (tuple(shape), dtype)
+    except UserDataError:
+        raise
+    except ValueError as exc:
+        raise UserDataError(
+            f"{path}: holds an array header that is not plain numbers ({exc}); save numeric arrays"
+        ) from None
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        raise UserDataError(f"{path}: not a readable .npz file ({exc}); write one with numpy.savez") from None
+    return out
+
+
 def _npz(path: Path) -> dict[str, np.ndarray]:
+    _npz_headers(path)  # sizes checked before anything is decompressed
     try:
         with np.load(path, allow_pickle=False) as data:
             keys = list(data.files)
@@ -68,10 +120,9 @@ def _idx_dir(path: Path) -> dict[str, np.ndarray]:
             raise UserDataError(
                 f"{path}: no {name} (or {name}.gz); an IDX dataset directory holds {', '.join(IDX_FILES.values())}"
             )
-        raw = found[0].read_bytes()
         try:
-            out[key] = parse_idx(decompress(raw, found[0]) if is_gzip(raw) else raw, found[0])
-        except IdxFormatError as exc:
+            out[key] = read_idx(found[0])
+        except (IdxFormatError, bounded.DataLimitError) as exc:
             raise UserDataError(str(exc).splitlines()[0]) from None
     return out
 
@@ -148,10 +199,94 @@ def load(path: str | Path) -> Arrays:
     return Arrays(name, ArraySplit(x_train, y_train), ArraySplit(x_test, y_test), classes)
 
 
+# Up to this many declared bytes `plan` loads the whole dataset and checks every value
+# (a NaN is refused before any worker starts); above it, the headers and the labels only,
+# and the worker checks the values, so that planning stays a matter of seconds.
+PLAN_FULL_CHECK_BYTES = 256 * 2**20
+
+
+def _declared(path: Path) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    """(shape, dtype) of each array, from headers only (sizes checked against the file)."""
+    if not path.exists():
+        raise UserDataError(f"{path}: does not exist; expected a .npz file or a directory of IDX files")
+    if path.is_dir():
+        out = {}
+        for key, name in IDX_FILES.items():
+            found = [p for p in (path / name, path / f"{name}.gz") if p.is_file()]
+            if not found:
+                raise UserDataError(
+                    f"{path}: no {name} (or {name}.gz); an IDX dataset directory holds {', '.join(IDX_FILES.values())}"
+                )
+            try:
+                out[key] = idx_shape(found[0])
+            except (IdxFormatError, OSError) as exc:
+                raise UserDataError(str(exc).splitlines()[0]) from None
+        return out
+    if path.suffix != ".npz":
+        raise UserDataError(f"{path}: not a .npz file or a directory of IDX files")
+    headers = _npz_headers(path)
+    missing = [k for k in NPZ_KEYS if k not in headers]
+    if missing:
+        raise UserDataError(
+            f"{path}: no array {missing[0]!r}; a dataset .npz holds exactly {', '.join(NPZ_KEYS)} "
+            f"(found: {', '.join(headers) or 'none'})"
+        )
+    return headers
+
+
+def _sample_shape(path: Path, split: str, shape: tuple[int, ...], dtype: np.dtype) -> tuple[int, ...]:
+    """The sample shape `_features` makes of an array of this shape, from its header."""
+    if dtype.kind not in "fiub" or len(shape) < 2:
+        raise UserDataError(
+            f"{path}: x_{split} is {dtype} of shape {shape}; expected numbers, one sample per row "
+            "((N, H, W[, C]) images, (N, F) features or (N, T) token ids)"
+        )
+    if len(shape) > 4:
+        raise UserDataError(f"{path}: x_{split} has {len(shape)} dimensions; at most 4 (N, H, W, C)")
+    if shape[0] == 0:
+        raise UserDataError(f"{path}: x_{split} is empty")
+    return (*shape[1:], 1) if len(shape) == 3 else tuple(shape[1:])
+
+
 def describe(path: str | Path) -> tuple[tuple[int, ...], int]:
-    """(sample shape, classes) of the dataset at `path` (loads it: labels decide the classes)."""
-    arrays = load(path)
-    return tuple(arrays.input_shape), arrays.num_classes
+    """(sample shape, classes) of the dataset at `path`: every value checked where the
+    dataset is small (PLAN_FULL_CHECK_BYTES), else its headers and its labels."""
+    path = Path(path)
+    declared = _declared(path)
+    for key, (shape, dtype) in declared.items():
+        _check(path, f"array {key} of shape {shape}", math.prod(shape) * dtype.itemsize)
+    if sum(math.prod(shape) * dtype.itemsize for shape, dtype in declared.values()) <= PLAN_FULL_CHECK_BYTES:
+        arrays = load(path)
+        return tuple(arrays.input_shape), arrays.num_classes
+    train = _sample_shape(path, "train", *declared["x_train"])
+    test = _sample_shape(path, "test", *declared["x_test"])
+    if train != test:
+        raise UserDataError(
+            f"{path}: train samples are {train}, test samples {test}; both splits need the same sample shape and kind"
+        )
+    labels = {key: _label_array(path, key) for key in ("y_train", "y_test")}
+    y_train = _labels(path, "train", labels["y_train"], declared["x_train"][0][0])
+    y_test = _labels(path, "test", labels["y_test"], declared["x_test"][0][0])
+    classes = int(max(y_train.max(), y_test.max())) + 1
+    if classes < 2:
+        raise UserDataError(f"{path}: every label is 0; a classifier needs at least 2 classes")
+    return train, classes
+
+
+def _label_array(path: Path, key: str) -> np.ndarray:
+    """One label array alone (the headers were checked)."""
+    if path.is_dir():
+        name = IDX_FILES[key]
+        found = [p for p in (path / name, path / f"{name}.gz") if p.is_file()]
+        try:
+            return read_idx(found[0])
+        except (IdxFormatError, bounded.DataLimitError, OSError) as exc:
+            raise UserDataError(str(exc).splitlines()[0]) from None
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return np.asarray(data[key])
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
+        raise UserDataError(f"{path}: not a readable .npz file ({exc}); write one with numpy.savez") from None
 
 
 def dataset(path: Path) -> DatasetSpec:

@@ -29,10 +29,10 @@ from pathlib import Path
 
 import numpy as np
 
-from dlbench.datasets import fetch
+from dlbench.datasets import bounded, fetch
 from dlbench.datasets.arrays import Arrays, ArraySplit
 from dlbench.datasets.fetch import ChecksumMismatch, DatasetNotFound, DownloadError
-from dlbench.datasets.idx import IdxFormatError, decompress, is_gzip, parse_idx
+from dlbench.datasets.idx import IdxFormatError, idx_bytes, is_gzip, parse_idx
 
 TRAIN_IMAGES = "train-images-idx3-ubyte"
 TRAIN_LABELS = "train-labels-idx1-ubyte"
@@ -164,8 +164,8 @@ def verified_bytes(path: Path, f: IdxFile) -> bytes:
     stored_md5 = fetch.bytes_digest(stored)
     if is_gzip(stored):
         try:
-            raw = decompress(stored, path)
-        except IdxFormatError as exc:
+            raw = idx_bytes(path)  # bounded: a gzip bomb in the data directory is refused, not inflated
+        except (IdxFormatError, bounded.DataLimitError) as exc:
             raise ChecksumMismatch(
                 f"{path}: corrupt file: expected md5 {f.gz_md5}, got {stored_md5} ({exc}); delete it and fetch it again"
             ) from exc
