@@ -279,3 +279,16 @@ def test_download_with_wrong_checksum_is_rejected(server: str, isolated: Path, m
     assert f"{server}/corrupt/{cifar10.CIFAR10.archive}" in message
     cache = isolated / "xdg" / "dlbench" / "cifar10"
     assert not cache.exists() or list(cache.iterdir()) == []  # nothing unverified left
+
+
+def test_archive_member_larger_than_any_batch_is_refused_before_inflating(
+    isolated: Path, monkeypatch: pytest.MonkeyPatch, official: dict
+) -> None:
+    big = tarfile.TarInfo(f"{cifar10.FOLDER}/data_batch_1.bin")
+    big.size = cifar10.MAX_MEMBER_BYTES + cifar10.RECORD_BYTES  # zeros: ~30 KiB once compressed
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        tar.addfile(big, io.BytesIO(bytes(big.size)))
+    (isolated / "bomb.tar.gz").write_bytes(buf.getvalue())
+    with pytest.raises(datasets.CifarFormatError, match=r"member cifar-10-batches-bin/data_batch_1.bin declares"):
+        cifar10.read_archive(isolated / "bomb.tar.gz")

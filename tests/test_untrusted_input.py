@@ -134,3 +134,34 @@ def test_extend_runs_under_this_interpreter_and_refuses_a_missing_one(tmp_path, 
     assert gone.exit_code == 2 and "which does not exist here" in " ".join(gone.output.split())
     bad = runner.invoke(app, ["extend", str(db), "--python", str(tmp_path)])
     assert bad.exit_code == 2 and "not an executable file" in bad.output
+
+
+def test_a_stored_profile_trace_folder_is_not_written_to_unless_named_again(tmp_path, tiny_run):
+    """A database someone sent chooses no folder to write into: run --resume keeps a
+    stored profile_traces only when --profile-traces names the same folder now."""
+    import json
+    import sqlite3
+
+    from typer.testing import CliRunner
+
+    from dlbench.cli import app
+    from dlbench.trialspec import TrialSpec
+
+    db = tmp_path / "sent.db"
+    tiny_run(db, repeats=1)
+    planted = tmp_path / "planted" / "deep"
+    with sqlite3.connect(db) as con:
+        row = con.execute("select id, protocol_json from trials").fetchone()
+        protocol = dict(json.loads(row[1]), profile_traces=str(planted), profile_steps=2)
+        con.execute(
+            "update trials set status = 'pending', protocol_json = ? where id = ?", (json.dumps(protocol), row[0])
+        )
+        con.execute("update runs set status = 'interrupted'")
+        con.row_factory = sqlite3.Row
+        stored = con.execute("select * from trials").fetchone()
+    assert TrialSpec.from_row(stored).protocol.profile_traces == ""
+    assert TrialSpec.from_row(stored, traces=str(tmp_path / "other")).protocol.profile_traces == ""
+    assert TrialSpec.from_row(stored, traces=str(planted)).protocol.profile_traces == str(planted)
+    result = CliRunner().invoke(app, ["run", "--resume", "1", "--db", str(db)])
+    assert "a path read from a database is not written to" in result.output and str(planted) in result.output
+    assert not (tmp_path / "planted").exists()

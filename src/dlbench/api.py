@@ -126,7 +126,7 @@ def run(
     try:
         command = " ".join([Path(sys.argv[0]).name or "python", "(dlbench.run)"])
         run_id = runner.create_run(store, plan, command=command, environment=env.fingerprint())
-        runner.execute_run(store, run_id, sources=exp.sources)
+        runner.execute_run(store, run_id, sources=exp.sources, traces=exp.protocol.profile_traces)
         return run_id
     finally:
         store.close()

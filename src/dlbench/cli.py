@@ -447,7 +447,10 @@ def run(
         # A resumed run imports the user's own model or data only if named again now;
         # it runs on the executor named now (local unless named), whichever started it.
         settings = _executor_settings(None, executor_flags)
-        _execute_and_report(store, resume, db, _named_sources(model, dataset), executor=settings)
+        _say_unnamed_traces(store, resume, profile_traces or "")
+        _execute_and_report(
+            store, resume, db, _named_sources(model, dataset), executor=settings, traces=profile_traces or ""
+        )
         return
     protocol = dict(
         epochs=epochs,
@@ -631,14 +634,42 @@ def _start_and_run(plan, db: Path, command_line: str, preface: Any = None, execu
             f"run {run_id} is stored, no trial ran yet. Resume with: dlbench run --resume {run_id} "
             f"--db {shlex.quote(_db_text(db))}",
         )
-    _execute_and_report(store, run_id, db, sources, preface, executor)
+    _execute_and_report(store, run_id, db, sources, preface, executor, plan.experiment.protocol.profile_traces)
+
+
+def _say_unnamed_traces(store: Any, run_id: int, named: str) -> None:
+    """One line when a resumed run stored a profile-trace folder that is not named now:
+    a path read from a database is never written to unless the user names it again."""
+    from dlbench.trialspec import same_folder
+
+    for row in store.trials(run_id, statuses=("pending", "running", "interrupted")):
+        try:
+            stored = json.loads(row["protocol_json"]).get("profile_traces")
+        except (ValueError, AttributeError):
+            continue
+        if stored and not same_folder(stored, named):
+            console.print(
+                f"profile traces: run {run_id} stored the folder {printable(str(stored))!r}; a path read from a "
+                "database is not written to: no traces are kept now (name it again with --profile-traces to keep "
+                "them there)",
+                highlight=False,
+                soft_wrap=True,
+            )
+            return
 
 
 def _execute_and_report(
-    store, run_id: int, db: Path, sources: dict[str, str], preface: Any = None, executor: Any = None
+    store,
+    run_id: int,
+    db: Path,
+    sources: dict[str, str],
+    preface: Any = None,
+    executor: Any = None,
+    traces: str = "",
 ) -> None:
-    """Execute (or resume) run_id, print its report, exit 1 when a trial did not end ok or oom."""
-    counts = _execute(store, run_id, db, sources, executor)
+    """Execute (or resume) run_id, print its report, exit 1 when a trial did not end ok or oom.
+    `traces`: the profile-trace folder named in this invocation (a stored one is not obeyed)."""
+    counts = _execute(store, run_id, db, sources, executor, traces)
     try:
         _print_report(store, run_id, preface=preface(store, run_id) if callable(preface) else preface)
     except KeyboardInterrupt as exc:  # SIGTERM too (runner.Terminated): the run itself is complete
@@ -682,7 +713,9 @@ def _named_sources(model: str | None, dataset: str | None) -> dict[str, str]:
     return sources
 
 
-def _execute(store, run_id: int, db: Path, sources: dict[str, str], executor: Any = None) -> dict[str, int]:
+def _execute(
+    store, run_id: int, db: Path, sources: dict[str, str], executor: Any = None, traces: str = ""
+) -> dict[str, int]:
     """Execute (or resume) a run with a progress bar. Ctrl-C, SIGTERM and SIGHUP stop
     the worker, mark the run interrupted and exit 128 + the signal's number with the
     command that resumes it; a run executed by another live process is refused."""
@@ -701,7 +734,9 @@ def _execute(store, run_id: int, db: Path, sources: dict[str, str], executor: An
 
         runner.check_sources(store, run_id, sources)
         with RunProgress(console, store, run_id) as progress:
-            return runner.execute_run(store, run_id, on_event=progress.on_event, sources=sources, executor=executor)
+            return runner.execute_run(
+                store, run_id, on_event=progress.on_event, sources=sources, executor=executor, traces=traces
+            )
     except runner.SourcesMissing as exc:
         _fail(str(exc))
     except ExecutorError as exc:
@@ -1941,7 +1976,7 @@ def explain(
         f"= {len(plan.trials)} trials -> {_db_text(db)}"
     )
     _print_pairs(pairs)
-    counts = _execute(store, explain_id, db, sources)
+    counts = _execute(store, explain_id, db, sources, traces=str(traces) if traces else "")
     _explain_report(store, explain_id, fmt, out, band, alpha)
     console.print("trials: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
     if any(status not in ("ok", "oom") for status in counts):

@@ -506,6 +506,7 @@ def execute_run(
     on_event: Callback | None = None,
     sources: Mapping[str, str] | None = None,
     executor: Any = None,
+    traces: str = "",
 ) -> dict[str, int]:
     """Run every trial of a run that has not finished yet (so this also resumes);
     in adaptive mode, keep adding blocks until the stopping rule says stop.
@@ -515,7 +516,9 @@ def execute_run(
     attempts an earlier process left unfinished are kept and planned again
     (Store.retire_unfinished). Returns the count of trials per final status.
     `sources`: the user's own models and datasets, as named in this invocation.
-    SourcesMissing before anything starts when the run needs one that is not there."""
+    SourcesMissing before anything starts when the run needs one that is not there.
+    `traces`: the profile-trace folder named in this invocation; a stored one is
+    written to only when it is that folder (TrialSpec.from_row)."""
     from dlbench.executors import pick as executors
 
     check_sources(store, run_id, sources or {})
@@ -535,7 +538,7 @@ def execute_run(
         adaptive = bool(json.loads(first["protocol_json"]).get("until_ci"))
         seed = stored_case(first["case_json"])["seed"]
         while True:
-            counts = _execute_pending(store, run_id, command, on_event, sources, cluster)
+            counts = _execute_pending(store, run_id, command, on_event, sources, cluster, traces)
             if not adaptive:
                 break
             stop_reason = adaptive_decision(store, run_id, started)
@@ -714,6 +717,20 @@ def _execute_on_cluster(
             on_event("executor_note", note=note)
 
 
+def _spec(store: Store, row: Any, idle: Any, sources: dict[str, str], traces: str) -> TrialSpec:
+    """A pending trial's spec, its stored values checked as if typed: damage is one
+    StoreError naming the trial, before any worker starts."""
+    from dlbench.trialspec import SpecError
+
+    try:
+        return TrialSpec.from_row(row, idle if isinstance(idle, dict) else {}, sources, traces)
+    except SpecError as exc:
+        raise StoreError(
+            f"{store.path}: trial {row['id']}: {exc}; the database was changed by something other than "
+            "dlbench: nothing ran"
+        ) from None
+
+
 def _execute_pending(
     store: Store,
     run_id: int,
@@ -721,6 +738,7 @@ def _execute_pending(
     on_event: Callback | None,
     sources: Mapping[str, str] | None = None,
     cluster: Any = None,
+    traces: str = "",
 ) -> dict[str, int]:
     from dlbench import registry
 
@@ -732,7 +750,7 @@ def _execute_pending(
     emit("run_start", run_id=run_id, total=len(store.trials(run_id)), pending=len(pending))
     try:
         specs = [
-            (row, TrialSpec.from_row(row, idle, registry.needed(row["model"], row["dataset"], sources)))
+            (row, _spec(store, row, idle, registry.needed(row["model"], row["dataset"], sources), traces))
             for row in pending
         ]
         if cluster is not None:
@@ -779,5 +797,11 @@ def run_plan(
 ) -> tuple[int, dict[str, int]]:
     run_id = create_run(store, plan, command=command_line, environment=environment)
     return run_id, execute_run(
-        store, run_id, command=worker, on_event=on_event, sources=plan.experiment.sources, executor=executor
+        store,
+        run_id,
+        command=worker,
+        on_event=on_event,
+        sources=plan.experiment.sources,
+        executor=executor,
+        traces=plan.experiment.protocol.profile_traces,
     )

@@ -32,6 +32,11 @@ from dlbench.store_base import SQLITE, sqlite_tables, statements
 from dlbench.store_base import Dialect as Dialect
 from dlbench.store_base import StoreError as StoreError
 
+# The JSON columns every read checks (Store._check_json); REQUIRED_JSON may not be NULL.
+RUN_JSON = ("experiment_json", "environment_json", "idle_json")
+TRIAL_JSON = ("case_json", "protocol_json", "manifest_json", "placement_json")
+REQUIRED_JSON = ("case_json", "protocol_json")
+
 MIGRATIONS: list[str] = [
     # 1: the initial schema
     """
@@ -704,12 +709,14 @@ class Store:
             if row is None:
                 raise StoreError(f"{self.path}: holds no runs yet")
             found: sqlite3.Row = row
+            self._check_json([found], RUN_JSON, "run")
             return found
         row = self.db.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
         if row is None:
             ids = [r[0] for r in self.db.execute("SELECT id FROM runs ORDER BY id")]
             raise StoreError(f"{self.path}: no run {run_id}; runs here: {ids or 'none'}")
         result: sqlite3.Row = row
+        self._check_json([result], RUN_JSON, "run")
         return result
 
     def runs(self) -> list[sqlite3.Row]:
@@ -867,7 +874,36 @@ class Store:
         if statuses:
             sql += f" AND status IN ({','.join('?' * len(statuses))})"
             args.extend(statuses)
-        return self.db.execute(sql + " ORDER BY block, position, attempt", args).fetchall()
+        rows: list[sqlite3.Row] = self.db.execute(sql + " ORDER BY block, position, attempt", args).fetchall()
+        self._check_json(rows, TRIAL_JSON, "trial")
+        return rows
+
+    def _check_json(self, rows: Sequence[sqlite3.Row], columns: tuple[str, ...], what: str) -> None:
+        """Every JSON column a command reads is a JSON object (or NULL where allowed), or
+        one StoreError naming the database, the row and the column: damage that
+        quick_check cannot see (a hand edit, another program) never reaches a command as
+        a JSONDecodeError or a KeyError."""
+        for row in rows:
+            keys = row.keys()
+            for column in columns:
+                if column not in keys:
+                    continue  # an older schema without it
+                text = row[column]
+                if text is None and column not in REQUIRED_JSON:
+                    continue
+                value: Any
+                try:
+                    value = json.loads(text) if isinstance(text, str | bytes) else None
+                except ValueError as exc:
+                    value = exc
+                if value is None and column not in REQUIRED_JSON:
+                    continue  # JSON null: nothing recorded
+                if not isinstance(value, dict):
+                    why = f"not JSON ({value})" if isinstance(value, ValueError) else "not a JSON object"
+                    raise StoreError(
+                        f"{self.path}: {what} {row['id']}: {column} is {why}; the database was changed by "
+                        "something other than dlbench: nothing was read from it"
+                    )
 
     # -- measurements -----------------------------------------------------
     def add_measurements(self, trial_id: int, rows: Iterable[Measurement]) -> int:

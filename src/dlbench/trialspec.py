@@ -14,7 +14,7 @@ import json
 import os
 import sys
 from dataclasses import MISSING, asdict, dataclass, field, fields
-from typing import Any
+from typing import Any, NoReturn
 
 from dlbench import runtime_settings
 from dlbench.distributed import DistContext
@@ -63,6 +63,62 @@ def _dist_from(data: Any) -> DistContext | None:
         raise SpecError(f"trial dist: {exc}") from None
 
 
+def same_folder(stored: Any, named: str) -> bool:
+    """A stored folder path is the one named now (both made absolute; never an empty name)."""
+    if not named or not isinstance(stored, str):
+        return False
+    return os.path.abspath(os.path.expanduser(stored)) == os.path.abspath(os.path.expanduser(named))
+
+
+def _check_case_values(values: dict[str, Any]) -> None:
+    """A stored case's values, checked as the experiment file checks them (types, ranges,
+    the fixed choices), so that damage is refused before it reaches a worker."""
+    from dlbench import config as c
+
+    def fail(name: str, rule: str) -> NoReturn:
+        raise SpecError(f"trial case: {name} = {values[name]!r}: expected {rule}")
+
+    for name in ("framework", "variant", "model", "dataset", "init", "optimizer", "device"):
+        if not isinstance(values[name], str) or not values[name]:
+            fail(name, "a non-empty string")
+    numbers = {
+        "batch_size": (1, c.MAX_BATCH_SIZE),
+        "threads": (1, 2**16),
+        "seed": (0, 2**31 - 1),
+        "train_samples": (0, c.MAX_SAMPLES),
+        "test_samples": (0, c.MAX_SAMPLES),
+        "input_shape": (0, c.MAX_INPUT_SHAPE),
+        "world_size": (1, c.MAX_WORLD_SIZE),
+        "epochs": (1, c.MAX_EPOCHS),
+        "steps": (1, c.MAX_STEPS),
+    }
+    for name, (low, high) in numbers.items():
+        value = values.get(name)
+        if value is None and name in ("epochs", "steps"):
+            continue
+        if name in values and (isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high):
+            fail(name, f"an integer from {low} to {high}")
+    for name in ("lr", "momentum"):
+        value = values[name]
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= c.MAX_LR:
+            fail(name, f"a number from 0 to {c.MAX_LR:g}")
+    choices = {"precision": c.PRECISIONS, "layout": c.LAYOUTS, "pipeline": c.PIPELINES, "device": c.DEVICES}
+    for name, allowed in choices.items():
+        if (
+            name in values
+            and values[name] not in allowed
+            and not (name == "device" and isinstance(values[name], str) and values[name].startswith("cuda:"))
+        ):
+            fail(name, "one of " + ", ".join(allowed))
+    if values.get("synthetic") is not None and (
+        not isinstance(values["synthetic"], list | tuple)
+        or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in values["synthetic"])
+    ):
+        fail("synthetic", "a list of positive integers")
+    if not isinstance(values.get("model_options") or {}, dict):
+        fail("model_options", "a table of option names and values")
+
+
 def case_from_dict(data: Any) -> Case:
     """A plan.Case from its as_dict() form (model_options a dict, synthetic a list)."""
     names = {f.name for f in fields(Case)}
@@ -70,6 +126,7 @@ def case_from_dict(data: Any) -> Case:
     _check_keys("trial case", data, names, required)
     # A case stored before `runtime` existed ran with the settings every worker had then.
     values = runtime_settings.complete(data)
+    _check_case_values(values)
     try:
         runtime_settings.canonical(values["runtime"])
     except runtime_settings.RuntimeSettingError as exc:
@@ -79,6 +136,38 @@ def case_from_dict(data: Any) -> Case:
     if values.get("synthetic") is not None:
         values["synthetic"] = tuple(values["synthetic"])
     return Case(**values)
+
+
+def _protocol_ranges() -> dict[str, tuple[type, float, float]]:
+    """What each stored protocol number may be: the experiment file's own limits
+    (dlbench.config), so that a value read from a database is checked as if typed."""
+    from dlbench import config as c
+
+    return {
+        "repeats": (int, 1, c.MAX_REPEATS),
+        "warmup": (int, 0, c.MAX_WARMUP),
+        "timeout": (float, 0, c.MAX_TIMEOUT_S),
+        "latency_batches": (int, 0, c.MAX_LATENCY_BATCHES),
+        "infer_min_time": (float, 0, c.MAX_TIMEOUT_S),
+        "trials": (int, 1, c.MAX_TRIALS),
+        "sample_interval": (float, 0, c.MAX_SAMPLE_INTERVAL_S),
+        "until_ci": (float, 0, 100),
+        "max_repeats": (int, 1, c.MAX_TRIALS),
+        "budget": (float, 0, c.MAX_BUDGET_MIN),
+        "memory_limit": (int, 0, c.MAX_MEMORY),
+        "target_accuracy": (float, 0, 1),
+        "tta_budget": (float, 0, c.MAX_TTA_BUDGET_S),
+        "loss_curve": (int, 0, c.MAX_STEPS),
+        "profile_steps": (int, 0, c.MAX_PROFILE_STEPS),
+        "profile_calls": (int, 1, c.MAX_PROFILE_CALLS),
+    }
+
+
+def _check_number(name: str, value: Any, kind: type, low: float, high: float) -> None:
+    ok_type = isinstance(value, int) if kind is int else isinstance(value, int | float)
+    if isinstance(value, bool) or not ok_type or not (low <= value <= high):
+        what = "an integer" if kind is int else "a number"
+        raise SpecError(f"trial protocol: {name} = {value!r}: expected {what} from {low:g} to {high:g}")
 
 
 @dataclass(frozen=True)
@@ -122,7 +211,18 @@ class ProtocolSpec:
         required = {"repeats", "warmup"}
         _check_keys("trial protocol", data, names, required)
         values = dict(data)
-        values["samplers"] = tuple(values.get("samplers") or ())
+        for name, (kind, low, high) in _protocol_ranges().items():
+            if name in values and values[name] is not None:
+                _check_number(name, values[name], kind, low, high)
+        for name in ("until_ci_metrics", "profile_traces"):
+            if name in values and not isinstance(values[name], str):
+                raise SpecError(f"trial protocol: {name} = {values[name]!r}: expected a string")
+        if values.get("data_dir") is not None and not isinstance(values["data_dir"], str):
+            raise SpecError(f"trial protocol: data_dir = {values['data_dir']!r}: expected a string or null")
+        samplers = values.get("samplers") or ()
+        if not isinstance(samplers, list | tuple) or not all(isinstance(n, str) for n in samplers):
+            raise SpecError(f"trial protocol: samplers = {samplers!r}: expected a list of sampler names")
+        values["samplers"] = tuple(samplers)
         return cls(**values)
 
 
@@ -190,14 +290,27 @@ class TrialSpec:
 
     @classmethod
     def from_row(
-        cls, row: Any, idle_power: dict[str, float] | None = None, sources: dict[str, str] | None = None
+        cls,
+        row: Any,
+        idle_power: dict[str, float] | None = None,
+        sources: dict[str, str] | None = None,
+        traces: str = "",
     ) -> TrialSpec:
         """From a stored trials row (case_json, protocol_json), old versions' rows included.
-        `sources` come from the caller (what the user named now), never from the row."""
+        `sources` come from the caller (what the user named now), never from the row; so
+        does `traces`: a stored profile_traces folder is written to only when the caller
+        names the same folder now (a database someone sent chooses no place to write)."""
         block = row["block"] if "block" in row.keys() else 0
+        protocol = json.loads(row["protocol_json"])
+        if (
+            isinstance(protocol, dict)
+            and protocol.get("profile_traces")
+            and not same_folder(protocol["profile_traces"], traces)
+        ):
+            protocol["profile_traces"] = ""
         return cls(
             case_from_dict(json.loads(row["case_json"])),
-            ProtocolSpec.from_dict(json.loads(row["protocol_json"])),
+            ProtocolSpec.from_dict(protocol),
             dict(idle_power or {}),
             dict(sources or {}),
             block=int(block) if isinstance(block, int) and block >= 0 else 0,

@@ -41,6 +41,9 @@ from dlbench.datasets.mnist import cache_root
 SHAPE = (32, 32, 3)
 CLASSES = 10
 RECORD_BYTES = 1 + SHAPE[0] * SHAPE[1] * SHAPE[2]  # label byte + planar R, G, B
+# Every official batch holds 10,000 records (and batches.meta.txt a few bytes): a member
+# declaring more is refused before it is inflated (a tar.gz bomb inflates ~1000x).
+MAX_MEMBER_BYTES = 10_000 * RECORD_BYTES
 FOLDER = "cifar-10-batches-bin"
 TRAIN_BATCHES = tuple(f"data_batch_{i}.bin" for i in range(1, 6))
 TEST_BATCH = "test_batch.bin"
@@ -155,6 +158,11 @@ def read_archive(path: Path) -> dict[str, bytes]:
                 name = wanted.get(member.name)
                 if name is None or not member.isfile():
                     continue
+                if member.size > MAX_MEMBER_BYTES:
+                    raise CifarFormatError(
+                        f"{path}: member {member.name} declares {member.size} bytes; a CIFAR-10 batch holds at "
+                        f"most {MAX_MEMBER_BYTES} (10,000 records): not the official archive"
+                    )
                 handle = tar.extractfile(member)
                 if handle is not None:
                     out[name] = handle.read()

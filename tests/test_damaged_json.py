@@ -1,0 +1,103 @@
+"""A database is data, never instructions (issue 33 item 3): JSON columns damaged by
+something other than dlbench, and stored values outside what an experiment file
+allows, are one line naming the row and the column, before anything runs or prints
+from them, and the stored results stay as they were."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dlbench.trialspec import SpecError, case_from_dict
+
+
+@pytest.fixture(scope="module")
+def good(small_db: Path) -> Path:
+    return small_db
+
+
+def _damaged(good: Path, tmp_path: Path, sql: str) -> Path:
+    db = tmp_path / "damaged.db"
+    shutil.copy(good, db)
+    with sqlite3.connect(db) as con:
+        con.executescript(sql)
+    return db
+
+
+def _dlbench(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "dlbench", *args], capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize(
+    ("sql", "says"),
+    [
+        ("update trials set case_json = '{not json'", "trial 1: case_json is not JSON"),
+        ("update trials set protocol_json = '[1, 2]'", "trial 1: protocol_json is not a JSON object"),
+        ("update trials set manifest_json = '{\"a\":'", "trial 1: manifest_json is not JSON"),
+        ("update runs set environment_json = '[1,2'", "run 1: environment_json is not JSON"),
+    ],
+)
+def test_damaged_json_is_one_line_for_every_reading_command(good: Path, tmp_path: Path, sql: str, says: str):
+    db = _damaged(good, tmp_path, sql)
+    before = _digest(db)
+    for args in (
+        ["report", "--db", str(db)],
+        ["export", str(tmp_path / "out.csv"), "--db", str(db)],
+        ["compare", str(good), str(db)],
+    ):
+        result = _dlbench(*args)
+        assert result.returncode != 0 and "Traceback" not in result.stderr + result.stdout, (args, result.stderr)
+        assert says in result.stderr and "something other than dlbench" in result.stderr, (args, result.stderr)
+    assert _digest(db) == before and not (tmp_path / "out.csv").exists()
+
+
+@pytest.mark.parametrize(
+    ("sql", "says"),
+    [
+        ("update trials set protocol_json = json_set(protocol_json, '$.repeats', -5)", "repeats = -5: expected"),
+        ("update trials set protocol_json = json_set(protocol_json, '$.timeout', 'soon')", "timeout = 'soon'"),
+        ("update trials set case_json = json_set(case_json, '$.batch_size', 'big')", "batch_size = 'big'"),
+        ("update trials set case_json = json_set(case_json, '$.precision', 'fp4')", "precision = 'fp4'"),
+    ],
+)
+def test_stored_values_are_checked_as_if_typed_before_a_resume_runs_them(
+    good: Path, tmp_path: Path, sql: str, says: str
+):
+    db = _damaged(
+        good, tmp_path, sql + "; update trials set status = 'pending'; update runs set status = 'interrupted'"
+    )
+    result = _dlbench("run", "--resume", "1", "--db", str(db))
+    assert result.returncode != 0 and "Traceback" not in result.stderr, result.stderr
+    assert "trial 1: trial " in result.stderr and says in result.stderr and "nothing ran" in result.stderr
+    with sqlite3.connect(db) as con:
+        assert con.execute("select count(*) from measurements").fetchone()[0] > 0  # the stored results stay
+
+
+def test_case_values_are_refused_with_the_rule():
+    from dlbench.plan import Case
+
+    case = Case(
+        framework="numpy", variant="reference", model="mlp", dataset="digits", batch_size=8, init="glorot-uniform",
+        optimizer="sgd", lr=0.01, momentum=0.0, epochs=1, steps=None, device="cpu", threads=1,
+    ).as_dict()  # fmt: skip
+    assert case_from_dict(case).batch_size == 8
+    for name, value, rule in (
+        ("lr", float("nan"), "a number from 0 to 100"),
+        ("threads", True, "an integer from 1"),
+        ("device", "tpu", "one of cpu, cuda"),
+        ("synthetic", [28, -1], "a list of positive integers"),
+    ):
+        with pytest.raises(SpecError, match=f"trial case: {name} = .*: expected {rule}"):
+            case_from_dict({**case, name: value})
