@@ -149,3 +149,24 @@ def test_the_command_line_says_one_line_for_a_bomb(tmp_path: Path):
     result = CliRunner().invoke(app, ["plan", "--framework", "numpy", "--model", "mlp", "--dataset", str(path)])
     assert result.exit_code == 2 and "Traceback" not in result.output, result.output
     assert "lying.npz: array 'x_train' declares shape" in result.output
+
+
+def test_float64_values_beyond_float32_are_refused_not_cast_to_inf(tmp_path: Path):
+    path = tmp_path / "wide.npz"
+    arrays = _dataset()
+    x = arrays["x_train"].astype(np.float64)
+    x[0, 0, 0] = 1e300
+    np.savez(path, **dict(arrays, x_train=x, x_test=arrays["x_test"].astype(np.float64)))
+    with pytest.raises(files.UserDataError, match=r"x_train holds values beyond float32's range \(\|x\| up to 1e\+300"):
+        files.load(path)
+
+
+def test_feature_vectors_planned_for_an_image_model_are_a_skipped_cell_with_why(tmp_path: Path):
+    path = tmp_path / "features.npz"
+    rng = np.random.default_rng(0)
+    x, y = rng.random((40, 7), dtype=np.float32), np.arange(40) % 2
+    np.savez(path, x_train=x, y_train=y, x_test=x[:10], y_test=y[:10])
+    result = CliRunner().invoke(app, ["plan", "--framework", "numpy", "--model", "mlp", "--dataset", str(path)])
+    assert "mlp takes images, (H, W, C) per sample; this dataset's samples have shape (7,)" in " ".join(
+        result.output.split()
+    ), result.output

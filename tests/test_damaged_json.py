@@ -6,6 +6,7 @@ from them, and the stored results stay as they were."""
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import sqlite3
 import subprocess
@@ -101,3 +102,46 @@ def test_case_values_are_refused_with_the_rule():
     ):
         with pytest.raises(SpecError, match=f"trial case: {name} = .*: expected {rule}"):
             case_from_dict({**case, name: value})
+
+
+def test_a_part_that_failed_is_in_the_answer_and_the_exit_status(good: Path, tmp_path: Path):
+    """Every failure said (issue 33 item 4): a trial whose profile failed is ok (its timed
+    repeats stand) but the report's answer names the failure, and so does the console."""
+    from dlbench.report.model import Manifest, failed_parts
+
+    ok = Manifest(1, 0, "a", "ok", {}, "")
+    broken = Manifest(2, 0, "b", "ok", {"profile_error": "NotADirectoryError: traces"}, "")
+    assert failed_parts([ok]) == []
+    (line,) = failed_parts([ok, broken])
+    assert line.startswith("PROFILE FAILED in 1 trial(s) (2): NotADirectoryError: traces")
+    db = _damaged(
+        good, tmp_path, """update trials set manifest_json = json_set(manifest_json, '$.profile_error', 'OSError: x')"""
+    )
+    result = _dlbench("report", "--db", str(db))
+    assert result.returncode == 0 and "PROFILE FAILED in 1 trial(s) (1): OSError: x" in result.stdout
+
+
+def test_a_profile_trace_folder_that_cannot_be_one_is_refused_before_running(tmp_path: Path):
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    result = _dlbench("plan", "--framework", "numpy", "--profile-steps", "2", "--profile-traces", str(afile / "sub"))
+    assert result.returncode == 2 and f"{afile} is not a folder" in result.stderr, result.stderr
+
+
+def test_a_user_model_that_exits_at_import_is_one_line_naming_the_file(tmp_path: Path):
+    model = tmp_path / "exiter.py"
+    model.write_text("import sys\nsys.exit(7)\n")
+    result = _dlbench("plan", "--framework", "torch", "--model", f"{model}:M")
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert f"{model}:M: importing it raised SystemExit(7)" in result.stderr
+
+
+def test_a_run_whose_process_died_is_interrupted_when_the_next_run_starts(good: Path, tmp_path: Path, tiny_run):
+    """A run killed (or a study rerun instead of resumed) does not read 'running' forever."""
+    dead = {"pid": 2**22 + 7, "host": "gone", "boot_id": "other", "start": 0.0}
+    db = _damaged(good, tmp_path, f"update runs set status = 'running', owner_json = '{json.dumps(dead)}'")
+    tiny_run(db, repeats=1)
+    with sqlite3.connect(db) as con:
+        status, reason = con.execute("select status, stop_reason from runs where id = 1").fetchone()
+        assert con.execute("select status from runs where id = 2").fetchone()[0] == "finished"
+    assert status == "interrupted" and "dlbench run --resume 1" in reason

@@ -680,9 +680,23 @@ def _execute_and_report(
         )
     console.print("trials: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
     # An out-of-memory cell is a result of a sweep (its gap is data); a failed,
-    # timed-out or interrupted trial is not, and makes the exit status 1.
-    if any(status not in ("ok", "oom") for status in counts):
+    # timed-out or interrupted trial is not, and makes the exit status 1; so does a
+    # part of a trial that failed (a profile), though its timed measurements stand.
+    if any(status not in ("ok", "oom") for status in counts) or _parts_failed(store, run_id):
         raise typer.Exit(1)
+
+
+def _parts_failed(store: Any, run_id: int) -> bool:
+    from dlbench.report.model import Manifest, failed_parts
+
+    manifests = [
+        Manifest(t["id"], t["block"], "", t["status"], json.loads(t["manifest_json"] or "{}"), "")
+        for t in store.trials(run_id)
+    ]
+    lines = failed_parts(manifests)
+    for line in lines:
+        err_console.print(printable(line), highlight=False, soft_wrap=True)
+    return bool(lines)
 
 
 def _exit_on_signal(exc: KeyboardInterrupt, message: str) -> NoReturn:
@@ -1979,7 +1993,7 @@ def explain(
     counts = _execute(store, explain_id, db, sources, traces=str(traces) if traces else "")
     _explain_report(store, explain_id, fmt, out, band, alpha)
     console.print("trials: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
-    if any(status not in ("ok", "oom") for status in counts):
+    if any(status not in ("ok", "oom") for status in counts) or _parts_failed(store, explain_id):
         raise typer.Exit(1)
 
 

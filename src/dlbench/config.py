@@ -491,6 +491,23 @@ def validate_protocol(where: str, p: Protocol, at: Callable[[str], str] | None =
             f"{at('data_dir')}: data_dir = {_show(p.data_dir)}: expected a directory path (a string "
             f"without NUL characters, at most {MAX_PATH} characters)"
         )
+    if p.profile_traces:
+        traces = Path(os.path.expanduser(p.profile_traces)) if isinstance(p.profile_traces, str) else None
+        if traces is None or "\0" in p.profile_traces or len(p.profile_traces) > MAX_PATH:
+            raise ConfigError(
+                f"{at('profile_traces')}: profile_traces = {_show(p.profile_traces)}: expected a folder path"
+            )
+        # Said now, not as a profile error inside each trial's manifest after a run that "passed".
+        existing = next((q for q in (traces, *traces.parents) if q.exists()), None)
+        if existing is not None and not existing.is_dir():
+            raise ConfigError(
+                f"{at('profile_traces')}: profile_traces = {_show(p.profile_traces)}: {existing} is not a folder "
+                "(the traces go into a folder, made if missing)"
+            )
+        if existing is not None and not os.access(existing, os.W_OK | os.X_OK):
+            raise ConfigError(
+                f"{at('profile_traces')}: profile_traces = {_show(p.profile_traces)}: {existing} is not writable"
+            )
     from dlbench.samplers import parse_names
 
     try:

@@ -163,11 +163,20 @@ def _load_file(path: Path, shown: str) -> Any:
     sys.modules[module_name] = module
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
+        # SystemExit too: a file that calls sys.exit() at import would otherwise end
+        # dlbench with that status and no word (seen: exit 7, nothing printed).
         del sys.modules[module_name]
-        line = str(exc).splitlines()[0] if str(exc) else ""
-        raise RegistryError(f"{shown}: importing it raised {type(exc).__name__}: {line}") from None
+        raise RegistryError(f"{shown}: importing it raised {_raised(exc)}") from None
     return module
+
+
+def _raised(exc: BaseException) -> str:
+    """'ValueError: first line' / 'SystemExit(7) (it called sys.exit at import)'."""
+    if isinstance(exc, SystemExit):
+        return f"SystemExit({exc.code!r}) (it called sys.exit or exit at import)"
+    line = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {line}"
 
 
 def _load_module(name: str, shown: str) -> Any:
@@ -179,8 +188,8 @@ def _load_module(name: str, shown: str) -> Any:
                 f"{shown}: no module {exc.name!r} is installed (a file is named by path: path/to/file.py:NAME)"
             ) from None
         raise RegistryError(f"{shown}: importing {name} raised ModuleNotFoundError: {exc}") from None
-    except Exception as exc:
-        raise RegistryError(f"{shown}: importing {name} raised {type(exc).__name__}: {exc}") from None
+    except (Exception, SystemExit) as exc:
+        raise RegistryError(f"{shown}: importing {name} raised {_raised(exc)}") from None
 
 
 def _pick(module: Any, attr: str, expected: type, kind: str, shown: str, where: str) -> Any:

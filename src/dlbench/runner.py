@@ -341,6 +341,7 @@ def create_run(
     from dlbench import runlock, samplers
     from dlbench.version import __version__
 
+    store.settle_dead_runs(runlock.alive)
     exp = plan.experiment
     spec = protocol_for_worker(plan)
     protocol = spec.to_dict()

@@ -682,6 +682,28 @@ class Store:
             raise
         return None
 
+    def settle_dead_runs(self, alive: Callable[[dict[str, Any]], bool]) -> list[int]:
+        """Mark 'interrupted' the runs still 'running' whose executing process is gone
+        (killed, or a study rerun instead of resumed): without it such a run would read
+        'running' forever. Returns their ids."""
+        rows = self.db.execute("SELECT id, owner_json FROM runs WHERE status='running'").fetchall()
+        dead = []
+        for run_id, text in rows:
+            try:
+                owner = json.loads(text) if text else None
+            except ValueError:
+                owner = None
+            if not isinstance(owner, dict) or not alive(owner):
+                dead.append(int(run_id))
+        for run_id in dead:
+            self.finish_run(
+                run_id,
+                "interrupted",
+                "its dlbench process ended before the run did (found later); finish it with "
+                f"dlbench run --resume {run_id}",
+            )
+        return dead
+
     def release_run(self, run_id: int, owner: dict[str, Any]) -> None:
         with self.db:
             self.db.execute("UPDATE runs SET owner_json=NULL WHERE id=? AND owner_json=?", (run_id, json.dumps(owner)))

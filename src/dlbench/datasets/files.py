@@ -149,6 +149,13 @@ def _features(path: Path, split: str, x: np.ndarray) -> np.ndarray:
         bad = int(np.size(x) - np.count_nonzero(np.isfinite(x)))
         if bad:
             raise UserDataError(f"{path}: x_{split} holds {bad} NaN or infinite values; clean them first")
+        limit = float(np.finfo(np.float32).max)
+        if x.dtype.itemsize > 4 and x.size and float(np.abs(x).max()) > limit:
+            # The frameworks train in float32: a larger float64 would become inf in the cast.
+            raise UserDataError(
+                f"{path}: x_{split} holds values beyond float32's range (|x| up to {float(np.abs(x).max()):.3g}, "
+                f"at most {limit:.3g}); scale them first"
+            )
     if x.ndim in (3, 4):
         x = x[..., None] if x.ndim == 3 else x
         if x.dtype == np.uint8:

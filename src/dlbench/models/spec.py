@@ -235,6 +235,13 @@ class ModelSpec:
             if not self.builtin:
                 return f"{self.name} has no {framework} builder (builders: {', '.join(self.frameworks)})"
             return f"{framework} has no implementation of {self.name} (implemented in: {', '.join(self.frameworks)})"
+        if self.builtin and self.kind != "classical" and self.input_kind == "image" and len(shape) != 3:
+            # Checked first: every built-in image network's own check (and builder) unpacks
+            # (H, W, C); knn takes any sample shape, a user's model says what it takes.
+            return (
+                f"{self.name} takes images, (H, W, C) per sample; this dataset's samples have shape "
+                f"{tuple(shape)} (feature vectors or sequences): use a model for them"
+            )
         reason = self.check_input(shape)
         return f"{self.name} {reason}" if reason and not self.builtin else reason
 

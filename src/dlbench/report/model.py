@@ -34,6 +34,25 @@ class Manifest:
     error: str
 
 
+# Parts of an ok trial that can fail on their own, as the worker records them in its
+# manifest: the trial's timed measurements stand, and the report says what is missing.
+PART_ERRORS = {"profile_error": "profile"}
+
+
+def failed_parts(manifests: list[Manifest]) -> list[str]:
+    """One note per part that failed, naming the trials and the first error."""
+    out = []
+    for key, part in PART_ERRORS.items():
+        hit = [m for m in manifests if m.manifest.get(key)]
+        if hit:
+            ids = ", ".join(str(m.trial_id) for m in hit[:10]) + (" ..." if len(hit) > 10 else "")
+            out.append(
+                f"{part.upper()} FAILED in {len(hit)} trial(s) ({ids}): {hit[0].manifest[key]}; "
+                f"their timed measurements stand, their {part} is missing"
+            )
+    return out
+
+
 @dataclass
 class Report:
     run: dict  # the runs row: id, name, status, started_at, finished_at, command, config_text, ...
@@ -201,6 +220,7 @@ def build_report(
     # builder's init) is no setting "shared by every case": the row and the answer say so.
     partial = partial_settings(trials)
     answer.notes.extend(answer_notes(partial, labels))
+    answer.notes.extend(failed_parts(manifests))
     case_notes = row_notes(partial, {s.case_key: s.case for s in summaries})
     leave_out = {setting for settings in partial.values() for setting in settings}
     environment = json.loads(row["environment_json"]) if row["environment_json"] else {}
