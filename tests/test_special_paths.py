@@ -63,3 +63,16 @@ def test_control_characters_from_a_database_print_as_visible_escapes(db, tmp_pat
         out = runner.invoke(app, [*args, "--db", str(db)]).output
         assert "\x1b" not in out and "\x07" not in out, (args, out)
         assert "evil\\x1b]0;pwned\\x07\\x1b[2J" in out.replace("\n", ""), (args, out)
+
+
+@pytest.mark.parametrize("text", ["file:x.db?mode=rwc", "postgresql://", "sqlite:///a.db", "odd:name.db"])
+def test_a_db_that_reads_as_a_url_is_refused_and_creates_nothing(tmp_path, monkeypatch, text):
+    from dlbench.store import Store, StoreError
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(StoreError, match=r"reads as a URL \(\w+:\), not a database file"):
+        Store(Path(text))
+    assert list(tmp_path.iterdir()) == []
+    # With its folder named, a file whose name has a colon is a file like any other.
+    Store(tmp_path / "odd:name.db").close()
+    assert (tmp_path / "odd:name.db").exists()

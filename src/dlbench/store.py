@@ -298,6 +298,7 @@ class Store:
             self.db = cast(sqlite3.Connection, self._open_postgres(url, list(migrations)))
         else:
             self.path = Path(path)
+            self._refuse_url_like(os.fspath(path))
             self._refuse_special()
             self.db = (self._open_readonly if readonly else self._open_readwrite)(list(migrations))
             self.db.row_factory = sqlite3.Row
@@ -315,6 +316,22 @@ class Store:
         """The SQLite file (the methods that only SQLite has use it)."""
         assert isinstance(self.path, Path), self.path
         return self.path
+
+    def _refuse_url_like(self, text: str) -> None:
+        """A --db that reads as a URL ('postgresql://' without a host, 'file:x.db?mode=rwc',
+        'sqlite:...') and is no existing file: SQLite would make a file of that odd name
+        (or take it as a URI) that no later command finds. A file whose name has a colon
+        is still opened when it exists, or when named with its folder (/path/to/a:b.db)."""
+        import re
+
+        scheme = re.match(r"([A-Za-z][A-Za-z0-9+.-]*):", text)
+        if scheme is None or os.path.exists(text) or len(scheme.group(1)) == 1:  # C:... on Windows
+            return
+        raise StoreError(
+            f"{text}: reads as a URL ({scheme.group(1)}:), not a database file; a PostgreSQL database is "
+            "postgresql://USER@HOST[:PORT]/DATABASE, an SQLite file a path (for a new file whose name has a "
+            "colon, give its folder too: $PWD/NAME)"
+        )
 
     def _refuse_special(self) -> None:
         """A FIFO or a device as --db: SQLite would block on a FIFO forever, and /dev/null
