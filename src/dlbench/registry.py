@@ -228,7 +228,11 @@ def _canonical(kind: str, text: str, base: Path | None) -> str:
         path = Path(target).expanduser()
         if not path.is_absolute():
             path = (base or Path.cwd()) / path
-        return f"{path.resolve()}{':' + attr if attr else ''}"
+        try:
+            resolved = path.resolve()
+        except (RuntimeError, OSError) as exc:  # a symbolic link loop (RuntimeError before Python 3.13)
+            raise RegistryError(f"{_show(text)}: {path} cannot be followed ({exc})") from None
+        return f"{resolved}{':' + attr if attr else ''}"
     return text
 
 
@@ -249,7 +253,13 @@ def load_reference(kind: str, ref: str) -> Any:
     elif form == "file":
         path = Path(target)
         if not path.is_file():
-            what = "is a directory" if path.is_dir() else "does not exist"
+            what = (
+                "is a directory"
+                if path.is_dir()
+                else "is a special file (a FIFO or a device)"
+                if path.exists()
+                else "does not exist"
+            )
             raise RegistryError(f"{shown}: {path} {what}; expected a Python file that defines the {kind}")
         if path.suffix != ".py":
             raise RegistryError(f"{shown}: {path} is not a .py file; a {kind} is defined in Python")

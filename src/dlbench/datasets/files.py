@@ -127,7 +127,14 @@ def _idx_dir(path: Path) -> dict[str, np.ndarray]:
     return out
 
 
+def _refuse_special(path: Path) -> None:
+    """A FIFO or a device would block the read forever (or never end): refused first."""
+    if path.exists() and not path.is_dir() and not path.is_file():
+        raise UserDataError(f"{path}: is a special file (a FIFO or a device); expected a .npz file or a directory")
+
+
 def _raw(path: Path) -> dict[str, np.ndarray]:
+    _refuse_special(path)
     if not path.exists():
         raise UserDataError(f"{path}: does not exist; expected a .npz file or a directory of IDX files")
     if path.is_dir():
@@ -214,6 +221,7 @@ PLAN_FULL_CHECK_BYTES = 256 * 2**20
 
 def _declared(path: Path) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
     """(shape, dtype) of each array, from headers only (sizes checked against the file)."""
+    _refuse_special(path)
     if not path.exists():
         raise UserDataError(f"{path}: does not exist; expected a .npz file or a directory of IDX files")
     if path.is_dir():
