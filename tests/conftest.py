@@ -168,3 +168,15 @@ def pytest_runtest_teardown(item, nextitem) -> None:
     if nextitem is None or nextitem.module is not item.module:
         gc.collect()
         gc.freeze()
+
+
+@pytest.fixture
+def make_case():
+    """A plan.Case of the torch mlp on digits (what a plain CPU run plans), fields overridable."""
+    from dlbench.plan import Case
+
+    base = dict(
+        framework="torch", variant="eager", model="mlp", dataset="digits", batch_size=32, init="glorot-uniform",
+        optimizer="sgd", lr=0.01, momentum=0.0, epochs=1, steps=None, device="cpu", threads=1,
+    )  # fmt: skip
+    return lambda **changes: Case(**{**base, **changes})

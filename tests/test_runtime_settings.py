@@ -13,7 +13,7 @@ import pytest
 from dlbench import runtime_settings as rs
 from dlbench.cases import case_label, stored_case
 from dlbench.config import ConfigError, from_dict
-from dlbench.plan import Case, expand
+from dlbench.plan import expand
 from dlbench.trialspec import SpecError, case_from_dict
 
 
@@ -38,47 +38,28 @@ def test_all_applies_what_concerns_each_framework():
     assert reason is not None and "interop-fixed applies to tensorflow, torch, not to jax" in reason
 
 
-def _case(**kw):
-    base = dict(
-        framework="torch",
-        variant="eager",
-        model="mlp",
-        dataset="digits",
-        batch_size=32,
-        init="glorot-uniform",
-        optimizer="sgd",
-        lr=0.01,
-        momentum=0.0,
-        epochs=1,
-        steps=None,
-        device="cpu",
-        threads=1,
-    )
-    return Case(**{**base, **kw})
-
-
-def test_a_case_stored_before_the_setting_keeps_its_key_and_reads_as_all():
+def test_a_case_stored_before_the_setting_keeps_its_key_and_reads_as_all(make_case):
     # What every worker ran with then (thresholds fixed, inter-op fixed, autotune off) is
     # runtime "all": such a case's JSON lacks the field, and the same case today has its key.
-    legacy = _case(runtime="all")
+    legacy = make_case(runtime="all")
     stored = legacy.as_dict()
     assert "runtime" not in stored
     assert case_from_dict(stored) == legacy and case_from_dict(stored).key == legacy.key
     assert stored_case(json.dumps(stored))["runtime"] == "all"
     # The new default is a different case, with a key of its own.
-    default = _case()
+    default = make_case()
     assert default.runtime == "defaults" and default.as_dict()["runtime"] == "defaults"
     assert default.key != legacy.key
 
 
-def test_a_stored_runtime_outside_the_allowed_values_is_refused():
+def test_a_stored_runtime_outside_the_allowed_values_is_refused(make_case):
     with pytest.raises(SpecError, match="trial case: runtime 'turbo'"):
-        case_from_dict({**_case().as_dict(), "runtime": "turbo"})
+        case_from_dict({**make_case().as_dict(), "runtime": "turbo"})
 
 
-def test_labels_name_a_runtime_only_where_one_was_imposed():
-    assert "runtime" not in case_label(_case().as_dict())
-    assert case_label(_case(runtime="all").as_dict(), setting=False) == "torch:eager runtime=all"
+def test_labels_name_a_runtime_only_where_one_was_imposed(make_case):
+    assert "runtime" not in case_label(make_case().as_dict())
+    assert case_label(make_case(runtime="all").as_dict(), setting=False) == "torch:eager runtime=all"
 
 
 def _experiment(runtime):

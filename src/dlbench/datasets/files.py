@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import math
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -33,6 +35,7 @@ IDX_FILES = {
     "x_test": "t10k-images-idx3-ubyte",
     "y_test": "t10k-labels-idx1-ubyte",
 }
+T = TypeVar("T")
 MAX_CLASSES = 100_000  # a label beyond this is a mistake (an id, a pixel), not a class
 
 
@@ -112,19 +115,23 @@ def _npz(path: Path) -> dict[str, np.ndarray]:
         raise UserDataError(f"{path}: not a readable .npz file ({exc}); write one with numpy.savez") from None
 
 
+def _idx(directory: Path, key: str, read: Callable[[Path], T]) -> T:
+    """`read` of the IDX file (plain or .gz) that holds `key` in a dataset directory;
+    every problem one UserDataError line."""
+    name = IDX_FILES[key]
+    found = [p for p in (directory / name, directory / f"{name}.gz") if p.is_file()]
+    if not found:
+        raise UserDataError(
+            f"{directory}: no {name} (or {name}.gz); an IDX dataset directory holds {', '.join(IDX_FILES.values())}"
+        )
+    try:
+        return read(found[0])
+    except (IdxFormatError, bounded.DataLimitError, OSError) as exc:
+        raise UserDataError(str(exc).splitlines()[0]) from None
+
+
 def _idx_dir(path: Path) -> dict[str, np.ndarray]:
-    out = {}
-    for key, name in IDX_FILES.items():
-        found = [p for p in (path / name, path / f"{name}.gz") if p.is_file()]
-        if not found:
-            raise UserDataError(
-                f"{path}: no {name} (or {name}.gz); an IDX dataset directory holds {', '.join(IDX_FILES.values())}"
-            )
-        try:
-            out[key] = read_idx(found[0])
-        except (IdxFormatError, bounded.DataLimitError) as exc:
-            raise UserDataError(str(exc).splitlines()[0]) from None
-    return out
+    return {key: _idx(path, key, read_idx) for key in IDX_FILES}
 
 
 def _refuse_special(path: Path) -> None:
@@ -225,18 +232,7 @@ def _declared(path: Path) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
     if not path.exists():
         raise UserDataError(f"{path}: does not exist; expected a .npz file or a directory of IDX files")
     if path.is_dir():
-        out = {}
-        for key, name in IDX_FILES.items():
-            found = [p for p in (path / name, path / f"{name}.gz") if p.is_file()]
-            if not found:
-                raise UserDataError(
-                    f"{path}: no {name} (or {name}.gz); an IDX dataset directory holds {', '.join(IDX_FILES.values())}"
-                )
-            try:
-                out[key] = idx_shape(found[0])
-            except (IdxFormatError, OSError) as exc:
-                raise UserDataError(str(exc).splitlines()[0]) from None
-        return out
+        return {key: _idx(path, key, idx_shape) for key in IDX_FILES}
     if path.suffix != ".npz":
         raise UserDataError(f"{path}: not a .npz file or a directory of IDX files")
     headers = _npz_headers(path)
@@ -291,12 +287,7 @@ def describe(path: str | Path) -> tuple[tuple[int, ...], int]:
 def _label_array(path: Path, key: str) -> np.ndarray:
     """One label array alone (the headers were checked)."""
     if path.is_dir():
-        name = IDX_FILES[key]
-        found = [p for p in (path / name, path / f"{name}.gz") if p.is_file()]
-        try:
-            return read_idx(found[0])
-        except (IdxFormatError, bounded.DataLimitError, OSError) as exc:
-            raise UserDataError(str(exc).splitlines()[0]) from None
+        return _idx(path, key, read_idx)
     try:
         with np.load(path, allow_pickle=False) as data:
             return np.asarray(data[key])
