@@ -145,3 +145,18 @@ def test_a_run_whose_process_died_is_interrupted_when_the_next_run_starts(good: 
         status, reason = con.execute("select status, stop_reason from runs where id = 1").fetchone()
         assert con.execute("select status from runs where id = 2").fetchone()[0] == "finished"
     assert status == "interrupted" and "dlbench run --resume 1" in reason
+
+
+def test_a_sampler_that_failed_is_in_the_answer(good: Path, tmp_path: Path):
+    from dlbench.report.model import failed_samplers
+
+    notes = {"cpu": ["poll failed, sampler stopped: OSError: gone"], "memory": ["fine"]}
+    db = _damaged(good, tmp_path, f"update trials set telemetry_notes = '{json.dumps(notes)}'")
+    with sqlite3.connect(db) as con:
+        con.row_factory = sqlite3.Row
+        trials = con.execute("select * from trials").fetchall()
+    (line,) = failed_samplers(trials)
+    assert line.startswith("SAMPLER FAILED in 1 trial(s) (1): cpu: poll failed, sampler stopped: OSError: gone")
+    assert failed_samplers([{**dict(trials[0]), "telemetry_notes": json.dumps({"cpu": ["fine"]})}]) == []
+    result = _dlbench("report", "--db", str(db))
+    assert "SAMPLER FAILED in 1 trial(s)" in " ".join(result.stdout.split())

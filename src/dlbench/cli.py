@@ -687,13 +687,13 @@ def _execute_and_report(
 
 
 def _parts_failed(store: Any, run_id: int) -> bool:
-    from dlbench.report.model import Manifest, failed_parts
+    from dlbench.report.model import Manifest, failed_parts, failed_samplers
 
+    trials = store.trials(run_id)
     manifests = [
-        Manifest(t["id"], t["block"], "", t["status"], json.loads(t["manifest_json"] or "{}"), "")
-        for t in store.trials(run_id)
+        Manifest(t["id"], t["block"], "", t["status"], json.loads(t["manifest_json"] or "{}"), "") for t in trials
     ]
-    lines = failed_parts(manifests)
+    lines = failed_parts(manifests) + failed_samplers(trials)
     for line in lines:
         err_console.print(printable(line), highlight=False, soft_wrap=True)
     return bool(lines)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from dlbench.analysis.busy import BUSY_THRESHOLD
 from dlbench.analysis.comparisons import ALPHA, BAND
@@ -51,6 +52,29 @@ def failed_parts(manifests: list[Manifest]) -> list[str]:
                 f"their timed measurements stand, their {part} is missing"
             )
     return out
+
+
+def failed_samplers(trials: Any) -> list[str]:
+    """One note when a telemetry sampler failed in some trials (its poller dropped it
+    and said why in the trial's telemetry notes): that telemetry is partial there."""
+    hit: dict[int, str] = {}
+    for t in trials:
+        text = t["telemetry_notes"] if "telemetry_notes" in t.keys() else None
+        try:
+            notes = json.loads(text) if text else {}
+        except ValueError:
+            continue
+        for sampler, lines in notes.items() if isinstance(notes, dict) else ():
+            failed = [x for x in lines if isinstance(x, str) and " failed" in x] if isinstance(lines, list) else []
+            if failed:
+                hit.setdefault(t["id"], f"{sampler}: {failed[0]}")
+    if not hit:
+        return []
+    ids = ", ".join(str(i) for i in list(hit)[:10]) + (" ..." if len(hit) > 10 else "")
+    return [
+        f"SAMPLER FAILED in {len(hit)} trial(s) ({ids}): {next(iter(hit.values()))}; "
+        "their timed measurements stand, that telemetry is partial"
+    ]
 
 
 @dataclass
@@ -221,6 +245,7 @@ def build_report(
     partial = partial_settings(trials)
     answer.notes.extend(answer_notes(partial, labels))
     answer.notes.extend(failed_parts(manifests))
+    answer.notes.extend(failed_samplers(trials))
     case_notes = row_notes(partial, {s.case_key: s.case for s in summaries})
     leave_out = {setting for settings in partial.values() for setting in settings}
     environment = json.loads(row["environment_json"]) if row["environment_json"] else {}
