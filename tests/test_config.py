@@ -44,7 +44,7 @@ def test_defaults_and_embedded_suite():
         ("[protocol]\nrepeats = 'five'", "repeats = 'five': expected an integer"),
         ("[protocol]\nepochs = 1\nsteps = 5", "set exactly one of epochs and steps"),
         ("[protocol]\ninfer_min_time = -0.1", "infer_min_time = -0.1: must be in [0, 60] seconds (0 = one pass)"),
-        ("[protocol]\nwarm_up = 1", "unknown key 'warm_up'; allowed keys: epochs, steps, repeats, warmup"),
+        ("[protocol]\nwarm_up = 1", "unknown key 'warm_up'; allowed keys: repeats, warmup, trials"),
         ("[protocol]\ndevice = 'tpu'", "device = 'tpu': allowed: cpu, cuda"),
         ("[synthetic]\nshape = [32, 32]", "shape = [32, 32]: expected [height, width, channels]"),
         ("[[exclude]]\nfw = 'torch'", "[[exclude]] #1: unknown key 'fw'"),

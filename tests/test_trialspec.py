@@ -34,7 +34,7 @@ def test_round_trip_is_exact_with_nested_options():
     again = TrialSpec.from_json(spec.to_json())
     assert again == spec
     assert dict(again.case.model_options)["width"] == 8 and again.case.synthetic == spec.case.synthetic
-    assert again.protocol.samplers == ("cpu", "memory") and again.protocol.memory_limit_relative
+    assert again.protocol.sampler_names == ("cpu", "memory") and again.protocol.memory_limit_relative
     assert again.case.key == spec.case.key  # the same case, the same identity
 
 
@@ -54,7 +54,9 @@ def test_an_older_row_reads_with_the_defaults():
     spec = _spec()
     row = {"case_json": json.dumps(spec.case.as_dict()), "protocol_json": json.dumps({"repeats": 3, "warmup": 1})}
     old = TrialSpec.from_row(row)
-    assert old.protocol == ProtocolSpec(repeats=3, warmup=1) and old.protocol.timeout == 1800.0
+    # infer_min_time did not exist then: those trials timed one pass (its declared legacy, 0).
+    assert old.protocol == ProtocolSpec(repeats=3, warmup=1, infer_min_time=0.0, samplers="none")
+    assert old.protocol.timeout == 1800.0
 
 
 def test_the_worker_receives_what_the_runner_built(tmp_path, monkeypatch):

@@ -1377,7 +1377,7 @@ def extend(
     come from two virtual environments (two framework versions): this dlbench's own interpreter, or one you
     name with --python."""
     from dlbench import runner, trialspec
-    from dlbench.config import MAX_TRIALS
+    from dlbench.protocol_settings import MAX_TRIALS
 
     if not 1 <= blocks <= MAX_TRIALS:
         _fail(f"--blocks {blocks}: must be at least 1 and at most {MAX_TRIALS} (the most trials a case may have)")
@@ -1881,9 +1881,10 @@ def explain(
     the gap each setting closes (with 95% CIs) and where the step time goes by op category.
     Without --case/--vs: the fastest case of every comparison set against each other case."""
     from dlbench import env, runner
-    from dlbench.config import MAX_PROFILE_CALLS, MAX_PROFILE_STEPS, Experiment, Protocol
+    from dlbench.config import Experiment, Protocol
     from dlbench.explain import ablation, selection
     from dlbench.plan import physical_cores
+    from dlbench.protocol_settings import MAX_PROFILE_CALLS, MAX_PROFILE_STEPS
     from dlbench.store import StoreError
     from dlbench.trialspec import case_from_dict
 

@@ -30,6 +30,34 @@ from dlbench.executor_settings import ExecutorSettings
 from dlbench.frameworks.protocol import INITS, OPTIMIZERS
 from dlbench.models.spec import short_repr as _show
 
+# The protocol's declaration and bounds (dlbench.protocol_settings); the bounds are also
+# reachable here, where the experiment file's other limits are.
+from dlbench.protocol_settings import (  # noqa: F401
+    DAY_S,
+    MAX_BUDGET_MIN,
+    MAX_EPOCHS,
+    MAX_IDLE_BASELINE_S,
+    MAX_LATENCY_BATCHES,
+    MAX_LR,
+    MAX_MEMORY,
+    MAX_PROFILE_CALLS,
+    MAX_PROFILE_STEPS,
+    MAX_REPEATS,
+    MAX_SAMPLE_INTERVAL_S,
+    MAX_SAMPLES,
+    MAX_SEED,
+    MAX_STEPS,
+    MAX_TIMEOUT_S,
+    MAX_TRIALS,
+    MAX_TTA_BUDGET_S,
+    MAX_WARMUP,
+    declared,
+)
+from dlbench.protocol_settings import Protocol as Protocol
+from dlbench.protocol_settings import TrialProtocol as TrialProtocol
+from dlbench.protocol_settings import available_cores as available_cores
+from dlbench.protocol_settings import within as _within
+
 FACTORS = (
     "framework",
     "model",
@@ -58,31 +86,8 @@ LAYOUTS = ("native", "channels-last", "channels-first")
 PIPELINES = ("preloaded", "native", "numpy")
 DEVICES = ("cpu", "cuda")
 
-# Upper bounds of the numeric settings: every one is stated in the error message.
-DAY_S = 86_400
-MAX_TIMEOUT_S = 7 * DAY_S  # a trial (one worker process) running for more than a week is a hang
-MAX_TTA_BUDGET_S = MAX_TIMEOUT_S  # training time to accuracy cannot outlast the longest timeout
-MAX_PROFILE_STEPS = 1000  # a profile holds every op of every step in memory
-MAX_PROFILE_CALLS = 20  # each builds a fresh model (and one more without the profiler)
-MAX_IDLE_BASELINE_S = 3600  # idle power is a mean over seconds to minutes; an hour is plenty
-MAX_SAMPLE_INTERVAL_S = 60  # a poll a minute is the coarsest that still samples a trial
-MAX_BUDGET_MIN = 30 * 24 * 60  # an adaptive run's budget, in minutes: 30 days
-MAX_EPOCHS = 100_000
-MAX_STEPS = 100_000_000
-MAX_REPEATS = 10_000  # measured repeats in one worker process
-MAX_WARMUP = 1_000
-MAX_TRIALS = 1_000  # fresh processes per case (interleaved blocks); also max_repeats
-MAX_LATENCY_BATCHES = 100_000
-MAX_SAMPLES = 2**31 - 1  # a sample index that fits every framework's int32
 MAX_BATCH_SIZE = 2**20
 MAX_INPUT_SHAPE = 2**14  # a 16384 x 16384 float32 image is 1 GiB per channel
-MAX_LR = 100.0
-# Repeat r trains with seed + r (warm-ups counted), and numpy, torch, TensorFlow and
-# JAX all take a seed below 2**31: the base seed leaves room for every repeat.
-MAX_SEED = 2**31 - 1 - MAX_WARMUP - MAX_REPEATS
-# A worker memory cap above 256 TiB is above any machine's memory, and beyond the
-# RLIMIT range the cap is meant for.
-MAX_MEMORY = 2**48
 # Matrix cells x trials: a plan expands each cell in ~50 us on this project's 2-core VM, so
 # 100,000 plan in about 5 s (1,000,000 took minutes and a GB); each trial is a process
 # of seconds at least, so a run this size is days already.
@@ -102,54 +107,6 @@ MAX_FILE_BYTES = 16 * 2**20  # an experiment file is a few kilobytes of TOML
 
 class ConfigError(ValueError):
     """A configuration problem, with the file and key it concerns."""
-
-
-@dataclass(frozen=True)
-class Protocol:
-    epochs: int | None = 1
-    steps: int | None = None
-    repeats: int = 5
-    warmup: int = 1
-    trials: int = 1
-    threads: int = 0  # 0: one per physical core
-    timeout: float = 1800.0  # seconds per trial (whole worker process)
-    seed: int = 0
-    momentum: float = 0.0
-    device: str = "cpu"
-    train_samples: int = 0  # 0: the whole split
-    test_samples: int = 0
-    latency_batches: int = 20  # batches timed one at a time per repeat
-    # Inference is timed over whole passes filling at least this many seconds
-    # (0: one pass); see phases.py for why a single short pass is not enough.
-    infer_min_time: float = 0.1
-    data_dir: str | None = None
-    samplers: str = "all"  # telemetry: "all", "none" or a comma list (cpu, rapl, thermal, nvml, memory)
-    sample_interval: float = 0.0  # seconds between polls; 0: each source's own default
-    idle_baseline: float = 0.0  # seconds of idle power measured before the run; 0: none
-    until_ci: float = 0.0  # adaptive: add blocks until every median's 95% CI is within ±this % (0: off)
-    max_repeats: int = 20  # adaptive: at most this many blocks (trials per case)
-    budget: float = 0.0  # adaptive: stop adding blocks after this many minutes (0: no limit)
-    # adaptive: the phase.metric medians whose CI must narrow (comma list). The
-    # headline metric by default: a sub-millisecond inference median on a shared
-    # CPU can need 20+ blocks for ±5% while the train-time verdict is long settled.
-    until_ci_metrics: str = "train.time"
-    # Cap on each worker's memory ("2GiB", "1500MB"; "+512MiB": above the footprint
-    # after import and data load; "0" or "": none), so that out-of-memory cells are
-    # exercised on a CPU machine too (see parse_memory_limit).
-    memory_limit: str = ""
-    # Time to accuracy (DAWNBench): train epoch by epoch until this test accuracy
-    # (a fraction; 0: off), at most `epochs` epochs and `tta_budget` seconds of training.
-    target_accuracy: float = 0.0
-    tta_budget: float = 0.0
-    # Distributed cases: is batch_size the global batch (strong scaling: the same work
-    # per step at every world size) or each replica's (weak scaling)? See dlbench.distributed.
-    batch_scope: str = "global"
-    # After a trial's timed repeats, this many training steps under the framework's own
-    # profiler (0: off), reduced to time per step by op category (dlbench.explain); the
-    # traces are kept in Chrome/Perfetto format under `profile_traces` when it is set.
-    profile_steps: int = 0
-    profile_traces: str = ""
-    profile_calls: int = 3  # profiled calls (and as many unprofiled ones, in turns) per trial
 
 
 @dataclass(frozen=True)
@@ -217,30 +174,6 @@ def _check_keys(where: str, table: dict[str, Any], allowed: tuple[str, ...]) -> 
             raise ConfigError(f"{where}: unknown key {_show(key)}; allowed keys: {_allowed(allowed)}")
 
 
-def _is_number(v: Any) -> bool:
-    """A finite int or float (not a bool); ints of any size count (compared, never converted)."""
-    if isinstance(v, bool) or not isinstance(v, int | float):
-        return False
-    return not isinstance(v, float) or math.isfinite(v)
-
-
-def _within(
-    v: Any, low: float, high: float, *, low_open: bool = False, high_open: bool = False, integer: bool = False
-) -> bool:
-    """v is a finite number (an int if `integer`) in the interval; False for nan, inf, None, strings."""
-    if not _is_number(v) or (integer and not isinstance(v, int)):
-        return False
-    return bool((v > low if low_open else v >= low) and (v < high if high_open else v <= high))
-
-
-def available_cores() -> int:
-    """The CPUs this process may run on (its affinity mask), which workers inherit."""
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
 def _as_tuple(value: Any) -> tuple[Any, ...]:
     return tuple(value) if isinstance(value, list | tuple) else (value,)
 
@@ -289,7 +222,7 @@ _CHOICES: dict[str, Callable[[], tuple[Any, ...]]] = {
 }
 
 
-def _strategies() -> dict[str, Any]:
+def _strategies() -> Mapping[str, Any]:
     from dlbench.distributed import STRATEGIES
 
     return STRATEGIES
@@ -396,75 +329,15 @@ def _protocol(where: str, table: dict[str, Any], base: Protocol, flags: bool = F
 
 
 def _protocol_rules(p: Protocol) -> list[tuple[str, bool, str]]:
-    """(setting, valid?, what is allowed) for every numeric setting; nan and inf are never valid."""
-    cores = available_cores()
-    return [
-        ("repeats", _within(p.repeats, 1, MAX_REPEATS, integer=True), f">= 1 and <= {MAX_REPEATS}"),
-        ("warmup", _within(p.warmup, 0, MAX_WARMUP, integer=True), f">= 0 and <= {MAX_WARMUP}"),
-        ("trials", _within(p.trials, 1, MAX_TRIALS, integer=True), f">= 1 and <= {MAX_TRIALS}"),
-        (
-            "threads",
-            p.threads == 0 or _within(p.threads, 1, cores, integer=True),
-            f"0 (one per physical core) or 1..{cores}, the cores available here",
-        ),
-        (
-            "timeout",
-            _within(p.timeout, 0, MAX_TIMEOUT_S, low_open=True),
-            f"a finite number of seconds in (0, {MAX_TIMEOUT_S}] (at most 7 days)",
-        ),
-        (
-            "seed",
-            _within(p.seed, 0, MAX_SEED, integer=True),
-            f"an integer in [0, {MAX_SEED}] (repeat r trains with seed + r, and every framework takes "
-            f"seeds below 2**31)",
-        ),
-        ("momentum", _within(p.momentum, 0, 1, high_open=True), "in [0, 1)"),
-        (
-            "train_samples",
-            _within(p.train_samples, 0, MAX_SAMPLES, integer=True),
-            f">= 0 and <= {MAX_SAMPLES} (0 = all)",
-        ),
-        ("test_samples", _within(p.test_samples, 0, MAX_SAMPLES, integer=True), f">= 0 and <= {MAX_SAMPLES} (0 = all)"),
-        (
-            "latency_batches",
-            _within(p.latency_batches, 0, MAX_LATENCY_BATCHES, integer=True),
-            f">= 0 and <= {MAX_LATENCY_BATCHES}",
-        ),
-        ("infer_min_time", _within(p.infer_min_time, 0, 60), "in [0, 60] seconds (0 = one pass)"),
-        (
-            "sample_interval",
-            p.sample_interval == 0 or _within(p.sample_interval, 0.01, MAX_SAMPLE_INTERVAL_S),
-            f"0 (source defaults) or in [0.01, {MAX_SAMPLE_INTERVAL_S}] s",
-        ),
-        (
-            "idle_baseline",
-            _within(p.idle_baseline, 0, MAX_IDLE_BASELINE_S),
-            f"in [0, {MAX_IDLE_BASELINE_S}] seconds (0 = none; at most an hour)",
-        ),
-        ("until_ci", _within(p.until_ci, 0, 100, high_open=True), "a percentage in (0, 100), or 0 for a fixed design"),
-        ("max_repeats", _within(p.max_repeats, 1, MAX_TRIALS, integer=True), f">= 1 and <= {MAX_TRIALS}"),
-        (
-            "budget",
-            _within(p.budget, 0, MAX_BUDGET_MIN),
-            f"in [0, {MAX_BUDGET_MIN}] minutes (0 = no limit; at most 30 days)",
-        ),
-        ("target_accuracy", _within(p.target_accuracy, 0, 1), "a fraction in (0, 1], or 0 for no target"),
-        (
-            "profile_steps",
-            _within(p.profile_steps, 0, MAX_PROFILE_STEPS, integer=True),
-            f">= 0 and <= {MAX_PROFILE_STEPS} (0 = no profile)",
-        ),
-        (
-            "profile_calls",
-            _within(p.profile_calls, 1, MAX_PROFILE_CALLS, integer=True),
-            f">= 1 and <= {MAX_PROFILE_CALLS}",
-        ),
-        (
-            "tta_budget",
-            _within(p.tta_budget, 0, MAX_TTA_BUDGET_S),
-            f"in [0, {MAX_TTA_BUDGET_S}] seconds (0 = only the epochs limit; at most 7 days, the longest timeout)",
-        ),
-    ]
+    """(setting, valid?, what is allowed) for every setting the declaration bounds
+    (dlbench.protocol_settings); nan and inf are never valid, None is "not set"."""
+    out = []
+    for f in fields(p):
+        rule = declared(f).rule
+        value = getattr(p, f.name)
+        if rule is not None and not (value is None and f.name in ("epochs", "steps")):
+            out.append((f.name, rule.allows(value), rule.says()))
+    return out
 
 
 def validate_protocol(where: str, p: Protocol, at: Callable[[str], str] | None = None) -> Protocol:
@@ -472,10 +345,6 @@ def validate_protocol(where: str, p: Protocol, at: Callable[[str], str] | None =
     at = at or (lambda name: where)
     if (p.epochs is None) == (p.steps is None):
         raise ConfigError(f"{where}: set exactly one of epochs and steps")
-    for name, most in (("epochs", MAX_EPOCHS), ("steps", MAX_STEPS)):
-        v = getattr(p, name)
-        if v is not None and not _within(v, 1, most, integer=True):
-            raise ConfigError(f"{at(name)}: {name} = {_show(v)}: must be >= 1 and <= {most}")
     for name, ok, rule in _protocol_rules(p):
         if not ok:
             raise ConfigError(f"{at(name)}: {name} = {_show(getattr(p, name))}: must be {rule}")

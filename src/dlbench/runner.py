@@ -201,7 +201,7 @@ def trial_status(spec: TrialSpec, recorder: EventRecorder, ended: WorkerExit, ti
             f"worker killed by {_signal_name(returncode)} after {recorder.repeats} of "
             f"{expected} repeats; stderr tail:\n{stderr_tail[-2000:]}"
         )
-        limit = spec.protocol.memory_limit
+        limit = spec.protocol.memory_limit_bytes
         oom_before, oom_after = ended.oom_kills_before, ended.oom_kills_after
         if -returncode == signal.SIGKILL:
             # RLIMIT_DATA never sends SIGKILL (malloc fails instead); the kernel's OOM
@@ -297,40 +297,11 @@ def execute_trial(
 
 
 def protocol_for_worker(plan: Plan) -> ProtocolSpec:
-    """The plan's protocol resolved for the worker (sampler names, the memory limit in bytes)."""
-    from dlbench.config import parse_memory_limit
+    """The plan's protocol resolved for the worker (trialspec.ProtocolSpec.for_worker)."""
     from dlbench.distributed import LOSS_CURVE_STEPS
 
-    p = plan.experiment.protocol
-    from dlbench.samplers import parse_names
-
-    # Samplers first: a bad samplers string is reported before a bad memory_limit.
-    samplers = list(parse_names(p.samplers))
-    memory_limit, memory_limit_relative = parse_memory_limit(p.memory_limit)
-    return ProtocolSpec(
-        repeats=p.repeats,
-        warmup=p.warmup,
-        latency_batches=p.latency_batches,
-        infer_min_time=p.infer_min_time,
-        timeout=p.timeout,
-        data_dir=p.data_dir,
-        trials=p.trials,
-        samplers=tuple(samplers),
-        sample_interval=p.sample_interval,
-        until_ci=p.until_ci,
-        max_repeats=p.max_repeats,
-        budget=p.budget,
-        until_ci_metrics=p.until_ci_metrics,
-        memory_limit=memory_limit,
-        memory_limit_relative=memory_limit_relative,
-        target_accuracy=p.target_accuracy,
-        tta_budget=p.tta_budget,
-        loss_curve=LOSS_CURVE_STEPS if any(c.distributed for c in plan.cases) else 0,
-        profile_steps=p.profile_steps,
-        profile_calls=p.profile_calls,
-        # Absolute: a worker may run in another directory (a cluster node's job folder).
-        profile_traces=os.path.abspath(os.path.expanduser(p.profile_traces)) if p.profile_traces else "",
-    )
+    loss_curve = LOSS_CURVE_STEPS if any(c.distributed for c in plan.cases) else 0
+    return ProtocolSpec.for_worker(plan.experiment.protocol, loss_curve)
 
 
 def create_run(
@@ -355,7 +326,7 @@ def create_run(
         }
         for t in plan.trials
     ]
-    table = samplers.availability(spec.samplers, spec.sample_interval or None)
+    table = samplers.availability(spec.sampler_names, spec.sample_interval or None)
     return store.create_run(
         name=exp.name,
         command=command,
@@ -376,7 +347,6 @@ def measure_idle(
 ) -> dict[str, float]:
     """Idle power of every energy source over `seconds` with no worker running,
     stored with the run and subtracted per phase as "energy_net"."""
-    import os
 
     from dlbench import samplers, telemetry
     from dlbench.samplers.poller import Poller

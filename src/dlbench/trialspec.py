@@ -13,12 +13,23 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, NoReturn
 
 from dlbench import runtime_settings
 from dlbench.distributed import DistContext
 from dlbench.plan import Case
+from dlbench.protocol_settings import (
+    MAX_EPOCHS,
+    MAX_LR,
+    MAX_MEMORY,
+    MAX_SAMPLES,
+    MAX_STEPS,
+    REQUIRED,
+    TrialProtocol,
+    declared,
+    trial_settings,
+)
 
 
 def worker_command(python: str | None = None) -> list[str]:
@@ -85,12 +96,12 @@ def _check_case_values(values: dict[str, Any]) -> None:
         "batch_size": (1, c.MAX_BATCH_SIZE),
         "threads": (1, 2**16),
         "seed": (0, 2**31 - 1),
-        "train_samples": (0, c.MAX_SAMPLES),
-        "test_samples": (0, c.MAX_SAMPLES),
+        "train_samples": (0, MAX_SAMPLES),
+        "test_samples": (0, MAX_SAMPLES),
         "input_shape": (0, c.MAX_INPUT_SHAPE),
         "world_size": (1, c.MAX_WORLD_SIZE),
-        "epochs": (1, c.MAX_EPOCHS),
-        "steps": (1, c.MAX_STEPS),
+        "epochs": (1, MAX_EPOCHS),
+        "steps": (1, MAX_STEPS),
     }
     for name, (low, high) in numbers.items():
         value = values.get(name)
@@ -100,8 +111,8 @@ def _check_case_values(values: dict[str, Any]) -> None:
             fail(name, f"an integer from {low} to {high}")
     for name in ("lr", "momentum"):
         value = values[name]
-        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= c.MAX_LR:
-            fail(name, f"a number from 0 to {c.MAX_LR:g}")
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_LR:
+            fail(name, f"a number from 0 to {MAX_LR:g}")
     choices = {"precision": c.PRECISIONS, "layout": c.LAYOUTS, "pipeline": c.PIPELINES, "device": c.DEVICES}
     for name, allowed in choices.items():
         if (
@@ -138,31 +149,6 @@ def case_from_dict(data: Any) -> Case:
     return Case(**values)
 
 
-def _protocol_ranges() -> dict[str, tuple[type, float, float]]:
-    """What each stored protocol number may be: the experiment file's own limits
-    (dlbench.config), so that a value read from a database is checked as if typed."""
-    from dlbench import config as c
-
-    return {
-        "repeats": (int, 1, c.MAX_REPEATS),
-        "warmup": (int, 0, c.MAX_WARMUP),
-        "timeout": (float, 0, c.MAX_TIMEOUT_S),
-        "latency_batches": (int, 0, c.MAX_LATENCY_BATCHES),
-        "infer_min_time": (float, 0, c.MAX_TIMEOUT_S),
-        "trials": (int, 1, c.MAX_TRIALS),
-        "sample_interval": (float, 0, c.MAX_SAMPLE_INTERVAL_S),
-        "until_ci": (float, 0, 100),
-        "max_repeats": (int, 1, c.MAX_TRIALS),
-        "budget": (float, 0, c.MAX_BUDGET_MIN),
-        "memory_limit": (int, 0, c.MAX_MEMORY),
-        "target_accuracy": (float, 0, 1),
-        "tta_budget": (float, 0, c.MAX_TTA_BUDGET_S),
-        "loss_curve": (int, 0, c.MAX_STEPS),
-        "profile_steps": (int, 0, c.MAX_PROFILE_STEPS),
-        "profile_calls": (int, 1, c.MAX_PROFILE_CALLS),
-    }
-
-
 def _check_number(name: str, value: Any, kind: type, low: float, high: float) -> None:
     ok_type = isinstance(value, int) if kind is int else isinstance(value, int | float)
     if isinstance(value, bool) or not ok_type or not (low <= value <= high):
@@ -170,50 +156,97 @@ def _check_number(name: str, value: Any, kind: type, low: float, high: float) ->
         raise SpecError(f"trial protocol: {name} = {value!r}: expected {what} from {low:g} to {high:g}")
 
 
-@dataclass(frozen=True)
-class ProtocolSpec:
-    """How a trial is measured (config.Protocol resolved for the worker)."""
+# Settings whose stored form is not their declared one: the worker gets them resolved
+# (sampler names, the memory cap in bytes and whether it is relative), as every stored
+# trial has had them since these settings exist.
+_RESOLVED = ("samplers", "memory_limit")
 
-    repeats: int
-    warmup: int
-    timeout: float = 1800.0  # seconds for the whole worker process (config.Protocol's default)
-    latency_batches: int = 20
-    infer_min_time: float = 0.0
-    data_dir: str | None = None
-    trials: int = 1
-    samplers: tuple[str, ...] = ()
-    sample_interval: float = 0.0
-    until_ci: float = 0.0
-    max_repeats: int = 20
-    budget: float = 0.0
-    until_ci_metrics: str = "train.time"
-    memory_limit: int = 0  # bytes; 0: none
-    memory_limit_relative: bool = False  # the limit is above the footprint after import and data load
-    target_accuracy: float = 0.0
-    tta_budget: float = 0.0
+
+def _memory_text(limit: int, relative: bool) -> str:
+    return ("+" if relative else "") + str(limit) if limit else ""
+
+
+@dataclass(frozen=True)
+class ProtocolSpec(TrialProtocol):
+    """How a trial is measured: every setting of protocol_settings.TrialProtocol (same
+    names, defaults and bounds, declared there once) plus what the parent derives for
+    the run. Built by `for_worker`; stored and sent as `to_dict`."""
+
     # The first steps whose loss every case records (0: none); set for every case of a
     # run with a distributed case, so loss curves compare step by step (dlbench.distributed).
     loss_curve: int = 0
-    # Steps profiled after the timed repeats (0: none) and the folder their traces go to
-    # ("": not kept); see dlbench.explain.profiling.
-    profile_steps: int = 0
-    profile_traces: str = ""
-    profile_calls: int = 3
+
+    @classmethod
+    def for_worker(cls, protocol: TrialProtocol, loss_curve: int = 0) -> ProtocolSpec:
+        """The experiment's protocol resolved for the worker: sampler names and the memory
+        limit in canonical form, the traces folder absolute (a worker may run in another
+        directory, a cluster node's job folder)."""
+        from dlbench.config import parse_memory_limit
+        from dlbench.samplers import parse_names
+
+        # Samplers first: a bad samplers string is reported before a bad memory_limit.
+        samplers = ",".join(parse_names(protocol.samplers)) or "none"
+        memory = _memory_text(*parse_memory_limit(protocol.memory_limit))
+        traces = protocol.profile_traces
+        values = {f.name: getattr(protocol, f.name) for f in trial_settings()}
+        values.update(
+            samplers=samplers,
+            memory_limit=memory,
+            profile_traces=os.path.abspath(os.path.expanduser(traces)) if traces else "",
+        )
+        return cls(**values, loss_curve=loss_curve)
+
+    @property
+    def sampler_names(self) -> tuple[str, ...]:
+        from dlbench.samplers import parse_names
+
+        return parse_names(self.samplers)
+
+    @property
+    def memory_limit_bytes(self) -> int:
+        from dlbench.config import parse_memory_limit
+
+        return parse_memory_limit(self.memory_limit)[0]
+
+    @property
+    def memory_limit_relative(self) -> bool:
+        from dlbench.config import parse_memory_limit
+
+        return parse_memory_limit(self.memory_limit)[1]
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["samplers"] = list(self.samplers)
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d["samplers"] = list(self.sampler_names)
+        d["memory_limit"] = self.memory_limit_bytes
+        d["memory_limit_relative"] = self.memory_limit_relative
         return d
 
     @classmethod
     def from_dict(cls, data: Any) -> ProtocolSpec:
-        names = {f.name for f in fields(cls)}
-        required = {"repeats", "warmup"}
+        """A stored or sent spec; a setting an older version did not store takes the value
+        trials ran with then (its declared `legacy`, else its default)."""
+        declared_fields = {f.name: f for f in fields(cls)}
+        names = set(declared_fields) | {"memory_limit_relative"}
+        required = {
+            name for name, f in declared_fields.items() if f.metadata.get("declared") and declared(f).legacy is REQUIRED
+        }
         _check_keys("trial protocol", data, names, required)
         values = dict(data)
-        for name, (kind, low, high) in _protocol_ranges().items():
-            if name in values and values[name] is not None:
-                _check_number(name, values[name], kind, low, high)
+        for name, f in declared_fields.items():
+            if name in values or name not in names or not f.metadata.get("declared"):
+                continue
+            legacy = declared(f).legacy
+            if legacy is not None and legacy is not REQUIRED:
+                values[name] = legacy
+        for name, f in declared_fields.items():
+            rule = declared(f).rule if f.metadata.get("declared") else None
+            value = values.get(name)
+            if rule is not None and not rule.local and value is not None and not rule.allows(value):
+                raise SpecError(f"trial protocol: {name} = {value!r}: expected {rule.says()}")
+        if values.get("loss_curve") is not None:
+            _check_number("loss_curve", values["loss_curve"], int, 0, MAX_STEPS)
+        if values.get("memory_limit") is not None:
+            _check_number("memory_limit", values["memory_limit"], int, 0, MAX_MEMORY)
         for name in ("until_ci_metrics", "profile_traces"):
             if name in values and not isinstance(values[name], str):
                 raise SpecError(f"trial protocol: {name} = {values[name]!r}: expected a string")
@@ -222,8 +255,15 @@ class ProtocolSpec:
         samplers = values.get("samplers") or ()
         if not isinstance(samplers, list | tuple) or not all(isinstance(n, str) for n in samplers):
             raise SpecError(f"trial protocol: samplers = {samplers!r}: expected a list of sampler names")
-        values["samplers"] = tuple(samplers)
-        return cls(**values)
+        values["samplers"] = ",".join(samplers) or "none"
+        relative = values.pop("memory_limit_relative", False)
+        values["memory_limit"] = _memory_text(int(values.get("memory_limit") or 0), bool(relative))
+        try:
+            spec = cls(**values)
+            spec.sampler_names, spec.memory_limit_bytes  # noqa: B018  (refused here, not in the worker)
+        except (TypeError, ValueError) as exc:
+            raise SpecError(f"trial protocol: {exc}") from None
+        return spec
 
 
 @dataclass(frozen=True)

@@ -388,10 +388,10 @@ def _measure(
     arrays = load_arrays(case, protocol)
     native = fw.prepare(arrays)
     record("data_load_time", (time.perf_counter_ns() - t0) / 1e9, "s")
-    if relative and protocol.memory_limit:
-        limits = limit_memory_above_now(protocol.memory_limit)
+    if relative and protocol.memory_limit_bytes:
+        limits = limit_memory_above_now(protocol.memory_limit_bytes)
     else:
-        limits = limit_memory_after_load(protocol.memory_limit)
+        limits = limit_memory_after_load(protocol.memory_limit_bytes)
     manifest = {
         **manifest,
         **limits,
@@ -416,7 +416,7 @@ def _measure(
         manifest["loss_curve_steps"] = protocol.loss_curve
     emit("manifest", manifest=manifest)
 
-    memory = PhaseMemory(fw, "memory" in protocol.samplers)
+    memory = PhaseMemory(fw, "memory" in protocol.sampler_names)
 
     def marker(**fields: Any) -> None:
         # Memory bookkeeping stays outside the timed region: before the start

@@ -100,7 +100,7 @@ def _start_poller(spec: TrialSpec) -> Any:
     from dlbench import samplers
     from dlbench.samplers.poller import Poller
 
-    active = samplers.active(spec.protocol.samplers, spec.protocol.sample_interval or None)
+    active = samplers.active(spec.protocol.sampler_names, spec.protocol.sample_interval or None)
     return Poller(active) if active else None
 
 

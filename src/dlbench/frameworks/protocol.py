@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from dlbench.datasets.arrays import Arrays
+from dlbench.protocol_settings import Protocol as _Declared
 
 INITS = ("framework-default", "glorot-uniform")
 OPTIMIZERS = ("sgd", "adam")
@@ -49,14 +50,15 @@ class TrainSettings:
 
     model: str
     batch_size: int
-    epochs: int | None = 1
-    steps: int | None = None
+    # Defaults are the protocol's and the matrix's (dlbench.protocol_settings, config.MATRIX_DEFAULTS).
+    epochs: int | None = _Declared.epochs
+    steps: int | None = _Declared.steps
     optimizer: str = "sgd"
     lr: float = 0.01
-    momentum: float = 0.0
+    momentum: float = _Declared.momentum
     adam_epsilon: float = 1e-8
     init: str = "glorot-uniform"
-    seed: int = 0
+    seed: int = _Declared.seed
     shuffle: bool = True
     last_batch: str = "drop"
     # The model's options (depth, width, preset...), resolved against its spec's
