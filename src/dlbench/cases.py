@@ -3,22 +3,27 @@
 A case is the dict a plan cell becomes (framework, variant, model, dataset,
 batch_size, ...; see dlbench.plan.Case.as_dict). The progress bar, the runner's
 messages, the tables, the verdicts and the figures all call case_label, so one
-case reads the same everywhere. Nothing here imports the rest of dlbench.
+case reads the same everywhere. Nothing here imports the rest of dlbench but
+runtime_settings (and the store's decoder, for a case still given as stored text).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from dlbench import runtime_settings
 
 
-def stored_case(case_json: str) -> dict[str, Any]:
-    """A trial's stored case (its case_json) as a dict, with what an older dlbench left
-    out filled in as it ran (runtime: the settings every worker had then)."""
-    return runtime_settings.complete(json.loads(case_json))
+def stored_case(case: Mapping[str, Any] | str) -> dict[str, Any]:
+    """A trial's stored case (TrialRecord.case) as a dict, with what an older dlbench left
+    out filled in as it ran (runtime: the settings every worker had then). The case's
+    stored text (a row's case_json, the old way) is still taken, decoded by the store."""
+    if isinstance(case, str):
+        from dlbench.store.records import decode
+
+        case = decode(case, column="case_json", where="trial case") or {}
+    return runtime_settings.complete(case)
 
 
 def case_label(case: Mapping[str, Any], *, framework: bool = True, setting: bool = True) -> str:

@@ -5,7 +5,6 @@ The runner reports events through a callback; this module only draws them.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from rich.console import Console
@@ -62,12 +61,8 @@ class RunProgress:
 
     def on_event(self, kind: str, **info: Any) -> None:
         if kind == "run_start":
-            pending = [
-                t for t in self.store.trials(self.run_id) if t["status"] in ("pending", "running", "interrupted")
-            ]
-            units = sum(
-                json.loads(t["protocol_json"])["warmup"] + json.loads(t["protocol_json"])["repeats"] for t in pending
-            )
+            pending = [t for t in self.store.trials(self.run_id) if t.status in ("pending", "running", "interrupted")]
+            units = sum(t.protocol["warmup"] + t.protocol["repeats"] for t in pending)
             if self.task is None:
                 self.task = self.progress.add_task(f"run {self.run_id}", total=units)
             else:  # adaptive mode: a new block of trials extends the bar
@@ -77,8 +72,8 @@ class RunProgress:
         elif kind == "trial_start":
             case = info["case"]
             self.done_in_trial = 0
-            row = next(t for t in self.store.trials(self.run_id) if t["id"] == info["trial_id"])
-            proto = json.loads(row["protocol_json"])
+            row = next(t for t in self.store.trials(self.run_id) if t.id == info["trial_id"])
+            proto = row.protocol
             self.trial_units = proto["warmup"] + proto["repeats"]
             self.progress.update(self._bar(), description=case_label(case))
             self.progress.refresh()

@@ -7,8 +7,10 @@ threads, precision, seed, train_samples, test_samples, synthetic, input_shape,
 layout, pipeline) and each model option is a column `option.<name>`, so sweeps
 over any of them are told apart without reading `case_key`. Column names are
 constants here and documented in docs/schema.md; the database is opened
-read-only and never created. Statistics come from dlbench.analysis, the same
-code the reports use, so a median here is the median `dlbench report` prints.
+read-only and never created. The rows come from the Store's records (runs(),
+trials(), measurements()), the one read path dlbench.report.model builds its
+reports on too, and the statistics from dlbench.analysis, the same code the
+reports use, so a median here is the median `dlbench report` prints.
 
 Cells: a list of numbers is written `AxBxC` (a tuple option `2x2x2x2`); the
 synthetic spec [*shape, classes, train, test] is written `28x28x1/10/1000/200`;
@@ -220,7 +222,7 @@ class Results:
         self.store.close()
 
     def _run_ids(self, run: int | None) -> list[int]:
-        ids = [int(r["id"]) for r in self.store.runs()]
+        ids = [r.id for r in self.store.runs()]
         if run is None:
             return ids
         if run not in ids:
@@ -236,7 +238,7 @@ class Results:
     def runs(self, run: int | None = None) -> pd.DataFrame:
         """One row per run: RUN_COLUMNS."""
         wanted = set(self._run_ids(run))
-        rows = [{c: r[c] for c in RUN_COLUMNS} for r in self.store.runs() if r["id"] in wanted]
+        rows = [{c: getattr(r, c) for c in RUN_COLUMNS} for r in self.store.runs() if r.id in wanted]
         return _frame(rows, RUN_COLUMNS)
 
     def trials(self, run: int | None = None) -> pd.DataFrame:
@@ -247,11 +249,10 @@ class Results:
                 rows.append(
                     {
                         "run_id": rid,
-                        "trial_id": t["id"],
-                        "case_key": t["case_key"],
-                        **{c: t[c] for c in TRIAL_FIELDS},
-                        "retired": bool(t["retired"]),
-                        **_case_columns(stored_case(t["case_json"])),
+                        "trial_id": t.id,
+                        "case_key": t.case_key,
+                        **{c: getattr(t, c) for c in TRIAL_FIELDS},
+                        **_case_columns(stored_case(t.case)),
                     }
                 )
         return _frame(rows, TRIAL_COLUMNS)
@@ -261,27 +262,21 @@ class Results:
         retired attempts (retired True) included. MEASUREMENT_COLUMNS, then option.*."""
         rows = []
         for rid in self._run_ids(run):
-            trials = {t["id"]: t for t in self.store.trials(rid, retired=True)}
-            cases = {tid: _case_columns(stored_case(t["case_json"])) for tid, t in trials.items()}
-            for m in self.store.db.execute(
-                "SELECT m.* FROM measurements m JOIN trials t ON t.id = m.trial_id WHERE t.run_id=?"
-                " ORDER BY t.block, t.position, t.attempt, m.id",
-                (rid,),
-            ):
-                t = trials[m["trial_id"]]
+            cases = {t.id: _case_columns(stored_case(t.case)) for t in self.store.trials(rid, retired=True)}
+            for m in self.store.measurements(rid, latency=True, retired=True):
                 rows.append(
                     {
                         "run_id": rid,
-                        "trial_id": m["trial_id"],
-                        "case_key": t["case_key"],
-                        "block": t["block"],
-                        "attempt": t["attempt"],
-                        "retired": bool(t["retired"]),
-                        "status": t["status"],
-                        **cases[m["trial_id"]],
-                        **{c: m[c] for c in MEASUREMENT_FIELDS},
-                        "warmup": bool(m["warmup"]),
-                        "value": math.nan if m["value"] is None else float(m["value"]),
+                        "trial_id": m.trial_id,
+                        "case_key": m.case_key,
+                        "block": m.block,
+                        "attempt": m.attempt,
+                        "retired": bool(m.retired),
+                        "status": m.status,
+                        **cases[m.trial_id],
+                        **{c: getattr(m, c) for c in MEASUREMENT_FIELDS},
+                        "warmup": bool(m.warmup),
+                        "value": math.nan if m.value is None else float(m.value),
                     }
                 )
         return _frame(rows, MEASUREMENT_COLUMNS)
@@ -344,7 +339,7 @@ class Results:
 
         trials, measurements = self.store.trials(rid), self.store.measurements(rid, latency=False)
         phase, name, words = _metric(metric, measurements, rid)
-        cases = {t["case_key"]: stored_case(t["case_json"]) for t in trials}
+        cases = {t.case_key: stored_case(t.case) for t in trials}
         names = sorted({label(c) for c in cases.values()})
         side_a, side_b = _side(a, names, rid), _side(b, names, rid)
         if side_a & side_b:
@@ -354,9 +349,9 @@ class Results:
         trials_of: defaultdict[str, list[Any]] = defaultdict(list)
         rows_of: defaultdict[str, list[Any]] = defaultdict(list)
         for t in trials:
-            trials_of[t["case_key"]].append(t)
+            trials_of[t.case_key].append(t)
         for m in measurements:
-            rows_of[m["case_key"]].append(m)
+            rows_of[m.case_key].append(m)
         rows = []
         for keys in comparison_sets(cases):
             set_trials = [t for k in keys for t in trials_of[k]]

@@ -36,6 +36,7 @@ from dlbench.analysis.criteria import ALPHA as ALPHA
 from dlbench.analysis.criteria import BAND as BAND
 from dlbench.analysis.rows import Case, Row, Rows
 from dlbench.cases import case_label, stored_case
+from dlbench.store.records import trial_record
 
 # Lower is better for these; they are what verdicts speak of.
 TIMED = (("train", "time", "train time"), ("infer", "time", "inference time"), ("tta", "time", "time to accuracy"))
@@ -130,7 +131,7 @@ def comparison_groups(
     """For every comparison set and metric (default: the timed ones), the samples of each
     framework, paired by block where the paired test can decide (pair_by_block)."""
     metrics = TIMED if metrics is None else metrics
-    cases = {t["case_key"]: stored_case(t["case_json"]) for t in trials}
+    cases = {t["case_key"]: stored_case(trial_record(t).case) for t in trials}
     # One pass over the measurements per metric, not one per comparison set.
     by_metric = {(phase, metric): samples(trials, measurements, phase, metric) for phase, metric, _ in metrics}
     out = []
@@ -313,8 +314,8 @@ def run_vs_run(
     or of another quantile of the trial values (stats module: a low quantile for a
     machine whose speed comes and goes). Trial medians are paired by block when the
     runs alternated block by block (`blocks_alternated`); otherwise unpaired."""
-    a_cases = {t["case_key"]: stored_case(t["case_json"]) for t in a_trials}
-    b_by_match = {match_key(stored_case(t["case_json"])): t["case_key"] for t in b_trials}
+    a_cases = {t["case_key"]: stored_case(trial_record(t).case) for t in a_trials}
+    b_by_match = {match_key(stored_case(trial_record(t).case)): t["case_key"] for t in b_trials}
     alternated = blocks_alternated(a_trials, b_trials)
     out = []
     for phase, metric, name in TIMED:
@@ -379,14 +380,15 @@ def setting_changes(a_trials: Rows, b_trials: Rows) -> list[SettingChange]:
 
     def collect(trials: Rows) -> dict[tuple[str, str], set[str]]:
         out: dict[tuple[str, str], set[str]] = defaultdict(set)
-        for t in trials:
-            case = stored_case(t["case_json"])
+        for row in trials:
+            t = trial_record(row)
+            case = stored_case(t.case)
             for key, text in _flatten(case).items():
                 out[("case", key)].add(text)
-            for key, text in _flatten(json.loads(t["protocol_json"] or "{}")).items():
+            for key, text in _flatten(t.protocol).items():
                 out[("protocol", key)].add(text)
-            if t["manifest_json"]:
-                manifest = json.loads(t["manifest_json"])
+            if t.manifest:
+                manifest = dict(t.manifest)
                 manifest.pop("versions", None)
                 for key, text in _flatten(manifest).items():
                     out[(str(case.get("framework")), key)].add(text)

@@ -3,10 +3,11 @@ hardware without saying so (a run on a cluster can land on several node types)."
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from dlbench.store.records import trial_record
 
 
 def machine_kinds(trials: Iterable[Any], environment: Mapping[str, Any]) -> dict[str, list[int]]:
@@ -20,7 +21,6 @@ def machine_kinds(trials: Iterable[Any], environment: Mapping[str, Any]) -> dict
     for t in trials:
         if t["status"] != "ok":
             continue
-        raw = t["placement_json"] if "placement_json" in t.keys() else None
-        machine = (json.loads(raw) if raw else {}).get("machine")
+        machine = (trial_record(t).placement or {}).get("machine")
         kinds[machine_label(machine) if isinstance(machine, dict) else here].append(int(t["id"]))
     return dict(kinds)

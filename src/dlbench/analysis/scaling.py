@@ -29,6 +29,7 @@ from typing import Any
 from dlbench.analysis import stats
 from dlbench.analysis.comparisons import Sample, samples
 from dlbench.cases import case_label, stored_case
+from dlbench.store.records import trial_record
 
 Rows = Iterable[Mapping[str, Any]]
 DISTRIBUTION = ("strategy", "world_size", "batch_scope")
@@ -124,7 +125,7 @@ def scaling(trials: Rows, measurements: Rows) -> list[Scaling]:
     """One Scaling per framework:variant and setting that has a data-parallel case."""
     trials = list(trials)
     measurements = list(measurements)
-    cases = {t["case_key"]: stored_case(t["case_json"]) for t in trials}
+    cases = {t["case_key"]: stored_case(trial_record(t).case) for t in trials}
     if not any(c.get("strategy", "single") != "single" for c in cases.values()):
         return []
     throughput = samples(trials, measurements, "train", "throughput")

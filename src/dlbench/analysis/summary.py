@@ -19,6 +19,7 @@ from dlbench.analysis.rows import Case, Rows
 from dlbench.analysis.stats import Summary as Stats
 from dlbench.analysis.stats import summary
 from dlbench.cases import stored_case
+from dlbench.store.records import trial_record
 
 
 def describe(values: Sequence[float]) -> Stats | None:
@@ -43,7 +44,7 @@ def summarize(trials: Rows, measurements: Rows) -> list[CaseSummary]:
     for t in trials:
         s = by_case.get(t["case_key"])
         if s is None:
-            s = by_case[t["case_key"]] = CaseSummary(t["case_key"], stored_case(t["case_json"]), 0, {}, True, {})
+            s = by_case[t["case_key"]] = CaseSummary(t["case_key"], stored_case(trial_record(t).case), 0, {}, True, {})
         s.trials += 1
         s.statuses[t["status"]] = s.statuses.get(t["status"], 0) + 1
     values: dict[tuple[str, str, str], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))

@@ -16,10 +16,11 @@ float32 for numpy and scikit-learn).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from dlbench.store.records import trial_record
 
 # The words of torch's init_note, for stores written before init_kept_parameters was kept.
 _KEPT = re.compile(r"(\d[\d,]*) parameters in other layers keep the builder's own init")
@@ -45,7 +46,7 @@ def partial_settings(trials: Iterable[Mapping[str, Any]]) -> dict[str, dict[str,
     trial's manifest says did not apply in full."""
     out: dict[str, dict[str, str]] = {}
     for t in trials:
-        manifest = json.loads(t["manifest_json"]) if t["manifest_json"] else {}
+        manifest = trial_record(t).manifest or {}
         how = _init(manifest)
         if how:
             out.setdefault(t["case_key"], {})["init"] = how

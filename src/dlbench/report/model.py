@@ -7,7 +7,6 @@ TableData. The renderers (console, markdown, latex, html, csv_out) only lay it o
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +15,7 @@ from dlbench.analysis.comparisons import ALPHA, BAND
 from dlbench.cases import stored_case
 from dlbench.report.answer import Answer, build_answer
 from dlbench.report.render import Preface, TableData
+from dlbench.store.records import trial_record
 
 LEGEND = (
     "'1 process' = repeats inside one worker process (correlated: a ratio, never a verdict; "
@@ -58,16 +58,11 @@ def failed_samplers(trials: Any) -> list[str]:
     """One note when a telemetry sampler failed in some trials (its poller dropped it
     and said why in the trial's telemetry notes): that telemetry is partial there."""
     hit: dict[int, str] = {}
-    for t in trials:
-        text = t["telemetry_notes"] if "telemetry_notes" in t.keys() else None
-        try:
-            notes = json.loads(text) if text else {}
-        except ValueError:
-            continue
-        for sampler, lines in notes.items() if isinstance(notes, dict) else ():
+    for t in map(trial_record, trials):
+        for sampler, lines in (t.telemetry_notes or {}).items():
             failed = [x for x in lines if isinstance(x, str) and " failed" in x] if isinstance(lines, list) else []
             if failed:
-                hit.setdefault(t["id"], f"{sampler}: {failed[0]}")
+                hit.setdefault(t.id, f"{sampler}: {failed[0]}")
     if not hit:
         return []
     ids = ", ".join(str(i) for i in list(hit)[:10]) + (" ..." if len(hit) > 10 else "")
@@ -222,15 +217,8 @@ def build_report(
     verdicts, omnibus = within_run(list(trials), measurements, analysed=analysed)
     failed = [t for t in trials if t["status"] != "ok"]
     manifests = [
-        Manifest(
-            t["id"],
-            t["block"],
-            case_label(stored_case(t["case_json"])),
-            t["status"],
-            json.loads(t["manifest_json"]) if t["manifest_json"] else {},
-            t["error"] or "",
-        )
-        for t in trials
+        Manifest(t.id, t.block, case_label(stored_case(t.case)), t.status, t.manifest or {}, t.error or "")
+        for t in map(trial_record, trials)
     ]
     rows = hypothesis_rows(trials, measurements, alpha=alpha, band=band, analysed=analysed) if hypotheses else []
     scaled = scaling(trials, measurements)
@@ -248,7 +236,7 @@ def build_report(
     answer.notes.extend(failed_samplers(trials))
     case_notes = row_notes(partial, {s.case_key: s.case for s in summaries})
     leave_out = {setting for settings in partial.values() for setting in settings}
-    environment = json.loads(row["environment_json"]) if row["environment_json"] else {}
+    environment = row.environment
     kinds = machine_kinds(trials, environment)
     if len(kinds) > 1:
         # A cluster run can land on several node types: never pool them silently.
@@ -260,7 +248,7 @@ def build_report(
             "per run; Slurm: --slurm-partition or --slurm-option constraint=...) or compare per machine.",
         )
     return Report(
-        run={k: row[k] for k in row.keys()},
+        run=row.columns(),
         environment=environment,
         manifests=manifests,
         settings=common_settings([s.case for s in summaries], leave_out) if summaries else "",
@@ -271,7 +259,7 @@ def build_report(
         omnibus=omnibus_table(omnibus) if omnibus else None,
         verdicts=verdict_table(verdicts, band=band, alpha=alpha) if verdicts else None,
         failed=trials_table(failed) if failed else None,
-        skipped=skipped_table([(json.loads(s["cell_json"]), s["reason"]) for s in store.skipped(run_id)]),
+        skipped=skipped_table([(s.cell, s.reason) for s in store.skipped(run_id)]),
         hypotheses=rows,
         hypothesis_table=hypothesis_table(rows),
         sweeps=[t for t in (sweep_table(found), largest_batch_table(found)) if t],

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.cases import case_label, stored_case
+from dlbench.store.records import trial_record
 
 # tab10, written out so that colours are fixed without importing matplotlib early.
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
@@ -139,7 +140,7 @@ class _Run:
         self._samples = comparisons.samples
         self.trials = trials
         self.rows = rows
-        self.cases = {t["case_key"]: stored_case(t["case_json"]) for t in self.trials}
+        self.cases = {t["case_key"]: stored_case(trial_record(t).case) for t in self.trials}
         self.trials_of: dict[str, list] = defaultdict(list)
         for t in self.trials:  # already in execution order (block, position)
             self.trials_of[t["case_key"]].append(t)

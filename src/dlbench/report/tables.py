@@ -15,6 +15,7 @@ from dlbench.analysis.summary import CaseSummary
 from dlbench.cases import case_label, stored_case
 from dlbench.plan import Plan
 from dlbench.report.render import TableData
+from dlbench.store.records import trial_record
 
 PLAN_ROWS = 1000  # trials a plan table lists
 
@@ -344,25 +345,25 @@ def latency_table(summaries: list[CaseSummary], latencies: dict) -> TableData | 
 
 def trials_table(trials: Iterable) -> TableData:
     t = TableData("trials", ["id", "block", "case", "status", "wall s", "error"])
-    for r in trials:
-        err = (r["error"] or "").splitlines()[0][:120] if r["error"] else ""
-        wall = f"{r['wall_s']:.1f}" if r["wall_s"] is not None else ""
-        t.add_row(str(r["id"]), str(r["block"]), case_label(stored_case(r["case_json"])), r["status"], wall, err)
+    for r in map(trial_record, trials):
+        err = (r.error or "").splitlines()[0][:120] if r.error else ""
+        wall = f"{r.wall_s:.1f}" if r.wall_s is not None else ""
+        t.add_row(str(r.id), str(r.block), case_label(stored_case(r.case)), r.status, wall, err)
     return t
 
 
 def placements_table(trials: Iterable) -> TableData:
     """Where each trial of a run ran: executor, host, the engine's id, the machine."""
     t = TableData("where each trial ran", ["id", "block", "case", "status", "executor", "host", "engine id", "machine"])
-    for r in trials:
-        p = json.loads(r["placement_json"]) if r["placement_json"] else {}
+    for r in map(trial_record, trials):
+        p = r.placement or {}
         engine = p.get("slurm_job") or (p.get("ray_node") or "")[:12]
         machine = p.get("machine") or {}
         t.add_row(
-            str(r["id"]),
-            str(r["block"]),
-            case_label(stored_case(r["case_json"])),
-            r["status"],
+            str(r.id),
+            str(r.block),
+            case_label(stored_case(r.case)),
+            r.status,
             p.get("executor") or "—",
             str(p.get("host") or "—"),
             str(engine or "—"),

@@ -1,15 +1,49 @@
-"""What the two stores share (dlbench.store: SQLite, dlbench.store_pg: PostgreSQL): the
-error, the splitting of a migration script into statements, and the SQL dialect, which
-spells here what SQLite and PostgreSQL write differently (SQLite's spelling)."""
+"""What the two databases share (SQLite: dlbench.store.core, PostgreSQL:
+dlbench.store.postgres): the one interface both connections implement (Connection), the
+SQL dialect, which spells here what SQLite and PostgreSQL write differently (SQLite's
+spelling), the error, and the splitting of a migration script into statements."""
 
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal, Protocol
 
 
 class StoreError(RuntimeError):
     pass
+
+
+class Cursor(Protocol):
+    lastrowid: int | None
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+
+class Connection(Protocol):
+    """The database under a Store, one interface for both: sqlite3.Connection (SQLite) and
+    dlbench.store.postgres.Connection (PostgreSQL, psycopg made to behave alike). SQL is
+    written with `?` placeholders and SQLite's spelling (Dialect says what differs);
+    rows are read by position and by name; `with db:` commits or rolls back."""
+
+    @property
+    def in_transaction(self) -> bool: ...
+
+    def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Any: ...
+
+    def executemany(self, sql: str, seq_of_parameters: Iterable[Sequence[Any]], /) -> Any: ...
+
+    def commit(self) -> None: ...
+
+    def rollback(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Any: ...
+
+    def __exit__(self, *exc: Any) -> Literal[False] | bool | None: ...
 
 
 class Dialect:

@@ -36,7 +36,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import unquote
 
-from dlbench.store_base import Dialect, StoreError, statements
+from dlbench.store.base import Dialect, StoreError, statements
+from dlbench.store.migrations import data_step
 
 if TYPE_CHECKING:
     import psycopg
@@ -433,6 +434,9 @@ def migrate(db: Connection, migrations: Sequence[str], check: Callable[[Any, int
             for script in migrations[version:]:
                 for statement in statements(script):
                     _statement(db, statement, dropped)
+                step = data_step(script)
+                if step is not None:
+                    step(db)
             # Explicit ids (a rebuilt table's copied rows) do not advance an identity's sequence.
             for (table,) in db.execute(
                 "SELECT c.relname FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid"

@@ -1,20 +1,19 @@
 """The results store: every raw value, committed as it arrives, in SQLite (a file) or,
-for teams that share one database, PostgreSQL (`--db postgresql://...`, dlbench.store_pg).
+for teams that share one database, PostgreSQL (`--db postgresql://...`, dlbench.store.postgres).
 
 Tables (DESIGN.md "Storage"): runs (config text verbatim, environment
-fingerprint), trials (full case and fairness manifest, status, error text),
-measurements (long format: trial, repeat, warm-up flag, phase, metric, value,
-unit), series (polled time series, for telemetry), skipped (cells not run,
-with the reason). Schema versions live in `PRAGMA user_version` and are
-upgraded by the ordered MIGRATIONS below (sqlite-utils' approach). WAL mode
-lets `dlbench report` read while a run writes. The migrations are SQLite's SQL;
-PostgreSQL runs the same list, translated mechanically (dlbench.store_pg), so both
-have the same schema at every version. The parent process is the only writer.
+fingerprint, an explain run's pairs), trials (full case and fairness manifest, status,
+error text), measurements (long format: trial, repeat, warm-up flag, phase, metric,
+value, unit), series (polled time series, for telemetry), skipped (cells not run,
+with the reason). The schema and its versions: dlbench.store.migrations. WAL mode
+lets `dlbench report` read while a run writes. The parent process is the only writer.
+
+Reads return the typed, frozen records of dlbench.store.records, their JSON columns
+decoded once, here; writes take plain values and encode them here.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import random
@@ -26,169 +25,22 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
-from dlbench.store_base import SQLITE, sqlite_tables, statements
-from dlbench.store_base import Dialect as Dialect
-from dlbench.store_base import StoreError as StoreError
+from dlbench.store import records
+from dlbench.store.base import SQLITE, StoreError
+from dlbench.store.migrations import MIGRATIONS, apply_sqlite, schema_of
+from dlbench.store.records import (
+    LatencyCall,
+    MeasurementRecord,
+    RunRecord,
+    SamplerRecord,
+    SeriesPoint,
+    SkippedRecord,
+    TrialRecord,
+)
 
-# The JSON columns every read checks (Store._check_json); REQUIRED_JSON may not be NULL.
-RUN_JSON = ("experiment_json", "environment_json", "idle_json")
-TRIAL_JSON = ("case_json", "protocol_json", "manifest_json", "placement_json")
-REQUIRED_JSON = ("case_json", "protocol_json")
-
-MIGRATIONS: list[str] = [
-    # 1: the initial schema
-    """
-    CREATE TABLE runs (
-        id INTEGER PRIMARY KEY,
-        name TEXT NOT NULL,
-        status TEXT NOT NULL,
-        started_at TEXT NOT NULL,
-        finished_at TEXT,
-        command TEXT,
-        config_source TEXT,
-        config_text TEXT,
-        experiment_json TEXT,
-        environment_json TEXT,
-        dlbench_version TEXT
-    );
-    CREATE TABLE trials (
-        id INTEGER PRIMARY KEY,
-        run_id INTEGER NOT NULL REFERENCES runs(id),
-        case_key TEXT NOT NULL,
-        block INTEGER NOT NULL,
-        position INTEGER NOT NULL,
-        framework TEXT NOT NULL,
-        variant TEXT NOT NULL,
-        model TEXT NOT NULL,
-        dataset TEXT NOT NULL,
-        batch_size INTEGER NOT NULL,
-        case_json TEXT NOT NULL,
-        protocol_json TEXT NOT NULL,
-        manifest_json TEXT,
-        status TEXT NOT NULL,
-        error TEXT,
-        returncode INTEGER,
-        started_at TEXT,
-        finished_at TEXT,
-        wall_s REAL,
-        stderr TEXT,
-        UNIQUE (run_id, case_key, block)
-    );
-    CREATE TABLE measurements (
-        id INTEGER PRIMARY KEY,
-        trial_id INTEGER NOT NULL REFERENCES trials(id),
-        repeat INTEGER,
-        warmup INTEGER NOT NULL DEFAULT 0,
-        phase TEXT NOT NULL,
-        metric TEXT NOT NULL,
-        value REAL,
-        unit TEXT NOT NULL,
-        seq INTEGER
-    );
-    CREATE INDEX measurements_trial ON measurements(trial_id);
-    CREATE TABLE series (
-        id INTEGER PRIMARY KEY,
-        trial_id INTEGER NOT NULL REFERENCES trials(id),
-        name TEXT NOT NULL,
-        t REAL NOT NULL,
-        value REAL,
-        unit TEXT NOT NULL
-    );
-    CREATE INDEX series_trial ON series(trial_id);
-    CREATE TABLE skipped (
-        id INTEGER PRIMARY KEY,
-        run_id INTEGER NOT NULL REFERENCES runs(id),
-        cell_json TEXT NOT NULL,
-        reason TEXT NOT NULL
-    );
-    """,
-    # 2: telemetry — how each value was obtained and whether it is reliable,
-    # the worker's phase markers (to slice raw series later), the sampler
-    # availability table of each run, the idle baseline, per-trial notes.
-    """
-    ALTER TABLE measurements ADD COLUMN method TEXT;
-    ALTER TABLE measurements ADD COLUMN flag TEXT;
-    ALTER TABLE series ADD COLUMN kind TEXT;
-    ALTER TABLE series ADD COLUMN method TEXT;
-    CREATE TABLE markers (
-        id INTEGER PRIMARY KEY,
-        trial_id INTEGER NOT NULL REFERENCES trials(id),
-        phase TEXT NOT NULL,
-        repeat INTEGER,
-        edge TEXT NOT NULL,
-        t REAL NOT NULL
-    );
-    CREATE INDEX markers_trial ON markers(trial_id);
-    CREATE TABLE samplers (
-        id INTEGER PRIMARY KEY,
-        run_id INTEGER NOT NULL REFERENCES runs(id),
-        name TEXT NOT NULL,
-        available INTEGER NOT NULL,
-        reason TEXT,
-        hint TEXT,
-        interval_s REAL
-    );
-    ALTER TABLE runs ADD COLUMN idle_json TEXT;
-    ALTER TABLE trials ADD COLUMN telemetry_notes TEXT;
-    """,
-    # 3: why an adaptive run stopped adding blocks.
-    """
-    ALTER TABLE runs ADD COLUMN stop_reason TEXT;
-    """,
-    # 4: trial attempts and the run's owner. A trial interrupted after it stored
-    # values is kept (retired = 1, status interrupted) and its case and block run
-    # again as attempt + 1: a trial is one process, so the repeats of two processes
-    # never mix, and no committed value is deleted. The UNIQUE constraint gains the
-    # attempt, which SQLite can only do by rebuilding the table (foreign keys are
-    # off during migrations, see Store._migrate). owner_json: the process that
-    # executes the run now (dlbench.runlock), so that two resumes cannot both run it.
-    """
-    CREATE TABLE trials_v4 (
-        id INTEGER PRIMARY KEY,
-        run_id INTEGER NOT NULL REFERENCES runs(id),
-        case_key TEXT NOT NULL,
-        block INTEGER NOT NULL,
-        position INTEGER NOT NULL,
-        framework TEXT NOT NULL,
-        variant TEXT NOT NULL,
-        model TEXT NOT NULL,
-        dataset TEXT NOT NULL,
-        batch_size INTEGER NOT NULL,
-        case_json TEXT NOT NULL,
-        protocol_json TEXT NOT NULL,
-        manifest_json TEXT,
-        status TEXT NOT NULL,
-        error TEXT,
-        returncode INTEGER,
-        started_at TEXT,
-        finished_at TEXT,
-        wall_s REAL,
-        stderr TEXT,
-        telemetry_notes TEXT,
-        attempt INTEGER NOT NULL DEFAULT 1,
-        retired INTEGER NOT NULL DEFAULT 0,
-        UNIQUE (run_id, case_key, block, attempt)
-    );
-    INSERT INTO trials_v4 (id, run_id, case_key, block, position, framework, variant, model, dataset,
-        batch_size, case_json, protocol_json, manifest_json, status, error, returncode, started_at,
-        finished_at, wall_s, stderr, telemetry_notes)
-        SELECT id, run_id, case_key, block, position, framework, variant, model, dataset, batch_size,
-        case_json, protocol_json, manifest_json, status, error, returncode, started_at, finished_at,
-        wall_s, stderr, telemetry_notes FROM trials;
-    DROP TABLE trials;
-    ALTER TABLE trials_v4 RENAME TO trials;
-    CREATE INDEX trials_run ON trials(run_id, retired);
-    ALTER TABLE runs ADD COLUMN owner_json TEXT;
-    """,
-    # 5: where each trial ran (dlbench.executors): the executor, the host, the engine's
-    # own id for it (Ray node and task, Slurm job) and the node's machine fingerprint,
-    # so that a comparison never pools different hardware without saying so.
-    """
-    ALTER TABLE trials ADD COLUMN placement_json TEXT;
-    """,
-]
+_Record = TypeVar("_Record", MeasurementRecord, LatencyCall, SeriesPoint)
 
 STATUSES = ("pending", "running", "ok", "failed", "oom", "timeout", "interrupted")
 
@@ -199,7 +51,7 @@ LATENCY_PHASE = r"m.phase LIKE 'latency\_b%' ESCAPE '\'"
 
 def database_url(path: str | os.PathLike[str]) -> str | None:
     """The PostgreSQL URL that --db names (postgresql://... or postgres://...), else None."""
-    from dlbench.store_pg import url_of
+    from dlbench.store.postgres import url_of
 
     return url_of(path)
 
@@ -209,7 +61,7 @@ def shown(path: str | os.PathLike[str]) -> str:
     url = database_url(path)
     if url is None:
         return os.fspath(path)
-    from dlbench.store_pg import masked
+    from dlbench.store.postgres import masked
 
     return masked(url)
 
@@ -247,19 +99,6 @@ def _code(exc: sqlite3.Error) -> int:
     return (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
 
 
-@functools.lru_cache(maxsize=16)
-def _schema_of(migrations: tuple[str, ...]) -> dict[str, frozenset[str]]:
-    """The tables and columns a database has after these migrations."""
-    db = sqlite3.connect(":memory:")
-    try:
-        for script in migrations:
-            for statement in statements(script):
-                db.execute(statement)
-        return {t: frozenset(cols) for t, cols in sqlite_tables(db).items()}
-    finally:
-        db.close()
-
-
 def _sqlite_header(path: Path) -> bytes:
     with open(path, "rb") as fh:
         return fh.read(100)
@@ -275,8 +114,8 @@ class Store:
     opened read-only, and an older schema is migrated in an in-memory copy.
 
     A path that is a PostgreSQL URL (postgresql://user@host/db) opens that database
-    instead (dlbench.store_pg): the same tables, migrations and methods. `path` is then
-    the URL with its password masked, and `db` a store_pg.Connection standing in for the
+    instead (dlbench.store.postgres): the same tables, migrations and methods. `path` is then
+    the URL with its password masked, and `db` a postgres.Connection standing in for the
     sqlite3.Connection (execute, executemany, commit, rollback, in_transaction, `with`),
     whose rows are read like sqlite3.Row. A reader of an older PostgreSQL schema is
     refused rather than upgraded (a copy in memory is SQLite's alone)."""
@@ -291,7 +130,7 @@ class Store:
         self._sql = SQLITE
         url = database_url(path)
         if url is not None:
-            from dlbench import store_pg
+            from dlbench.store import postgres as store_pg
 
             self._sql = store_pg.DIALECT
             self.path = store_pg.masked(url)
@@ -346,7 +185,7 @@ class Store:
             raise StoreError(f"{self._file}: is a special file (a FIFO or a device), not a database file")
 
     def _open_postgres(self, url: str, migrations: list[str]) -> Any:
-        from dlbench import store_pg
+        from dlbench.store import postgres as store_pg
 
         db = store_pg.connect(url, readonly=self.readonly, timeout=self.timeout)
         try:
@@ -514,7 +353,7 @@ class Store:
         tables = self._sql.tables(db)
         if version == 0:
             if tables:
-                ours = set(_schema_of(tuple(migrations)))
+                ours = set(schema_of(tuple(migrations)))
                 hint = (
                     " (a copy made with `.dump` loses the schema version; copy with `.backup` or "
                     "`.recover`, which keep it)"
@@ -527,7 +366,7 @@ class Store:
                     f"{another}"
                 )
             return  # empty: a new database
-        expected = _schema_of(tuple(migrations[:version]))
+        expected = schema_of(tuple(migrations[:version]))
         if not set(expected) & set(tables):
             raise StoreError(
                 f"{path}: not a dlbench database: its schema version is {version}, but it has none "
@@ -555,10 +394,7 @@ class Store:
         try:
             version = db.execute("PRAGMA user_version").fetchone()[0]
             self._check_schema(db, version, migrations)
-            for number, script in enumerate(migrations[version:], start=version + 1):
-                for statement in statements(script):
-                    db.execute(statement)
-                db.execute(f"PRAGMA user_version = {number}")
+            apply_sqlite(db, migrations, version)
             broken = db.execute("PRAGMA foreign_key_check").fetchone()  # keys are off while migrating
             if broken is not None:
                 raise StoreError(
@@ -641,18 +477,28 @@ class Store:
         skipped: Iterable[tuple[dict[str, Any], str]] = (),
         samplers: Iterable[Any] = (),
         owner: dict[str, Any] | None = None,
+        explain: dict[str, Any] | None = None,
     ) -> int:
-        """The run with its planned trials (see add_trials), skipped cells, sampler table
-        and owner, in ONE transaction: a run killed while being created leaves nothing,
-        never a run with part of its trials (which a resume would call finished).
-        A PostgreSQL URL's password in `command` is stored masked."""
-        from dlbench.store_pg import mask_urls
+        """The run with its planned trials (see add_trials), skipped cells, sampler table,
+        owner and, for an explain run, its pairs (see set_explain), in ONE transaction: a
+        run killed while being created leaves nothing, never a run with part of its trials
+        (which a resume would call finished). A PostgreSQL URL's password in `command` is
+        stored masked. An experiment whose description holds explain pairs (as `dlbench
+        explain` wrote them before they had a column) has them stored in the column too."""
+        from dlbench.store.postgres import mask_urls
 
         command = mask_urls(command)
+        experiment_text = json.dumps(experiment, default=str)
+        explain_text = (
+            json.dumps(explain, sort_keys=True)
+            if explain is not None
+            else records.explain_of_description(experiment_text)
+        )
         with self.db:
             cur = self.db.execute(
                 "INSERT INTO runs (name, status, started_at, command, config_source, config_text,"
-                " experiment_json, environment_json, dlbench_version, owner_json) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                " experiment_json, environment_json, dlbench_version, owner_json, explain_json)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     name,
                     "running",
@@ -660,10 +506,11 @@ class Store:
                     command,
                     config_source,
                     config_text,
-                    json.dumps(experiment, default=str),
+                    experiment_text,
                     json.dumps(environment, default=str),
                     version,
                     json.dumps(owner) if owner else None,
+                    explain_text,
                 ),
             )
             assert cur.lastrowid is not None  # an INSERT always sets it
@@ -740,29 +587,28 @@ class Store:
             return None
         return run_id if self.db.execute("SELECT 1 FROM runs WHERE id=?", (run_id,)).fetchone() else None
 
-    def run(self, run_id: int | None = None) -> sqlite3.Row:
+    def run(self, run_id: int | None = None) -> RunRecord:
+        """A run (None: the latest), or one StoreError naming the runs there are."""
         if run_id is not None and not 1 <= run_id < 2**63:  # beyond SQLite's integers: no run, not an OverflowError
             raise StoreError(f"{self.path}: no run {run_id}; a run id is a positive integer (see dlbench runs)")
         if run_id is None:
             row = self.db.execute("SELECT * FROM runs ORDER BY id DESC LIMIT 1").fetchone()
             if row is None:
                 raise StoreError(f"{self.path}: holds no runs yet")
-            found: sqlite3.Row = row
-            self._check_json([found], RUN_JSON, "run")
-            return found
+            return records.run_record(row, str(self.path))
         row = self.db.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
         if row is None:
             ids = [r[0] for r in self.db.execute("SELECT id FROM runs ORDER BY id")]
             raise StoreError(f"{self.path}: no run {run_id}; runs here: {ids or 'none'}")
-        result: sqlite3.Row = row
-        self._check_json([result], RUN_JSON, "run")
-        return result
+        return records.run_record(row, str(self.path))
 
-    def runs(self) -> list[sqlite3.Row]:
+    def runs(self) -> list[RunRecord]:
+        """Every run, oldest first, with its trial counts (n_trials, n_ok) and where its
+        trials ran (placements)."""
         sql = self._sql
         executor, host = sql.json_text("t.placement_json", "executor"), sql.json_text("t.placement_json", "host")
         joined = sql.string_agg("w || '=' || n", "' '", "w")
-        return self.db.execute(
+        rows = self.db.execute(
             "SELECT r.*, (SELECT COUNT(*) FROM trials t WHERE t.run_id=r.id) AS n_trials,"
             " (SELECT COUNT(*) FROM trials t WHERE t.run_id=r.id AND t.status='ok') AS n_ok,"
             # Where the trials ran: "executor:host" with a count each, e.g. "ray:node-a=4".
@@ -772,9 +618,23 @@ class Store:
             " ORDER BY w) AS p) AS placements"
             " FROM runs r ORDER BY r.id"
         ).fetchall()
+        return [records.run_record(r, str(self.path)) for r in rows]
 
-    def skipped(self, run_id: int) -> list[sqlite3.Row]:
-        return self.db.execute("SELECT * FROM skipped WHERE run_id=? ORDER BY id", (run_id,)).fetchall()
+    def skipped(self, run_id: int) -> list[SkippedRecord]:
+        rows = self.db.execute("SELECT * FROM skipped WHERE run_id=? ORDER BY id", (run_id,)).fetchall()
+        return [records.skipped_record(r, str(self.path)) for r in rows]
+
+    # -- an explain run's pairs -------------------------------------------------
+    def set_explain(self, run_id: int, explain: dict[str, Any]) -> None:
+        """An explain run's pairs ({"explain": [pair, ...], "from_run": N}, dlbench.explain)."""
+        with self.db:
+            self.db.execute("UPDATE runs SET explain_json=? WHERE id=?", (json.dumps(explain, sort_keys=True), run_id))
+
+    def explain(self, run_id: int) -> dict[str, Any] | None:
+        """The run's explain pairs (see set_explain), None for a run that is no explain run.
+        A run an older dlbench stored in a database not yet migrated keeps them in its
+        experiment's description: they are read from there."""
+        return self.run(run_id).explain
 
     # -- trials -----------------------------------------------------------
     # A trial dict for add_trials / create_run: case_key, block, position, case, protocol.
@@ -905,7 +765,7 @@ class Store:
         with self.db:
             self.db.execute("UPDATE trials SET status='interrupted' WHERE run_id=? AND status='running'", (run_id,))
 
-    def trials(self, run_id: int, statuses: Sequence[str] | None = None, retired: bool = False) -> list[sqlite3.Row]:
+    def trials(self, run_id: int, statuses: Sequence[str] | None = None, retired: bool = False) -> list[TrialRecord]:
         """The run's trials, one per case and block: the current attempt of each.
         retired=True adds the interrupted attempts that a resume kept."""
         sql = "SELECT * FROM trials WHERE run_id=?" + ("" if retired else " AND retired=0")
@@ -913,36 +773,8 @@ class Store:
         if statuses:
             sql += f" AND status IN ({','.join('?' * len(statuses))})"
             args.extend(statuses)
-        rows: list[sqlite3.Row] = self.db.execute(sql + " ORDER BY block, position, attempt", args).fetchall()
-        self._check_json(rows, TRIAL_JSON, "trial")
-        return rows
-
-    def _check_json(self, rows: Sequence[sqlite3.Row], columns: tuple[str, ...], what: str) -> None:
-        """Every JSON column a command reads is a JSON object (or NULL where allowed), or
-        one StoreError naming the database, the row and the column: damage that
-        quick_check cannot see (a hand edit, another program) never reaches a command as
-        a JSONDecodeError or a KeyError."""
-        for row in rows:
-            keys = row.keys()
-            for column in columns:
-                if column not in keys:
-                    continue  # an older schema without it
-                text = row[column]
-                if text is None and column not in REQUIRED_JSON:
-                    continue
-                value: Any
-                try:
-                    value = json.loads(text) if isinstance(text, str | bytes) else None
-                except ValueError as exc:
-                    value = exc
-                if value is None and column not in REQUIRED_JSON:
-                    continue  # JSON null: nothing recorded
-                if not isinstance(value, dict):
-                    why = f"not JSON ({value})" if isinstance(value, ValueError) else "not a JSON object"
-                    raise StoreError(
-                        f"{self.path}: {what} {row['id']}: {column} is {why}; the database was changed by "
-                        "something other than dlbench: nothing was read from it"
-                    )
+        rows = self.db.execute(sql + " ORDER BY block, position, attempt", args).fetchall()
+        return [records.trial_record(r, str(self.path)) for r in rows]
 
     # -- measurements -----------------------------------------------------
     def add_measurements(self, trial_id: int, rows: Iterable[Measurement]) -> int:
@@ -987,39 +819,60 @@ class Store:
             [(run_id, a.name, int(a.available), a.reason, a.hint, a.interval_s) for a in table],
         )
 
-    def samplers(self, run_id: int) -> list[sqlite3.Row]:
-        return self.db.execute("SELECT * FROM samplers WHERE run_id=? ORDER BY id", (run_id,)).fetchall()
+    def samplers(self, run_id: int) -> list[SamplerRecord]:
+        rows = self.db.execute("SELECT * FROM samplers WHERE run_id=? ORDER BY id", (run_id,)).fetchall()
+        return [records.sampler_record(r) for r in rows]
 
     def set_idle(self, run_id: int, idle: dict[str, Any]) -> None:
         with self.db:
             self.db.execute("UPDATE runs SET idle_json=? WHERE id=?", (json.dumps(idle), run_id))
 
-    def series(self, trial_id: int) -> list[sqlite3.Row]:
-        return self.db.execute("SELECT * FROM series WHERE trial_id=? ORDER BY id", (trial_id,)).fetchall()
+    def series(self, trial_id: int) -> list[SeriesPoint]:
+        rows = self._tuples(
+            "SELECT id, trial_id, name, t, value, unit, kind, method FROM series WHERE trial_id=? ORDER BY id",
+            (trial_id,),
+        )
+        return self._records(SeriesPoint, rows)
 
-    def measurements(self, run_id: int, latency: bool = True) -> list[sqlite3.Row]:
+    def _tuples(self, sql: str, args: Sequence[Any]) -> list[Any]:
+        """The rows of a big read as plain tuples: SQLite builds no sqlite3.Row for each."""
+        if isinstance(self.db, sqlite3.Connection):
+            cursor = self.db.cursor()
+            cursor.row_factory = None
+            return cursor.execute(sql, args).fetchall()
+        return list(self.db.execute(sql, args).fetchall())
+
+    @staticmethod
+    def _records(kind: type[_Record], rows: list[Any]) -> list[_Record]:
+        new = tuple.__new__
+        return [new(kind, r) for r in rows]
+
+    def measurements(self, run_id: int, latency: bool = True, retired: bool = False) -> list[MeasurementRecord]:
         """Every measurement of a run in execution order, each with the few trial columns
         the analyses group by and the case's main factors. The whole case is in
         trials(): copying its JSON into each of 100,000 rows took a quarter of the read.
         latency=False leaves out the per-call latency rows (phases latency_b<B>), which
-        are most of a run's rows and which no figure draws."""
-        where = "" if latency else f" AND NOT {LATENCY_PHASE}"
-        return self.db.execute(
+        are most of a run's rows and which no figure draws. retired=True adds the values
+        of the attempts a resume retired (their rows say retired 1)."""
+        where = ("" if retired else " AND t.retired=0") + ("" if latency else f" AND NOT {LATENCY_PHASE}")
+        rows = self._tuples(
             "SELECT t.id AS trial_id, t.case_key, t.block, t.framework, t.variant, t.model, t.dataset,"
             " t.batch_size, t.status, m.repeat, m.warmup, m.phase, m.metric, m.value, m.unit, m.seq,"
-            " m.method, m.flag"
-            " FROM measurements m JOIN trials t ON t.id = m.trial_id WHERE t.run_id=? AND t.retired=0"
+            " m.method, m.flag, t.attempt, t.retired, m.id"
+            " FROM measurements m JOIN trials t ON t.id = m.trial_id WHERE t.run_id=?"
             + where
-            + " ORDER BY t.block, t.position, m.id",
+            + " ORDER BY t.block, t.position, t.attempt, m.id",
             (run_id,),
-        ).fetchall()
+        )
+        return self._records(MeasurementRecord, rows)
 
-    def latency_calls(self, run_id: int) -> list[sqlite3.Row]:
+    def latency_calls(self, run_id: int) -> list[LatencyCall]:
         """The per-call latency rows of a run (phases latency_b<B>), with only the columns
         latency percentiles need: a third of the time of reading them whole."""
-        return self.db.execute(
+        rows = self._tuples(
             "SELECT t.case_key, t.status, m.warmup, m.phase, m.metric, m.value"
             " FROM measurements m JOIN trials t ON t.id = m.trial_id"
             f" WHERE t.run_id=? AND t.retired=0 AND {LATENCY_PHASE}",
             (run_id,),
-        ).fetchall()
+        )
+        return self._records(LatencyCall, rows)
