@@ -1,9 +1,11 @@
-"""The shapes the analysis reads: stored rows and case dicts.
+"""The shapes the analysis reads: stored records and case dicts.
 
-A row is a sqlite3.Row from dlbench.store, a dlbench.store_pg.Row from a PostgreSQL
-store (read the same way: row["name"], row[0], row.keys()), or a dict with the same
-keys, as the tests build them: typed Any because sqlite3.Row is not a Mapping to the
-type checker. A case is the dict a plan cell becomes (framework, variant, model, ...).
+A row is a record from dlbench.store (TrialRecord, MeasurementRecord, LatencyCall:
+typed, frozen, their JSON columns already decoded, and still read by column name:
+row["name"], row.keys()), or a dict with the same keys, as the tests build them (a trial
+dict becomes a TrialRecord through dlbench.store.trial_record, which decodes its JSON
+text). Typed Any so that both pass. A case is the dict a plan cell becomes (framework,
+variant, model, ...).
 """
 
 from __future__ import annotations
