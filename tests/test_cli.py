@@ -265,7 +265,7 @@ def test_idle_baseline_and_sampler_selection_are_recorded(tmp_path):
 def test_recorded_command_repeats_a_repeatable_option_per_value():
     from types import SimpleNamespace
 
-    from dlbench.cli import _command_line
+    from dlbench.cli.common import invocation as _command_line
 
     ctx = SimpleNamespace(
         info_name="run",

@@ -17,9 +17,9 @@ runner = CliRunner()
 def wide_console(monkeypatch):
     """The CLI's console at a width no table here reaches, whatever terminal (or none)
     the tests run under, so that no cell wraps and assertions read whole phrases."""
-    from rich.console import Console
+    from dlbench import cli
 
-    monkeypatch.setattr("dlbench.cli.console", Console(width=400, markup=False))
+    monkeypatch.setattr(cli.console, "width", 400)  # the console every command prints on
 
 
 def _run(db, plugin, seconds: float, trials: int = 8, threads: int = 1) -> None:

@@ -1,0 +1,416 @@
+"""What every command shares: the consoles, one-line failures, output files, opening a store,
+the command line as typed."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+
+from dlbench.analysis.criteria import ALPHA, BAND
+from dlbench.terminal import SafeConsole, printable
+
+# Logs and CI output are not terminals; rich would wrap them at 80 columns.
+# markup=False: error texts, paths and TOML table names ("[protocol]") are printed verbatim.
+
+
+def _width_off_terminal() -> int:
+    """Off a terminal rich would assume 80 columns: COLUMNS when it is set (a pager,
+    a CI log, `COLUMNS=100 dlbench run | tee`), else 150 so that logs keep whole rows."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        return 150
+    return columns if 40 <= columns <= 1000 else 150
+
+
+# SafeConsole: text from a database (run names, commands, errors) prints as text, never as
+# terminal control sequences (dlbench.terminal).
+console = SafeConsole(markup=False) if sys.stdout.isatty() else SafeConsole(width=_width_off_terminal(), markup=False)
+err_console = (
+    SafeConsole(stderr=True, markup=False)
+    if sys.stderr.isatty()
+    else SafeConsole(stderr=True, width=_width_off_terminal(), markup=False)
+)
+
+DB = Annotated[
+    Path,
+    typer.Option(
+        "--db",
+        help="Results database: an SQLite file, or a shared PostgreSQL database given as a URL, "
+        "postgresql://USER@HOST[:PORT]/DATABASE (a password is best kept in ~/.pgpass or PGPASSWORD).",
+    ),
+]
+# A stored run's own model or data, named again by the user (extend, explain): a
+# database can come from someone else, so the reference it records is never imported.
+NamedModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        help="Your own model the stored cases use (PATH.py:NAME or package.module:NAME, comma list), named again: "
+        "a database can come from someone else, so dlbench imports the code of a stored run only when you name it.",
+    ),
+]
+NamedDatasetOpt = Annotated[
+    str | None,
+    typer.Option("--dataset", help="Your own dataset the stored cases use (.npz file or IDX directory), named again."),
+]
+
+
+# Exit statuses besides 0 (success), 1 (a trial failed / a regression) and 2 (bad input):
+EXIT_MISSING = 3  # compare: a case has no values on one side (a gate must not pass on no data)
+EXIT_BUSY = 4  # run --resume / extend: another live dlbench process is executing that run
+
+
+def show_table(table: Any) -> None:
+    """Print a report TableData on the console (rich draws it; the data does not draw itself)."""
+    from dlbench.report.console import rich_table
+
+    console.print(rich_table(table))
+
+
+def fail(message: str, code: int = 2) -> None:
+    from rich.text import Text
+
+    # soft_wrap: one error is one line, also off a terminal (a log, a CI job), where
+    # the console is 150 columns wide and would break a long path into several.
+    err_console.print(Text.assemble(("error: ", "bold red"), printable(message)), highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def check_output(out: Path, reading: list[Any]) -> None:
+    """One line and exit 2 when `out` would overwrite results or cannot be a file (dlbench.outputs)."""
+    from dlbench import outputs
+
+    try:
+        outputs.check(out, reading)
+    except outputs.OutputRefused as exc:
+        fail(f"--out {exc}")
+
+
+def write_output(out: Path, text: str, reading: list[Any]) -> None:
+    """`text` into `out`, whole or not at all; the previous file stays if writing fails."""
+    from dlbench import outputs
+
+    try:
+        outputs.write_text(out, text, reading)
+    except outputs.OutputRefused as exc:
+        fail(f"--out {exc}")
+    except OSError as exc:
+        fail(f"cannot write {out}: {exc.strerror or exc} (the previous file, if any, is unchanged)")
+
+
+_KINDS = {int: "integers, e.g. 32,64", float: "numbers, e.g. 0.01,0.1", str: "values"}
+
+
+def split_values(value: str | None, cast=str, flag: str = "") -> list[Any] | None:
+    """'a, b,,c' -> ['a', 'b', 'c'] (empty items dropped; no item at all is refused by the
+    config's check of the factor); a value `cast` cannot read fails naming the flag."""
+    if value is None:
+        return None
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    for v in items:
+        try:
+            cast(v)
+        except ValueError:
+            from dlbench.models.spec import short_repr
+
+            fail(
+                f"{flag or 'command line'} {short_repr(value)}: {short_repr(v)} is not "
+                f"{'an integer' if cast is int else 'a number'}; expected comma-separated "
+                f"{_KINDS.get(cast, 'values')}"
+            )
+    return [cast(v) for v in items]
+
+
+def same_database(a: Any, b: Any) -> bool:
+    """Two stores' paths name one database (a link or ./ included; URLs compared as text)."""
+    from dlbench.outputs import same_file
+
+    return same_file(a, b) if isinstance(a, Path) and isinstance(b, Path) else str(a) == str(b)
+
+
+def open_store(db: Path, readonly: bool = False):
+    """readonly: for the commands that only read; the file is never written into, and an older
+    schema is upgraded in a copy in memory."""
+    from dlbench.store import Store, StoreError
+
+    try:
+        return Store(db, readonly=readonly)
+    except StoreError as exc:
+        fail(str(exc))
+
+
+def db_text(db: Path) -> str:
+    """--db as it may be printed: a PostgreSQL URL's password masked."""
+    from dlbench.store import shown
+
+    return shown(db)
+
+
+def is_url(db: Path) -> bool:
+    from dlbench.store import database_url
+
+    return database_url(db) is not None
+
+
+def executor_flags_text(settings: Any) -> str:
+    """The flags that name `settings` again (empty for local), for a resume command."""
+    from dataclasses import asdict
+
+    from dlbench.executors import FLAGS, ExecutorSettings
+
+    if settings is None or settings.name == "local":
+        return ""
+    default = asdict(ExecutorSettings())
+    out = []
+    for key, value in asdict(settings).items():
+        if value == default[key] or value is None:
+            continue
+        for one in value if isinstance(value, tuple) else (value,):
+            out.append(f" {FLAGS[key]} {shlex.quote(str(one if not isinstance(one, float) else f'{one:g}'))}")
+    return "".join(out)
+
+
+def parts_failed(store: Any, run_id: int) -> bool:
+    from dlbench.report.model import Manifest, failed_parts, failed_samplers
+
+    trials = store.trials(run_id)
+    manifests = [
+        Manifest(t["id"], t["block"], "", t["status"], json.loads(t["manifest_json"] or "{}"), "") for t in trials
+    ]
+    lines = failed_parts(manifests) + failed_samplers(trials)
+    for line in lines:
+        err_console.print(printable(line), highlight=False, soft_wrap=True)
+    return bool(lines)
+
+
+def exit_on_signal(exc: KeyboardInterrupt, message: str) -> NoReturn:
+    """One line for Ctrl-C, SIGTERM or SIGHUP (runner.Terminated), and exit 128 + the signal's number."""
+    from dlbench.runner import Terminated
+
+    name = str(exc) if isinstance(exc, Terminated) else "interrupted"
+    err_console.print(f"{name}: {message}", highlight=False)
+    raise typer.Exit(128 + (exc.signum if isinstance(exc, Terminated) else 2))
+
+
+def named_sources(model: str | None, dataset: str | None) -> dict[str, str]:
+    """The user's own models and datasets named by reference in --model / --dataset
+    (plain names need no source), for the commands that execute stored runs."""
+    from dlbench import registry
+
+    sources: dict[str, str] = {}
+    for kind, given in (("model", model), ("dataset", dataset)):
+        for text in split_values(given) or []:
+            if not registry.is_reference(kind, text):
+                continue
+            try:
+                name, ref = registry.resolve(kind, text)
+            except registry.RegistryError as exc:
+                fail(f"--{kind} {text}: {exc}")
+            if ref is not None:
+                sources[f"{kind}:{name}"] = ref
+    return sources
+
+
+def execute(
+    store, run_id: int, db: Path, sources: dict[str, str], executor: Any = None, traces: str = ""
+) -> dict[str, int]:
+    """Execute (or resume) a run with a progress bar. Ctrl-C, SIGTERM and SIGHUP stop
+    the worker, mark the run interrupted and exit 128 + the signal's number with the
+    command that resumes it; a run executed by another live process is refused."""
+    from dlbench import runner
+    from dlbench.executors import ExecutorError
+    from dlbench.store import StoreError
+
+    named = "".join(f" --{key.partition(':')[0]} {shlex.quote(ref)}" for key, ref in sorted(sources.items()))
+    resume = f"dlbench run --resume {run_id} --db {shlex.quote(db_text(db))}{named}{executor_flags_text(executor)}"
+    # Everything from here on is inside the handler: a Ctrl-C that lands in the progress
+    # bar's import (tens of ms on a loaded machine) reached click, which exits 1 with
+    # "Aborted!" instead of 130 with the resume command (seen once in the fault suite).
+    try:
+        runner.raise_on_termination()
+        from dlbench.progress import RunProgress
+
+        runner.check_sources(store, run_id, sources)
+        with RunProgress(console, store, run_id) as progress:
+            return runner.execute_run(
+                store, run_id, on_event=progress.on_event, sources=sources, executor=executor, traces=traces
+            )
+    except runner.SourcesMissing as exc:
+        fail(str(exc))
+    except ExecutorError as exc:
+        fail(f"{exc}; run {run_id} keeps what was stored. Resume with: {resume}")
+    except KeyboardInterrupt as exc:
+        exit_on_signal(exc, f"finished trials are stored. Resume with: {resume}")
+    except runner.RunBusy as exc:
+        fail(str(exc), code=EXIT_BUSY)
+    except StoreError as exc:
+        fail(f"{exc}: {resume}", code=1)
+    raise AssertionError("unreachable")
+
+
+def invocation(ctx: typer.Context, **resolved: Any) -> str:
+    """The invocation, rebuilt from the parsed parameters (sys.argv is not the
+    command when dlbench is driven as a library or under a test runner): stored with
+    the run, it must run again as typed. `resolved`: parameters whose typed value
+    means something else later, given as what they meant now (explain's "the
+    latest run" is, once stored, the explain run itself)."""
+    # The command's whole path under the program (`study run`, not `run`); the root's
+    # own name is whatever started the program (python -m, a test runner): dlbench.
+    path: list[str] = []
+    level: Any = ctx
+    while getattr(level, "parent", None) is not None:
+        path.insert(0, level.info_name or "")
+        level = level.parent
+    words = ["dlbench", *(path or [ctx.info_name or "run"])]
+    declared = {p.name: p for p in getattr(getattr(ctx, "command", None), "params", ())}
+    positional = len(words)
+    for name, value in {**ctx.params, **resolved}.items():
+        if value is None:
+            continue
+        param = declared.get(name)
+        # typer brings its own copy of click: parameters are told apart by kind, not class.
+        kind = getattr(param, "param_type_name", None)
+        if kind == "argument" or (param is None and name == "file"):  # FILE of run, RUN of explain
+            words.insert(positional, str(value))
+            positional += 1
+            continue
+        # The flag as declared (--format for the parameter fmt), not the parameter's name.
+        flag = next((o for o in param.opts if o.startswith("--")), None) if param is not None else None
+        flag = flag or f"--{name.replace('_', '-')}"
+        if isinstance(value, (list, tuple)):  # a repeatable option: the flag once per value, none if empty
+            for item in value:
+                words += [flag, str(item)]
+        elif isinstance(value, bool) and getattr(param, "is_flag", False):
+            # An on/off pair (--params/--no-params) names its off side; a plain flag is left out when off.
+            off = next((o for o in getattr(param, "secondary_opts", ()) if o.startswith("--")), None)
+            words += [flag] if value else [off] if off else []
+        elif value != "":
+            words += [flag, str(value)]
+    return shlex.join(words)
+
+
+def print_samplers(rows) -> None:
+    from dlbench.report.tables import samplers_table
+
+    show_table(samplers_table(rows))
+
+
+def print_skipped(rows) -> None:
+    from dlbench.report.tables import skipped_table
+
+    table = skipped_table(rows)
+    if table is not None:
+        show_table(table)
+
+
+def design_note(plan: Any) -> None:
+    """Say before anything runs when the design cannot reach a verdict, and the smallest that can."""
+    from dlbench.analysis.design import check
+
+    d = check(plan)
+    if d is None or d.decidable:
+        return
+    if d.one_process:
+        text = (
+            f"note: this design gives ratios but no verdict: each case runs in one process, and repeats inside "
+            f"one process share its state (a test on them compares two processes, not two codes). Smallest "
+            f"design that decides: --trials {d.trials_needed} (independent processes paired by block; "
+            f"{d.members} frameworks/variants per comparison set, {d.family} Holm-adjusted comparison"
+            f"{'s' if d.family > 1 else ''})."
+        )
+    else:
+        test = (
+            "Wilcoxon signed-rank test (trial medians paired by block)"
+            if d.paired
+            else "Mann-Whitney test (trial medians)"
+        )
+        text = (
+            f"warning: this design cannot reach a verdict: {d.members} frameworks/variants per comparison set give "
+            f"{d.family} Holm-adjusted comparison{'s' if d.family > 1 else ''}, and with {d.n} trials per case the "
+            f"exact {test} "
+            f"cannot go below p = {d.smallest_p:.3g} >= {d.alpha:g}, however large the difference. Smallest "
+            f"design that can: --trials {d.trials_needed}."
+        )
+    console.print(
+        text,
+        highlight=False,
+        soft_wrap=False,
+    )
+
+
+BAND_OPT = Annotated[
+    float,
+    typer.Option(
+        "--band",
+        help="Band of no meaningful difference, a fraction (0.02 = ±2%): the same for every verdict printed.",
+    ),
+]
+ALPHA_OPT = Annotated[float, typer.Option("--alpha", help="Significance level, family-wise (Holm).")]
+
+
+def check_criteria(band: float, alpha: float) -> None:
+    if not 0 < band < 1 or not 0 < alpha < 1:
+        fail(f"--band {band} and --alpha {alpha} must lie strictly between 0 and 1 (e.g. --band 0.02 --alpha 0.05)")
+
+
+def print_report(
+    store, run_id: int, details: bool = False, preface: Any = None, band: float = BAND, alpha: float = ALPHA
+) -> None:
+    """The run's report on the console: the answer, one row per case, latency, failures;
+    with details every table of the written formats; `preface` (a study's paper vs this
+    run) first."""
+    from dlbench.report.console import print_report
+    from dlbench.report.model import build_report
+
+    report = build_report(store, run_id, hypotheses=False, band=band, alpha=alpha)
+    report.preface = preface
+    print_report(console, report, details)
+
+
+def print_plan(p: Any) -> None:
+    """The trials in order, the skipped cells with reasons, and a warning when the design cannot decide."""
+    from dlbench.report.tables import plan_table
+
+    show_table(plan_table(p))
+    print_skipped([(s.cell, s.reason) for s in p.skipped])
+    design_note(p)
+
+
+FORMAT = Annotated[
+    str,
+    typer.Option(
+        "--format",
+        "-f",
+        help="console (default), markdown, latex, html (one "
+        "self-contained file with figures) or csv (the summary rows; "
+        "`dlbench export` writes every raw value).",
+    ),
+]
+
+
+def resolve_run(ref: str, db: Path, readonly: bool = False):
+    """'3' -> run 3 in --db; 'other.db' -> its latest run; 'other.db:3' -> run 3 there.
+    readonly: opened read-only (compare); extend writes into the runs it resolves."""
+    from dlbench.store import StoreError
+
+    path, run_id = db, None
+    if ref.isdigit():
+        run_id = int(ref)
+    else:
+        name, _, rid = ref.rpartition(":") if ref.rpartition(":")[2].isdigit() else (ref, "", "")
+        path, run_id = Path(name), (int(rid) if rid else None)
+        if not path.exists():
+            fail(f"{ref}: no such database file {path} (give a run id, FILE.db or FILE.db:RUN)")
+    store = open_store(path, readonly=readonly)
+    try:
+        row = store.run(run_id)
+    except StoreError as exc:
+        fail(str(exc))
+    return store, row

@@ -1,0 +1,181 @@
+"""list, check and env: what this installation offers and whether a model is the same network everywhere."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from dlbench.cli.app import app
+from dlbench.cli.common import console, err_console, fail, named_sources, print_samplers, split_values
+from dlbench.cli.options import ListOpt, OptionOpt
+
+
+@app.command("list")
+def list_(
+    params: Annotated[
+        bool,
+        typer.Option(
+            "--params/--no-params",
+            help="Build every model in every installed "
+            "framework to show its trainable-parameter count (cached after the "
+            "first time).",
+        ),
+    ] = True,
+) -> None:
+    """Frameworks (installed versions or why not), models (parameter counts per framework), datasets."""
+    from rich.table import Table
+
+    from dlbench import registry
+    from dlbench.param_counts import NN_FRAMEWORKS, framework_counts, reference_point
+
+    t = Table(title="frameworks")
+    for col in ("name", "variants", "status", "versions"):
+        t.add_column(col, overflow="fold")
+    installed = {}
+    for info in registry.frameworks().values():
+        reason = info.unavailable_reason()
+        versions = ", ".join(f"{k} {v}" for k, v in info.versions().items() if v != "not installed")
+        t.add_row(info.name, ", ".join(info.variants), reason or "installed", versions)
+        if reason is None and info.name in NN_FRAMEWORKS:
+            installed[info.name] = versions
+    console.print(t)
+    counts = {}
+    if params and installed:
+        err_console.print(f"counting parameters in {', '.join(installed)} (built once, then cached) ...")
+        counts = framework_counts(installed)
+    t = Table(
+        title="models: trainable parameters at the input shown, as each framework builds them, "
+        "beside the spec's formula and the published count"
+    )
+    for col in ("name", "input, classes", "formula", *counts, "published", "description", "from"):
+        t.add_column(col, overflow="fold")
+    for spec in registry.models({}):
+        if spec.kind == "classical":
+            t.add_row(spec.name, "—", "—", *("—" for _ in counts), "—", spec.description, spec.origin)
+            continue
+        shape, classes, published = reference_point(spec)
+        formula = spec.count(shape, classes) if spec.param_count is not None else None
+
+        def shown(fw: str) -> str:
+            got = counts[fw]
+            if isinstance(got.get("error"), str):  # the whole framework failed to count
+                return f"error: {got['error']}"
+            value = got.get(spec.name)
+            if value is None:
+                return "—"
+            if isinstance(value, dict):
+                return f"error: {value['error']}"
+            return f"{value:,}" + ("" if formula is None or value == formula else " (≠ formula)")
+
+        t.add_row(
+            spec.name,
+            f"{'x'.join(map(str, shape))}, {classes}",
+            f"{formula:,}" if formula is not None else "—",
+            *(shown(fw) for fw in counts),
+            f"{published:,}" if published else "—",
+            spec.description,
+            spec.origin,
+        )
+    console.print(t)
+    t = Table(title="datasets")
+    for col in ("name", "shape", "classes", "location", "description", "from"):
+        t.add_column(col, overflow="fold")
+    for data in registry.datasets({}):
+        shape, classes = data.shape(None)
+        found, searched = data.locate(None)
+        if found is not None:
+            where = str(found)
+        elif searched:
+            where = "not found locally (downloaded on first use)"
+        else:
+            where = "in memory" if data.fixed_shape else "generated in memory"
+        t.add_row(data.name, "x".join(map(str, shape)), str(classes), where, data.description, data.origin)
+    console.print(t)
+    err_console.print(
+        "your own: --model PATH.py:NAME or package.module:NAME (see docs/tutorial.md), "
+        "--dataset FILE.npz or a directory of IDX files; plugins: entry points dlbench.models, "
+        "dlbench.datasets, dlbench.frameworks"
+    )
+
+
+@app.command()
+def check(
+    model: Annotated[str, typer.Argument(help="A model name, or your own: PATH.py:NAME or package.module:NAME.")],
+    framework: ListOpt = None,
+    input_shape: Annotated[
+        str | None, typer.Option(help="One sample's shape, e.g. 28x28x1 (default: the model's own, else 28x28x1).")
+    ] = None,
+    classes: Annotated[int | None, typer.Option(help="Output classes (default: the dataset's, else 10).")] = None,
+    dataset: Annotated[
+        str | None,
+        typer.Option(help="Take the sample shape and classes from this dataset: a name, or your own .npz / IDX dir."),
+    ] = None,
+    option: OptionOpt = None,
+) -> None:
+    """Conformance: is MODEL the same network in every framework? Parameter counts, output shapes, loss falls on
+    a fixed batch, same seed same losses, and logits after copying one framework's weights into the others.
+    Exits 1 when a check fails or the implementations are not the same network."""
+    from dlbench import config, conformance, registry
+    from dlbench.datasets import DatasetError
+
+    if dataset is not None and "," in dataset:
+        fail(f"--dataset {dataset!r}: check takes one dataset")
+    sources = named_sources(model, dataset)
+    name = next((k.partition(":")[2] for k in sources if k.startswith("model:")), model)
+    try:
+        spec = registry.model(name, sources)
+    except registry.RegistryError as exc:
+        fail(str(exc))
+    shape: tuple[int, ...] | None = None
+    if dataset is not None:
+        if input_shape is not None:
+            fail(f"--input-shape with --dataset {dataset}: the dataset decides the shape; give one of them")
+        data_name = next((k.partition(":")[2] for k in sources if k.startswith("dataset:")), dataset)
+        try:
+            data_shape, data_classes = registry.dataset(data_name, sources).shape(None)
+        except (registry.RegistryError, DatasetError) as exc:
+            fail(f"--dataset {dataset}: {exc}")
+        shape = tuple(data_shape)
+        classes = data_classes if classes is None else classes
+    if input_shape is not None:
+        try:
+            shape = tuple(int(d) for d in input_shape.lower().split("x"))
+            if not all(d > 0 for d in shape):
+                raise ValueError
+        except ValueError:
+            fail(f"--input-shape {input_shape!r}: expected positive integers joined by x, e.g. 28x28x1 or 128")
+    if shape is not None and (reason := spec.check_input(shape)):
+        given = f"--dataset {dataset}" if dataset is not None else f"--input-shape {input_shape}"
+        fail(f"{given}: {name} {reason}")
+    classes = 10 if classes is None else classes
+    if classes < 2:
+        fail(f"--classes {classes}: a classifier needs at least 2 classes")
+    try:
+        options = config.parse_option_flags(option or [], sources=sources).get(name, {})
+    except config.ConfigError as exc:
+        fail(str(exc))
+    frameworks = tuple(split_values(framework) or ("torch", "tensorflow", "jax"))
+    for fw in frameworks:
+        if fw not in registry.frameworks():
+            fail(f"--framework {fw}: unknown framework; allowed: {', '.join(registry.frameworks())}")
+    err_console.print(f"checking {name} in {', '.join(frameworks)} (one process each) ...")
+    report = conformance.check(name, sources, frameworks=frameworks, shape=shape, classes=classes, options=options)
+    for fw, why in report.skipped.items():
+        console.print(f"skipped {fw}: {why}", highlight=False)
+    for f in report.findings:
+        console.print(f"{'ok  ' if f.ok else 'FAIL'} {f.check}: {f.detail}", highlight=False)
+    console.print(report.verdict(), highlight=False)
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+@app.command("env")
+def env_() -> None:
+    """This machine's fingerprint and which telemetry samplers can measure here (and why not)."""
+    from dlbench import samplers
+    from dlbench.env import fingerprint
+
+    console.print_json(json.dumps(fingerprint(), default=str))
+    print_samplers(samplers.availability())

@@ -1,0 +1,289 @@
+"""study list, show, run, plan and report: the seed papers' experiments."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from dlbench.cli.app import study_app
+from dlbench.cli.common import (
+    DB,
+    FORMAT,
+    check_output,
+    console,
+    err_console,
+    fail,
+    invocation,
+    print_plan,
+    print_report,
+    split_values,
+    write_output,
+)
+from dlbench.cli.options import (
+    ExecutorOpt,
+    ListOpt,
+    RayAddressOpt,
+    RuntimeOpt,
+    ShapeOpt,
+    SlurmFolderOpt,
+    SlurmGpusOpt,
+    SlurmOptionOpt,
+    SlurmPartitionOpt,
+    SlurmTimeOpt,
+    executor_flag_values,
+    executor_settings,
+)
+from dlbench.cli.reporting import collect_runs
+from dlbench.cli.running import start_and_run
+
+ScaleOpt = Annotated[
+    str, typer.Option(help="smoke (seconds, CI), quick (the design's shape, minutes on a 2-core CPU) or paper.")
+]
+
+
+def _study(name: str):
+    from dlbench import studies
+    from dlbench.config import ConfigError
+
+    try:
+        return studies.load(name), studies.load_facts(name)
+    except ConfigError as exc:
+        fail(str(exc))
+
+
+def _study_plan(study, scale: str, device: str, matrix: dict[str, list[Any] | None], protocol: dict[str, Any]):
+    from dlbench import config
+    from dlbench.config_toml import resolved
+    from dlbench.plan import expand
+
+    try:
+        data = study.experiment_data(scale)
+        data.setdefault("protocol", {})["device"] = device
+        exp = config.from_dict(data, f"study {study.name} ({scale})")
+        given = {k: v for k, v in matrix.items() if v is not None}
+        exp = config.override(exp, given, protocol)
+    except config.ConfigError as exc:
+        fail(str(exc))
+    return expand(resolved(exp, False))
+
+
+@study_app.command("list")
+def study_list() -> None:
+    """The built-in studies: name, seed paper, what it measures."""
+    from rich.table import Table
+
+    from dlbench import studies
+
+    table = Table(title="studies (dlbench study show NAME)")
+    for column in ("name", "seed", "paper", "study", "facts", "claims"):
+        table.add_column(column)
+    for name in studies.NAMES:
+        study, facts = _study(name)
+        table.add_row(name, study.seed, facts.cite(), study.title, str(len(facts.facts)), str(len(facts.claims)))
+    console.print(table)
+
+
+@study_app.command("show")
+def study_show(name: Annotated[str, typer.Argument(help="A study name (dlbench study list).")]) -> None:
+    """What the paper did, how the study maps it, the open choices it made, and each scale's plan."""
+    from dlbench import studies
+
+    study, facts = _study(name)
+    console.print(f"[bold]{study.name}[/bold] v{study.version}: {study.title}", highlight=False)
+    console.print(f'paper (seed {facts.seed}): {facts.authors}, "{facts.title}", {facts.venue}', highlight=False)
+    if study.first_line:
+        console.print(study.first_line, highlight=False)
+    for m in facts.machines:
+        console.print(f"paper machine {m.label}: {m.hardware}; {m.software}", highlight=False)
+    console.print(f"facts: {len(facts.facts)} numbers, {len(facts.claims)} claims (studies/{name}/facts.toml)")
+    for title, items in (("open choices, and what the study picked", study.choices), ("cannot", study.cannot)):
+        if items:
+            console.print(f"{title}:")
+            for item in items:
+                console.print(f"  - {item}", highlight=False)
+    if study.settings:
+        console.print("settings read apart in the comparison:")
+        for st in study.settings:
+            console.print(f"  - {st.name}: {st.where}" + (f" ({st.about})" if st.about else ""), highlight=False)
+    for scale in studies.SCALES:
+        plan = _study_plan(study, scale, "cpu", {}, {})
+        p = plan.experiment.protocol
+        console.print(
+            f"scale {scale}: {len(plan.trials)} trials, {len(plan.skipped)} skipped cells; "
+            f"{p.repeats} repeats + {p.warmup} warm-up per trial",
+            highlight=False,
+        )
+        changes = study.scales[scale].changes if scale != "paper" else ("the paper's design as stated",)
+        for change in changes:
+            console.print(f"  - {change}", highlight=False)
+    console.print(f"the paper's design in words: {_studies_dir()}/{name}/paper.md", highlight=False)
+
+
+def _studies_dir() -> str:
+    from importlib import resources
+
+    return str(resources.files("dlbench.studies"))
+
+
+@study_app.command("run")
+def study_run(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="A study name (dlbench study list).")],
+    scale: ScaleOpt = "quick",
+    device: Annotated[str, typer.Option(help="cpu or cuda.")] = "cpu",
+    framework: ListOpt = None,
+    model: ListOpt = None,
+    batch_size: ListOpt = None,
+    input_shape: ShapeOpt = None,
+    runtime: RuntimeOpt = None,
+    repeats: Annotated[int | None, typer.Option(help="Measured repeats per trial (the scale's by default).")] = None,
+    trials: Annotated[
+        int | None,
+        typer.Option(
+            help="Trials per case, each a fresh process in interleaved blocks (the scale's by default): a verdict "
+            "needs 6 or more for two frameworks."
+        ),
+    ] = None,
+    data_dir: Annotated[str | None, typer.Option(help="Directory searched first for dataset files.")] = None,
+    executor: ExecutorOpt = None,
+    ray_address: RayAddressOpt = None,
+    slurm_partition: SlurmPartitionOpt = None,
+    slurm_gpus: SlurmGpusOpt = None,
+    slurm_time: SlurmTimeOpt = None,
+    slurm_option: SlurmOptionOpt = None,
+    slurm_folder: SlurmFolderOpt = None,
+    db: DB = Path("dlbench.db"),
+) -> None:
+    """Run a study at a scale; the report starts with the paper's numbers beside this run's."""
+    from dlbench import runner
+
+    dry = ctx.info_name == "plan"  # `study plan`: this command's dry run, as `plan` is run's
+    if not dry:
+        runner.raise_on_termination()
+    study, facts = _study(name)
+    matrix = {
+        "framework": split_values(framework),
+        "model": split_values(model),
+        "batch_size": split_values(batch_size, int, "--batch-size"),
+        "input_shape": split_values(input_shape, int, "--input-shape"),
+        "runtime": split_values(runtime),
+    }
+    protocol = {"repeats": repeats, "trials": trials, "data_dir": data_dir}
+    plan = _study_plan(study, scale, device, matrix, protocol)
+    if dry:
+        print_plan(plan)
+        return
+
+    def preface(store, run_id: int):
+        return _study_preface(study, facts, [(store, run_id)])
+
+    flags = executor_flag_values(
+        executor, ray_address, slurm_partition, slurm_gpus, slurm_time, slurm_option, slurm_folder
+    )
+    start_and_run(
+        plan, db, invocation(ctx), preface=preface, executor=executor_settings(plan.experiment.executor, flags)
+    )
+
+
+study_app.command(
+    "plan",
+    help="Dry run of study run: the trials it would run, in order, and the skipped cells with reasons; "
+    "the same flags, so a stored study command with run -> plan shows that run's plan.",
+)(study_run)
+
+
+def _study_runs(store, study) -> list[dict]:
+    prefix = f"study {study.name} v"
+    return [r for r in store.runs() if str(r["name"]).startswith(prefix)]
+
+
+def _study_preface(study, facts, runs: list[tuple[Any, int]]):
+    """The paper vs this run section for one or more (store, run id), one machine each."""
+    from dlbench.env import machine_label
+    from dlbench.report import study_section
+    from dlbench.results import Results
+    from dlbench.studies import paper_vs_run
+
+    machines: list[paper_vs_run.Machine] = []
+    scales: list[str] = []
+    for store, run_id in runs:
+        results = Results.of_store(store)
+        row = store.run(run_id)
+        scales.append(str(row["name"]).rsplit(" ", 1)[-1])
+        fingerprint = json.loads(row["environment_json"] or "{}")
+        label = machine_label(fingerprint)
+        if any(m.label == label for m in machines):
+            label += f" (run {run_id})"
+
+        def compare(a: str, b: str, metric: str, results=results, run_id=run_id):
+            return results.compare(a, b, metric=metric, run=run_id)
+
+        machines.append(
+            paper_vs_run.Machine(
+                label, run_id, results.summary(run_id), compare, fingerprint, results.measurements(run_id)
+            )
+        )
+    comparison = paper_vs_run.compare(study, facts, machines)
+    scale = scales[0] if len(set(scales)) == 1 else "/".join(scales)
+    changes = study.scales[scales[0]].changes if scales[0] in study.scales else ()
+    preface = study_section.build(study, facts, comparison, scale, changes)
+    if len(runs) > 1:
+        preface.lines.append(
+            f"{len(runs)} machines, one column group each, nothing pooled across them; the report below is "
+            f"run {runs[0][1]}'s (the first machine's)."
+        )
+    return preface
+
+
+@study_app.command("report")
+def study_report(
+    name: Annotated[str, typer.Argument(help="A study name (dlbench study list).")],
+    run_ids: Annotated[
+        list[int] | None,
+        typer.Option("--run", help="Run id (default: the latest run of the study in each --db); repeat for several."),
+    ] = None,
+    dbs: Annotated[
+        list[Path] | None,
+        typer.Option("--db", help="Results database; repeat to put runs from several machines side by side."),
+    ] = None,
+    fmt: FORMAT = "console",
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the report to this file.")] = None,
+    details: Annotated[bool, typer.Option("--details", help="Console: every table of the run's report.")] = False,
+) -> None:
+    """The paper vs this run (every number of the paper beside ours, framework ratios and their direction,
+    the paper's claims checked; one column group per machine), then the run's own report."""
+    from dlbench.report.formats import FORMATS
+
+    if fmt not in FORMATS or fmt in ("csv",):
+        fail(f"--format {fmt!r}: allowed: {', '.join(f for f in FORMATS if f != 'csv')}")
+    if fmt == "console" and out is not None:
+        fail("--out needs a written format (markdown, latex or html); console output goes to the terminal")
+    study, facts = _study(name)
+    paths = dbs or [Path("dlbench.db")]
+    if out is not None:
+        check_output(out, list(paths))
+
+    def latest_of_study(store) -> list[int]:
+        found = _study_runs(store, study)
+        if not found:
+            fail(f"{store.path}: no run of study {name}; run one with: dlbench study run {name} --db {store.path}")
+        return [max(r["id"] for r in found)]
+
+    runs = collect_runs(paths, list(run_ids or []), latest_of_study)
+    preface = _study_preface(study, facts, runs)
+    store, first = runs[0]
+    if fmt == "console":
+        print_report(store, first, details, preface=preface)
+        return
+    from dlbench.report.formats import render
+
+    text = render(store, first, fmt, preface=preface)
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        write_output(out, text, list(paths))
+        err_console.print(f"wrote {out}")
