@@ -65,14 +65,8 @@ def experiment(spec: str | Path | Mapping[str, Any] | None = None, **settings: A
     """The experiment `run` would run: a file, a dict, or the embedded default, with
     `settings` (matrix factors, protocol settings, options={model: {option: value}})."""
     from dlbench import config
-    from dlbench.config_toml import resolved
+    from dlbench.service import runs
 
-    if spec is None:
-        exp = config.default()
-    elif isinstance(spec, Mapping):
-        exp = config.from_dict(dict(spec), "<dict>")
-    else:
-        exp = config.load(spec)
     options = settings.pop("options", None) or {}
     matrix = {k: _as_values(k, v) for k, v in settings.items() if k in config.FACTORS}
     protocol = {k: v for k, v in settings.items() if k not in config.FACTORS}
@@ -82,8 +76,7 @@ def experiment(spec: str | Path | Mapping[str, Any] | None = None, **settings: A
             f"dlbench.run: unknown setting {unknown[0]!r}; allowed: matrix factors {', '.join(config.FACTORS)}, "
             "protocol settings (epochs, repeats, trials, ...) and options"
         )
-    exp = config.override(exp, matrix, protocol, where="dlbench.run", model_options=options)
-    return resolved(exp, bool(settings or options))
+    return runs.experiment(spec, matrix, protocol, options, where="dlbench.run")
 
 
 def run(
@@ -97,15 +90,14 @@ def run(
     spec: an experiment file, a dict with the file's structure, or None for the
     embedded default; settings: matrix factors (framework="torch" or a list,
     model=[...] including "path/to/file.py:NAME" or a dlbench.Model object),
-    protocol settings (epochs=2, repeats=5, trials=3, ...), options={model: {...}}.
+    protocol settings (epochs=2, repeats=5, trials=3, idle_baseline=5, ...),
+    options={model: {...}}. The same service as `dlbench run` does the work
+    (dlbench.service.runs), idle baseline included.
     """
     import os
     import sys
 
-    from dlbench import env, registry, runner
-    from dlbench.datasets import DatasetError
-    from dlbench.plan import expand
-    from dlbench.store import Store
+    from dlbench.service import ServiceError, runs
 
     if os.environ.get("DLBENCH_WORKER"):
         raise RunError(
@@ -113,23 +105,11 @@ def run(
             "it is imported (put the call under `if __name__ == '__main__':`)"
         )
     exp = experiment(spec, **settings)
-    plan = expand(exp)
-    if not plan.trials:
-        reasons = "; ".join(sorted({s.reason for s in plan.skipped})) or "the matrix is empty"
-        raise RunError(f"nothing to run: every cell was skipped ({reasons})")
-    for name in sorted({t.case.dataset for t in plan.trials}):
-        try:
-            registry.dataset(name, exp.sources).ensure(exp.protocol.data_dir, True, None)
-        except DatasetError as exc:
-            raise RunError(str(exc)) from None
-    store = Store(Path(db))
+    command = " ".join([Path(sys.argv[0]).name or "python", "(dlbench.run)"])
     try:
-        command = " ".join([Path(sys.argv[0]).name or "python", "(dlbench.run)"])
-        run_id = runner.create_run(store, plan, command=command, environment=env.fingerprint())
-        runner.execute_run(store, run_id, sources=exp.sources, traces=exp.protocol.profile_traces)
-        return run_id
-    finally:
-        store.close()
+        return runs.run(exp, db, command)
+    except ServiceError as exc:
+        raise RunError(str(exc)) from None
 
 
 def load(path: str | Path) -> Results:

@@ -11,6 +11,7 @@ from __future__ import annotations
 # (the order `dlbench --help` lists them).
 # isort: off
 from dlbench.cli import running, reporting, inventory, studies, explaining  # noqa: F401
+
 # isort: on
 from dlbench.cli.app import app as app
 from dlbench.cli.common import console as console

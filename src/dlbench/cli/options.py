@@ -1,15 +1,24 @@
-"""Option groups declared once and shared by run, plan, study run and study plan: the matrix, the protocol (derived from
-dlbench.protocol_settings) and the executor.
+"""Option groups declared once and shared by run, plan, study run and study plan.
+
+Three groups: the matrix (one comma-list flag per factor, and --option), the protocol
+(one flag per setting of dlbench.protocol_settings, its help and type read from the
+declaration) and the executor. `@with_groups(MATRIX, PROTOCOL, EXECUTOR)` adds a group's
+flags to a command and hands the command one dict per group, so that a flag is declared
+in one place and every command that takes the group takes all of it.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 
-from dlbench.cli.common import fail
+from dlbench.cli.common import fail, split_values
 
 ListOpt = Annotated[str | None, typer.Option(help="Comma-separated values; each value is a matrix factor level.")]
 ShapeOpt = Annotated[
@@ -52,12 +61,6 @@ StrategyOpt = Annotated[
 ]
 WorldSizeOpt = Annotated[
     str | None, typer.Option(help="Data-parallel replicas, comma-separated (e.g. 1,2); 1 = one device.")
-]
-BatchScopeOpt = Annotated[
-    str | None,
-    typer.Option(
-        help="Is --batch-size the global batch (strong scaling, the default) or each replica's (per-replica: weak)?"
-    ),
 ]
 OptionOpt = Annotated[
     list[str] | None, typer.Option(help="A model option, MODEL.OPTION=VALUE (repeatable), e.g. lstm.hidden=650.")
@@ -125,3 +128,137 @@ def executor_settings(base: Any, flags: dict[str, Any]) -> Any:
         return parse_settings("command line", merged, flags=True)
     except ExecutorError as exc:
         fail(str(exc))
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class Group:
+    """Flags a command takes together: `name` is the keyword its values arrive under,
+    `collect` turns the flags' values (None: not given) into that value."""
+
+    name: str
+    params: tuple[inspect.Parameter, ...]
+    collect: Callable[[dict[str, Any]], Any]
+
+
+def _option(name: str, annotation: Any) -> inspect.Parameter:
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation)
+
+
+# The matrix factors' flags: comma lists, cast to the factor's type (dlbench.config.FACTORS).
+_FACTOR_FLAGS: tuple[tuple[str, Any, Any], ...] = (
+    ("framework", ListOpt, str),
+    ("model", ListOpt, str),
+    ("dataset", ListOpt, str),
+    ("batch_size", ListOpt, int),
+    ("init", ListOpt, str),
+    ("optimizer", ListOpt, str),
+    ("lr", ListOpt, float),
+    ("input_shape", ShapeOpt, int),
+    ("precision", PrecisionOpt, str),
+    ("layout", LayoutOpt, str),
+    ("pipeline", PipelineOpt, str),
+    ("runtime", RuntimeOpt, str),
+    ("strategy", StrategyOpt, str),
+    ("world_size", WorldSizeOpt, int),
+)
+
+
+def _collect_matrix(values: dict[str, Any]) -> dict[str, Any]:
+    """{"matrix": {factor: [values] or None}, "options": ["model.option=value", ...]}"""
+    matrix = {name: split_values(values[name], cast, "--" + name.replace("_", "-")) for name, _, cast in _FACTOR_FLAGS}
+    return {"matrix": matrix, "options": list(values["option"] or [])}
+
+
+MATRIX = Group(
+    "matrix",
+    tuple(_option(name, annotation) for name, annotation, _ in _FACTOR_FLAGS) + (_option("option", OptionOpt),),
+    _collect_matrix,
+)
+
+
+def _protocol_params() -> tuple[inspect.Parameter, ...]:
+    """One flag per declared protocol setting: --name-with-dashes, its help from the declaration."""
+    from dlbench.protocol_settings import Protocol, TrialProtocol, declared
+
+    out = []
+    # The training budget and the case's settings first, then how each trial is measured.
+    trial = {f.name for f in fields(TrialProtocol)}
+    for f in sorted(fields(Protocol), key=lambda f: f.name in trial):
+        info = declared(f)
+        if not info.flag:
+            continue
+        text = str(f.type)
+        kind: Any = int if "int" in text and "float" not in text else float if "float" in text else str
+        out.append(_option(f.name, Annotated[kind | None, typer.Option(help=info.help)]))
+    return tuple(out)
+
+
+PROTOCOL = Group("protocol", _protocol_params(), lambda values: dict(values))
+
+
+def _collect_executor(values: dict[str, Any]) -> dict[str, Any]:
+    return executor_flag_values(
+        values["executor"],
+        values["ray_address"],
+        values["slurm_partition"],
+        values["slurm_gpus"],
+        values["slurm_time"],
+        values["slurm_option"],
+        values["slurm_folder"],
+    )
+
+
+EXECUTOR = Group(
+    "executor",
+    (
+        _option("executor", ExecutorOpt),
+        _option("ray_address", RayAddressOpt),
+        _option("slurm_partition", SlurmPartitionOpt),
+        _option("slurm_gpus", SlurmGpusOpt),
+        _option("slurm_time", SlurmTimeOpt),
+        _option("slurm_option", SlurmOptionOpt),
+        _option("slurm_folder", SlurmFolderOpt),
+    ),
+    _collect_executor,
+)
+
+
+def with_groups(*groups: Group) -> Callable[[F], F]:
+    """Give a command every flag of `groups`; it receives each group's collected value
+    under the group's name (its own parameters of those names are replaced)."""
+
+    def decorate(func: F) -> F:
+        signature = inspect.signature(func, eval_str=True)
+        by_name = {g.name: g for g in groups}
+        missing = set(by_name) - set(signature.parameters)
+        if missing:
+            raise TypeError(f"{func.__name__}: no parameter for the groups {sorted(missing)}")
+        # Each group's flags stand where the command names the group (the order --help shows);
+        # from there on every parameter is keyword-only (typer passes them all by name).
+        params: list[inspect.Parameter] = []
+        keyword = False
+        for p in signature.parameters.values():
+            if p.name in by_name:
+                keyword = True
+                params += by_name[p.name].params
+            else:
+                params.append(p.replace(kind=inspect.Parameter.KEYWORD_ONLY) if keyword else p)
+        names = [p.name for p in params]
+        clash = sorted({n for n in names if names.count(n) > 1})
+        if clash:
+            raise TypeError(f"{func.__name__}: parameters {clash} are also group flags")
+
+        @functools.wraps(func)
+        def command(**kwargs: Any) -> Any:
+            for g in groups:
+                kwargs[g.name] = g.collect({p.name: kwargs.pop(p.name) for p in g.params})
+            return func(**kwargs)
+
+        command.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        return command  # type: ignore[return-value]
+
+    return decorate

@@ -32,212 +32,48 @@ from dlbench.cli.common import (
     print_samplers,
     print_skipped,
     resolve_run,
-    split_values,
 )
-from dlbench.cli.options import (
-    FILE,
-    BatchScopeOpt,
-    ExecutorOpt,
-    LayoutOpt,
-    ListOpt,
-    OptionOpt,
-    PipelineOpt,
-    PrecisionOpt,
-    RayAddressOpt,
-    RuntimeOpt,
-    ShapeOpt,
-    SlurmFolderOpt,
-    SlurmGpusOpt,
-    SlurmOptionOpt,
-    SlurmPartitionOpt,
-    SlurmTimeOpt,
-    StrategyOpt,
-    WorldSizeOpt,
-    executor_flag_values,
-    executor_settings,
-)
+from dlbench.cli.options import EXECUTOR, FILE, MATRIX, PROTOCOL, executor_settings, with_groups
 from dlbench.terminal import printable
 
 
-def _experiment(
-    file: Path | None, matrix: dict[str, list[Any] | None], protocol: dict[str, Any], options: list[str] | None = None
-):
+def plan_of(source: Any, matrix: dict[str, Any], protocol: dict[str, Any], source_name: str = "<dict>") -> Any:
+    """The plan of the experiment the flags describe: `source` an experiment file, a study's
+    table (a dict) or None (the embedded default), `matrix` the MATRIX group's value and
+    `protocol` the PROTOCOL group's. A mistake is one line and exit 2."""
     from dlbench import config
-    from dlbench.config_toml import resolved
+    from dlbench.service import runs
 
-    given = {k: v for k, v in matrix.items() if v is not None}
-    flags_given = bool(given or options or any(v is not None for v in protocol.values()))
     try:
-        exp = config.load(file) if file is not None else config.default()
-        exp = config.override(exp, given, protocol, model_options=config.parse_option_flags(options or []))
+        options = config.parse_option_flags(matrix["options"])
+        exp = runs.experiment(source, matrix["matrix"], protocol, options, source_name=source_name)
+        return runs.plan(exp)
     except config.ConfigError as exc:
         fail(str(exc))
-    # What is stored and reported is what runs: the file and the flags merged.
-    return resolved(exp, flags_given)
-
-
-def _plan(
-    file,
-    framework,
-    model,
-    dataset,
-    batch_size,
-    init,
-    optimizer,
-    lr,
-    protocol,
-    input_shape=None,
-    precision=None,
-    layout=None,
-    options=None,
-    pipeline=None,
-    strategy=None,
-    world_size=None,
-    runtime=None,
-):
-    from dlbench.plan import expand
-
-    exp = _experiment(
-        file,
-        {
-            "framework": split_values(framework),
-            "model": split_values(model),
-            "dataset": split_values(dataset),
-            "batch_size": split_values(batch_size, int, "--batch-size"),
-            "init": split_values(init),
-            "optimizer": split_values(optimizer),
-            "lr": split_values(lr, float, "--lr"),
-            "input_shape": split_values(input_shape, int, "--input-shape"),
-            "precision": split_values(precision),
-            "layout": split_values(layout),
-            "pipeline": split_values(pipeline),
-            "strategy": split_values(strategy),
-            "world_size": split_values(world_size, int, "--world-size"),
-            "runtime": split_values(runtime),
-        },
-        protocol,
-        options,
-    )
-    return expand(exp)
+    except KeyboardInterrupt as exc:
+        exit_on_signal(exc, "nothing was stored")
 
 
 @app.command()
+@with_groups(MATRIX, PROTOCOL, EXECUTOR)
 def run(
     ctx: typer.Context,
     file: FILE = None,
-    framework: ListOpt = None,
-    model: ListOpt = None,
-    dataset: ListOpt = None,
-    batch_size: ListOpt = None,
-    init: ListOpt = None,
-    optimizer: ListOpt = None,
-    lr: ListOpt = None,
-    input_shape: ShapeOpt = None,
-    precision: PrecisionOpt = None,
-    layout: LayoutOpt = None,
-    pipeline: PipelineOpt = None,
-    runtime: RuntimeOpt = None,
-    strategy: StrategyOpt = None,
-    world_size: WorldSizeOpt = None,
-    batch_scope: BatchScopeOpt = None,
-    option: OptionOpt = None,
-    epochs: Annotated[int | None, typer.Option(help="Epochs per training repeat.")] = None,
-    steps: Annotated[int | None, typer.Option(help="Optimizer steps per training repeat (instead of epochs).")] = None,
-    momentum: Annotated[float | None, typer.Option(help="SGD momentum.")] = None,
-    repeats: Annotated[int | None, typer.Option(help="Measured repeats per trial.")] = None,
-    warmup: Annotated[int | None, typer.Option(help="Warm-up repeats per trial (stored, flagged).")] = None,
-    trials: Annotated[
-        int | None, typer.Option(help="Trials (fresh processes) per case, in interleaved blocks.")
-    ] = None,
-    threads: Annotated[int | None, typer.Option(help="Threads for every framework (0 = physical cores).")] = None,
-    timeout: Annotated[float | None, typer.Option(help="Seconds per trial before the worker is killed.")] = None,
-    seed: Annotated[int | None, typer.Option(help="Base seed (repeat r uses seed + r).")] = None,
-    device: Annotated[str | None, typer.Option(help="cpu or cuda.")] = None,
-    data_dir: Annotated[str | None, typer.Option(help="Directory searched first for dataset files.")] = None,
-    train_samples: Annotated[int | None, typer.Option(help="Use only the first N training samples (0 = all).")] = None,
-    test_samples: Annotated[int | None, typer.Option(help="Use only the first N test samples (0 = all).")] = None,
-    latency_batches: Annotated[int | None, typer.Option(help="Batches timed one at a time per repeat.")] = None,
-    infer_min_time: Annotated[
-        float | None,
-        typer.Option(
-            help="Time inference over whole test-set passes filling at least this many seconds "
-            "(default 0.1; 0 = one pass)."
-        ),
-    ] = None,
-    samplers: Annotated[
-        str | None, typer.Option(help="Telemetry: all, none, or a comma list of cpu, rapl, thermal, nvml, memory.")
-    ] = None,
-    sample_interval: Annotated[
-        float | None,
-        typer.Option(help="Seconds between sampler polls (default: each source's own, e.g. 0.1 s NVML, 0.5 s psutil)."),
-    ] = None,
-    idle_baseline: Annotated[
-        float | None,
-        typer.Option(
-            help="Measure idle power for this many seconds before the run; energy is then also reported net of idle."
-        ),
-    ] = None,
-    until_ci: Annotated[
-        float | None,
-        typer.Option(help="Adaptive: add interleaved blocks until every median's 95% CI is within ±PCT percent."),
-    ] = None,
-    max_repeats: Annotated[
-        int | None, typer.Option(help="Adaptive: at most this many blocks (trials per case).")
-    ] = None,
-    budget: Annotated[float | None, typer.Option(help="Adaptive: stop adding blocks after this many minutes.")] = None,
-    until_ci_metrics: Annotated[
-        str | None,
-        typer.Option(help="Adaptive: the phase.metric medians that must converge, comma list (default train.time)."),
-    ] = None,
-    target_accuracy: Annotated[
-        float | None,
-        typer.Option(
-            help="Time to accuracy: train epoch by epoch until this test accuracy (fraction), at most --epochs epochs."
-        ),
-    ] = None,
-    tta_budget: Annotated[
-        float | None, typer.Option(help="Time to accuracy: stop after this many seconds of training.")
-    ] = None,
-    memory_limit: Annotated[
-        str | None,
-        typer.Option(help="Cap each worker's memory (e.g. 2GiB; RLIMIT_DATA): cells that exceed it are stored as oom."),
-    ] = None,
-    profile_steps: Annotated[
-        int | None,
-        typer.Option(
-            help="After the timed repeats, profile this many training steps with the framework's own profiler "
-            "(time per step by op category; 0 = off)."
-        ),
-    ] = None,
-    profile_traces: Annotated[
-        str | None, typer.Option(help="Keep the profiles' traces (Chrome/Perfetto .json.gz) in this folder.")
-    ] = None,
-    profile_calls: Annotated[
-        int | None,
-        typer.Option(help="Profiled calls per trial (and as many without the profiler, in turns; default 3)."),
-    ] = None,
+    matrix: Any = None,
+    protocol: Any = None,
     resume: Annotated[int | None, typer.Option(help="Finish the unfinished trials of run ID.")] = None,
-    executor: ExecutorOpt = None,
-    ray_address: RayAddressOpt = None,
-    slurm_partition: SlurmPartitionOpt = None,
-    slurm_gpus: SlurmGpusOpt = None,
-    slurm_time: SlurmTimeOpt = None,
-    slurm_option: SlurmOptionOpt = None,
-    slurm_folder: SlurmFolderOpt = None,
+    executor: Any = None,
     db: DB = Path("dlbench.db"),
 ) -> None:
     """Run an experiment: every trial in a fresh worker process, results into the database."""
     from dlbench import runner
 
-    # `dlbench plan` is this command registered again (below `print_report`): it takes
-    # every flag run takes, so a stored run's command with run -> plan prints that run's
-    # plan, and a flag run gains cannot be missing from it. It stops at the plan.
+    # `dlbench plan` is this command registered again (below): it takes every flag run
+    # takes, so a stored run's command with run -> plan prints that run's plan, and a flag
+    # run gains cannot be missing from it. It stops at the plan.
     dry = ctx.info_name == "plan"
     if not dry:
         runner.raise_on_termination()
-    executor_flags = executor_flag_values(
-        executor, ray_address, slurm_partition, slurm_gpus, slurm_time, slurm_option, slurm_folder
-    )
     if resume is not None:
         from dlbench.store import StoreError
 
@@ -251,110 +87,66 @@ def run(
             fail(str(exc))
         # A resumed run imports the user's own model or data only if named again now;
         # it runs on the executor named now (local unless named), whichever started it.
-        settings = executor_settings(None, executor_flags)
-        _say_unnamed_traces(store, resume, profile_traces or "")
+        named = matrix["matrix"]
+        traces = protocol["profile_traces"] or ""
+        _say_unnamed_traces(store, resume, traces)
         _execute_and_report(
-            store, resume, db, named_sources(model, dataset), executor=settings, traces=profile_traces or ""
+            store,
+            resume,
+            db,
+            named_sources(",".join(named["model"] or []) or None, ",".join(named["dataset"] or []) or None),
+            executor=executor_settings(None, executor),
+            traces=traces,
         )
         return
-    protocol = dict(
-        epochs=epochs,
-        steps=steps,
-        momentum=momentum,
-        repeats=repeats,
-        warmup=warmup,
-        trials=trials,
-        threads=threads,
-        timeout=timeout,
-        seed=seed,
-        device=device,
-        data_dir=data_dir,
-        train_samples=train_samples,
-        test_samples=test_samples,
-        latency_batches=latency_batches,
-        infer_min_time=infer_min_time,
-        samplers=samplers,
-        sample_interval=sample_interval,
-        idle_baseline=idle_baseline,
-        until_ci=until_ci,
-        max_repeats=max_repeats,
-        budget=budget,
-        until_ci_metrics=until_ci_metrics,
-        memory_limit=memory_limit,
-        target_accuracy=target_accuracy,
-        tta_budget=tta_budget,
-        batch_scope=batch_scope,
-        profile_steps=profile_steps,
-        profile_traces=profile_traces,
-        profile_calls=profile_calls,
-    )
-    try:
-        plan = _plan(
-            file,
-            framework,
-            model,
-            dataset,
-            batch_size,
-            init,
-            optimizer,
-            lr,
-            protocol,
-            input_shape,
-            precision,
-            layout,
-            option,
-            pipeline,
-            strategy,
-            world_size,
-            runtime,
-        )
-    except KeyboardInterrupt as exc:
-        exit_on_signal(exc, "nothing was stored")
+    plan = plan_of(file, matrix, protocol)
     if dry:
         print_plan(plan)
         return
-    start_and_run(plan, db, invocation(ctx), executor=executor_settings(plan.experiment.executor, executor_flags))
+    start_and_run(plan, db, invocation(ctx), executor=executor_settings(plan.experiment.executor, executor))
 
 
-def start_and_run(plan, db: Path, command_line: str, preface: Any = None, executor: Any = None) -> None:
+def start_and_run(plan: Any, db: Path, command_line: str, preface: Any = None, executor: Any = None) -> None:
     """Store a new run of `plan` (after its data is in place), execute it and print its
-    report (with `preface` first, a study's paper vs this run)."""
-    from dlbench import env, registry, runner
-    from dlbench.datasets import DatasetError
+    report (with `preface` first, a study's paper vs this run): dlbench.service.runs does
+    the work, this says what happens."""
+    from dlbench.service import ServiceError, runs
 
     run_id = None
     store = None
     try:
-        if not plan.trials:
+        try:
+            runs.check_runnable(plan)
+        except ServiceError:
             print_skipped([(s.cell, s.reason) for s in plan.skipped])
             fail("nothing to run: every cell was skipped (reasons above)")
         # Opened after planning, so that a mistake in the command or a bad data
         # file leaves no new database behind; before any download, so that a
         # database that cannot be written is said before minutes are spent.
         store = open_store(db)
-        sources = plan.experiment.sources
-        for name in sorted({t.case.dataset for t in plan.trials}):
-            try:
-                registry.dataset(name, sources).ensure(plan.experiment.protocol.data_dir, True, None)
-            except DatasetError as exc:
-                fail(str(exc))
-        run_id = runner.create_run(store, plan, command=command_line, environment=env.fingerprint())
-        console.print(f"run {run_id}: {len(plan.trials)} trials, {len(plan.skipped)} skipped cells -> {db_text(db)}")
-        print_skipped([(s.cell, s.reason) for s in plan.skipped])
-        design_note(plan)
-        print_samplers(store.samplers(run_id))
-        p = plan.experiment.protocol
-        if p.idle_baseline > 0:
-            from dlbench.samplers import parse_names
+        try:
+            runs.ensure_data(plan)
+        except ServiceError as exc:
+            fail(str(exc))
 
-            console.print(f"measuring idle power for {p.idle_baseline:g} s ...")
-            power = runner.measure_idle(
-                store, run_id, p.idle_baseline, parse_names(p.samplers), p.sample_interval or None
+        def created(new_id: int) -> None:
+            console.print(
+                f"run {new_id}: {len(plan.trials)} trials, {len(plan.skipped)} skipped cells -> {db_text(db)}"
             )
+            print_skipped([(s.cell, s.reason) for s in plan.skipped])
+            design_note(plan)
+            print_samplers(store.samplers(new_id))
+
+        def idle(seconds: float) -> None:
+            console.print(f"measuring idle power for {seconds:g} s ...")
+
+        started = runs.start_run(store, plan, command_line, on_created=created, on_idle=idle)
+        run_id = started.run_id
+        if started.idle_power is not None:
             console.print(
                 "idle power: "
                 + (
-                    ", ".join(f"{k} {v:.2f} W" for k, v in power.items())
+                    ", ".join(f"{k} {v:.2f} W" for k, v in started.idle_power.items())
                     or "no energy counter available, nothing to subtract"
                 )
             )
@@ -362,7 +154,7 @@ def start_and_run(plan, db: Path, command_line: str, preface: Any = None, execut
         if run_id is None and store is not None:
             # The signal may have landed inside create_run after its commit (seen once in
             # the fault suite: SIGTERM 0.84 s into a run said "nothing was stored" over a
-            # stored run).
+            # stored run), or during the idle baseline.
             run_id = store.committed_run()
         if run_id is None or store is None:
             exit_on_signal(exc, "nothing was stored")
@@ -372,7 +164,9 @@ def start_and_run(plan, db: Path, command_line: str, preface: Any = None, execut
             f"run {run_id} is stored, no trial ran yet. Resume with: dlbench run --resume {run_id} "
             f"--db {shlex.quote(db_text(db))}",
         )
-    _execute_and_report(store, run_id, db, sources, preface, executor, plan.experiment.protocol.profile_traces)
+    _execute_and_report(
+        store, run_id, db, plan.experiment.sources, preface, executor, plan.experiment.protocol.profile_traces
+    )
 
 
 def _say_unnamed_traces(store: Any, run_id: int, named: str) -> None:

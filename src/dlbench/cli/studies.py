@@ -20,25 +20,11 @@ from dlbench.cli.common import (
     invocation,
     print_plan,
     print_report,
-    split_values,
     write_output,
 )
-from dlbench.cli.options import (
-    ExecutorOpt,
-    ListOpt,
-    RayAddressOpt,
-    RuntimeOpt,
-    ShapeOpt,
-    SlurmFolderOpt,
-    SlurmGpusOpt,
-    SlurmOptionOpt,
-    SlurmPartitionOpt,
-    SlurmTimeOpt,
-    executor_flag_values,
-    executor_settings,
-)
+from dlbench.cli.options import EXECUTOR, MATRIX, PROTOCOL, executor_settings, with_groups
 from dlbench.cli.reporting import collect_runs
-from dlbench.cli.running import start_and_run
+from dlbench.cli.running import plan_of, start_and_run
 
 ScaleOpt = Annotated[
     str, typer.Option(help="smoke (seconds, CI), quick (the design's shape, minutes on a 2-core CPU) or paper.")
@@ -55,20 +41,17 @@ def _study(name: str):
         fail(str(exc))
 
 
-def _study_plan(study, scale: str, device: str, matrix: dict[str, list[Any] | None], protocol: dict[str, Any]):
-    from dlbench import config
-    from dlbench.config_toml import resolved
-    from dlbench.plan import expand
+def _study_plan(study: Any, scale: str, matrix: dict[str, Any], protocol: dict[str, Any]) -> Any:
+    """The study's design at `scale`, with the flags given over it (as run's over a file);
+    on the cpu unless --device names another."""
+    from dlbench.config import ConfigError
 
     try:
         data = study.experiment_data(scale)
-        data.setdefault("protocol", {})["device"] = device
-        exp = config.from_dict(data, f"study {study.name} ({scale})")
-        given = {k: v for k, v in matrix.items() if v is not None}
-        exp = config.override(exp, given, protocol)
-    except config.ConfigError as exc:
+    except ConfigError as exc:
         fail(str(exc))
-    return expand(resolved(exp, False))
+    data.setdefault("protocol", {})["device"] = protocol.get("device") or "cpu"
+    return plan_of(data, matrix, protocol, source_name=f"study {study.name} ({scale})")
 
 
 @study_app.command("list")
@@ -110,7 +93,7 @@ def study_show(name: Annotated[str, typer.Argument(help="A study name (dlbench s
         for st in study.settings:
             console.print(f"  - {st.name}: {st.where}" + (f" ({st.about})" if st.about else ""), highlight=False)
     for scale in studies.SCALES:
-        plan = _study_plan(study, scale, "cpu", {}, {})
+        plan = _study_plan(study, scale, {"matrix": {}, "options": []}, {})
         p = plan.experiment.protocol
         console.print(
             f"scale {scale}: {len(plan.trials)} trials, {len(plan.skipped)} skipped cells; "
@@ -130,50 +113,25 @@ def _studies_dir() -> str:
 
 
 @study_app.command("run")
+@with_groups(MATRIX, PROTOCOL, EXECUTOR)
 def study_run(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="A study name (dlbench study list).")],
     scale: ScaleOpt = "quick",
-    device: Annotated[str, typer.Option(help="cpu or cuda.")] = "cpu",
-    framework: ListOpt = None,
-    model: ListOpt = None,
-    batch_size: ListOpt = None,
-    input_shape: ShapeOpt = None,
-    runtime: RuntimeOpt = None,
-    repeats: Annotated[int | None, typer.Option(help="Measured repeats per trial (the scale's by default).")] = None,
-    trials: Annotated[
-        int | None,
-        typer.Option(
-            help="Trials per case, each a fresh process in interleaved blocks (the scale's by default): a verdict "
-            "needs 6 or more for two frameworks."
-        ),
-    ] = None,
-    data_dir: Annotated[str | None, typer.Option(help="Directory searched first for dataset files.")] = None,
-    executor: ExecutorOpt = None,
-    ray_address: RayAddressOpt = None,
-    slurm_partition: SlurmPartitionOpt = None,
-    slurm_gpus: SlurmGpusOpt = None,
-    slurm_time: SlurmTimeOpt = None,
-    slurm_option: SlurmOptionOpt = None,
-    slurm_folder: SlurmFolderOpt = None,
+    matrix: Any = None,
+    protocol: Any = None,
+    executor: Any = None,
     db: DB = Path("dlbench.db"),
 ) -> None:
-    """Run a study at a scale; the report starts with the paper's numbers beside this run's."""
+    """Run a study at a scale; the report starts with the paper's numbers beside this run's. The matrix and
+    protocol flags replace the scale's values (a verdict needs 6 or more --trials for two frameworks)."""
     from dlbench import runner
 
     dry = ctx.info_name == "plan"  # `study plan`: this command's dry run, as `plan` is run's
     if not dry:
         runner.raise_on_termination()
     study, facts = _study(name)
-    matrix = {
-        "framework": split_values(framework),
-        "model": split_values(model),
-        "batch_size": split_values(batch_size, int, "--batch-size"),
-        "input_shape": split_values(input_shape, int, "--input-shape"),
-        "runtime": split_values(runtime),
-    }
-    protocol = {"repeats": repeats, "trials": trials, "data_dir": data_dir}
-    plan = _study_plan(study, scale, device, matrix, protocol)
+    plan = _study_plan(study, scale, matrix, protocol)
     if dry:
         print_plan(plan)
         return
@@ -181,11 +139,8 @@ def study_run(
     def preface(store, run_id: int):
         return _study_preface(study, facts, [(store, run_id)])
 
-    flags = executor_flag_values(
-        executor, ray_address, slurm_partition, slurm_gpus, slurm_time, slurm_option, slurm_folder
-    )
     start_and_run(
-        plan, db, invocation(ctx), preface=preface, executor=executor_settings(plan.experiment.executor, flags)
+        plan, db, invocation(ctx), preface=preface, executor=executor_settings(plan.experiment.executor, executor)
     )
 
 
