@@ -4,10 +4,10 @@
 really has (computed by building it, not typed in) beside the spec's formula
 and the published figure. Building happens in one subprocess per framework
 (`python -m dlbench.param_counts FRAMEWORK` prints JSON), so the parent never
-imports a deep-learning framework, and without allocating weights where the
-framework allows it: torch builds on the "meta" device, JAX traces `init`
-with `jax.eval_shape`. Keras has no such mode and builds for real (VGG16's
-138 M parameters take a few seconds). Results are cached per framework
+imports a deep-learning framework, by the counter the framework declares
+(FrameworkInfo.param_counter; the built-ins' are in dlbench.frameworks.counting),
+without allocating weights where the framework allows it. Keras has no such mode
+and builds for real (VGG16's 138 M parameters take a few seconds). Results are cached per framework
 version and model source, so only the first `dlbench list` pays.
 """
 
@@ -23,7 +23,21 @@ from typing import Any
 
 from dlbench.models.spec import ModelSpec, Shape
 
-NN_FRAMEWORKS = ("torch", "tensorflow", "jax")
+
+def counted() -> tuple[str, ...]:
+    """The frameworks that declare how their parameters are counted
+    (FrameworkInfo.param_counter), an installed plugin's too."""
+    from dlbench import registry
+
+    return tuple(name for name, info in registry.frameworks().items() if info.param_counter)
+
+
+def __getattr__(name: str) -> Any:
+    # NN_FRAMEWORKS, kept for callers written before the frameworks declared it: the
+    # frameworks whose counts `list` shows (counted()).
+    if name == "NN_FRAMEWORKS":
+        return counted()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def reference_point(spec: ModelSpec) -> tuple[Shape, int, int | None]:
@@ -39,53 +53,24 @@ def reference_point(spec: ModelSpec) -> tuple[Shape, int, int | None]:
     return (28, 28, 1), 10, None
 
 
-def _count_torch(spec: ModelSpec, shape: Shape, classes: int, options: dict) -> int:
-    import torch
-
-    build = spec.builder("torch")
-    with torch.device("meta"):  # shapes only: no memory, no initialization
-        model = build(shape, classes, **options)
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
-
-
-def _count_jax(spec: ModelSpec, shape: Shape, classes: int, options: dict) -> int:
-    import jax
-    import jax.numpy as jnp
-
-    model = spec.builder("jax")(shape, classes, **options)
-    dtype = jnp.int32 if spec.input_kind == "tokens" else jnp.float32
-    dummy = jax.ShapeDtypeStruct((1, *shape), dtype)
-    variables = jax.eval_shape(lambda key, x: model.init({"params": key}, x), jax.random.key(0), dummy)
-    return sum(int(leaf.size) for leaf in jax.tree.leaves(variables["params"]))
-
-
-def _count_tensorflow(spec: ModelSpec, shape: Shape, classes: int, options: dict) -> int:
-    import keras
-    import numpy as np
-
-    model = spec.builder("tensorflow")(shape, classes, **options)
-    count = int(sum(np.prod(v.shape) for v in model.trainable_weights))
-    keras.backend.clear_session()  # free the weights before the next model
-    return count
-
-
-COUNTERS = {"torch": _count_torch, "jax": _count_jax, "tensorflow": _count_tensorflow}
-
-
 def counts_in_process(framework: str) -> dict[str, Any]:
-    """model -> count, or {"error": text}, for every model `framework` implements."""
-    if framework == "jax":
-        # Shapes only, on the CPU: never start a GPU backend for this.
-        os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    out: dict[str, Any] = {}
+    """model -> count, or {"error": text}, for every model `framework` implements,
+    counted by the framework's declared counter (FrameworkInfo.param_counter)."""
     from dlbench import registry
+    from dlbench.frameworks import load
+
+    target = registry.framework(framework).param_counter
+    if target is None:
+        return {"error": f"{framework} declares no parameter counter (FrameworkInfo.param_counter)"}
+    count = load(target)
+    out: dict[str, Any] = {}
 
     for spec in registry.models({}):
         if spec.kind != "nn" or framework not in spec.frameworks:
             continue
         shape, classes, _ = reference_point(spec)
         try:
-            out[spec.name] = COUNTERS[framework](spec, shape, classes, spec.resolve_options())
+            out[spec.name] = count(spec, shape, classes, spec.resolve_options())
         except Exception as exc:  # noqa: BLE001 - one broken model must not hide the others
             out[spec.name] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
     return out

@@ -160,24 +160,21 @@ def synthetic_sample(exp: Experiment, spec: Any, options: dict[str, Any], size: 
     return ((size, *shape[1:]) if size else tuple(shape)), classes
 
 
-# Memory layouts a framework cannot be asked for (None: allowed).
+# Memory layouts a framework cannot be asked for (None: allowed): what its
+# FrameworkInfo declares (layouts, refused_layouts).
 def layout_reason(framework: str, layout: str, input_kind: str) -> str | None:
     if layout == "native":
         return None
     if input_kind != "image":
         return f"layout {layout} concerns image tensors; this model takes {input_kind}"
-    if layout == "channels-first" and framework == "tensorflow":
-        return (
-            "tensorflow: Keras convolutions here take channels-last (NHWC) input (TensorFlow's CPU kernels "
-            "have no NCHW convolution); use layout native or channels-last"
-        )
-    if layout == "channels-first" and framework == "jax":
-        return (
-            "jax: Flax's Conv takes NHWC input and XLA chooses the physical layout itself; "
-            "use layout native or channels-last"
-        )
-    if framework not in ("torch", "tensorflow", "jax"):
+    info = registry.framework(framework)
+    refusal = info.layout_refusal(layout)
+    if refusal is not None:
+        return f"{framework}: {refusal}"
+    if not info.layouts:
         return f"{framework} has no layout setting"
+    if layout not in info.layouts:
+        return f"{framework} has no layout {layout}; it has native, {', '.join(info.layouts)}"
     return None
 
 
@@ -186,8 +183,11 @@ def layout_reason(framework: str, layout: str, input_kind: str) -> str | None:
 def precision_reason(framework: str, precision: str, device: str, classical: bool) -> str | None:
     if precision == "float32":
         return None
-    if classical or framework not in ("torch", "tensorflow", "jax"):
+    have = registry.framework(framework).precisions
+    if classical or not set(have) - {"float32"}:
         return f"precision {precision}: {framework} has no mixed-precision or TF32 mode here; use float32 (the default)"
+    if precision not in have:
+        return f"precision {precision}: {framework} has {', '.join(have)} here"
     if precision == "tf32" and not device.startswith("cuda"):
         return (
             "precision tf32 is the TensorFloat-32 math mode of NVIDIA GPUs (Ampere and later); on "
@@ -199,13 +199,26 @@ def precision_reason(framework: str, precision: str, device: str, classical: boo
 def pipeline_reason(framework: str, pipeline: str, input_kind: str, shape: tuple[int, ...]) -> str | None:
     if pipeline == "preloaded":
         return None
-    if framework not in ("torch", "tensorflow", "jax"):
+    have = registry.framework(framework).pipelines
+    if not set(have) - {"preloaded"}:
         return f"{framework} has no augmentation pipeline (pipeline {pipeline})"
+    if pipeline not in have:
+        return f"{framework} has no pipeline {pipeline} (it has {', '.join(have)})"
     if input_kind != "image":
         return f"pipeline {pipeline} augments images (crop, flip); this model takes {input_kind}"
     if min(shape[:2]) <= 8:
         return f"pipeline {pipeline}: a pad-4 crop of a {shape[0]}x{shape[1]} image would be mostly padding"
     return None
+
+
+def device_reason(framework: str, device: str) -> str | None:
+    """A device the framework does not declare (FrameworkInfo.devices)."""
+    have = registry.framework(framework).devices
+    if device in have:
+        return None
+    if tuple(have) == ("cpu",):
+        return f"{framework} runs on the CPU only; device {device!r} is not supported"
+    return f"{framework} has no device {device!r} (it runs on {', '.join(have)})"
 
 
 def strategy_applies(framework: str, strategy: str, world_size: int) -> bool:
@@ -226,29 +239,23 @@ def strategy_reason(
     variant: str = "",
 ) -> str | None:
     """Why this framework cannot run this strategy at this world size (None: it can)."""
-    from dlbench.distributed import STRATEGIES, has_strategy
+    from dlbench.distributed import has_strategy, strategies
 
+    known = strategies()
     if not has_strategy(framework, strategy):
-        have = [s for s in STRATEGIES if has_strategy(framework, s)]
-        owners = " and ".join(STRATEGIES[strategy][0])
+        have = [s for s in known if has_strategy(framework, s)]
+        owners = " and ".join(known[strategy][0])
         return f"strategy {strategy} is {owners}'s; {framework} has {', '.join(have)}"
-    if strategy == "single":
+    declared = registry.framework(framework).strategy(strategy)
+    if declared is None:  # single
         if world_size > 1:
             return f"strategy single is one process on one device; world size {world_size} needs a data-parallel one"
         return None
     if classical:
         return f"strategy {strategy} trains a network data-parallel; this model is a classical one"
-    if strategy == "dp" and device != "cuda":
-        return (
-            "strategy dp: torch DataParallel splits a batch over GPUs, and with no device ids it just calls "
-            "the module; this run's device is cpu (use ddp)"
-        )
-    if framework == "tensorflow" and variant == "xla" and device == "cpu":
-        return (
-            f"strategy {strategy}: TensorFlow's XLA variant does not run distributed on a CPU here (mirrored: "
-            "'Trying to access resource ... located in device CPU:1 from device CPU:0'; multiworker: the all-reduce "
-            "does not convert to XLA); use variant graph or eager"
-        )
+    for limit in declared.limits:
+        if limit.applies(variant, device):
+            return f"strategy {strategy}: {limit.reason}"
     if global_batch % world_size:
         return f"global batch {global_batch} does not split evenly over {world_size} replicas"
     return None
@@ -310,6 +317,7 @@ def expand(exp: Experiment) -> Plan:
             or strategy_reason(name, cell["strategy"], world, classical, p.device, global_batch, variant)
             or oversubscription_reason(world, threads, cores)
             or info.unavailable_reason()
+            or device_reason(name, p.device)
             or spec.unsupported_reason(name, shape, info.models)
             or layout_reason(name, cell["layout"], spec.input_kind)
             or pipeline_reason(name, cell["pipeline"], spec.input_kind, shape)

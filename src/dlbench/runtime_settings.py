@@ -22,7 +22,8 @@ benchmarks/harness_vs_standalone.py holds the default against the plain scripts)
   background thread stalled Keras' fit() by ~310 ms after the last step in 2 of 8
   calls on this project's VM). TensorFlow only.
 
-Nothing here imports the rest of dlbench.
+Which framework has which setting is its declaration (FrameworkInfo.runtime_settings,
+read through dlbench.registry when asked); nothing else here imports the rest of dlbench.
 """
 
 from __future__ import annotations
@@ -34,12 +35,9 @@ DEFAULTS = "defaults"  # nothing imposed
 ALL = "all"  # every setting that applies to the case's framework
 # In the order a canonical value lists them.
 NAMES = ("malloc-fixed", "interop-fixed", "autotune-off")
-# Which frameworks a setting concerns (None: every framework).
-APPLIES_TO: dict[str, frozenset[str] | None] = {
-    "malloc-fixed": None,
-    "interop-fixed": frozenset({"torch", "tensorflow"}),
-    "autotune-off": frozenset({"tensorflow"}),
-}
+# The settings every framework has (the worker's environment); the others concern the
+# frameworks that declare them (FrameworkInfo.runtime_settings).
+EVERY_FRAMEWORK = frozenset({"malloc-fixed"})
 # What every worker ran with before `runtime` was a setting of its own: each of these
 # that applied to its framework, i.e. "all". A case stored without the field ran so,
 # and its key, computed without the field, stays (dlbench.plan.Case.as_dict).
@@ -80,8 +78,17 @@ def canonical(text: Any) -> str:
 
 
 def applies(name: str, framework: str) -> bool:
-    frameworks = APPLIES_TO[name]
-    return frameworks is None or framework in frameworks
+    from dlbench import registry
+
+    return name in EVERY_FRAMEWORK or name in registry.framework(framework).runtime_settings
+
+
+def declaring(name: str) -> list[str]:
+    """The frameworks a setting concerns, by name (every one for EVERY_FRAMEWORK's)."""
+    from dlbench import registry
+
+    known = registry.frameworks()
+    return sorted(f for f, info in known.items() if name in EVERY_FRAMEWORK or name in info.runtime_settings)
 
 
 def applied(framework: str, value: str) -> tuple[str, ...]:
@@ -100,7 +107,7 @@ def reason(framework: str, value: str) -> str | None:
     foreign = [n for n in parse(value) if not applies(n, framework)]
     if not foreign:
         return None
-    whose = ", ".join(f"{n} applies to {', '.join(sorted(APPLIES_TO[n] or ()))}" for n in foreign)
+    whose = ", ".join(f"{n} applies to {', '.join(declaring(n))}" for n in foreign)
     return (
         f"runtime {value}: {whose}, not to {framework}; use all (every setting that applies) or leave {foreign[0]} out"
     )

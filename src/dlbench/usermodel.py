@@ -20,7 +20,15 @@ from typing import Any
 
 from dlbench.models.spec import ModelSpec, OptionRange, Shape
 
-NN_FRAMEWORKS = ("torch", "tensorflow", "jax")
+
+def network_frameworks() -> tuple[str, ...]:
+    """The frameworks that build a model's network from its builder
+    (FrameworkInfo.networks), an installed plugin's too: those a builder may be for."""
+    from dlbench import registry
+
+    return tuple(name for name, info in registry.frameworks().items() if info.networks)
+
+
 # A user's model is a classifier of images, token sequences or feature vectors: the
 # zoo's other tasks (next-token, CTC) need data made for them.
 USER_INPUT_KINDS = ("image", "tokens", "features")
@@ -74,13 +82,14 @@ def Model(  # noqa: N802 - a constructor, named like the class it stands for
     count by `dlbench check`. Raises ValueError naming what is wrong.
     """
     said = f"dlbench.Model(name={name!r})"
+    nn_frameworks = network_frameworks()
     if not isinstance(name, str) or not NAME.fullmatch(name):
         raise ValueError(f"{said}: a name is a letter then letters, digits, _ or - (at most 64 characters)")
     if not isinstance(builders, Mapping) or not builders:
-        raise ValueError(f"{said}: builders must map at least one of {', '.join(NN_FRAMEWORKS)} to its builder")
+        raise ValueError(f"{said}: builders must map at least one of {', '.join(nn_frameworks)} to its builder")
     for framework, builder in builders.items():
-        if framework not in NN_FRAMEWORKS:
-            raise ValueError(f"{said}: builders[{framework!r}]: allowed frameworks: {', '.join(NN_FRAMEWORKS)}")
+        if framework not in nn_frameworks:
+            raise ValueError(f"{said}: builders[{framework!r}]: allowed frameworks: {', '.join(nn_frameworks)}")
         if not callable(builder) and not (isinstance(builder, str) and MODULE_ATTR.fullmatch(builder)):
             raise ValueError(
                 f"{said}: builders[{framework!r}] = {builder!r}: give a function or a 'module:function' string"
@@ -103,7 +112,7 @@ def Model(  # noqa: N802 - a constructor, named like the class it stands for
         name=name,
         description=description or f"your model {name}",
         kind="nn",
-        frameworks=tuple(f for f in NN_FRAMEWORKS if f in builders),
+        frameworks=tuple(f for f in nn_frameworks if f in builders),
         param_count=param_count,
         check_input=_input_check(input_kind, input_shape),
         options=dict(options or {}),

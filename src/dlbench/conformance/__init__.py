@@ -113,15 +113,18 @@ def check(
     model: str,
     sources: Mapping[str, str] | None = None,
     *,
-    frameworks: tuple[str, ...] = ("torch", "tensorflow", "jax"),
+    frameworks: tuple[str, ...] | None = None,
     shape: tuple[int, ...] | None = None,
     classes: int = 10,
     options: Mapping[str, Any] | None = None,
     python: str | None = None,
 ) -> CheckReport:
-    """Run the conformance checks on `model` (a name; `sources` for the user's own)."""
+    """Run the conformance checks on `model` (a name; `sources` for the user's own).
+    frameworks: None for every framework that declares conformance hooks."""
     from dlbench import registry
 
+    if frameworks is None:
+        frameworks = tuple(n for n, i in registry.frameworks().items() if i.conformance is not None)
     spec = registry.model(model, sources or {})
     if shape is None:
         shape = spec.tiny_shape or {"image": (28, 28, 1), "tokens": (32,), "features": (16,)}.get(spec.input_kind)
@@ -131,7 +134,11 @@ def check(
     runnable = []
     for fw in frameworks:
         info = registry.framework(fw)
-        reason = info.unavailable_reason() or spec.unsupported_reason(fw, tuple(shape), info.models)
+        reason = (
+            info.unavailable_reason()
+            or (None if info.conformance else f"{fw} declares no conformance hooks (FrameworkInfo.conformance)")
+            or spec.unsupported_reason(fw, tuple(shape), info.models)
+        )
         if reason:
             report.skipped[fw] = reason
         else:

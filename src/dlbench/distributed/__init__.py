@@ -16,30 +16,79 @@ A case's `strategy` and `world_size` say how its training is spread:
 global batch (strong scaling: the same work per step at every world size) or the
 per-replica batch (weak scaling) is the run's `batch_scope`, recorded with the case.
 
-This module only names things; it imports no framework.
+Which framework has which strategy, the module that implements it and how its
+processes are launched are the framework's declarations
+(dlbench.frameworks.FrameworkInfo.strategies, a plugin's too); this module asks
+them. It only names things; it imports no framework.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-# strategy -> (frameworks that have it, () for every framework; one process per replica?)
-STRATEGIES: dict[str, tuple[tuple[str, ...], bool]] = {
-    "single": ((), False),
-    "ddp": (("torch",), True),
-    "dp": (("torch",), False),
-    "mirrored": (("tensorflow",), False),
-    "multiworker": (("tensorflow", "jax"), True),
-    "sharded": (("jax",), False),
-}
-# The module that implements a framework's data-parallel strategies (setup, build,
-# shutdown; see dlbench.frameworks.torch_dist), imported only inside a worker.
-DIST_MODULES = {
-    "torch": "dlbench.frameworks.torch_dist",
-    "tensorflow": "dlbench.frameworks.tensorflow_dist",
-    "jax": "dlbench.frameworks.jax_dist",
-}
+SINGLE = "single"  # one process, one device: every framework's
+
+
+def _frameworks() -> dict[str, Any]:
+    from dlbench import registry
+
+    return registry.frameworks()
+
+
+def strategies() -> dict[str, tuple[tuple[str, ...], bool]]:
+    """Every strategy some framework declares (FrameworkInfo.strategies), "single"
+    first, in the frameworks' order -> (the frameworks that have it, () for every
+    framework; one process per replica?)."""
+    out: dict[str, tuple[tuple[str, ...], bool]] = {SINGLE: ((), False)}
+    for name, info in _frameworks().items():
+        for s in info.strategies:
+            owners, multi = out.get(s.name, ((), s.multiprocess))
+            out[s.name] = ((*owners, name), multi)
+    return out
+
+
+class _Declared(Mapping[str, Any]):
+    """A read-only view computed from the frameworks' declarations at each use, so that
+    an installed plugin's strategies are in it (nothing is read at import)."""
+
+    def __init__(self, compute: Callable[[], dict[str, Any]]) -> None:
+        self._compute = compute
+
+    def __getitem__(self, key: str) -> Any:
+        return self._compute()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._compute())
+
+    def __len__(self) -> int:
+        return len(self._compute())
+
+
+def _dist_modules() -> dict[str, str]:
+    return {name: info.strategies[0].module for name, info in _frameworks().items() if info.strategies}
+
+
+# strategy -> (frameworks that have it, () for every framework; one process per replica?),
+# read from the frameworks' declarations (strategies()).
+STRATEGIES: Mapping[str, tuple[tuple[str, ...], bool]] = _Declared(strategies)
+# framework -> the module implementing its data-parallel strategies (setup, build,
+# shutdown; see dlbench.frameworks.torch_dist), imported only inside a worker. Kept for
+# callers that have no strategy at hand; module_for(framework, strategy) is exact.
+DIST_MODULES: Mapping[str, str] = _Declared(_dist_modules)
+
+
+def module_for(framework: str, strategy: str) -> str:
+    """The module that implements `framework`'s `strategy` (KeyError if it has none)."""
+    from dlbench import registry
+
+    declared = registry.framework(framework).strategy(strategy)
+    if declared is None:
+        raise KeyError(f"{framework} has no data-parallel strategy {strategy!r}")
+    return declared.module
+
+
 BATCH_SCOPES = ("global", "per-replica")
 # The first steps whose global loss every case of a distributed scenario records
 # (single baselines included), so that loss curves can be compared step by step.
@@ -47,13 +96,14 @@ LOSS_CURVE_STEPS = 16
 
 
 def has_strategy(framework: str, strategy: str) -> bool:
-    owners = STRATEGIES[strategy][0]
-    return not owners or framework in owners
+    from dlbench import registry
+
+    return registry.framework(framework).has_strategy(strategy)
 
 
 def multiprocess(strategy: str) -> bool:
-    """True when the strategy runs one OS process per replica."""
-    return STRATEGIES[strategy][1]
+    """True when the strategy runs one OS process per replica (KeyError: no framework has it)."""
+    return strategies()[strategy][1]
 
 
 @dataclass(frozen=True)

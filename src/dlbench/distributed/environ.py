@@ -24,23 +24,46 @@ def _with_xla_flag(existing: str, flag: str, value: int) -> str:
 
 
 def rank_environment(framework: str, ctx: DistContext, inherited: dict[str, str]) -> dict[str, str]:
-    """Variables to add to (or replace in) `inherited` for this rank's process."""
+    """Variables to add to (or replace in) `inherited` for this rank's process: the
+    thread count, and what the framework's strategy declares (Strategy.environment)."""
+    from dlbench import registry
+    from dlbench.frameworks import load
+
     env: dict[str, str] = {"OMP_NUM_THREADS": str(ctx.threads)}
-    if framework == "torch" and ctx.strategy == "ddp":
-        host, _, port = ctx.coordinator.rpartition(":")
-        env.update(
-            MASTER_ADDR=host,
-            MASTER_PORT=port,
-            RANK=str(ctx.rank),
-            LOCAL_RANK=str(ctx.rank),
-            WORLD_SIZE=str(ctx.processes),
-            LOCAL_WORLD_SIZE=str(ctx.processes),
-            GLOO_SOCKET_IFNAME="lo",
-        )
-    elif framework == "tensorflow" and ctx.strategy == "multiworker":
-        env["TF_CONFIG"] = json.dumps(
+    declared = registry.framework(framework).strategy(ctx.strategy)
+    if declared is not None and declared.environment:
+        env.update(load(declared.environment)(ctx, inherited))
+    return env
+
+
+# Strategies' environments (named by Strategy.environment): (ctx, inherited) -> variables.
+
+
+def torch_rendezvous(ctx: DistContext, inherited: dict[str, str]) -> dict[str, str]:
+    """torch's env:// rendezvous, the contract torchrun sets."""
+    host, _, port = ctx.coordinator.rpartition(":")
+    return {
+        "MASTER_ADDR": host,
+        "MASTER_PORT": port,
+        "RANK": str(ctx.rank),
+        "LOCAL_RANK": str(ctx.rank),
+        "WORLD_SIZE": str(ctx.processes),
+        "LOCAL_WORLD_SIZE": str(ctx.processes),
+        "GLOO_SOCKET_IFNAME": "lo",
+    }
+
+
+def tf_config(ctx: DistContext, inherited: dict[str, str]) -> dict[str, str]:
+    """MultiWorkerMirroredStrategy's cluster: every worker's address, this one's index."""
+    return {
+        "TF_CONFIG": json.dumps(
             {"cluster": {"worker": list(ctx.workers)}, "task": {"type": "worker", "index": ctx.rank}}
         )
-    elif framework == "jax" and ctx.strategy == "sharded" and ctx.device == "cpu":
-        env["XLA_FLAGS"] = _with_xla_flag(inherited.get("XLA_FLAGS", ""), HOST_DEVICE_FLAG, ctx.local_replicas)
-    return env
+    }
+
+
+def xla_host_devices(ctx: DistContext, inherited: dict[str, str]) -> dict[str, str]:
+    """On a CPU, as many XLA host devices as the process holds replicas."""
+    if ctx.device != "cpu":
+        return {}
+    return {"XLA_FLAGS": _with_xla_flag(inherited.get("XLA_FLAGS", ""), HOST_DEVICE_FLAG, ctx.local_replicas)}

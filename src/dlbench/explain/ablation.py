@@ -3,7 +3,7 @@ the share of the A-B gap each toggle closes.
 
 For a pair (A faster, B slower), the settings dlbench records and controls are
 toggled on B toward A's value where the two differ, and otherwise toward the
-framework's best known value (BEST_KNOWN: torch.compile for PyTorch, XLA for
+framework's best known value (FrameworkInfo.best_known: torch.compile for PyTorch, XLA for
 TensorFlow; channels-last for PyTorch's convolutions; one thread per core; the runtime
 settings only where A and B differ in them, or with --only runtime). Each
 toggle is a case of its own; with more than one toggle, B with all of them is one
@@ -27,7 +27,6 @@ the gap needs. 1.0 is the whole gap, 0 none, negative a toggle that made B slowe
 
 from __future__ import annotations
 
-import json
 import math
 import random
 from collections import defaultdict
@@ -44,21 +43,17 @@ from dlbench.plan import Case, Plan, Trial
 
 # The recorded settings an ablation toggles, in the order they are tried.
 SETTINGS = ("threads", "variant", "pipeline", "layout", "precision", "init", "runtime")
-# Where A and B agree on a setting: the value each framework is known to run fastest
-# with on the device, where dlbench exposes a faster one (why, per entry).
-BEST_KNOWN: dict[str, dict[str, dict[str, str]]] = {
-    "cpu": {
-        "variant": {"torch": "compile", "tensorflow": "xla"},  # inductor's fused C++ kernels; XLA's fusion
-        "layout": {"torch": "channels-last"},  # oneDNN's convolutions are NHWC-native
-        "pipeline": {"torch": "preloaded", "tensorflow": "preloaded", "jax": "preloaded"},
-    },
-    "cuda": {
-        "variant": {"torch": "compile", "tensorflow": "xla"},
-        "layout": {"torch": "channels-last"},  # tensor-core convolutions want NHWC
-        "precision": {"torch": "bf16-mixed", "tensorflow": "bf16-mixed", "jax": "bf16-mixed"},
-        "pipeline": {"torch": "preloaded", "tensorflow": "preloaded", "jax": "preloaded"},
-    },
-}
+
+
+def best_known(framework: str, device: str) -> dict[str, str]:
+    """Where A and B agree on a setting: setting -> the value the framework is known to
+    run fastest with on the device, where dlbench exposes a faster one (its declaration,
+    FrameworkInfo.best_known, says why per entry)."""
+    from dlbench import registry
+
+    return {setting: value for on, setting, value in registry.framework(framework).best_known if on == device}
+
+
 N_BOOT = 2000
 # The blocks a gap and a closure need: the exact two-sided Wilcoxon test reaches p < 0.05
 # with 6 pairs (2 / 2^6 = 0.031), never with 5 (0.0625).
@@ -149,7 +144,7 @@ def pair_for(
         if setting not in SETTINGS:
             raise AblationError(f"unknown setting {setting!r}; the ablation toggles: {', '.join(SETTINGS)}")
         wanted[setting] = value if eq else None
-    best = BEST_KNOWN.get(b.device, BEST_KNOWN["cpu"])
+    best = best_known(b.framework, b.device)
     toggles: list[Toggle] = []
     not_tried: list[str] = []
     for setting in [s for s in SETTINGS if s in wanted] if wanted else SETTINGS:
@@ -173,7 +168,7 @@ def pair_for(
             after = runtime_settings.ALL if before == runtime_settings.DEFAULTS else runtime_settings.DEFAULTS
             toward = "other"
         else:
-            after, toward = best.get(setting, {}).get(b.framework, before), "best known"
+            after, toward = best.get(setting, before), "best known"
         if after == before:
             continue
         reason = _valid(replace(b, **{setting: after}), cores, sources or {})
@@ -218,23 +213,21 @@ def plan_for(pairs: list[Pair], experiment: Any) -> Plan:
     return plan
 
 
-def description(pairs: list[Pair], source_run: int | None) -> str:
-    """The roles of an explain run's cases, kept in its experiment's description."""
-    return json.dumps({"explain": [p.as_dict() for p in pairs], "from_run": source_run}, sort_keys=True)
-
-
-def pairs_from(description_text: str, cases: dict[str, Case]) -> list[Pair]:
-    """The pairs of a stored explain run (see `description`)."""
-    try:
-        data = json.loads(description_text)["explain"]
-    except (ValueError, KeyError, TypeError):
-        raise AblationError("this run is not an explain run (dlbench explain RUN starts one)") from None
+def pairs_from(stored: Any, cases: dict[str, Case]) -> list[Pair]:
+    """The pairs of a stored explain run (Store.explain: {"explain": [pair, ...], "from_run": N})."""
+    data = stored.get("explain") if isinstance(stored, dict) else None
+    if not isinstance(data, list):
+        raise AblationError("this run is not an explain run (dlbench explain RUN starts one)")
     out = []
     for p in data:
-        toggles = tuple(Toggle(str(s), before, after, str(t)) for s, before, after, t in p["toggles"])
-        if p["a"] not in cases or p["b"] not in cases:
+        try:
+            toggles = tuple(Toggle(str(s), before, after, str(t)) for s, before, after, t in p["toggles"])
+            a, b, not_tried = p["a"], p["b"], tuple(p.get("not_tried", ()))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise AblationError("its stored explain pairs are damaged (runs.explain_json)") from None
+        if not isinstance(a, str) or not isinstance(b, str) or a not in cases or b not in cases:
             raise AblationError("the explain run lacks its A or B case")
-        out.append(Pair(cases[p["a"]], cases[p["b"]], toggles, tuple(p.get("not_tried", ()))))
+        out.append(Pair(cases[a], cases[b], toggles, not_tried))
     return out
 
 

@@ -38,16 +38,25 @@ if TYPE_CHECKING:
     from dlbench.plan import Case
     from dlbench.trialspec import ProtocolSpec
 
-PROFILERS = {
-    "torch": "dlbench.explain.profile_torch",
-    "tensorflow": "dlbench.explain.profile_tensorflow",
-    "jax": "dlbench.explain.profile_jax",
-}
+
+def profilers() -> dict[str, str]:
+    """framework -> the module of its profiler, for every framework that declares one
+    (FrameworkInfo.profiler; an installed plugin's too)."""
+    from dlbench import registry
+
+    return {name: info.profiler for name, info in registry.frameworks().items() if info.profiler}
+
+
+def profiler_for(framework: str) -> str | None:
+    """The module of `framework`'s profiler (`record(train)` and `RULES`), or None."""
+    from dlbench import registry
+
+    return registry.framework(framework).profiler
 
 
 def unsupported_reason(case: Case) -> str | None:
-    if case.framework not in PROFILERS:
-        return f"no profiler for framework {case.framework!r} (profiles exist for {', '.join(PROFILERS)})"
+    if profiler_for(case.framework) is None:
+        return f"no profiler for framework {case.framework!r} (profiles exist for {', '.join(profilers())})"
     if case.optimizer == "none":
         return "a classical model has no training steps to profile"
     if case.distributed:
@@ -69,7 +78,7 @@ def profile_phase(
     reason = unsupported_reason(case)
     if reason is not None:
         return [], {"profile": f"not profiled: {reason}"}
-    module = importlib.import_module(PROFILERS[case.framework])
+    module = importlib.import_module(str(profiler_for(case.framework)))
     steps = protocol.profile_steps
     settings = replace(settings_for(case, 0), epochs=None, steps=steps)
 

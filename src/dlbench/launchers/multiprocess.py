@@ -77,6 +77,15 @@ def free_ports(count: int) -> list[int]:
             s.close()
 
 
+def _port_per_rank(framework: str, strategy: str) -> bool:
+    """Whether every rank listens on a port of its own (the strategy's declaration,
+    Strategy.port_per_rank: TensorFlow's workers) rather than all meeting at rank 0's."""
+    from dlbench import registry
+
+    declared = registry.framework(framework).strategy(strategy)
+    return declared is not None and declared.port_per_rank
+
+
 def contexts(spec: TrialSpec, ports: list[int]) -> list[DistContext]:
     """One context per rank: torch and JAX rendezvous at rank 0's port; TensorFlow's
     workers each listen on their own."""
@@ -84,7 +93,7 @@ def contexts(spec: TrialSpec, ports: list[int]) -> list[DistContext]:
     base = context_for(
         case.strategy, case.world_size, threads=case.threads, device=case.device, batch_scope=case.batch_scope
     )
-    workers = tuple(f"{HOST}:{p}" for p in ports) if case.framework == "tensorflow" else ()
+    workers = tuple(f"{HOST}:{p}" for p in ports) if _port_per_rank(case.framework, case.strategy) else ()
     return [replace(base, rank=r, coordinator=f"{HOST}:{ports[0]}", workers=workers) for r in range(base.processes)]
 
 
@@ -134,7 +143,7 @@ def launch(spec: TrialSpec, emit: Emit, ports: Iterator[list[int]] | None = None
     as one error event naming the rank (False). `ports` (tests): where port
     lists come from, instead of asking the kernel for free ones."""
     case = spec.case
-    need = case.world_size if case.framework == "tensorflow" else 1
+    need = case.world_size if _port_per_rank(case.framework, case.strategy) else 1
     for attempt in range(1, ATTEMPTS + 1):
         chosen = next(ports) if ports is not None else free_ports(need)
         try:

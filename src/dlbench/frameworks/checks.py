@@ -1,0 +1,89 @@
+"""How `dlbench check`'s probe (dlbench.conformance.probe) reaches into each built-in
+framework's trainer: the network's logits, and its weights exported and imported in
+canonical order. Each object here is a framework's `conformance` hooks
+(dlbench.frameworks.FrameworkInfo); a plugin gives its own with the same three methods.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+class TorchCheck:
+    @staticmethod
+    def forward(trainer: Any, x: np.ndarray) -> np.ndarray:
+        """Logits of the trainer's network on x (NHWC / token ids), in evaluation mode."""
+        import torch
+
+        t = torch.from_numpy(x)
+        t = t.permute(0, 3, 1, 2).contiguous() if t.ndim == 4 else (t.long() if x.dtype.kind in "iu" else t)
+        trainer.model.eval()
+        with torch.no_grad():
+            return np.asarray(trainer.model(t.to(trainer.data.device)).cpu().numpy())
+
+    @staticmethod
+    def export(trainer: Any) -> Any:
+        from dlbench.conformance import weights
+
+        return weights.torch_export(trainer.model)
+
+    @staticmethod
+    def load(trainer: Any, given: Any) -> None:
+        from dlbench.conformance import weights
+
+        weights.torch_import(trainer.model, given)
+
+
+class KerasCheck:
+    @staticmethod
+    def forward(trainer: Any, x: np.ndarray) -> np.ndarray:
+        return np.asarray(trainer.model(x, training=False))
+
+    @staticmethod
+    def export(trainer: Any) -> Any:
+        from dlbench.conformance import weights
+
+        return weights.keras_export(trainer.model)
+
+    @staticmethod
+    def load(trainer: Any, given: Any) -> None:
+        from dlbench.conformance import weights
+
+        weights.keras_import(trainer.model, given)
+
+
+class FlaxCheck:
+    @staticmethod
+    def forward(trainer: Any, x: np.ndarray) -> np.ndarray:
+        variables = {"params": trainer.params, **trainer.state}
+        xs = x.astype(np.int32) if x.dtype.kind in "iu" else x
+        return np.asarray(trainer.model.apply(variables, xs, deterministic=True))
+
+    @staticmethod
+    def _creation_order(trainer: Any) -> Any:
+        """The Flax network's variables from an eager init: dicts in creation order."""
+        import jax
+        import jax.numpy as jnp
+
+        dummy = jnp.zeros((1, *trainer.data.shape), trainer.data.train_x.dtype)
+        return trainer.model.init({"params": jax.random.key(0)}, dummy)
+
+    @staticmethod
+    def export(trainer: Any) -> Any:
+        from dlbench.conformance import weights
+
+        return weights.flax_export({"params": trainer.params, **trainer.state}, FlaxCheck._creation_order(trainer))
+
+    @staticmethod
+    def load(trainer: Any, given: Any) -> None:
+        from dlbench.conformance import weights
+
+        state = {"params": trainer.params, **trainer.state}
+        tree, _ = weights.flax_import(state, given, FlaxCheck._creation_order(trainer))
+        trainer.params = tree.pop("params")
+        trainer.state = tree
+
+
+TORCH, KERAS, FLAX = TorchCheck(), KerasCheck(), FlaxCheck()
