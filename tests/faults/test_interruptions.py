@@ -10,7 +10,9 @@ import random
 import signal
 from concurrent.futures import ThreadPoolExecutor
 
-from .conftest import PHASES
+import pytest
+
+from .conftest import EXPERIMENT, PHASES, PLANNED_TRIALS, REPEATS_PER_TRIAL
 from .driver import Driver, Outcome, summary
 
 SEED = 20261123  # fixed: a failure names its scenario, and rerunning it hits the same moment
@@ -45,16 +47,26 @@ def _catching(fn):
     return wrapped
 
 
-def _random_moments(driver: Driver, n: int, rng: random.Random) -> list[float]:
-    """n moments spread over a whole run, one drawn at random in each of n equal slices
-    (stratified: a few must land in run creation, the first seconds)."""
-    span = driver.full_run_seconds(PARALLEL)
+@pytest.fixture(scope="module")
+def run_span(tmp_path_factory, sleepy_env) -> float:
+    """Seconds of an uninterrupted run, PARALLEL at once as the scenarios run: measured
+    once for the module (both random-moment tests draw from it; measuring it per test
+    started three more full runs for the same number)."""
+    root = tmp_path_factory.mktemp("span")
+    experiment = root / "faults.toml"
+    experiment.write_text(EXPERIMENT)
+    return Driver(root, experiment, sleepy_env, PLANNED_TRIALS, REPEATS_PER_TRIAL).full_run_seconds(PARALLEL)
+
+
+def _random_moments(span: float, n: int, rng: random.Random) -> list[float]:
+    """n moments spread over a whole run of `span` seconds, one drawn at random in each
+    of n equal slices (stratified: a few must land in run creation, the first seconds)."""
     return [(i + rng.random()) * span / n for i in range(n)]
 
 
-def test_kill_9_at_random_moments_then_resume(driver):
+def test_kill_9_at_random_moments_then_resume(driver, run_span):
     rng = random.Random(SEED)
-    moments = _random_moments(driver, KILL_POINTS, rng)
+    moments = _random_moments(run_span, KILL_POINTS, rng)
     outcomes = _run_all(driver, [{"sig": signal.SIGKILL, "after_s": t} for t in moments])
     print(summary(outcomes))
     assert len(outcomes) == KILL_POINTS
@@ -62,9 +74,9 @@ def test_kill_9_at_random_moments_then_resume(driver):
     assert sum(o.run_existed for o in outcomes) >= KILL_POINTS // 2, summary(outcomes)
 
 
-def test_sigterm_and_sigint_at_random_moments_then_resume(driver):
+def test_sigterm_and_sigint_at_random_moments_then_resume(driver, run_span):
     rng = random.Random(SEED + 1)
-    moments = _random_moments(driver, SOFT_POINTS, rng)
+    moments = _random_moments(run_span, SOFT_POINTS, rng)
     scenarios = [{"sig": sig, "after_s": t} for sig in (signal.SIGTERM, signal.SIGINT) for t in moments]
     outcomes = _run_all(driver, scenarios)
     print(summary(outcomes))
