@@ -95,47 +95,110 @@ def faulty_plugin(tmp_path_factory, monkeypatch) -> Path:
         del sys.modules[mod]
 
 
-@pytest.fixture
-def tiny_run():
-    """`dlbench run` of the numpy reference MLP on digits (a few seconds), flags given as
-    keywords override the defaults (threads=2 -> --threads 2); returns the output and
-    asserts exit status 0."""
-    from typer.testing import CliRunner
+class Cli:
+    """The dlbench command line, invoked in this process (typer's CliRunner)."""
 
-    from dlbench.cli import app
+    @staticmethod
+    def flags(**flags: object) -> list[str]:
+        """Keywords as `dlbench run` words: threads=2 -> --threads 2, train_samples=64 ->
+        --train-samples 64; a None value leaves its flag out."""
+        return [
+            part
+            for key, value in flags.items()
+            if value is not None
+            for part in (f"--{key.replace('_', '-')}", str(value))
+        ]
 
-    def run(db: Path, **flags: object) -> str:
-        settings = {
-            "framework": "numpy",
-            "model": "mlp",
-            "dataset": "digits",
-            "epochs": 1,
-            "repeats": 2,
-            "warmup": 0,
-            "trials": 1,
-            "samplers": "none",
-            **flags,
-        }
-        args = [part for key, value in settings.items() for part in (f"--{key.replace('_', '-')}", str(value))]
-        result = CliRunner().invoke(app, ["run", *args, "--db", str(db)])
-        assert result.exit_code == 0, result.output
+    def result(self, *args: object):
+        """The command's click Result, its exit status unchecked (arguments as str())."""
+        from typer.testing import CliRunner
+
+        from dlbench.cli import app
+
+        return CliRunner().invoke(app, [str(arg) for arg in args])
+
+    def __call__(self, *args: object, code: int | None = 0) -> str:
+        """The command's output, after asserting its exit status is `code` (None: any),
+        with the output as the failure's message."""
+        result = self.result(*args)
+        assert code is None or result.exit_code == code, result.output
         return result.output
+
+    def error_line(self, *args: object, code: int = 2) -> str:
+        """The one non-blank line a refused command prints, after asserting its exit
+        status is `code` and that it printed one line."""
+        output = self(*args, code=code)
+        lines = [line for line in output.splitlines() if line.strip()]
+        assert len(lines) == 1, output
+        return lines[0]
+
+
+@pytest.fixture(scope="session")
+def cli() -> Cli:
+    """cli("runs", "--db", path) -> output, asserting exit status 0 (code=2: a refusal);
+    cli.error_line(...) for a refusal's one line; cli.result(...) for the unchecked click
+    Result; cli.flags(**flags) for run's words."""
+    return Cli()
+
+
+# What tiny_run runs unless told otherwise.
+TINY_RUN = {
+    "framework": "numpy",
+    "model": "mlp",
+    "dataset": "digits",
+    "epochs": 1,
+    "repeats": 2,
+    "warmup": 0,
+    "trials": 1,
+    "samplers": "none",
+}
+
+
+@pytest.fixture(scope="session")
+def tiny_run(cli):
+    """`dlbench run` of the numpy reference MLP on digits (a few seconds), flags given as
+    keywords override the defaults (threads=2 -> --threads 2; None leaves a default flag
+    out); returns the output and asserts exit status 0 (or `code`)."""
+
+    def run(db: Path, *, code: int | None = 0, **flags: object) -> str:
+        return cli("run", *cli.flags(**{**TINY_RUN, **flags}), "--db", db, code=code)
 
     return run
 
 
+@pytest.fixture
+def faulty_run(faulty_plugin, tiny_run):
+    """tiny_run of the `faulty` plugin's mlp (variant ok) on synthetic data, with no epochs
+    flag and no latency batches; train_seconds, when given, is how long its train() sleeps."""
+
+    def run(db: Path, *, train_seconds: float | None = None, code: int | None = 0, **flags: object) -> str:
+        if train_seconds is not None:
+            (faulty_plugin / "dlbench_faulty" / "train_seconds").write_text(str(train_seconds))
+        base = {"framework": "faulty", "dataset": "synthetic", "epochs": None, "latency_batches": 0}
+        return tiny_run(db, code=code, **{**base, **flags})
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def stored():
+    """stored(db, run_id=None) -> (run, trials): a stored run (the latest by default) and
+    its trials, as the Store reads them."""
+    from dlbench.store import Store
+
+    def read(db: Path, run_id: int | None = None) -> tuple:
+        with Store(db) as store:
+            run = store.run(run_id)
+            return run, store.trials(run["id"])
+
+    return read
+
+
 @pytest.fixture(scope="module")
-def small_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def small_db(tmp_path_factory: pytest.TempPathFactory, tiny_run) -> Path:
     """A database holding one real run (numpy MLP on digits, one trial, one repeat), shared by a module."""
-    from typer.testing import CliRunner
-
-    from dlbench.cli import app
-
     path = tmp_path_factory.mktemp("small") / "d.db"
-    flags = ["--framework", "numpy", "--model", "mlp", "--dataset", "digits", "--epochs", "1", "--repeats", "1"]
-    flags += ["--warmup", "0", "--trials", "1", "--samplers", "none", "--train-samples", "128", "--test-samples", "64"]
-    result = CliRunner().invoke(app, ["run", *flags, "--db", str(path)])
-    assert result.exit_code == 0, result.output
+    tiny_run(path, repeats=1, train_samples=128, test_samples=64)
     return path
 
 

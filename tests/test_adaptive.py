@@ -3,66 +3,27 @@ or max-repeats / the budget stops it; the reason is stored."""
 
 from __future__ import annotations
 
-from typer.testing import CliRunner
-
-from dlbench.cli import app
 from dlbench.store import Store
 
-runner = CliRunner()
 
-
-def _adaptive(db, plugin, seconds: float, *extra: str):
-    (plugin / "dlbench_faulty" / "train_seconds").write_text(str(seconds))
-    result = runner.invoke(
-        app,
-        [
-            "run",
-            "--trials",
-            "1",
-            "--framework",
-            "faulty",
-            "--model",
-            "mlp",
-            "--dataset",
-            "synthetic",
-            "--repeats",
-            "2",
-            "--warmup",
-            "0",
-            "--latency-batches",
-            "0",
-            "--samplers",
-            "none",
-            *extra,
-            "--db",
-            str(db),
-        ],
-    )
-    assert result.exit_code == 0, result.output
-    return result.output
-
-
-def test_stops_when_converged_after_the_minimum_blocks(tmp_path, faulty_plugin):
+def test_stops_when_converged_after_the_minimum_blocks(tmp_path, faulty_run, stored):
     db = tmp_path / "a.db"
-    out = _adaptive(db, faulty_plugin, 0.03, "--until-ci", "5", "--max-repeats", "12")
-    with Store(db) as store:
-        run = store.run()
-        blocks = {t["block"] for t in store.trials(run["id"])}
-        # A steady 30 ms sleep converges as soon as the rule may look (6 trial medians).
-        assert blocks == set(range(6))
-        assert run["stop_reason"].startswith("converged: every median's 95% CI within ±5%")
-        assert all(t["status"] == "ok" for t in store.trials(run["id"]))
+    out = faulty_run(db, train_seconds=0.03, until_ci=5, max_repeats=12)
+    run, trials = stored(db)
+    # A steady 30 ms sleep converges as soon as the rule may look (6 trial medians).
+    assert {t["block"] for t in trials} == set(range(6))
+    assert run["stop_reason"].startswith("converged: every median's 95% CI within ±5%")
+    assert all(t["status"] == "ok" for t in trials)
     assert "adding block 5" in out and "adaptive: converged" in out
 
 
-def test_max_repeats_caps_the_blocks(tmp_path, faulty_plugin):
+def test_max_repeats_caps_the_blocks(tmp_path, faulty_run, stored):
     db = tmp_path / "b.db"
-    _adaptive(db, faulty_plugin, 0.0, "--until-ci", "0.001", "--max-repeats", "3")
-    with Store(db) as store:
-        run = store.run()
-        assert {t["block"] for t in store.trials(run["id"])} == {0, 1, 2}
-        assert run["stop_reason"].startswith("max-repeats reached: 3 blocks")
-        assert run["stop_reason"].endswith("(a median's CI counts from 6 blocks on)")
+    faulty_run(db, train_seconds=0.0, until_ci=0.001, max_repeats=3)
+    run, trials = stored(db)
+    assert {t["block"] for t in trials} == {0, 1, 2}
+    assert run["stop_reason"].startswith("max-repeats reached: 3 blocks")
+    assert run["stop_reason"].endswith("(a median's CI counts from 6 blocks on)")
 
 
 def test_stop_reason_names_the_widest_median_and_the_blocks_it_would_need():
@@ -94,53 +55,23 @@ def test_stop_reason_names_the_widest_median_and_the_blocks_it_would_need():
     )
 
 
-def test_fixed_design_has_no_stop_reason(tmp_path, faulty_plugin):
+def test_fixed_design_has_no_stop_reason(tmp_path, faulty_run, stored):
     db = tmp_path / "c.db"
-    _adaptive(db, faulty_plugin, 0.0, "--trials", "2")
-    with Store(db) as store:
-        run = store.run()
-        assert {t["block"] for t in store.trials(run["id"])} == {0, 1} and run["stop_reason"] is None
+    faulty_run(db, train_seconds=0.0, trials=2)
+    run, trials = stored(db)
+    assert {t["block"] for t in trials} == {0, 1} and run["stop_reason"] is None
 
 
-def test_watched_metrics_are_stored_and_named_in_the_stop_reason(tmp_path, faulty_plugin):
+def test_watched_metrics_are_stored_and_named_in_the_stop_reason(tmp_path, faulty_run, stored):
     db = tmp_path / "d.db"
-    _adaptive(
-        db,
-        faulty_plugin,
-        0.03,
-        "--until-ci",
-        "5",
-        "--max-repeats",
-        "8",
-        "--until-ci-metrics",
-        "train.time,train.throughput",
-    )
-    with Store(db) as store:
-        run = store.run()
-        assert run["stop_reason"].endswith("(train.time, train.throughput)")
+    faulty_run(db, train_seconds=0.03, until_ci=5, max_repeats=8, until_ci_metrics="train.time,train.throughput")
+    run, _ = stored(db)
+    assert run["stop_reason"].endswith("(train.time, train.throughput)")
 
 
-def test_unknown_watched_metric_is_refused_with_the_allowed_ones(tmp_path, faulty_plugin):
-    result = runner.invoke(
-        app,
-        [
-            "run",
-            "--trials",
-            "1",
-            "--framework",
-            "faulty",
-            "--model",
-            "mlp",
-            "--dataset",
-            "synthetic",
-            "--until-ci",
-            "5",
-            "--until-ci-metrics",
-            "train.loss",
-            "--db",
-            str(tmp_path / "e.db"),
-        ],
-    )
+def test_unknown_watched_metric_is_refused_with_the_allowed_ones(tmp_path, faulty_plugin, cli):
+    flags = cli.flags(trials=1, framework="faulty", model="mlp", dataset="synthetic", until_ci=5)
+    result = cli.result("run", *flags, "--until-ci-metrics", "train.loss", "--db", tmp_path / "e.db")
     assert result.exit_code != 0
     assert "'train.loss' is not a timed phase.metric" in result.output
     assert "train.time" in result.output and "latency_b<B>.time" in result.output

@@ -7,52 +7,15 @@ import json
 import re
 import sqlite3
 
-from typer.testing import CliRunner
-
-from dlbench.cli import app
 from dlbench.store import Store
 
-runner = CliRunner()
 
-
-def _run(db, plugin) -> None:
-    (plugin / "dlbench_faulty" / "train_seconds").write_text("0.01")
-    result = runner.invoke(
-        app,
-        [
-            "run",
-            "--trials",
-            "1",
-            "--framework",
-            "faulty",
-            "--model",
-            "mlp",
-            "--dataset",
-            "synthetic",
-            "--repeats",
-            "2",
-            "--warmup",
-            "0",
-            "--latency-batches",
-            "0",
-            "--samplers",
-            "none",
-            "--trials",
-            "1",
-            "--db",
-            str(db),
-        ],
-    )
-    assert result.exit_code == 0, result.output
-
-
-def test_extend_adds_blocks_to_two_runs_in_turn(tmp_path, faulty_plugin):
+def test_extend_adds_blocks_to_two_runs_in_turn(tmp_path, faulty_run, cli):
     a, b = tmp_path / "a.db", tmp_path / "b.db"
-    _run(a, faulty_plugin)
-    _run(b, faulty_plugin)
-    result = runner.invoke(app, ["extend", str(a), f"{b}:1", "--blocks", "3"])
-    assert result.exit_code == 0, result.output
-    turns = re.findall(r"block (\d)/3: (\S+) \(run 1\) block (\d) done", result.output)
+    faulty_run(a, train_seconds=0.01)
+    faulty_run(b, train_seconds=0.01)
+    output = cli("extend", a, f"{b}:1", "--blocks", "3")
+    turns = re.findall(r"block (\d)/3: (\S+) \(run 1\) block (\d) done", output)
     # ABBA: A, B | B, A | A, B; each run's blocks numbered on from its first (block 0)
     assert [(int(i), ref, int(blk)) for i, ref, blk in turns] == [
         (1, str(a), 1),
@@ -74,31 +37,28 @@ def test_extend_adds_blocks_to_two_runs_in_turn(tmp_path, faulty_plugin):
                 "WHERE t.block = 3 AND m.phase = 'train' AND m.metric = 'time'"
             ).fetchone()[0]
             assert n == 2  # the two measured repeats of the last block are stored
-    flat = "".join(result.output.split())  # the console wraps long paths
+    flat = "".join(output.split())  # the console wraps long paths
     assert flat.count("4ok") == 2 and f"dlbenchcompare{a}{b}:1" in flat
 
 
-def test_extend_refuses_bad_input_before_running(tmp_path, faulty_plugin):
+def test_extend_refuses_bad_input_before_running(tmp_path, faulty_run, cli):
     a = tmp_path / "a.db"
-    _run(a, faulty_plugin)
-    twice = runner.invoke(app, ["extend", "1", str(a), "--db", str(a)])
-    assert twice.exit_code == 2 and "is named twice" in twice.output
-    zero = runner.invoke(app, ["extend", "1", "--blocks", "0", "--db", str(a)])
-    assert zero.exit_code == 2 and "--blocks 0: must be at least 1" in zero.output
-    missing = runner.invoke(app, ["extend", "nope.db"])
-    assert missing.exit_code == 2 and "no such database file" in missing.output
+    faulty_run(a, train_seconds=0.01)
+    assert "is named twice" in cli("extend", "1", a, "--db", a, code=2)
+    assert "--blocks 0: must be at least 1" in cli("extend", "1", "--blocks", "0", "--db", a, code=2)
+    assert "no such database file" in cli("extend", "nope.db", code=2)
     with sqlite3.connect(a) as con:  # a run recorded under an interpreter this machine lacks
         env = json.loads(con.execute("SELECT environment_json FROM runs WHERE id = 1").fetchone()[0])
         env["python_executable"] = "/nonexistent/venv/bin/python"
         con.execute("UPDATE runs SET environment_json = ? WHERE id = 1", (json.dumps(env),))
-    gone = runner.invoke(app, ["extend", "1", "--db", str(a)])
-    assert gone.exit_code == 2 and "/nonexistent/venv/bin/python, which does not exist here" in gone.output
+    assert "/nonexistent/venv/bin/python, which does not exist here" in cli("extend", "1", "--db", a, code=2)
     with Store(a) as store:
         assert len(store.trials(1)) == 1  # nothing was added by the refused commands
 
 
-def test_extend_bounds_the_blocks(tmp_path, faulty_plugin):
+def test_extend_bounds_the_blocks(tmp_path, faulty_run, cli):
     a = tmp_path / "a.db"
-    _run(a, faulty_plugin)
-    many = runner.invoke(app, ["extend", "1", "--blocks", "5000", "--db", str(a)])
-    assert many.exit_code == 2 and "--blocks 5000: must be at least 1 and at most 1000" in many.output
+    faulty_run(a, train_seconds=0.01)
+    assert "--blocks 5000: must be at least 1 and at most 1000" in cli(
+        "extend", "1", "--blocks", "5000", "--db", a, code=2
+    )

@@ -42,14 +42,10 @@ def test_interrupt_then_resume(tmp_path, faulty_plugin):
 
 
 @pytest.mark.parametrize("when", ["after-commit", "before-commit"])
-def test_a_signal_inside_run_creation_says_whether_the_run_was_stored(tmp_path, monkeypatch, when):
+def test_a_signal_inside_run_creation_says_whether_the_run_was_stored(tmp_path, monkeypatch, when, tiny_run):
     """Ctrl-C (or SIGTERM) landing inside Store.create_run: after its commit the run exists,
     and the command must say how to resume it (the fault suite once saw 'nothing was stored'
     over a stored run); before the commit nothing is stored, and it says so."""
-    from typer.testing import CliRunner
-
-    from dlbench.cli import app
-
     original = Store.create_run
 
     def interrupted(self, **kw):
@@ -62,13 +58,11 @@ def test_a_signal_inside_run_creation_says_whether_the_run_was_stored(tmp_path, 
 
     monkeypatch.setattr(Store, "create_run", interrupted)
     db = tmp_path / "r.db"
-    args = ["run", "--trials", "1", "--framework", "numpy", "--model", "mlp", "--dataset", "digits", "--epochs", "1"]
-    result = CliRunner().invoke(app, [*args, "--repeats", "1", "--warmup", "0", "--samplers", "none", "--db", str(db)])
-    assert result.exit_code == 130, result.output
+    output = tiny_run(db, repeats=1, code=130)
     with Store(db) as store:
         runs = store.runs()
         if when == "after-commit":
-            assert "Resume with: dlbench run --resume 1" in result.output, result.output
+            assert "Resume with: dlbench run --resume 1" in output, output
             assert [r["status"] for r in runs] == ["interrupted"]
         else:
-            assert "nothing was stored" in result.output and runs == []
+            assert "nothing was stored" in output and runs == []

@@ -10,15 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from typer.testing import CliRunner
-
-from dlbench.cli import app
-
-runner = CliRunner()
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
 
-def test_a_planted_dlbench_package_in_the_working_directory_is_never_imported(tmp_path):
+def test_a_planted_dlbench_package_in_the_working_directory_is_never_imported(tmp_path, cli):
     planted = tmp_path / "dlbench"
     planted.mkdir()
     marker = tmp_path / "PWNED"
@@ -30,31 +25,12 @@ def test_a_planted_dlbench_package_in_the_working_directory_is_never_imported(tm
     # The installed console script (not `python -m dlbench`, which a user runs from where they choose).
     script = Path(sys.executable).parent / "dlbench"
     command = [str(script)] if script.exists() else [sys.executable, "-c", "from dlbench.cli import main; main()"]
+    flags = cli.flags(
+        trials=1, framework="numpy", model="mlp", dataset="synthetic", epochs=1, repeats=1, warmup=0, latency_batches=0,
+        samplers="none",
+    )  # fmt: skip
     result = subprocess.run(
-        [
-            *command,
-            "run",
-            "--trials",
-            "1",
-            "--framework",
-            "numpy",
-            "--model",
-            "mlp",
-            "--dataset",
-            "synthetic",
-            "--epochs",
-            "1",
-            "--repeats",
-            "1",
-            "--warmup",
-            "0",
-            "--latency-batches",
-            "0",
-            "--samplers",
-            "none",
-            "--db",
-            str(tmp_path / "r.db"),
-        ],
+        [*command, "run", *flags, "--db", str(tmp_path / "r.db")],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -67,34 +43,6 @@ def test_a_planted_dlbench_package_in_the_working_directory_is_never_imported(tm
         assert con.execute("SELECT status FROM trials").fetchall() == [("ok",)]
 
 
-def _finished_run(db: Path, plugin: Path) -> None:
-    result = runner.invoke(
-        app,
-        [
-            "run",
-            "--trials",
-            "1",
-            "--framework",
-            "faulty",
-            "--model",
-            "mlp",
-            "--dataset",
-            "synthetic",
-            "--repeats",
-            "1",
-            "--warmup",
-            "0",
-            "--latency-batches",
-            "0",
-            "--samplers",
-            "none",
-            "--db",
-            str(db),
-        ],
-    )
-    assert result.exit_code == 0, result.output
-
-
 def _record_interpreter(db: Path, python: str) -> None:
     with sqlite3.connect(db) as con:
         env = json.loads(con.execute("SELECT environment_json FROM runs WHERE id = 1").fetchone()[0])
@@ -102,17 +50,15 @@ def _record_interpreter(db: Path, python: str) -> None:
         con.execute("UPDATE runs SET environment_json = ? WHERE id = 1", (json.dumps(env),))
 
 
-def test_extend_refuses_an_interpreter_the_database_names(tmp_path, faulty_plugin):
+def test_extend_refuses_an_interpreter_the_database_names(tmp_path, faulty_run, cli):
     db = tmp_path / "sent.db"
-    _finished_run(db, faulty_plugin)
+    faulty_run(db, repeats=1)
     marker = tmp_path / "PWNED"
     fake = tmp_path / "python"
     fake.write_text(f"#!/bin/sh\necho ran > {marker}\n")
     fake.chmod(0o755)
     _record_interpreter(db, str(fake))
-    refused = runner.invoke(app, ["extend", str(db)])
-    assert refused.exit_code == 2, refused.output
-    flat = " ".join(refused.output.split())
+    flat = " ".join(cli("extend", db, code=2).split())
     assert f"recorded the interpreter {fake}, which is not this dlbench's" in flat
     assert "dlbench runs no program a database names" in flat and f"--python {fake}" in flat
     assert not marker.exists()
@@ -120,31 +66,22 @@ def test_extend_refuses_an_interpreter_the_database_names(tmp_path, faulty_plugi
         assert con.execute("SELECT COUNT(*) FROM trials").fetchone()[0] == 1
 
     # Named by the user, the same path is used (here it is no Python, so its trial fails, visibly).
-    named = runner.invoke(app, ["extend", str(db), "--python", str(fake)])
-    assert marker.exists() and named.exit_code == 1, named.output
+    cli("extend", db, "--python", fake, code=1)
+    assert marker.exists()
 
 
-def test_extend_runs_under_this_interpreter_and_refuses_a_missing_one(tmp_path, faulty_plugin):
+def test_extend_runs_under_this_interpreter_and_refuses_a_missing_one(tmp_path, faulty_run, cli):
     db = tmp_path / "mine.db"
-    _finished_run(db, faulty_plugin)
-    ok = runner.invoke(app, ["extend", str(db)])
-    assert ok.exit_code == 0, ok.output
+    faulty_run(db, repeats=1)
+    cli("extend", db)
     _record_interpreter(db, str(tmp_path / "gone" / "python"))
-    gone = runner.invoke(app, ["extend", str(db)])
-    assert gone.exit_code == 2 and "which does not exist here" in " ".join(gone.output.split())
-    bad = runner.invoke(app, ["extend", str(db), "--python", str(tmp_path)])
-    assert bad.exit_code == 2 and "not an executable file" in bad.output
+    assert "which does not exist here" in " ".join(cli("extend", db, code=2).split())
+    assert "not an executable file" in cli("extend", db, "--python", tmp_path, code=2)
 
 
-def test_a_stored_profile_trace_folder_is_not_written_to_unless_named_again(tmp_path, tiny_run):
+def test_a_stored_profile_trace_folder_is_not_written_to_unless_named_again(tmp_path, tiny_run, cli):
     """A database someone sent chooses no folder to write into: run --resume keeps a
     stored profile_traces only when --profile-traces names the same folder now."""
-    import json
-    import sqlite3
-
-    from typer.testing import CliRunner
-
-    from dlbench.cli import app
     from dlbench.trialspec import TrialSpec
 
     db = tmp_path / "sent.db"
@@ -162,6 +99,6 @@ def test_a_stored_profile_trace_folder_is_not_written_to_unless_named_again(tmp_
     assert TrialSpec.from_row(stored).protocol.profile_traces == ""
     assert TrialSpec.from_row(stored, traces=str(tmp_path / "other")).protocol.profile_traces == ""
     assert TrialSpec.from_row(stored, traces=str(planted)).protocol.profile_traces == str(planted)
-    result = CliRunner().invoke(app, ["run", "--resume", "1", "--db", str(db)])
-    assert "a path read from a database is not written to" in result.output and str(planted) in result.output
+    output = cli("run", "--resume", "1", "--db", db, code=None)
+    assert "a path read from a database is not written to" in output and str(planted) in output
     assert not (tmp_path / "planted").exists()
