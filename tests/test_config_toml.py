@@ -5,10 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from dlbench import config
-from dlbench.cli import app
 from dlbench.config_toml import derived_name, resolved, to_toml, value
 from dlbench.plan import expand
 
@@ -82,13 +80,12 @@ def test_values_are_toml():
         value(float("nan"))
 
 
-def test_a_run_reports_the_configuration_that_ran(tmp_path, tiny_run):
+def test_a_run_reports_the_configuration_that_ran(tmp_path, tiny_run, cli):
     db = tmp_path / "r.db"
-    runner = CliRunner()
     tiny_run(db, epochs=2)
-    md = runner.invoke(app, ["report", "--db", str(db), "--format", "markdown"]).output
+    md = cli("report", "--db", db, "--format", "markdown", code=None)
     configuration = md.split("```toml")[1].split("```")[0]
     assert "epochs = 2" in configuration and 'model = ["mlp"]' in configuration
     assert "knn" not in configuration and "epochs = 10" not in configuration
-    runs = runner.invoke(app, ["runs", "--db", str(db)]).output
+    runs = cli("runs", "--db", db, code=None)
     assert "mlp on digits: numpy" in runs

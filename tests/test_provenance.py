@@ -12,24 +12,15 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from typer.testing import CliRunner
 
 from dlbench import env, studies
-from dlbench.cli import app
 from dlbench.config import ConfigError
 from dlbench.report import machines
 from dlbench.store import Store
 from dlbench.studies.facts import paper_number, parse
 
-runner = CliRunner()
 # A plan table's row: "│ 3 │ 1     │ numpy:reference mlp ... │ 43f080c83f404887 │"
 PLAN_ROW = re.compile(r"│\s*\d+\s*│\s*(\d+)\s*│.*│\s*([0-9a-f]{16})\s*│")
-
-
-def _invoke(args: list[str]) -> str:
-    result = runner.invoke(app, args)
-    assert result.exit_code == 0, result.output
-    return result.output
 
 
 def _planned(output: str) -> list[tuple[int, str]]:
@@ -47,51 +38,50 @@ def _stored(db: Path, run_id: int) -> tuple[list[str], list[tuple[int, str]]]:
     return words[1:], trials
 
 
-def test_a_plain_runs_command_replays_as_the_same_plan(tiny_run, tmp_path: Path):
+def test_a_plain_runs_command_replays_as_the_same_plan(tiny_run, cli, tmp_path: Path):
     db = tmp_path / "r.db"
     # Two cases in two blocks: the order inside each block is drawn from --seed.
     tiny_run(db, batch_size="16,32", trials=2, repeats=1, seed=7, device="cpu")
     words, trials = _stored(db, 1)
     assert words[0] == "run" and words[words.index("--seed") + 1] == "7" and words[words.index("--db") + 1] == str(db)
     assert len(trials) == 4 and len({key for _, key in trials}) == 2
-    assert _planned(_invoke(["plan", *words[1:]])) == trials  # plan takes every flag run took: --db, --seed, --device
+    assert _planned(cli("plan", *words[1:])) == trials  # plan takes every flag run took: --db, --seed, --device
     # The keys and the order follow the seed: a replay under another one would not match.
     other = list(words[1:])
     other[other.index("--seed") + 1] = "8"
-    assert _planned(_invoke(["plan", *other])) != trials
-    refused = runner.invoke(app, ["plan", "--resume", "1", "--db", str(db)])
-    assert refused.exit_code == 2 and "--resume 1 finishes a stored run" in refused.output
+    assert _planned(cli("plan", *other)) != trials
+    assert "--resume 1 finishes a stored run" in cli("plan", "--resume", "1", "--db", db, code=2)
 
 
 @pytest.fixture(scope="module")
-def study_db(tmp_path_factory) -> Path:
+def study_db(tmp_path_factory, cli) -> Path:
     """germino at smoke scale with the numpy reference MLP only: one trial, seconds."""
     db = tmp_path_factory.mktemp("study") / "s.db"
-    _invoke(["study", "run", "germino", "--scale", "smoke", "--framework", "numpy", "--db", str(db)])
+    cli("study", "run", "germino", "--scale", "smoke", "--framework", "numpy", "--db", db)
     return db
 
 
-def test_a_study_runs_command_is_the_study_command_and_replays_as_its_plan(study_db: Path):
+def test_a_study_runs_command_is_the_study_command_and_replays_as_its_plan(study_db: Path, cli):
     words, trials = _stored(study_db, 1)
     # It used to be stored as `dlbench run germino --scale smoke ...`, which does not run.
     assert words[:3] == ["study", "run", "germino"] and words[words.index("--scale") + 1] == "smoke"
     assert words[words.index("--framework") + 1] == "numpy" and words[words.index("--device") + 1] == "cpu"
     assert len(trials) == 1
-    assert _planned(_invoke(["study", "plan", *words[2:]])) == trials
+    assert _planned(cli("study", "plan", *words[2:])) == trials
 
 
-def test_an_explain_runs_command_names_its_run_and_replays_as_its_plan(tiny_run, tmp_path: Path):
+def test_an_explain_runs_command_names_its_run_and_replays_as_its_plan(tiny_run, cli, tmp_path: Path):
     db = tmp_path / "e.db"
     tiny_run(db, init="glorot-uniform,framework-default", trials=1, repeats=1)
     # No RUN given: "the latest run", which once the explain run is stored is that one itself.
-    _invoke([
+    cli(
         "explain", "--case", "init=glorot-uniform", "--vs", "init=framework-default", "--blocks", "2",
-        "--repeats", "1", "--warmup", "0", "--profile-steps", "0", "--db", str(db),
-    ])  # fmt: skip
+        "--repeats", "1", "--warmup", "0", "--profile-steps", "0", "--db", db,
+    )  # fmt: skip
     words, trials = _stored(db, 2)
     assert words[:2] == ["explain", "1"]  # the run it explained, by id
     assert len(trials) == 4 and len({key for _, key in trials}) == 2  # A and B, two blocks
-    replayed = _invoke([*words, "--dry-run"])
+    replayed = cli(*words, "--dry-run")
     assert "dry run, nothing stored" in replayed and "toggles init framework-default -> glorot-uniform" in replayed
     assert _planned(replayed) == trials
     with Store(db) as store:
@@ -180,7 +170,7 @@ def test_paper_numbers_keep_the_papers_digits():
         _facts('99.3\nprinted = "99.4"')
 
 
-def test_the_shipped_facts_quote_the_paper_as_printed(study_db: Path):
+def test_the_shipped_facts_quote_the_paper_as_printed(study_db: Path, cli):
     germino = studies.load_facts("germino")
     numbers = {
         (f.ref, f.machine, f.framework, f.model, f.quantity, f.statistic): f.paper_number() for f in germino.facts
@@ -189,7 +179,7 @@ def test_the_shipped_facts_quote_the_paper_as_printed(study_db: Path):
     assert numbers[("Table V", "all", "torch", "mlp", "accuracy", "mean")] == "92.31"
     assert numbers[("Table V", "all", "torch", "cnn", "accuracy", "mean")] == "99.30"
     # The study report's table of every number shows them so (it printed 50.9 s and 92.3 %).
-    report = _invoke(["study", "report", "germino", "--db", str(study_db), "--format", "markdown"])
+    report = cli("study", "report", "germino", "--db", study_db, "--format", "markdown")
     rows = [line for line in report.splitlines() if line.startswith("| Table II | CPU | PyTorch | mlp | train")]
     assert any("| 50.93 s |" in row for row in rows), rows
     assert "| 92.31 % |" in report and "| 99.30 % |" in report

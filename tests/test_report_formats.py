@@ -16,21 +16,18 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from typer.testing import CliRunner
 
-from dlbench.cli import app
 from dlbench.report import html as html_report
 from dlbench.report.model import build_report
 from dlbench.store import Measurement, Store
 
-runner = CliRunner()
 HOSTILE = "<script>alert('x')</script> R&D_1%$#{~^}\\"
 EVIL_VARIANT = "<b>v&_%$#</b>"
 
 
 # -- fixtures --------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def real_run(tmp_path_factory):
+def real_run(tmp_path_factory, cli):
     """numpy mlp and sklearn knn on digits, 2 trials each, under a hostile experiment name."""
     tmp = tmp_path_factory.mktemp("report")
     toml = tmp / "hostile.toml"
@@ -42,8 +39,7 @@ def real_run(tmp_path_factory):
         "[protocol]\nepochs = 1\nrepeats = 2\nwarmup = 0\ntrials = 2\nlatency_batches = 2\n"
     )
     db = tmp / "real.db"
-    result = runner.invoke(app, ["run", str(toml), "--db", str(db)])
-    assert result.exit_code == 0, result.output
+    cli("run", toml, "--db", db)
     return db
 
 
@@ -106,11 +102,16 @@ def compared_run(tmp_path_factory):
     return db
 
 
-def _render(db: Path, fmt: str, tmp_path: Path) -> str:
-    out = tmp_path / f"report.{fmt}"
-    result = runner.invoke(app, ["report", "--format", fmt, "--out", str(out), "--db", str(db)])
-    assert result.exit_code == 0, result.output
-    return out.read_text(encoding="utf-8")
+@pytest.fixture
+def render(cli, tmp_path):
+    """render(db, fmt): the report written in that format to a file under tmp_path, read back."""
+
+    def written(db: Path, fmt: str) -> str:
+        out = tmp_path / f"report.{fmt}"
+        cli("report", "--format", fmt, "--out", out, "--db", db)
+        return out.read_text(encoding="utf-8")
+
+    return written
 
 
 def tiny_png(width: int = 3, height: int = 2) -> bytes:
@@ -164,15 +165,13 @@ def _parse(html: str) -> _Collector:
 
 
 # -- console, markdown, csv -----------------------------------------------------------------
-def test_console_leads_with_the_answer_and_details_keep_every_table(real_run):
-    short = runner.invoke(app, ["report", "--db", str(real_run)])
-    assert short.exit_code == 0, short.output
-    lines = short.output.splitlines()
+def test_console_leads_with_the_answer_and_details_keep_every_table(real_run, cli):
+    short = cli("report", "--db", real_run)
+    lines = short.splitlines()
     assert "Answer" in lines[:8], lines[:8]
-    assert "summary: medians, fastest first" in short.output and "train time (s)" not in short.output
-    assert "telemetry samplers" not in short.output and "telemetry: " in short.output  # one line, not the table
-    result = runner.invoke(app, ["report", "--db", str(real_run), "--details"])
-    assert result.exit_code == 0, result.output
+    assert "summary: medians, fastest first" in short and "train time (s)" not in short
+    assert "telemetry samplers" not in short and "telemetry: " in short  # one line, not the table
+    details = cli("report", "--db", real_run, "--details")
     for title in (
         "train time (s)",
         "infer time (ms)",
@@ -181,12 +180,12 @@ def test_console_leads_with_the_answer_and_details_keep_every_table(real_run):
         "telemetry samplers",
         "utilization, temperature and memory per phase",
     ):
-        assert title in result.output
-    assert "│ numpy" in result.output and HOSTILE in result.output  # the console prints text verbatim
+        assert title in details
+    assert "│ numpy" in details and HOSTILE in details  # the console prints text verbatim
 
 
-def test_markdown_tables(real_run, tmp_path):
-    md = _render(real_run, "markdown", tmp_path)
+def test_markdown_tables(real_run, render):
+    md = render(real_run, "markdown")
     assert "**train time (s)**" in md and "**accuracy (%)**" in md
     header = "| framework | variant | model | n | mean ± sd | median | Q1 | Q3 | note |"
     assert header in md
@@ -199,8 +198,8 @@ def test_markdown_tables(real_run, tmp_path):
     assert "R&amp;D\\_1%$\\#" in md
 
 
-def test_csv_summary_rows_carry_full_precision(real_run, tmp_path):
-    text = _render(real_run, "csv", tmp_path)
+def test_csv_summary_rows_carry_full_precision(real_run, render):
+    text = render(real_run, "csv")
     rows = list(csv.DictReader(io.StringIO(text)))
     assert {r["metric"] for r in rows} == {"train time", "inference time", "accuracy"}
     assert {r["unit"] for r in rows} == {"s", "fraction"}
@@ -230,11 +229,9 @@ def test_csv_summary_rows_carry_full_precision(real_run, tmp_path):
     assert float(train["median"]) == expected and train["median"] == repr(expected)
 
 
-def test_unknown_format_and_console_out_are_errors(real_run, tmp_path):
-    result = runner.invoke(app, ["report", "--format", "pdf", "--db", str(real_run)])
-    assert result.exit_code == 2 and "allowed: console, markdown, latex, html, csv" in result.output
-    result = runner.invoke(app, ["report", "--out", str(tmp_path / "x.txt"), "--db", str(real_run)])
-    assert result.exit_code == 2 and "--out needs a written format" in result.output
+def test_unknown_format_and_console_out_are_errors(real_run, tmp_path, cli):
+    assert "allowed: console, markdown, latex, html, csv" in cli("report", "--format", "pdf", "--db", real_run, code=2)
+    assert "--out needs a written format" in cli("report", "--out", tmp_path / "x.txt", "--db", real_run, code=2)
 
 
 # -- latex ---------------------------------------------------------------------------
@@ -273,8 +270,8 @@ def _check_latex(tex: str) -> None:
     assert not re.search(r"(?<!\\)[&%#_]", outside.replace("\\_", "")), "unescaped special character"
 
 
-def test_latex_booktabs_and_escaping(real_run, tmp_path):
-    tex = _render(real_run, "latex", tmp_path)
+def test_latex_booktabs_and_escaping(real_run, render):
+    tex = render(real_run, "latex")
     assert tex.startswith("\\documentclass") and "\\usepackage{booktabs}" in tex
     assert tex.count("\\begin{tabular}") >= 5
     assert (
@@ -286,8 +283,8 @@ def test_latex_booktabs_and_escaping(real_run, tmp_path):
     _check_latex(tex)
 
 
-def test_latex_of_a_comparison_has_hypotheses_and_escapes_case_values(compared_run, tmp_path):
-    tex = _render(compared_run, "latex", tmp_path)
+def test_latex_of_a_comparison_has_hypotheses_and_escapes_case_values(compared_run, render):
+    tex = render(compared_run, "latex")
     _check_latex(tex)
     assert r"\textless{}b\textgreater{}v\&\_\%\$\#\textless{}/b\textgreater{}" in tex
     assert tex.count("\\item[Hypothesis") == 6  # 3 pairs x (train, inference)
@@ -296,8 +293,8 @@ def test_latex_of_a_comparison_has_hypotheses_and_escapes_case_values(compared_r
 
 
 # -- html ----------------------------------------------------------------------------
-def test_html_is_self_contained_and_escaped(real_run, tmp_path):
-    html = _render(real_run, "html", tmp_path)
+def test_html_is_self_contained_and_escaped(real_run, render):
+    html = render(real_run, "html")
     doc = _parse(html)
     tags = [t for t, _ in doc.tags]
     assert "script" not in tags and "link" not in tags  # no script, no external stylesheet
@@ -359,7 +356,7 @@ def test_html_inlines_figures_as_png_data_uris(real_run, tmp_path):
         html_report.inline_figures([SimpleNamespace(name="x", title="x", png=b"GIF89a", svg=None, caption="")])
 
 
-def test_html_figures_from_plots(real_run, tmp_path):
+def test_html_figures_from_plots(real_run, tmp_path, render):
     """The report's own figures (dlbench.report.plots, matplotlib), when plotting is installed."""
     try:
         from dlbench.report.plots import make_figures
@@ -367,28 +364,28 @@ def test_html_figures_from_plots(real_run, tmp_path):
         pytest.skip(f"dlbench.report.plots cannot be imported: {exc}")
     with Store(real_run) as store:
         n = len(make_figures(store, store.run()["id"], tmp_path))
-    html = _render(real_run, "html", tmp_path)
+    html = render(real_run, "html")
     imgs = [a for t, a in _parse(html).tags if t == "img"]
     assert n > 0 and len(imgs) == n
     assert all(a["src"].startswith("data:image/svg+xml;base64,") for a in imgs)
 
 
-def test_every_format_opens_with_the_answer(compared_run, tmp_path):
+def test_every_format_opens_with_the_answer(compared_run, render):
     """The answer comes before any table, figure or environment: first in the HTML body
     (after the title and one line of metadata), first section of Markdown and LaTeX."""
-    html = _render(compared_run, "html", tmp_path)
+    html = render(compared_run, "html")
     order = [html.index(f'id="{anchor}"') for anchor in ("answer", "figures", "hypotheses", "how", "environment")]
     assert order == sorted(order), order
     assert "× slower than" in html.split('id="figures"')[0]
-    md = _render(compared_run, "markdown", tmp_path)
+    md = render(compared_run, "markdown")
     assert md.split("\n## ")[1].startswith("Answer")  # the first section
     assert md.index("## Answer") < md.index("Command:") and "× slower than" in md
-    tex = _render(compared_run, "latex", tmp_path)
+    tex = render(compared_run, "latex")
     assert tex.index("\\subsection*{Answer}") < tex.index("Command:") and "$\\times$ slower than" in tex
 
 
-def test_html_hypotheses_in_seed_002_form(compared_run, tmp_path):
-    html = _render(compared_run, "html", tmp_path)
+def test_html_hypotheses_in_seed_002_form(compared_run, render):
+    html = render(compared_run, "html")
     doc = _parse(html)
     # The inline SVG figures are well-formed XML that carries the hostile variant name
     # as text (escaped in the markup: no element of its own).
@@ -497,15 +494,12 @@ def test_html_renders_in_headless_chromium(real_run, tmp_path):
     assert tables >= 7 and rows >= 20
 
 
-def test_markdown_and_latex_show_the_figures_they_wrote(real_run, tmp_path):
+def test_markdown_and_latex_show_the_figures_they_wrote(real_run, tmp_path, cli):
     out_dir = tmp_path / "paper"
     out_dir.mkdir()
     md_file, tex_file, figs = out_dir / "r.md", out_dir / "r.tex", out_dir / "figs"
     for fmt, target in (("markdown", md_file), ("latex", tex_file)):
-        result = runner.invoke(
-            app, ["report", "--db", str(real_run), "--format", fmt, "--out", str(target), "--figures", str(figs)]
-        )
-        assert result.exit_code == 0, result.output
+        cli("report", "--db", real_run, "--format", fmt, "--out", target, "--figures", figs)
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md_file.read_text())
     included = re.findall(r"\\includegraphics\[[^\]]*\]\{([^}]+)\}", tex_file.read_text())
     assert links and links == included  # the same figures, in the same order
@@ -513,28 +507,14 @@ def test_markdown_and_latex_show_the_figures_they_wrote(real_run, tmp_path):
     assert "\\usepackage{graphicx}" in tex_file.read_text()
 
 
-def test_latex_tables_are_bare_tabulars_to_input(real_run, tmp_path):
+def test_latex_tables_are_bare_tabulars_to_input(real_run, tmp_path, cli):
     tables = tmp_path / "tables"
-    result = runner.invoke(
-        app,
-        [
-            "report",
-            "--db",
-            str(real_run),
-            "--format",
-            "latex",
-            "--out",
-            str(tmp_path / "r.tex"),
-            "--latex-tables",
-            str(tables),
-        ],
-    )
-    assert result.exit_code == 0, result.output
+    cli("report", "--db", real_run, "--format", "latex", "--out", tmp_path / "r.tex", "--latex-tables", tables)
     files = sorted(tables.glob("*.tex"))
     assert len(files) >= 4
     for f in files:
         text = f.read_text()
         assert "\\documentclass" not in text and "\\begin{table}" not in text
         assert text.count("\\begin{tabular}") == 1 and text.rstrip().endswith("\\end{tabular}")
-    wrong = runner.invoke(app, ["report", "--db", str(real_run), "--format", "markdown", "--latex-tables", str(tables)])
-    assert wrong.exit_code == 2 and "--latex-tables" in wrong.output and "--format latex" in wrong.output
+    wrong = cli("report", "--db", real_run, "--format", "markdown", "--latex-tables", tables, code=2)
+    assert "--latex-tables" in wrong and "--format latex" in wrong

@@ -10,9 +10,7 @@ import sys
 import xml.etree.ElementTree as ET
 
 import pytest
-from typer.testing import CliRunner
 
-from dlbench.cli import app
 from dlbench.report.plots import make_figures
 from dlbench.store import Measurement, Store
 
@@ -39,39 +37,12 @@ def check_files(figures) -> None:
 
 # -- a real run -------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def real_run(tmp_path_factory):
+def real_run(tmp_path_factory, tiny_run):
     db = tmp_path_factory.mktemp("plots") / "real.db"
-    result = CliRunner().invoke(
-        app,
-        [
-            "run",
-            "--trials",
-            "1",
-            "--framework",
-            "numpy,sklearn",
-            "--model",
-            "mlp,knn",
-            "--dataset",
-            "digits",
-            "--batch-size",
-            "32,64",
-            "--trials",
-            "2",
-            "--repeats",
-            "2",
-            "--warmup",
-            "1",
-            "--epochs",
-            "1",
-            "--latency-batches",
-            "1",
-            "--samplers",
-            "cpu,memory",
-            "--db",
-            str(db),
-        ],
-    )
-    assert result.exit_code == 0, result.output
+    tiny_run(
+        db, framework="numpy,sklearn", model="mlp,knn", batch_size="32,64", trials=2, warmup=1, latency_batches=1,
+        samplers="cpu,memory",
+    )  # fmt: skip
     store = Store(db)
     yield store, store.run()["id"]
     store.close()

@@ -13,45 +13,31 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from typer.testing import CliRunner
 
 from dlbench import results
 from dlbench.analysis.comparisons import run_vs_run, within_run
 from dlbench.analysis.stats import reverse
-from dlbench.cli import app
 from dlbench.plan import DISTRIBUTION_DEFAULTS
 from dlbench.store import Store
 
-runner = CliRunner()
 # Small and quick, but real: every phase, warm-up rows, one latency batch (a few rows with seq).
 FLAGS = {
-    "model": "mlp",
-    "dataset": "digits",
-    "epochs": 1,
     "repeats": 3,
     "warmup": 1,
-    "trials": 1,
-    "samplers": "none",
-    "train-samples": 256,
-    "test-samples": 128,
-    "latency-batches": 1,
-    "infer-min-time": 0,
+    "train_samples": 256,
+    "test_samples": 128,
+    "latency_batches": 1,
+    "infer_min_time": 0,
     "threads": 1,
 }
 
 
-def _run(db: Path, framework: str) -> None:
-    args = [part for key, value in {**FLAGS, "framework": framework}.items() for part in (f"--{key}", str(value))]
-    result = runner.invoke(app, ["run", *args, "--db", str(db)])
-    assert result.exit_code == 0, result.output
-
-
 @pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def db(tmp_path_factory: pytest.TempPathFactory, tiny_run) -> Path:
     """Run 1: numpy and torch (one comparison set); run 2: numpy alone (a case both runs share)."""
     path = tmp_path_factory.mktemp("results") / "r.db"
-    _run(path, "numpy,torch")
-    _run(path, "numpy")
+    tiny_run(path, framework="numpy,torch", **FLAGS)  # the mlp on digits, 1 epoch, 1 trial, no samplers
+    tiny_run(path, **FLAGS)
     return path
 
 
@@ -217,41 +203,35 @@ def test_compare_two_runs_is_dlbench_compare(db: Path):
 
 
 @pytest.mark.parametrize("fmt", ["csv", "json", "parquet"])
-def test_export_reads_back_equal_to_measurements(db: Path, tmp_path: Path, fmt: str):
+def test_export_reads_back_equal_to_measurements(db: Path, tmp_path: Path, fmt: str, cli):
     with results.load(db) as data:
         want = data.measurements(1)
     by_suffix = tmp_path / f"m.{fmt}"
-    result = runner.invoke(app, ["export", str(by_suffix), "--run", "1", "--db", str(db)])
-    assert result.exit_code == 0, result.output
+    cli("export", by_suffix, "--run", "1", "--db", db)
     back = _read(by_suffix, fmt)
     assert list(back.columns) == list(want.columns)
     pd.testing.assert_frame_equal(_normal(back), _normal(want), check_exact=True)
     np.testing.assert_array_equal(back["value"].to_numpy(float), want["value"].to_numpy(float))  # bit for bit
     named = tmp_path / "m.out"  # --format wins over the suffix
-    assert (
-        runner.invoke(app, ["export", str(named), "--format", fmt.upper(), "--run", "1", "--db", str(db)]).exit_code
-        == 0
-    )
+    cli("export", named, "--format", fmt.upper(), "--run", "1", "--db", db)
     pd.testing.assert_frame_equal(_normal(_read(named, fmt)), _normal(want), check_exact=True)
 
 
-def test_export_columns_name_every_factor(db: Path, tmp_path: Path):
+def test_export_columns_name_every_factor(db: Path, tmp_path: Path, cli):
     out = tmp_path / "latest.csv"
-    result = runner.invoke(app, ["export", str(out), "--db", str(db)])
-    assert result.exit_code == 0 and "of run 2" in result.output  # the latest run by default
+    assert "of run 2" in cli("export", out, "--db", db)  # the latest run by default
     header = out.read_text().splitlines()[0].split(",")
     assert {"layout", "pipeline", "input_shape", "synthetic", "train_samples", "momentum"} <= set(header)
     assert header == list(results.MEASUREMENT_COLUMNS)
 
 
-def test_export_unknown_format_is_one_line_and_writes_nothing(db: Path, tmp_path: Path):
+def test_export_unknown_format_is_one_line_and_writes_nothing(db: Path, tmp_path: Path, cli):
     out = tmp_path / "m.xml"
-    result = runner.invoke(app, ["export", str(out), "--format", "xml", "--db", str(db)])
-    assert result.exit_code == 2
-    assert result.output.strip() == "error: --format 'xml': allowed: csv, json, parquet"
+    assert cli("export", out, "--format", "xml", "--db", db, code=2).strip() == (
+        "error: --format 'xml': allowed: csv, json, parquet"
+    )
     assert not out.exists()
-    result = runner.invoke(app, ["export", str(tmp_path / "m.csv"), "--db", str(tmp_path / "none.db")])
-    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
+    assert len(cli("export", tmp_path / "m.csv", "--db", tmp_path / "none.db", code=2).strip().splitlines()) == 1
     assert not (tmp_path / "none.db").exists()
 
 
