@@ -21,39 +21,11 @@ import time
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 import dlbench
-from dlbench.cli import app
 from dlbench.store import MIGRATIONS, Measurement, Store, StoreError
 
-runner = CliRunner()
 CASE = {"framework": "numpy", "variant": "default", "model": "mlp", "dataset": "synthetic", "batch_size": 8}
-TINY_RUN = [
-    "run",
-    "--trials",
-    "1",
-    "--framework",
-    "numpy",
-    "--model",
-    "mlp",
-    "--dataset",
-    "synthetic",
-    "--epochs",
-    "1",
-    "--repeats",
-    "1",
-    "--warmup",
-    "0",
-    "--latency-batches",
-    "0",
-    "--train-samples",
-    "256",
-    "--test-samples",
-    "64",
-    "--samplers",
-    "none",
-]
 
 
 # -- building the files ---------------------------------------------------------
@@ -170,15 +142,35 @@ def state(path: Path) -> tuple:
     return hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns, siblings(path)
 
 
-def invoke(args: list[str]):
-    """CliRunner keeps the exception that ended a command, and with its traceback the stores
-    the command opened; a process that exits closes them (and SQLite then removes the -wal and
-    -shm files). Dropping the result's references does the same here."""
-    result = runner.invoke(app, args)
-    code, output = result.exit_code, result.output
-    del result
-    gc.collect()
-    return code, output
+@pytest.fixture(scope="session")
+def run_args(cli) -> list[str]:
+    """`dlbench run` of a tiny numpy mlp on synthetic data, without its --db."""
+    return ["run", *cli.flags(
+        trials=1, framework="numpy", model="mlp", dataset="synthetic", epochs=1, repeats=1, warmup=0,
+        latency_batches=0, train_samples=256, test_samples=64, samplers="none",
+    )]  # fmt: skip
+
+
+@pytest.fixture
+def invoke(cli):
+    """invoke(args) -> (exit status, output). CliRunner keeps the exception that ended a command,
+    and with its traceback the stores the command opened; a process that exits closes them (and
+    SQLite then removes the -wal and -shm files). Dropping the result's references does the same here."""
+
+    def run(args: list[str]) -> tuple[int, str]:
+        result = cli.result(*args)
+        code, output = result.exit_code, result.output
+        del result
+        gc.collect()
+        return code, output
+
+    return run
+
+
+def reading(out: Path, other: str) -> list[list[str]]:
+    """The commands that only read the database their --db names: runs, report, export into
+    `out`, and compare of its run 1 with `other`."""
+    return [["runs"], ["report"], ["export", str(out)], ["compare", "1", other]]
 
 
 def one_error_line(output: str) -> str:
@@ -396,7 +388,7 @@ def good_db(tmp_path):
     return real_db(tmp_path / "good.db")
 
 
-def _commands(path: Path, good: Path, out: Path) -> dict[str, list[str]]:
+def _commands(path: Path, good: Path, out: Path, run_args: list[str]) -> dict[str, list[str]]:
     return {
         "runs": ["runs", "--db", str(path)],
         "report": ["report", "--db", str(path)],
@@ -404,7 +396,7 @@ def _commands(path: Path, good: Path, out: Path) -> dict[str, list[str]]:
         "export": ["export", str(out), "--db", str(path)],
         "compare-a": ["compare", str(path), str(good), "--db", str(good)],
         "compare-b": ["compare", "1", f"{path}:1", "--db", str(good)],
-        "run": [*TINY_RUN, "--db", str(path)],
+        "run": [*run_args, "--db", str(path)],
         "extend": ["extend", str(path)],
     }
 
@@ -412,14 +404,14 @@ def _commands(path: Path, good: Path, out: Path) -> dict[str, list[str]]:
 @pytest.mark.parametrize(
     "kind", ["corrupt", "corrupt-page", "corrupt-size", "foreign", "version-without-tables", "newer"]
 )
-def test_every_command_refuses_a_bad_database_in_one_line_and_writes_nothing(tmp_path, good_db, kind):
+def test_every_command_refuses_a_bad_database_in_one_line_and_writes_nothing(tmp_path, good_db, kind, invoke, run_args):
     make, message = BAD[kind]
     path = tmp_path / "bad.db"
     make(path)
     before, good_before = state(path), state(good_db)
     out = tmp_path / "out.csv"
     time.sleep(0.01)
-    for name, args in _commands(path, good_db, out).items():
+    for name, args in _commands(path, good_db, out, run_args).items():
         code, output = invoke(args)
         assert code == 2, (name, output)
         flat = one_error_line(output)
@@ -430,33 +422,32 @@ def test_every_command_refuses_a_bad_database_in_one_line_and_writes_nothing(tmp
     assert state(good_db) == good_before
 
 
-def test_reading_commands_leave_a_good_database_as_it_was(tmp_path, good_db):
+def test_reading_commands_leave_a_good_database_as_it_was(tmp_path, good_db, invoke):
     other = real_db(tmp_path / "other.db")
     before, other_before = state(good_db), state(other)
     time.sleep(0.01)
     out = tmp_path / "out.csv"
-    for args in (["runs"], ["report"], ["export", str(out)], ["compare", "1", f"{other}:1"]):
+    for args in reading(out, f"{other}:1"):
         code, output = invoke([*args, "--db", str(good_db)])
         assert code == 0, (args, output)
     assert state(good_db) == before and state(other) == other_before
     assert len(out.read_text().splitlines()) == 301
 
 
-def test_reading_commands_report_an_old_database_without_upgrading_it(tmp_path):
+def test_reading_commands_report_an_old_database_without_upgrading_it(tmp_path, cli):
     path = real_db(tmp_path / "old.db", migrations=MIGRATIONS[:2])
     before = state(path)
     time.sleep(0.01)
-    result = runner.invoke(app, ["runs", "--db", str(path)])
-    assert result.exit_code == 0 and "│ t " in result.output, result.output
-    assert runner.invoke(app, ["export", str(tmp_path / "o.csv"), "--db", str(path)]).exit_code == 0
+    runs = cli("runs", "--db", path)
+    assert "│ t " in runs, runs
+    cli("export", tmp_path / "o.csv", "--db", path)
     assert state(path) == before
 
 
-def test_reading_commands_do_not_create_a_missing_database(tmp_path):
+def test_reading_commands_do_not_create_a_missing_database(tmp_path, cli):
     path = tmp_path / "none.db"
-    for args in (["runs"], ["report"], ["export", str(tmp_path / "o.csv")], ["compare", "1", "2"]):
-        result = runner.invoke(app, [*args, "--db", str(path)])
-        assert result.exit_code == 2 and f"{path}: no such database file" in one_error_line(result.output), args
+    for args in reading(tmp_path / "o.csv", "2"):
+        assert f"{path}: no such database file" in one_error_line(cli(*args, "--db", path, code=2)), args
     assert not path.exists()
 
 
@@ -497,18 +488,18 @@ def readonly_dir(tmp_path):
     folder.chmod(0o755)
 
 
-def test_a_readonly_file_can_be_reported_but_not_run_into(tmp_path, good_db):
+def test_a_readonly_file_can_be_reported_but_not_run_into(tmp_path, good_db, run_args):
     copy = tmp_path / "copy.db"  # compare needs two runs: a run compared with itself is refused
     shutil.copy(good_db, copy)
     copy.chmod(0o644)
     good_db.chmod(0o444)
     before = state(good_db)
     time.sleep(0.01)
-    for args in (["runs"], ["report"], ["export", str(tmp_path / "o.csv")], ["compare", "1", f"{copy}:1"]):
+    for args in reading(tmp_path / "o.csv", f"{copy}:1"):
         result = unprivileged(*args, "--db", str(good_db))
         assert result.returncode == 0, (args, result.stdout + result.stderr)
     assert state(good_db)[:2] == before[:2]  # SQLite may leave an empty -wal and -shm beside it (mode=ro)
-    result = unprivileged(*TINY_RUN, "--db", str(good_db))
+    result = unprivileged(*run_args, "--db", str(good_db))
     assert result.returncode == 2, result.stdout + result.stderr
     flat = one_error_line(result.stderr)
     assert (
@@ -518,23 +509,23 @@ def test_a_readonly_file_can_be_reported_but_not_run_into(tmp_path, good_db):
     assert state(good_db)[:2] == before[:2]
 
 
-def test_a_database_in_a_readonly_directory_can_be_reported_but_not_run_into(tmp_path, readonly_dir):
+def test_a_database_in_a_readonly_directory_can_be_reported_but_not_run_into(tmp_path, readonly_dir, run_args):
     path = real_db(readonly_dir / "r.db", migrations=MIGRATIONS[:2])  # an old one: upgraded in memory
     copy = tmp_path / "copy.db"  # compare needs two runs: a run compared with itself is refused
     shutil.copy(path, copy)
     readonly_dir.chmod(0o555)
     before = state(path)
     time.sleep(0.01)
-    for args in (["runs"], ["report"], ["export", str(tmp_path / "o.csv")], ["compare", "1", f"{copy}:1"]):
+    for args in reading(tmp_path / "o.csv", f"{copy}:1"):
         result = unprivileged(*args, "--db", str(path))
         assert result.returncode == 0, (args, result.stdout + result.stderr)
         assert args != ["runs"] or "│ t " in result.stdout
-    result = unprivileged(*TINY_RUN, "--db", str(path))
+    result = unprivileged(*run_args, "--db", str(path))
     assert result.returncode == 2, result.stdout + result.stderr
     flat = one_error_line(result.stderr)
     assert f"error: {path}: cannot store results: its directory {readonly_dir} is read-only" in flat, flat
     new = readonly_dir / "new.db"
-    result = unprivileged(*TINY_RUN, "--db", str(new))
+    result = unprivileged(*run_args, "--db", str(new))
     assert result.returncode == 2 and "cannot create the database: directory" in one_error_line(result.stderr)
     assert state(path) == before and not new.exists()
 
@@ -585,14 +576,10 @@ def test_damage_met_after_opening_is_one_line_not_a_traceback(tmp_path, monkeypa
     assert err.startswith("error: database disk image is malformed (the database file may be damaged")
 
 
-def test_a_run_id_beyond_sqlite_integers_is_no_run_not_a_traceback(tmp_path):
-    from typer.testing import CliRunner
-
-    from dlbench.cli import app
-
+def test_a_run_id_beyond_sqlite_integers_is_no_run_not_a_traceback(tmp_path, cli):
     path = real_db(tmp_path / "r.db")
     for args in (["report", "--run", "99999999999999999999"], ["compare", "99999999999999999999", "1"]):
-        result = CliRunner().invoke(app, [*args, "--db", str(path)])
+        result = cli.result(*args, "--db", path)
         assert result.exit_code == 2, result.output
         assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
         assert "no run 99999999999999999999; a run id is a positive integer" in " ".join(result.output.split())

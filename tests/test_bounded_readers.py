@@ -13,9 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
-from dlbench.cli import app
 from dlbench.datasets import bounded, files
 from dlbench.datasets.idx import IdxFormatError, encode_idx, idx_bytes, idx_shape
 
@@ -142,13 +140,13 @@ def test_plan_reads_headers_and_labels_only_for_a_large_dataset(tmp_path: Path, 
         files.describe(npz)
 
 
-def test_the_command_line_says_one_line_for_a_bomb(tmp_path: Path):
+def test_the_command_line_says_one_line_for_a_bomb(tmp_path: Path, cli):
     path = tmp_path / "lying.npz"
     with zipfile.ZipFile(path, "w") as z:
         z.writestr("x_train.npy", _npy_member((10**15,), bytes(16)))
-    result = CliRunner().invoke(app, ["plan", "--framework", "numpy", "--model", "mlp", "--dataset", str(path)])
-    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
-    assert "lying.npz: array 'x_train' declares shape" in result.output
+    output = cli("plan", "--framework", "numpy", "--model", "mlp", "--dataset", path, code=2)
+    assert "Traceback" not in output, output
+    assert "lying.npz: array 'x_train' declares shape" in output
 
 
 def test_float64_values_beyond_float32_are_refused_not_cast_to_inf(tmp_path: Path):
@@ -161,12 +159,12 @@ def test_float64_values_beyond_float32_are_refused_not_cast_to_inf(tmp_path: Pat
         files.load(path)
 
 
-def test_feature_vectors_planned_for_an_image_model_are_a_skipped_cell_with_why(tmp_path: Path):
+def test_feature_vectors_planned_for_an_image_model_are_a_skipped_cell_with_why(tmp_path: Path, cli):
     path = tmp_path / "features.npz"
     rng = np.random.default_rng(0)
     x, y = rng.random((40, 7), dtype=np.float32), np.arange(40) % 2
     np.savez(path, x_train=x, y_train=y, x_test=x[:10], y_test=y[:10])
-    result = CliRunner().invoke(app, ["plan", "--framework", "numpy", "--model", "mlp", "--dataset", str(path)])
+    output = cli("plan", "--framework", "numpy", "--model", "mlp", "--dataset", path, code=None)
     assert "mlp takes images, (H, W, C) per sample; this dataset's samples have shape (7,)" in " ".join(
-        result.output.split()
-    ), result.output
+        output.split()
+    ), output

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from typer.testing import CliRunner
-
 from dlbench import config
 from dlbench.analysis.design import check
-from dlbench.cli import app
 from dlbench.plan import expand
 
 
@@ -46,20 +43,15 @@ def test_a_design_that_can_decide_or_compares_nothing_says_nothing():
     assert check(_plan(["torch"], 3)) is None
 
 
-def test_plan_prints_the_smallest_design_that_can_decide():
-    runner = CliRunner()
-    out = runner.invoke(
-        app, ["plan", "--framework", "torch,tensorflow,jax", "--model", "mlp", "--repeats", "3", "--trials", "1"]
-    )
-    assert out.exit_code == 0
-    text = " ".join(out.output.split())
+def test_plan_prints_the_smallest_design_that_can_decide(cli):
+    out = cli("plan", "--framework", "torch,tensorflow,jax", "--model", "mlp", "--repeats", "3", "--trials", "1")
+    text = " ".join(out.split())
     assert "this design gives ratios but no verdict: each case runs in one process" in text
     assert "Smallest design that decides: --trials 5" in text
-    few = runner.invoke(app, ["plan", "--framework", "torch,tensorflow,jax", "--model", "mlp", "--trials", "3"])
-    text = " ".join(few.output.split())
+    few = cli("plan", "--framework", "torch,tensorflow,jax", "--model", "mlp", "--trials", "3", code=None)
+    text = " ".join(few.split())
     assert "this design cannot reach a verdict" in text and "p = 0.3 >= 0.05" in text and "--trials 5" in text
-    quiet = runner.invoke(app, ["plan", "--framework", "torch,jax", "--model", "mlp", "--trials", "6"])
-    assert "verdict" not in quiet.output
+    assert "verdict" not in cli("plan", "--framework", "torch,jax", "--model", "mlp", "--trials", "6", code=None)
     # The embedded default decides: 3 frameworks per model, 5 trials (3 x 2/252 = 0.024).
-    default = runner.invoke(app, ["plan"])
-    assert default.exit_code == 0 and "verdict" not in default.output and "x 5 trial(s)" in default.output
+    default = cli("plan")
+    assert "verdict" not in default and "x 5 trial(s)" in default

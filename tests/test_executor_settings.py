@@ -4,10 +4,8 @@ naming the flag or key, kept in the run's stored experiment text."""
 from __future__ import annotations
 
 import pytest
-from typer.testing import CliRunner
 
 from dlbench import config
-from dlbench.cli import app
 from dlbench.config_toml import to_toml
 from dlbench.executors import ExecutorSettings
 
@@ -63,11 +61,8 @@ def test_a_bad_executor_table_is_one_error_naming_the_key(table, message):
         (["--ray-address", "127.0.0.1:1"], "--ray-address: only with --executor ray"),
     ],
 )
-def test_bad_executor_flags_are_one_line_and_store_nothing(tmp_path, flags, message):
+def test_bad_executor_flags_are_one_line_and_store_nothing(tmp_path, flags, message, cli):
     db = tmp_path / "x.db"
-    result = CliRunner().invoke(
-        app, ["run", "--trials", "1", "--framework", "numpy", "--model", "mlp", *flags, "--db", str(db)]
-    )
-    assert result.exit_code == 2, result.output
-    assert message in result.output and "Traceback" not in result.output
+    output = cli("run", "--trials", "1", "--framework", "numpy", "--model", "mlp", *flags, "--db", db, code=2)
+    assert message in output and "Traceback" not in output
     assert not db.exists()

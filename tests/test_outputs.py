@@ -8,12 +8,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from dlbench import outputs
-from dlbench.cli import app
-
-runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
@@ -29,42 +25,43 @@ def _measurements(path: Path) -> int:
         con.close()
 
 
-def _refused(args: list[str], protected: Path, text: str) -> None:
-    before = protected.read_bytes()
-    result = runner.invoke(app, args)
-    assert result.exit_code == 2, result.output
-    lines = [ln for ln in result.output.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: ") and text in lines[0], result.output
-    assert protected.read_bytes() == before
+@pytest.fixture
+def refused(cli):
+    """refused(args, protected, text): one `error:` line holding text, exit status 2, protected unchanged."""
+
+    def check(args: list[str], protected: Path, text: str) -> None:
+        before = protected.read_bytes()
+        line = cli.error_line(*args)
+        assert line.startswith("error: ") and text in line, line
+        assert protected.read_bytes() == before
+
+    return check
 
 
-def test_export_onto_the_database_it_reads_is_refused(db):
+def test_export_onto_the_database_it_reads_is_refused(db, refused):
     count = _measurements(db)
-    _refused(["export", str(db), "--db", str(db)], db, "is the results database this command reads")
+    refused(["export", str(db), "--db", str(db)], db, "is the results database this command reads")
     link = db.parent / "link.db"
     link.symlink_to(db)
-    _refused(["export", str(link), "--db", str(db)], db, "is the results database this command reads")
+    refused(["export", str(link), "--db", str(db)], db, "is the results database this command reads")
     assert _measurements(db) == count > 0  # still a database, every row there
 
 
-def test_report_and_explain_onto_any_sqlite_file_or_sidecar_are_refused(db, tmp_path):
+def test_report_and_explain_onto_any_sqlite_file_or_sidecar_are_refused(db, tmp_path, refused):
     other = tmp_path / "other.db"
     other.write_bytes(db.read_bytes())
-    _refused(["report", "--db", str(db), "-f", "markdown", "-o", str(other)], other, "is an SQLite database")
-    _refused(
-        ["explain", "--show", "1", "--db", str(db), "-f", "html", "-o", str(other)], other, "is an SQLite database"
-    )
+    refused(["report", "--db", str(db), "-f", "markdown", "-o", str(other)], other, "is an SQLite database")
+    refused(["explain", "--show", "1", "--db", str(db), "-f", "html", "-o", str(other)], other, "is an SQLite database")
     wal = Path(str(db) + "-wal")
     wal.write_bytes(b"")
     try:
-        _refused(["report", "--db", str(db), "-f", "markdown", "-o", str(wal)], db, "its SQLite wal file")
+        refused(["report", "--db", str(db), "-f", "markdown", "-o", str(wal)], db, "its SQLite wal file")
     finally:
         wal.unlink()
 
 
-def test_explain_out_with_the_console_format_is_refused_not_silently_ignored(db, tmp_path):
-    result = runner.invoke(app, ["explain", "--show", "1", "--db", str(db), "-o", str(tmp_path / "x.md")])
-    assert result.exit_code == 2 and "--out needs a written format" in result.output
+def test_explain_out_with_the_console_format_is_refused_not_silently_ignored(db, tmp_path, cli):
+    assert "--out needs a written format" in cli("explain", "--show", "1", "--db", db, "-o", tmp_path / "x.md", code=2)
     assert not (tmp_path / "x.md").exists()
 
 
@@ -101,12 +98,12 @@ def test_a_failed_write_leaves_the_previous_file_whole_and_no_partial(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.md"]
 
 
-def test_export_and_report_still_write(db, tmp_path):
+def test_export_and_report_still_write(db, tmp_path, cli):
     out = tmp_path / "m.csv"
-    assert runner.invoke(app, ["export", str(out), "--db", str(db)]).exit_code == 0
+    cli("export", out, "--db", db)
     assert out.read_text().count("\n") == _measurements(db) + 1  # header + one row per value
     md = tmp_path / "r.md"
-    assert runner.invoke(app, ["report", "--db", str(db), "-f", "markdown", "-o", str(md)]).exit_code == 0
+    cli("report", "--db", db, "-f", "markdown", "-o", md)
     assert md.read_text().startswith("#") and (md.stat().st_mode & 0o777) == 0o666 & ~_umask()
 
 

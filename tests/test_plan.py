@@ -92,18 +92,12 @@ def test_classical_cases_ignore_training_settings():
     assert (case.optimizer, case.init, case.epochs) == ("none", "none", None)
 
 
-def test_framework_not_installed_is_listed_and_skipped_with_reason(faulty_plugin):
-    from typer.testing import CliRunner
-
-    from dlbench.cli import app
-
+def test_framework_not_installed_is_listed_and_skipped_with_reason(faulty_plugin, cli):
     plan = expand(_exp('[matrix]\nframework = ["ghost", "faulty"]\nmodel = ["mlp"]\ndataset = ["synthetic"]'))
     assert [t.case.framework for t in plan.trials] == ["faulty"]
     (skip,) = plan.skipped
     assert skip.reason == ("ghost is not installed (missing: dlbench_ghost_runtime; pip install dlbench-ghost-runtime)")
-    listed = CliRunner().invoke(app, ["list"])
-    assert listed.exit_code == 0
-    assert "ghost is not installed" in listed.output
+    assert "ghost is not installed" in cli("list")
 
 
 def test_threads_0_never_means_more_threads_than_the_cores_allowed(monkeypatch):

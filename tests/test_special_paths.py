@@ -8,11 +8,6 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
-from dlbench.cli import app
-
-runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
@@ -20,35 +15,28 @@ def db(small_db: Path) -> Path:
     return small_db
 
 
-def _one_line_error(args: list[str], text: str) -> None:
-    result = runner.invoke(app, args)
-    lines = [ln for ln in result.output.splitlines() if ln.strip()]
-    assert result.exit_code == 2 and len(lines) == 1 and text in lines[0], result.output
-
-
 @pytest.mark.parametrize("command", [["runs"], ["report"], ["run", "--framework", "numpy", "--model", "mlp"]])
-def test_a_fifo_as_db_is_refused_instead_of_hanging(tmp_path, command):
+def test_a_fifo_as_db_is_refused_instead_of_hanging(tmp_path, command, cli):
     fifo = tmp_path / "fifo.db"
     os.mkfifo(fifo)
-    _one_line_error([*command, "--db", str(fifo)], "is a special file (a FIFO or a device)")
+    assert "is a special file (a FIFO or a device)" in cli.error_line(*command, "--db", fifo)
 
 
-def test_dev_null_as_db_is_refused():
-    _one_line_error(["runs", "--db", os.devnull], "is a special file")
+def test_dev_null_as_db_is_refused(cli):
+    assert "is a special file" in cli.error_line("runs", "--db", os.devnull)
 
 
-def test_a_run_compared_with_itself_is_refused(db, tmp_path):
-    _one_line_error(["compare", str(db), str(db)], "are the same run")
+def test_a_run_compared_with_itself_is_refused(db, tmp_path, cli):
+    assert "are the same run" in cli.error_line("compare", db, db)
     link = tmp_path / "link.db"
     link.symlink_to(db)
-    _one_line_error(["compare", str(db), f"{link}:1"], "are the same run")
+    assert "are the same run" in cli.error_line("compare", db, f"{link}:1")
     copy = tmp_path / "copy.db"
     shutil.copy(db, copy)  # another file holding the same run: a comparison, not an error
-    result = runner.invoke(app, ["compare", str(db), str(copy)])
-    assert "are the same run" not in result.output
+    assert "are the same run" not in cli("compare", db, copy, code=None)
 
 
-def test_control_characters_from_a_database_print_as_visible_escapes(db, tmp_path):
+def test_control_characters_from_a_database_print_as_visible_escapes(db, tmp_path, cli):
     from dlbench.terminal import printable
 
     assert printable("a\x1b]0;pwned\x07b\x1b[2J\tc\nd\x9b") == "a\\x1b]0;pwned\\x07b\\x1b[2J\tc\nd\\x9b"
@@ -60,7 +48,7 @@ def test_control_characters_from_a_database_print_as_visible_escapes(db, tmp_pat
         con.execute("UPDATE runs SET name = ?", ("evil\x1b]0;pwned\x07\x1b[2J",))
     con.close()
     for args in (["runs"], ["report"]):
-        out = runner.invoke(app, [*args, "--db", str(db)]).output
+        out = cli(*args, "--db", db, code=None)
         assert "\x1b" not in out and "\x07" not in out, (args, out)
         assert "evil\\x1b]0;pwned\\x07\\x1b[2J" in out.replace("\n", ""), (args, out)
 
