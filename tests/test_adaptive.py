@@ -32,14 +32,15 @@ def test_stop_reason_names_the_widest_median_and_the_blocks_it_would_need():
 
     from dlbench.analysis import stats
     from dlbench.runner import _widest
+    from dlbench.store import trial_record
 
     case = {
         "framework": "torch", "variant": "eager", "model": "mlp", "dataset": "digits", "batch_size": 32,
         "runtime": "defaults",
     }  # fmt: skip
     trials = [
-        {"case_key": "a", "case_json": json.dumps(case)},
-        {"case_key": "b", "case_json": json.dumps(dict(case, framework="jax", variant="jit"))},
+        trial_record({"case_key": "a", "case_json": json.dumps(case)}),
+        trial_record({"case_key": "b", "case_json": json.dumps(dict(case, framework="jax", variant="jit"))}),
     ]
     steady = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0, 1.01]
     spread = [1.0, 1.3, 0.8, 1.1, 0.9, 1.2, 1.05, 0.95]

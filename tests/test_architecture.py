@@ -109,3 +109,33 @@ def test_analysis_imports_nothing_above_it():
         if m.startswith("dlbench.analysis") and any(t.startswith(above) for t in graph[m])
     )
     assert not bad, bad
+
+
+def test_only_the_command_line_and_the_api_import_the_service_layer():
+    """docs/architecture.md: service/ is what a command does; nothing below it reaches up to it."""
+    graph = import_graph()
+    service = {m for m in graph if m == "dlbench.service" or m.startswith("dlbench.service.")}
+    assert {"dlbench.service.runs", "dlbench.service.explain"} <= service
+    callers = {m for m in graph if graph[m] & service} - service
+    assert callers and all(m == "dlbench.api" or m.startswith("dlbench.cli") for m in callers), sorted(callers)
+    below = set().union(*(_reach(graph, m) for m in service)) - service
+    assert not [m for m in below if m.startswith("dlbench.cli") or m == "dlbench.api"], sorted(below)
+
+
+def test_the_architecture_document_names_files_that_exist():
+    """Every src/ or tests/ path docs/architecture.md names is there (a moved file is a stale document)."""
+    import re
+
+    root = SRC.parent
+    text = (root / "docs" / "architecture.md").read_text()
+    named = set(re.findall(r"`((?:src/dlbench|tests)/[\w/<>.*-]+)`", text))
+    assert len(named) >= 10
+    for path in sorted(named):
+        if "<" in path:
+            continue  # a placeholder: models/<name>/
+        matches = list(root.glob(path)) if "*" in path else [root / path]
+        assert matches and all(m.exists() for m in matches), path
+    for module in re.findall(r"`([a-z_]+(?:/[a-z_]+)*\.py)", text):
+        if module.startswith(("src/", "tests/")):
+            continue
+        assert (SRC / "dlbench" / module).exists() or list((SRC / "dlbench").rglob(module)), module

@@ -106,24 +106,7 @@ NOT_A_COLUMN = {
 
 # Sites in modules that other work owns, which still parse a column that the store now
 # decodes; each has its record field to switch to (the report of issue 34 item 5).
-PENDING = {
-    ("cli", "row['protocol_json']"),
-    ("cli", "t['manifest_json'] or '{}'"),
-    ("cli", "row['environment_json'] or '{}'"),
-    ("cli", "r['environment_json'] or '{}'"),
-    ("cli", "t['case_json']"),
-    ("cli", "next((t['protocol_json'] for t in b_trials if t['case_key'] == pairs[0].b.key))"),
-    ("cli", "run['experiment_json'] or '{}'"),
-    ("runner", "trials[0]['protocol_json']"),
-    ("runner", "cases[key]['case_json']"),
-    ("runner", "cases[key]['protocol_json']"),
-    ("runner", "first['protocol_json']"),
-    ("runner", "store.run(run_id)['experiment_json'] or '{}'"),
-    ("runner", "store.run(run_id)['idle_json'] or '{}'"),
-    ("trialspec", "row['protocol_json']"),
-    ("trialspec", "row['case_json']"),
-    ("explain", "description_text"),
-}
+PENDING: set[tuple[str, str]] = set()  # every caller reads the records' decoded fields now
 
 
 def _json_loads_calls() -> list[tuple[str, str, str, int]]:

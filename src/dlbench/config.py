@@ -223,9 +223,9 @@ _CHOICES: dict[str, Callable[[], tuple[Any, ...]]] = {
 
 
 def _strategies() -> Mapping[str, Any]:
-    from dlbench.distributed import STRATEGIES
+    from dlbench.distributed import strategies
 
-    return STRATEGIES
+    return strategies()
 
 
 def _check_factor(where: str, factor: str, values: tuple[Any, ...], refs: _Refs | None = None) -> tuple[Any, ...]:

@@ -12,7 +12,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-EXECUTORS = ("local", "ray", "slurm")
+# The executors by name -> "module:Class" (dlbench.executors), imported only when a run
+# asks for one.
+IMPLEMENTATIONS = {
+    "local": "dlbench.executors.local:LocalExecutor",
+    "ray": "dlbench.executors.ray_tasks:RayExecutor",
+    "slurm": "dlbench.executors.slurm_jobs:SlurmExecutor",
+}
+EXECUTORS = tuple(IMPLEMENTATIONS)
 
 
 class ExecutorError(RuntimeError):

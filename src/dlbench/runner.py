@@ -10,7 +10,6 @@ a trial with status failed / oom / timeout and the error text; the run goes on.
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import signal
@@ -381,7 +380,7 @@ def adaptive_decision(store: Store, run_id: int, started: float) -> str | None:
     from dlbench.config import parse_ci_metrics
 
     trials = store.trials(run_id)
-    proto = json.loads(trials[0]["protocol_json"])
+    proto = trials[0].protocol
     blocks = 1 + max(t["block"] for t in trials)
     measurements = store.measurements(run_id)
     wide = []
@@ -420,7 +419,7 @@ def _widest(trials: Any, wide: list[tuple[str, str, list[float]]], pct: float) -
     if all(len(values) < need for _, _, values in wide):
         return f" (a median's CI counts from {need} blocks on)"
     half, key, metric, values = max((stats.median_ci_halfwidth(v), k, m, v) for k, m, v in wide if len(v) >= need)
-    case = next(stored_case(t["case_json"]) for t in trials if t["case_key"] == key)
+    case = next(stored_case(t.case) for t in trials if t.case_key == key)
     blocks = stats.samples_needed(len(values), half, pct)
     if blocks is None:  # a median of zero has no relative width
         return f" (widest: {metric} of {case_label(case)}, median 0: no relative CI)"
@@ -446,8 +445,8 @@ def add_block(store: Store, run_id: int, seed: int) -> int:
                 "case_key": key,
                 "block": block,
                 "position": position,
-                "case": json.loads(cases[key]["case_json"]),  # as stored: its key is the trial's
-                "protocol": json.loads(cases[key]["protocol_json"]),
+                "case": cases[key].case,  # as stored: its key is the trial's
+                "protocol": cases[key].protocol,
             }
             for position, key in enumerate(order)
         ],
@@ -493,7 +492,7 @@ def execute_run(
     from dlbench.executors import pick as executors
 
     check_sources(store, run_id, sources or {})
-    cluster = executors.make(executor) if executor is not None else None
+    chosen = executors.make(executor)  # before the claim: an engine missing is said first
     owner = claim(store, run_id)
     try:
         store.retire_unfinished(run_id)
@@ -506,10 +505,10 @@ def execute_run(
         started = time.monotonic()
         stop_reason = None
         first = trials[0]  # protocol and seed are the same for every trial of a run
-        adaptive = bool(json.loads(first["protocol_json"]).get("until_ci"))
-        seed = stored_case(first["case_json"])["seed"]
+        adaptive = bool(first.protocol.get("until_ci"))
+        seed = stored_case(first.case)["seed"]
         while True:
-            counts = _execute_pending(store, run_id, command, on_event, sources, cluster, traces)
+            counts = _execute_pending(store, run_id, command, on_event, sources, chosen, traces)
             if not adaptive:
                 break
             stop_reason = adaptive_decision(store, run_id, started)
@@ -562,7 +561,7 @@ def extend_runs(targets: Sequence[Target], blocks: int, on_block: Callback | Non
             t.store.retire_unfinished(t.run_id)
         for i in range(blocks):
             for t in targets if i % 2 == 0 else targets[::-1]:
-                seed = stored_case(t.store.trials(t.run_id)[0]["case_json"])["seed"]
+                seed = stored_case(t.store.trials(t.run_id)[0].case)["seed"]
                 block = add_block(t.store, t.run_id, seed)
                 _execute_pending(t.store, t.run_id, t.command, None, t.sources)
                 if on_block is not None:
@@ -615,7 +614,7 @@ def check_uses(store: Store, run_id: int, uses: Iterable[tuple[str, str]], sourc
     recorded, to be named again (it is shown, never imported)."""
     from dlbench import registry
 
-    stored = json.loads(store.run(run_id)["experiment_json"] or "{}").get("sources") or {}
+    stored = store.run(run_id).experiment.get("sources") or {}
     for kind, name in sorted(set(uses), key=lambda use: (use[0] != "model", use[1])):  # models first
         if registry.is_registered(kind, name) or f"{kind}:{name}" in sources:
             continue
@@ -630,11 +629,20 @@ def check_uses(store: Store, run_id: int, uses: Iterable[tuple[str, str]], sourc
 
 
 class _StoreHandlers:
-    """A cluster executor's callbacks: each trial's placement, events and status into
-    the store, on the parent's thread (executors.base.Handlers)."""
+    """An executor's callbacks: each trial's placement, events and status into the store,
+    on the parent's thread (executors.base.Handlers). A local trial streams its events
+    (run_here); a cluster trial's come back when its task or job ends (finished)."""
 
     def __init__(self, store: Store, on_event: Callback | None) -> None:
         self.store, self.on_event = store, on_event
+
+    def run_here(self, trial: Any) -> None:
+        case = trial.spec.case.as_dict()
+        self._emit("trial_start", trial_id=trial.trial_id, case=case)
+        outcome = execute_trial(
+            self.store, trial.trial_id, trial.spec, timeout=trial.timeout, command=trial.command, on_event=self.on_event
+        )
+        self._emit("trial_end", trial_id=trial.trial_id, case=case, outcome=outcome)
 
     def _emit(self, kind: str, **info: Any) -> None:
         if self.on_event is not None:
@@ -669,9 +677,9 @@ class _StoreHandlers:
         self._emit("cluster_progress", queued=queued, running=running, done=done)
 
 
-def _execute_on_cluster(
+def _execute_trials(
     store: Store,
-    cluster: Any,
+    executor: Any,
     specs: Sequence[tuple[Any, TrialSpec]],
     command: Sequence[str] | None,
     on_event: Callback | None,
@@ -682,8 +690,8 @@ def _execute_on_cluster(
         RemoteTrial(row["id"], row["block"], spec, spec.protocol.timeout, tuple(command) if command else None)
         for row, spec in specs
     ]
-    cluster.run(trials, _StoreHandlers(store, on_event))
-    for note in cluster.notes:
+    executor.run(trials, _StoreHandlers(store, on_event))
+    for note in executor.notes:
         if on_event is not None:
             on_event("executor_note", note=note)
 
@@ -708,15 +716,20 @@ def _execute_pending(
     command: Sequence[str] | None,
     on_event: Callback | None,
     sources: Mapping[str, str] | None = None,
-    cluster: Any = None,
+    executor: Any = None,
     traces: str = "",
 ) -> dict[str, int]:
+    """Every pending trial of the run, through `executor` (executors.pick.make; the local
+    one when None): one loop whichever executor runs them."""
     from dlbench import registry
+    from dlbench.executors import pick
+
+    executor = executor if executor is not None else pick.make(None)
 
     sources = dict(sources or {})
     check_sources(store, run_id, sources)
     pending = store.trials(run_id, statuses=("pending", "running", "interrupted"))
-    idle = json.loads(store.run(run_id)["idle_json"] or "{}").get("power_w", {})
+    idle = store.run(run_id).idle.get("power_w", {})
     emit = on_event or (lambda *a, **k: None)
     emit("run_start", run_id=run_id, total=len(store.trials(run_id)), pending=len(pending))
     try:
@@ -724,16 +737,7 @@ def _execute_pending(
             (row, _spec(store, row, idle, registry.needed(row["model"], row["dataset"], sources), traces))
             for row in pending
         ]
-        if cluster is not None:
-            _execute_on_cluster(store, cluster, specs, command, on_event)
-        else:
-            for row, spec in specs:
-                case = spec.case.as_dict()
-                emit("trial_start", trial_id=row["id"], case=case)
-                outcome = execute_trial(
-                    store, row["id"], spec, timeout=spec.protocol.timeout, command=command, on_event=on_event
-                )
-                emit("trial_end", trial_id=row["id"], case=case, outcome=outcome)
+        _execute_trials(store, executor, specs, command, on_event)
     except (KeyboardInterrupt, ExecutorError):
         # Ctrl-C, or a cluster that could not be reached: what was stored stays, the
         # run resumes with any executor.

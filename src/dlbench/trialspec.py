@@ -340,8 +340,11 @@ class TrialSpec:
         `sources` come from the caller (what the user named now), never from the row; so
         does `traces`: a stored profile_traces folder is written to only when the caller
         names the same folder now (a database someone sent chooses no place to write)."""
-        block = row["block"] if "block" in row.keys() else 0
-        protocol = json.loads(row["protocol_json"])
+        from dlbench.store.records import trial_record
+
+        record = trial_record(row)  # the store's record, or a row read as one
+        block = record.block or 0
+        protocol = dict(record.protocol)
         if (
             isinstance(protocol, dict)
             and protocol.get("profile_traces")
@@ -349,7 +352,7 @@ class TrialSpec:
         ):
             protocol["profile_traces"] = ""
         return cls(
-            case_from_dict(json.loads(row["case_json"])),
+            case_from_dict(record.case),
             ProtocolSpec.from_dict(protocol),
             dict(idle_power or {}),
             dict(sources or {}),

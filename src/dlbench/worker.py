@@ -270,7 +270,7 @@ def _run_process(spec: TrialSpec, emit: Emitter, dist: DistContext | None) -> No
     import importlib
 
     from dlbench import registry, runtime_settings
-    from dlbench.distributed import DIST_MODULES, multiprocess
+    from dlbench.distributed import module_for, multiprocess
     from dlbench.distributed.environ import rank_environment
     from dlbench.registry import framework as get_info
 
@@ -311,9 +311,9 @@ def _run_process(spec: TrialSpec, emit: Emitter, dist: DistContext | None) -> No
     # plugin adapter written before `runtime` existed is called as it expects.
     in_process = tuple(n for n in runtime_settings.applied(case.framework, case.runtime) if n != "malloc-fixed")
     runtime: dict[str, Any] = {"runtime": in_process} if in_process else {}
-    early = dist is not None and _setup_first(DIST_MODULES[case.framework])
+    early = dist is not None and _setup_first(module_for(case.framework, case.strategy))
     if dist is not None and early:
-        module = importlib.import_module(DIST_MODULES[case.framework])
+        module = importlib.import_module(module_for(case.framework, case.strategy))
         t0 = time.perf_counter_ns()
         joined = module.setup(fw, dist, **runtime)
         record("rendezvous_time", (time.perf_counter_ns() - t0) / 1e9, "s")
@@ -329,7 +329,7 @@ def _run_process(spec: TrialSpec, emit: Emitter, dist: DistContext | None) -> No
     builder: Any = fw
     if dist is not None:
         if not early:
-            module = importlib.import_module(DIST_MODULES[case.framework])
+            module = importlib.import_module(module_for(case.framework, case.strategy))
             t0 = time.perf_counter_ns()
             joined = module.setup(fw, dist, **runtime)
             record("rendezvous_time", (time.perf_counter_ns() - t0) / 1e9, "s")

@@ -56,10 +56,10 @@ def explained(tmp_path_factory):
     )  # fmt: skip
     with Store(db) as store:
         trials, rows = store.trials(3), store.measurements(3, latency=False)
-        experiment = json.loads(store.run(3)["experiment_json"])
-        command = store.run(3)["command"]
-    cases = {t["case_key"]: case_from_dict(json.loads(t["case_json"])) for t in trials}
-    (pair,) = ablation.pairs_from(experiment["description"], cases)
+        stored_pairs = store.explain(3)
+        command = store.run(3).command
+    cases = {t.case_key: case_from_dict(t.case) for t in trials}
+    (pair,) = ablation.pairs_from(stored_pairs, cases)
     return {
         "gap": ablation.analyse(pair, ablation.step_times(trials, rows)),
         "trials": trials,
@@ -135,7 +135,8 @@ def test_the_report_renders_in_every_format(explained, tmp_path):
         (["--case", "mxnet", "--vs", "torch"], "--case 'mxnet': no case of the run matches"),
         (["--case", "torch", "--vs", "colour=red"], "unknown setting 'colour'"),
         (["--case", "torch", "--vs", "torch", "--vs-run", "2", "--only", "speed"], "unknown setting 'speed'"),
-        (["--blocks", "1"], "--blocks 1: allowed 2..100"),
+        (["--blocks", "1"], "--blocks 1: allowed 2..1000 (a CI needs two blocks)"),
+        (["--repeats", "20000"], "repeats = 20000: must be >= 1 and <= 10000"),
         (["--show", "1"], "this run is not an explain run"),
         (["--format", "latex"], "explain writes console, markdown or html"),
     ],

@@ -3,7 +3,6 @@ the command line as typed."""
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import sys
@@ -181,9 +180,7 @@ def parts_failed(store: Any, run_id: int) -> bool:
     from dlbench.report.model import Manifest, failed_parts, failed_samplers
 
     trials = store.trials(run_id)
-    manifests = [
-        Manifest(t["id"], t["block"], "", t["status"], json.loads(t["manifest_json"] or "{}"), "") for t in trials
-    ]
+    manifests = [Manifest(t["id"], t["block"], "", t["status"], t.manifest or {}, "") for t in trials]
     lines = failed_parts(manifests) + failed_samplers(trials)
     for line in lines:
         err_console.print(printable(line), highlight=False, soft_wrap=True)

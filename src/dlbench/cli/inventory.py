@@ -28,7 +28,7 @@ def list_(
     from rich.table import Table
 
     from dlbench import registry
-    from dlbench.param_counts import NN_FRAMEWORKS, framework_counts, reference_point
+    from dlbench.param_counts import framework_counts, reference_point
 
     t = Table(title="frameworks")
     for col in ("name", "variants", "status", "versions"):
@@ -38,7 +38,7 @@ def list_(
         reason = info.unavailable_reason()
         versions = ", ".join(f"{k} {v}" for k, v in info.versions().items() if v != "not installed")
         t.add_row(info.name, ", ".join(info.variants), reason or "installed", versions)
-        if reason is None and info.name in NN_FRAMEWORKS:
+        if reason is None and info.param_counter is not None:
             installed[info.name] = versions
     console.print(t)
     counts = {}
@@ -156,7 +156,10 @@ def check(
         options = config.parse_option_flags(option or [], sources=sources).get(name, {})
     except config.ConfigError as exc:
         fail(str(exc))
-    frameworks = tuple(split_values(framework) or ("torch", "tensorflow", "jax"))
+    # Not named: every framework that declares conformance hooks (FrameworkInfo.conformance).
+    frameworks = tuple(split_values(framework) or ()) or tuple(
+        n for n, i in registry.frameworks().items() if i.conformance is not None
+    )
     for fw in frameworks:
         if fw not in registry.frameworks():
             fail(f"--framework {fw}: unknown framework; allowed: {', '.join(registry.frameworks())}")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -78,11 +77,11 @@ def report(
     tables (n, mean ± sd, median, Q1, Q3), latency, telemetry and verdicts; as console tables, Markdown,
     LaTeX, HTML or CSV. Several --db (or --run) taken on different machines: first a section with one
     column group per machine (nothing pooled), then the first run's report."""
-    from dlbench.report.formats import FORMATS
+    from dlbench.report.formats import REGISTRY
     from dlbench.store import StoreError
 
-    if fmt not in FORMATS:
-        fail(f"--format {fmt!r}: allowed: {', '.join(FORMATS)}")
+    if fmt not in REGISTRY:
+        fail(f"--format {fmt!r}: allowed: {', '.join(REGISTRY)}")
     if fmt == "console" and out is not None:
         fail("--out needs a written format (markdown, latex, html or csv); console output goes to the terminal")
     if latex_tables is not None and fmt != "latex":
@@ -168,11 +167,7 @@ def machines_preface(picked: list[tuple[Any, int]]):
     runs = []
     for store, rid in picked:
         row = store.run(rid)
-        runs.append(
-            machines.MachineRun(
-                rid, str(store.path), json.loads(row["environment_json"] or "{}"), Results.of_store(store).summary(rid)
-            )
-        )
+        runs.append(machines.MachineRun(rid, str(store.path), row.environment, Results.of_store(store).summary(rid)))
     preface = machines.build(runs)
     preface.lines.append(f"The report below is run {picked[0][1]}'s, of {picked[0][0].path} (the first machine).")
     return preface
@@ -344,7 +339,7 @@ def compare(
             f"with {min_trials(alpha)} or more blocks a run.",
             highlight=False,
         )
-    env_a, env_b = (json.loads(r["environment_json"] or "{}") for r in (ra, rb))
+    env_a, env_b = (r.environment for r in (ra, rb))
     for note in drift_notes(diffs, env_a, env_b, setting_changes(a_trials, b_trials)):
         console.print(note, highlight=False)
     if regressions:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import sys
@@ -176,7 +175,7 @@ def _say_unnamed_traces(store: Any, run_id: int, named: str) -> None:
 
     for row in store.trials(run_id, statuses=("pending", "running", "interrupted")):
         try:
-            stored = json.loads(row["protocol_json"]).get("profile_traces")
+            stored = row.protocol.get("profile_traces")
         except (ValueError, AttributeError):
             continue
         if stored and not same_folder(stored, named):
@@ -268,7 +267,7 @@ def extend(
         if where in seen:
             fail(f"{ref}: run {row['id']} of {store.path} is named twice")
         seen.add(where)
-        recorded = json.loads(row["environment_json"] or "{}").get("python_executable") or sys.executable
+        recorded = row.environment.get("python_executable") or sys.executable
         interpreter = trusted.get(_real(str(recorded)))
         if interpreter is None:
             if not Path(str(recorded)).exists():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -139,9 +138,9 @@ def study_run(
     def preface(store, run_id: int):
         return _study_preface(study, facts, [(store, run_id)])
 
-    start_and_run(
-        plan, db, invocation(ctx), preface=preface, executor=executor_settings(plan.experiment.executor, executor)
-    )
+    # The device the study ran on is said in its command (it is the study's own choice, cpu, when not named).
+    command = invocation(ctx, device=plan.experiment.protocol.device)
+    start_and_run(plan, db, command, preface=preface, executor=executor_settings(plan.experiment.executor, executor))
 
 
 study_app.command(
@@ -169,7 +168,7 @@ def _study_preface(study, facts, runs: list[tuple[Any, int]]):
         results = Results.of_store(store)
         row = store.run(run_id)
         scales.append(str(row["name"]).rsplit(" ", 1)[-1])
-        fingerprint = json.loads(row["environment_json"] or "{}")
+        fingerprint = row.environment
         label = machine_label(fingerprint)
         if any(m.label == label for m in machines):
             label += f" (run {run_id})"
@@ -211,10 +210,11 @@ def study_report(
 ) -> None:
     """The paper vs this run (every number of the paper beside ours, framework ratios and their direction,
     the paper's claims checked; one column group per machine), then the run's own report."""
-    from dlbench.report.formats import FORMATS
+    from dlbench.report.formats import REGISTRY
 
-    if fmt not in FORMATS or fmt in ("csv",):
-        fail(f"--format {fmt!r}: allowed: {', '.join(f for f in FORMATS if f != 'csv')}")
+    # A study report opens with the paper beside the run: a format without figures holds the summary only.
+    if fmt not in REGISTRY or REGISTRY[fmt].figures == "none":
+        fail(f"--format {fmt!r}: allowed: {', '.join(f for f, form in REGISTRY.items() if form.figures != 'none')}")
     if fmt == "console" and out is not None:
         fail("--out needs a written format (markdown, latex or html); console output goes to the terminal")
     study, facts = _study(name)

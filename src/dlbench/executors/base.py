@@ -46,6 +46,10 @@ class RemoteResult:
 class Handlers(Protocol):
     """The parent's callbacks, called on the parent's thread only (it is the store's one writer)."""
 
+    def run_here(self, trial: RemoteTrial) -> None:
+        """Run the trial in a fresh worker on this machine, its events stored as they arrive."""
+        ...
+
     def started(self, trial: RemoteTrial, placement: dict[str, Any]) -> None: ...
 
     def finished(self, trial: RemoteTrial, result: RemoteResult, placement: dict[str, Any]) -> None: ...
@@ -53,9 +57,15 @@ class Handlers(Protocol):
     def progress(self, queued: int, running: int, done: int) -> None: ...
 
 
-class ClusterExecutor(Protocol):
+class Executor(Protocol):
+    """Where trials run: local (executors.local), ray or slurm, found by name in
+    executor_settings.IMPLEMENTATIONS."""
+
     name: str
     notes: list[str]  # what the run should be told (nodes left out, a node lost)
 
     def run(self, trials: Sequence[RemoteTrial], handlers: Handlers) -> None:
         """Run every trial, calling handlers.started / finished as the engine reports."""
+
+
+ClusterExecutor = Executor  # the name before local became an executor too

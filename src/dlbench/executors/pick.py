@@ -1,21 +1,21 @@
-"""The cluster executor a run's settings name, its module imported only then."""
+"""The executor a run's settings name, found in executor_settings.IMPLEMENTATIONS and
+its module imported only then."""
 
 from __future__ import annotations
 
+import importlib
+
+from dlbench.executor_settings import IMPLEMENTATIONS
 from dlbench.executors import EXECUTORS, ExecutorError, ExecutorSettings
-from dlbench.executors.base import ClusterExecutor
+from dlbench.executors.base import Executor
 
 
-def make(settings: ExecutorSettings) -> ClusterExecutor | None:
-    """The cluster executor for `settings`, or None for local (the runner's own loop)."""
-    if settings.name == "local":
-        return None
-    if settings.name == "ray":
-        from dlbench.executors.ray_tasks import RayExecutor
-
-        return RayExecutor(settings)
-    if settings.name == "slurm":
-        from dlbench.executors.slurm_jobs import SlurmExecutor
-
-        return SlurmExecutor(settings)
-    raise ExecutorError(f"--executor {settings.name!r}: allowed: {', '.join(EXECUTORS)}")
+def make(settings: ExecutorSettings | None = None) -> Executor:
+    """The executor for `settings` (None: local)."""
+    settings = settings or ExecutorSettings()
+    target = IMPLEMENTATIONS.get(settings.name)
+    if target is None:
+        raise ExecutorError(f"--executor {settings.name!r}: allowed: {', '.join(EXECUTORS)}")
+    module, _, name = target.partition(":")
+    made: Executor = getattr(importlib.import_module(module), name)(settings)
+    return made

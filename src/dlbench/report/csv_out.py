@@ -35,7 +35,7 @@ def _setting(value: Any) -> str:
     return json.dumps(value, sort_keys=True) if isinstance(value, dict | list) else str(value)
 
 
-def render(report) -> str:
+def render(report, figures: Any = (), base: Any = None) -> str:
     fields = ["metric", "phase", "unit", *CASE_COLUMNS, *STATS, "trials", "statuses", "sample", "case_key"]
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")

@@ -19,15 +19,49 @@ are drawn here, one after another.
 
 from __future__ import annotations
 
+import importlib
 import sys
 import tempfile
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dlbench.analysis.criteria import ALPHA, BAND
 
-FORMATS = ("console", "markdown", "latex", "html", "csv")
+
+@dataclass(frozen=True)
+class Format:
+    """One report format: the function that writes it ("module:function", taking the
+    report, the figures written beside it and the folder they are linked from; "" for
+    the console, which the command line prints with rich), whether it shows the
+    hypothesis tests, and how it holds figures ("linked" files, "inlined" in the
+    document, or "none")."""
+
+    name: str
+    writer: str
+    hypotheses: bool = True
+    figures: str = "linked"
+
+    def write(self, report: Any, figures: Any, base: Any) -> str:
+        module, _, function = self.writer.partition(":")
+        text: str = getattr(importlib.import_module(module), function)(report, figures, base)
+        return text
+
+
+# Every format `report --format` takes, by name; a new format is one entry here.
+REGISTRY: dict[str, Format] = {
+    f.name: f
+    for f in (
+        Format("console", ""),
+        Format("markdown", "dlbench.report.markdown:render"),
+        Format("latex", "dlbench.report.latex:render"),
+        Format("html", "dlbench.report.html:render", figures="inlined"),
+        # CSV holds the summary only: the hypothesis tests it would not show are skipped.
+        Format("csv", "dlbench.report.csv_out:render", hypotheses=False, figures="none"),
+    )
+}
+FORMATS = tuple(REGISTRY)
 CHILDREN = 2  # with this process: three workers keep two cores busy to the end
 
 # Largest first (measured at 100,000 measurements), so the last figures taken are small.
@@ -160,19 +194,15 @@ def render(
     LaTeX link `figures` (already written by make_figures) relative to `base`; `preface`
     (a dlbench.report.render.Preface) comes before everything else; `band` and `alpha`
     are the verdict criteria (dlbench.analysis.criteria)."""
-    from dlbench.report import csv_out, html, latex, markdown
     from dlbench.report.model import build_report
 
-    if fmt not in FORMATS or fmt == "console":
-        raise ValueError(f"format {fmt!r}: written formats are {', '.join(f for f in FORMATS if f != 'console')}")
-    if fmt != "html":
-        # CSV holds the summary only: skip the hypothesis tests it would not show.
-        report = build_report(store, run_id, hypotheses=fmt != "csv", band=band, alpha=alpha)
+    form = REGISTRY.get(fmt)
+    if form is None or not form.writer:
+        raise ValueError(f"format {fmt!r}: written formats are {', '.join(f for f in FORMATS if REGISTRY[f].writer)}")
+    if form.figures != "inlined":
+        report = build_report(store, run_id, hypotheses=form.hypotheses, band=band, alpha=alpha)
         report.preface = preface
-        if fmt == "csv":
-            return csv_out.render(report)
-        renderer = markdown.render if fmt == "markdown" else latex.render
-        return renderer(report, figures, base)
+        return form.write(report, figures, base)
     # Neither the figures nor the tables but the latency table need the per-call latency
     # rows (nine in ten of a run's rows): build_report reads those apart, after the fork.
     trials, rows = store.trials(run_id), store.measurements(run_id, latency=False)
@@ -181,4 +211,4 @@ def render(
         report = build_report(store, run_id, trials=trials, measurements=rows, band=band, alpha=alpha)
         report.preface = preface
         figures, note = _finish_figures(drawing)
-    return html.render(report, figures, note)
+    return form.write(report, figures, note)
