@@ -113,13 +113,13 @@ def test_the_flags_reach_the_plan_the_same_as_the_file(tmp_path):
     assert [t.case for t in by_flags.trials] == [t.case for t in by_file.trials]
 
 
-ADDED = '''
+ADDED = """
     flux: int = setting(
         7,
         "Flux capacitance of each trial (a setting added for a test).",
         _ints(1, 99, ">= 1 and <= 99 (gigawatts)"),
     )
-'''
+"""
 
 PROBE = """
 import json, sys
