@@ -309,3 +309,33 @@ def test_a_plugin_run_is_profiled_by_its_own_profiler(ring_plugin, tmp_path):
     assert profile["matmul"]["method"] == "ring profiler (test plugin)"
     assert profile["matmul"]["value"] == pytest.approx(profile["step_time"]["value"] / 2, rel=1e-6)
     assert profile["steps"]["value"] == 2.0
+
+
+def test_explain_profiles_a_plugin_framework_with_its_own_profiler(ring_plugin, tmp_path):
+    """End to end: `dlbench explain` of two variants of the plugin framework toggles the
+    variant and profiles every case of its explain run with the plugin's profiler."""
+    from typer.testing import CliRunner
+
+    from dlbench.cli import app
+    from dlbench.store import Store
+
+    db = str(tmp_path / "ring.db")
+    common = ["--repeats", "1", "--warmup", "0", "--samplers", "none", "--db", db]
+    args = ["run", "--framework", "ringfw:plain,ringfw:fused", "--model", "mlp", "--dataset", "digits"]
+    result = CliRunner().invoke(app, [*args, "--epochs", "1", "--trials", "1", *common])
+    assert result.exit_code == 0, result.output
+    explain = ["explain", "1", "--case", "ringfw:fused", "--vs", "ringfw:plain", "--only", "variant"]
+    result = CliRunner().invoke(
+        app, [*explain, "--blocks", "2", "--profile-steps", "2", "--profile-calls", "1", *common[:4], "--db", db]
+    )
+    assert result.exit_code == 0, result.output
+    assert "toggles variant" in result.output, result.output
+    with Store(db) as store:
+        pairs = store.explain(2)
+        trials = store.trials(2)
+        rows = store.measurements(2, latency=False)
+    assert pairs is not None and pairs["from_run"] == 1 and len(pairs["explain"]) == 1
+    assert {t.case["variant"] for t in trials} == {"plain", "fused"} and all(t.status == "ok" for t in trials)
+    profiled = {(r["trial_id"], r["method"]) for r in rows if r["phase"] == "profile" and r["metric"] == "matmul"}
+    assert {method for _, method in profiled} == {"ring profiler (test plugin)"}
+    assert {trial for trial, _ in profiled} == {t.id for t in trials}
