@@ -24,6 +24,7 @@ from dlbench.cli.common import (
 from dlbench.cli.options import EXECUTOR, MATRIX, PROTOCOL, executor_settings, with_groups
 from dlbench.cli.reporting import collect_runs
 from dlbench.cli.running import plan_of, start_and_run
+from dlbench.service import studies as studies_service
 
 ScaleOpt = Annotated[
     str, typer.Option(help="smoke (seconds, CI), quick (the design's shape, minutes on a 2-core CPU) or paper.")
@@ -136,7 +137,7 @@ def study_run(
         return
 
     def preface(store, run_id: int):
-        return _study_preface(study, facts, [(store, run_id)])
+        return studies_service.paper_section(study, facts, [(store, run_id)])
 
     # The device the study ran on is said in its command (it is the study's own choice, cpu, when not named).
     command = invocation(ctx, device=plan.experiment.protocol.device)
@@ -148,49 +149,6 @@ study_app.command(
     help="Dry run of study run: the trials it would run, in order, and the skipped cells with reasons; "
     "the same flags, so a stored study command with run -> plan shows that run's plan.",
 )(study_run)
-
-
-def _study_runs(store, study) -> list[dict]:
-    prefix = f"study {study.name} v"
-    return [r for r in store.runs() if str(r["name"]).startswith(prefix)]
-
-
-def _study_preface(study, facts, runs: list[tuple[Any, int]]):
-    """The paper vs this run section for one or more (store, run id), one machine each."""
-    from dlbench.env import machine_label
-    from dlbench.report import study_section
-    from dlbench.results import Results
-    from dlbench.studies import paper_vs_run
-
-    machines: list[paper_vs_run.Machine] = []
-    scales: list[str] = []
-    for store, run_id in runs:
-        results = Results.of_store(store)
-        row = store.run(run_id)
-        scales.append(str(row["name"]).rsplit(" ", 1)[-1])
-        fingerprint = row.environment
-        label = machine_label(fingerprint)
-        if any(m.label == label for m in machines):
-            label += f" (run {run_id})"
-
-        def compare(a: str, b: str, metric: str, results=results, run_id=run_id):
-            return results.compare(a, b, metric=metric, run=run_id)
-
-        machines.append(
-            paper_vs_run.Machine(
-                label, run_id, results.summary(run_id), compare, fingerprint, results.measurements(run_id)
-            )
-        )
-    comparison = paper_vs_run.compare(study, facts, machines)
-    scale = scales[0] if len(set(scales)) == 1 else "/".join(scales)
-    changes = study.scales[scales[0]].changes if scales[0] in study.scales else ()
-    preface = study_section.build(study, facts, comparison, scale, changes)
-    if len(runs) > 1:
-        preface.lines.append(
-            f"{len(runs)} machines, one column group each, nothing pooled across them; the report below is "
-            f"run {runs[0][1]}'s (the first machine's)."
-        )
-    return preface
 
 
 @study_app.command("report")
@@ -223,13 +181,13 @@ def study_report(
         check_output(out, list(paths))
 
     def latest_of_study(store) -> list[int]:
-        found = _study_runs(store, study)
+        found = studies_service.runs_of(store, study)
         if not found:
             fail(f"{store.path}: no run of study {name}; run one with: dlbench study run {name} --db {store.path}")
         return [max(r["id"] for r in found)]
 
     runs = collect_runs(paths, list(run_ids or []), latest_of_study)
-    preface = _study_preface(study, facts, runs)
+    preface = studies_service.paper_section(study, facts, runs)
     store, first = runs[0]
     if fmt == "console":
         print_report(store, first, details, preface=preface)
