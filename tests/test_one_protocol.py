@@ -168,3 +168,10 @@ def test_a_setting_declared_in_one_place_reaches_the_file_the_flags_and_the_work
     assert plan.returncode == 2
     assert "flux = 100: must be >= 1 and <= 99 (gigawatts)" in plan.stderr
     assert len(plan.stderr.strip().splitlines()) == 1 and "Traceback" not in plan.stderr
+
+
+def test_explain_takes_the_protocol_settings_it_shares_with_their_declared_default_and_help():
+    explain = _options("explain")
+    for name in ("repeats", "warmup", "profile_calls"):
+        f = Protocol.__dataclass_fields__[name]
+        assert explain[name].default == f.default and explain[name].help == declared(f).help, name

@@ -30,6 +30,8 @@ from dlbench.cli.common import (
     print_plan,
     write_output,
 )
+from dlbench.cli.options import protocol_help
+from dlbench.protocol_settings import Protocol
 
 
 @app.command()
@@ -73,14 +75,12 @@ def explain(
             "(the exact Wilcoxon test over trial medians)."
         ),
     ] = 6,
-    repeats: Annotated[int, typer.Option(help="Measured repeats per trial.")] = 5,
-    warmup: Annotated[int, typer.Option(help="Warm-up repeats per trial (stored, flagged).")] = 1,
+    repeats: Annotated[int, typer.Option(help=protocol_help("repeats"))] = Protocol.repeats,
+    warmup: Annotated[int, typer.Option(help=protocol_help("warmup"))] = Protocol.warmup,
     profile_steps: Annotated[
         int, typer.Option(help="Training steps profiled per trial, after its timed repeats (0: no profile).")
     ] = 10,
-    profile_calls: Annotated[
-        int, typer.Option(help="Profiled calls per trial, each on a fresh model (and as many without the profiler).")
-    ] = 3,
+    profile_calls: Annotated[int, typer.Option(help=protocol_help("profile_calls"))] = Protocol.profile_calls,
     traces: Annotated[
         Path | None, typer.Option(help="Keep every profile's trace (Chrome/Perfetto .json.gz) in this folder.")
     ] = None,

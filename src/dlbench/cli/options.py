@@ -179,6 +179,14 @@ MATRIX = Group(
 )
 
 
+def protocol_help(name: str) -> str:
+    """A protocol setting's help, as declared (dlbench.protocol_settings), for a command
+    that takes the setting under its own flag (explain's --repeats)."""
+    from dlbench.protocol_settings import Protocol, declared
+
+    return declared(Protocol.__dataclass_fields__[name]).help
+
+
 def _protocol_params() -> tuple[inspect.Parameter, ...]:
     """One flag per declared protocol setting: --name-with-dashes, its help from the declaration."""
     from dlbench.protocol_settings import Protocol, TrialProtocol, declared
