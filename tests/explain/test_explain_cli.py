@@ -18,10 +18,12 @@ from dlbench.trialspec import case_from_dict
 pytest.importorskip("torch", reason="PyTorch is not installed")
 runner = CliRunner()
 
+# The two source runs give explain its cases (A and B are named with --case/--vs, not
+# chosen by their step times): one repeat each; the gap is measured by the explain run.
 RUN = [
     "run", "--trials", "1", "--framework", "torch", "--model", "lenet5", "--dataset", "synthetic",
     "--batch-size", "128",
-    "--steps", "12", "--repeats", "2", "--warmup", "0", "--train-samples", "1024", "--test-samples", "64",
+    "--steps", "12", "--repeats", "1", "--warmup", "0", "--train-samples", "1024", "--test-samples", "64",
     "--latency-batches", "0", "--infer-min-time", "0", "--samplers", "none",
 ]  # fmt: skip
 

@@ -60,7 +60,7 @@ test_size = 16
 [protocol]
 steps = 6
 repeats = 1  # the timed repeats are only printed beside the check, which is the profile phase's
-warmup = 1   # own profiled and unprofiled calls: one timed repeat after the warm-up says enough
+warmup = 0   # own profiled and unprofiled calls (each on a fresh model after its first step)
 latency_batches = 0
 infer_min_time = 0.0
 samplers = "none"
