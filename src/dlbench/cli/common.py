@@ -395,7 +395,6 @@ FORMAT = Annotated[
 def resolve_run(ref: str, db: Path, readonly: bool = False):
     """'3' -> run 3 in --db; 'other.db' -> its latest run; 'other.db:3' -> run 3 there.
     readonly: opened read-only (compare); extend writes into the runs it resolves."""
-    from dlbench.store import StoreError
 
     path, run_id = db, None
     if ref.isdigit():
@@ -406,8 +405,14 @@ def resolve_run(ref: str, db: Path, readonly: bool = False):
         if not path.exists():
             fail(f"{ref}: no such database file {path} (give a run id, FILE.db or FILE.db:RUN)")
     store = open_store(path, readonly=readonly)
+    return store, stored_run(store, run_id)
+
+
+def stored_run(store: Any, run_id: int | None) -> Any:
+    """The run's record (None: the latest run), or one line and exit 2."""
+    from dlbench.store import StoreError
+
     try:
-        row = store.run(run_id)
+        return store.run(run_id)
     except StoreError as exc:
         fail(str(exc))
-    return store, row

@@ -27,6 +27,7 @@ from dlbench.cli.common import (
     resolve_run,
     same_database,
     show_table,
+    stored_run,
     write_output,
 )
 
@@ -78,7 +79,6 @@ def report(
     LaTeX, HTML or CSV. Several --db (or --run) taken on different machines: first a section with one
     column group per machine (nothing pooled), then the first run's report."""
     from dlbench.report.formats import REGISTRY
-    from dlbench.store import StoreError
 
     if fmt not in REGISTRY:
         fail(f"--format {fmt!r}: allowed: {', '.join(REGISTRY)}")
@@ -95,10 +95,7 @@ def report(
     preface = machines_preface(picked) if len(picked) > 1 else None
     run_id = picked[0][1]
     store = picked[0][0]
-    try:
-        row = store.run(run_id)
-    except StoreError as exc:
-        fail(str(exc))
+    row = stored_run(store, run_id)
     made: list[Any] = []
     # A document on standard output keeps stdout for itself: messages go to stderr.
     say = err_console if fmt != "console" and out is None else console
@@ -206,7 +203,6 @@ def export(
     db: DB = Path("dlbench.db"),
 ) -> None:
     """Every measurement of a run, one row per value, every factor of its case as a column (docs/schema.md)."""
-    from dlbench.store import StoreError
 
     formats = ("csv", "json", "parquet")  # dlbench.results.FORMATS, without importing pandas before it is needed
     suffix = out.suffix.lstrip(".").lower()
@@ -233,10 +229,7 @@ def export(
     if not db.is_file() and not is_url(db):  # exporting reads a database; it never creates an empty one
         fail(f"--db {db}: no such database file (give the --db that dlbench run wrote)")
     store = open_store(db, readonly=True)
-    try:
-        row = store.run(run_id)
-    except StoreError as exc:
-        fail(str(exc))
+    row = stored_run(store, run_id)
     from dlbench import results
 
     store.close()

@@ -198,6 +198,21 @@ class SamplerRecord(_Columns):
     row: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
+def _column_names(self: Any) -> tuple[str, ...]:
+    return tuple(self._fields)
+
+
+def _by_column(self: Any, key: str | int | slice) -> Any:
+    """row["name"] as well as row[0]: a bulky row read the old way, by column name (the
+    NamedTuple records below share it: a NamedTuple cannot take a base class with methods)."""
+    if key.__class__ is str:
+        try:
+            return getattr(self, key)
+        except AttributeError:
+            raise KeyError(key) from None
+    return tuple.__getitem__(self, key)  # type: ignore[index]
+
+
 class MeasurementRecord(NamedTuple):
     """One stored value with the trial columns the analyses group by (Store.measurements).
     warmup is 0 or 1 as stored; attempt and retired tell a resumed trial's attempts apart."""
@@ -225,16 +240,10 @@ class MeasurementRecord(NamedTuple):
     id: int
 
     def keys(self) -> tuple[str, ...]:
-        return self._fields
+        return _column_names(self)
 
     def __getitem__(self, key: str | int | slice) -> Any:  # type: ignore[override]
-        """row["name"] as well as row[0]: read the old way, by column name."""
-        if key.__class__ is str:
-            try:
-                return getattr(self, key)
-            except AttributeError:
-                raise KeyError(key) from None
-        return tuple.__getitem__(self, key)  # type: ignore[index]
+        return _by_column(self, key)
 
 
 class LatencyCall(NamedTuple):
@@ -248,16 +257,10 @@ class LatencyCall(NamedTuple):
     value: float | None
 
     def keys(self) -> tuple[str, ...]:
-        return self._fields
+        return _column_names(self)
 
     def __getitem__(self, key: str | int | slice) -> Any:  # type: ignore[override]
-        """row["name"] as well as row[0]: read the old way, by column name."""
-        if key.__class__ is str:
-            try:
-                return getattr(self, key)
-            except AttributeError:
-                raise KeyError(key) from None
-        return tuple.__getitem__(self, key)  # type: ignore[index]
+        return _by_column(self, key)
 
 
 class SeriesPoint(NamedTuple):
@@ -273,16 +276,10 @@ class SeriesPoint(NamedTuple):
     method: str | None
 
     def keys(self) -> tuple[str, ...]:
-        return self._fields
+        return _column_names(self)
 
     def __getitem__(self, key: str | int | slice) -> Any:  # type: ignore[override]
-        """row["name"] as well as row[0]: read the old way, by column name."""
-        if key.__class__ is str:
-            try:
-                return getattr(self, key)
-            except AttributeError:
-                raise KeyError(key) from None
-        return tuple.__getitem__(self, key)  # type: ignore[index]
+        return _by_column(self, key)
 
 
 # -- building records from stored rows ------------------------------------------------
