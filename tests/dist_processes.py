@@ -16,7 +16,7 @@ import sys
 from typing import Any
 
 from dlbench.distributed import DistContext
-from dlbench.distributed.environ import rank_environment
+from dlbench.launchers.ranks import rank_environment
 
 GLOBAL_BATCH = 32
 STEPS = 8

@@ -139,3 +139,19 @@ def test_the_architecture_document_names_files_that_exist():
         if module.startswith(("src/", "tests/")):
             continue
         assert (SRC / "dlbench" / module).exists() or list((SRC / "dlbench").rglob(module)), module
+
+
+def test_no_two_top_level_parts_import_each_other():
+    """Read as rooms (each top-level module or package of dlbench one room), the imports
+    still run one way: a package that imports another is never imported back by it, not
+    even through a third (frameworks/ <-> distributed/ once did, through registry)."""
+    graph = import_graph()
+
+    def room(module: str) -> str:
+        return module.split(".")[1] if "." in module else module
+
+    rooms: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        rooms.setdefault(room(module), set()).update(room(t) for t in targets if room(t) != room(module))
+    looped = sorted(r for r in rooms if r in _reach(rooms, r))
+    assert not looped, f"top-level parts on an import loop: {looped}"

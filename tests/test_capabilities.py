@@ -228,14 +228,14 @@ def _plan(*args: str) -> str:
 
 
 def test_a_plugin_strategy_is_known_to_plan_and_the_launcher(ring_plugin):
-    from dlbench import distributed, registry
+    from dlbench import registry
     from dlbench.plan import strategy_reason
 
     assert registry.framework("ringfw").strategy("ring").module == "dlbench_ringfw.dist"
-    assert distributed.STRATEGIES["ring"] == (("ringfw",), False)
-    assert distributed.module_for("ringfw", "ring") == "dlbench_ringfw.dist"
-    assert distributed.has_strategy("ringfw", "ring") and not distributed.has_strategy("torch", "ring")
-    assert not distributed.multiprocess("ring")
+    assert registry.strategies()["ring"] == (("ringfw",), False)
+    assert registry.strategy_module("ringfw", "ring") == "dlbench_ringfw.dist"
+    assert registry.has_strategy("ringfw", "ring") and not registry.has_strategy("torch", "ring")
+    assert not registry.multiprocess("ring")
     # Its limit, and another framework's strategy, said as for a built-in.
     assert strategy_reason("ringfw", "ring", 2, False, "cpu", 32, "fused") == "strategy ring: fused rings need a GPU"
     assert strategy_reason("ringfw", "ddp", 2, False, "cpu", 32) == "strategy ddp is torch's; ringfw has single, ring"

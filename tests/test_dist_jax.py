@@ -18,10 +18,10 @@ pytest.importorskip("flax")
 from dist_processes import DATA, GLOBAL_BATCH, STEPS, collect, free_port, start  # noqa: E402
 from dist_processes import settings as _settings  # noqa: E402
 from dlbench.datasets.synthetic import SyntheticOptions, load  # noqa: E402
-from dlbench.distributed import context_for  # noqa: E402
 from dlbench.frameworks import jax_dist  # noqa: E402
 from dlbench.frameworks.jax import JaxFramework  # noqa: E402
 from dlbench.frameworks.protocol import TrainSettings  # noqa: E402
+from dlbench.launchers.ranks import context_for  # noqa: E402
 
 WORLD = 2
 MODELS = ("mlp", "lenet5")

@@ -18,7 +18,7 @@ import pytest
 
 from dist_processes import DATA, GLOBAL_BATCH, STEPS, collect, free_port, start
 from dist_processes import settings as _settings
-from dlbench.distributed import context_for
+from dlbench.launchers.ranks import context_for
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None, reason="tensorflow not installed")
 
@@ -51,7 +51,8 @@ from dlbench.frameworks.tensorflow import TensorFlowFramework  # first: sets KER
 from dlbench.frameworks import tensorflow_dist
 import tensorflow as tf
 from dlbench.datasets.synthetic import SyntheticOptions, load
-from dlbench.distributed import DistContext, context_for
+from dlbench.distributed import DistContext
+from dlbench.launchers.ranks import context_for
 from dlbench.frameworks.protocol import TrainSettings
 
 args = json.loads(sys.argv[1])

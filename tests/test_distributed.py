@@ -12,10 +12,10 @@ import pytest
 
 from dlbench.cases import case_label
 from dlbench.config import ConfigError, parse
-from dlbench.distributed import DistContext, context_for
-from dlbench.distributed.environ import rank_environment
+from dlbench.distributed import DistContext
 from dlbench.launchers.merge import merge_process, merge_repeat
 from dlbench.launchers.multiprocess import contexts, free_ports
+from dlbench.launchers.ranks import context_for, rank_environment
 from dlbench.plan import Case, expand
 from dlbench.trialspec import ProtocolSpec, TrialSpec
 

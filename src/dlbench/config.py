@@ -223,7 +223,7 @@ _CHOICES: dict[str, Callable[[], tuple[Any, ...]]] = {
 
 
 def _strategies() -> Mapping[str, Any]:
-    from dlbench.distributed import strategies
+    from dlbench.registry import strategies
 
     return strategies()
 

@@ -224,7 +224,7 @@ def device_reason(framework: str, device: str) -> str | None:
 def strategy_applies(framework: str, strategy: str, world_size: int) -> bool:
     """False for a cell that is no experiment: another framework's strategy, or
     `single` with more than one replica."""
-    from dlbench.distributed import has_strategy
+    from dlbench.registry import has_strategy
 
     return has_strategy(framework, strategy) and not (strategy == "single" and world_size > 1)
 
@@ -239,7 +239,7 @@ def strategy_reason(
     variant: str = "",
 ) -> str | None:
     """Why this framework cannot run this strategy at this world size (None: it can)."""
-    from dlbench.distributed import has_strategy, strategies
+    from dlbench.registry import has_strategy, strategies
 
     known = strategies()
     if not has_strategy(framework, strategy):

@@ -382,3 +382,36 @@ def needed(model_name: str, dataset_name: str, sources: Sources) -> dict[str, st
     """The sources one trial's worker needs (its model's and its dataset's, if the user's)."""
     keys = (f"model:{model_name}", f"dataset:{dataset_name}")
     return {k: sources[k] for k in keys if k in sources}
+
+
+# -- strategies: what the frameworks declare (FrameworkInfo.strategies), asked by name ------
+
+
+def strategies() -> dict[str, tuple[tuple[str, ...], bool]]:
+    """Every strategy some framework declares, "single" first, in the frameworks' order
+    -> (the frameworks that have it, () for every framework; one process per replica?)."""
+    from dlbench.distributed import SINGLE
+
+    out: dict[str, tuple[tuple[str, ...], bool]] = {SINGLE: ((), False)}
+    for name, info in frameworks().items():
+        for s in info.strategies:
+            owners, multi = out.get(s.name, ((), s.multiprocess))
+            out[s.name] = ((*owners, name), multi)
+    return out
+
+
+def strategy_module(framework_name: str, strategy: str) -> str:
+    """The module that implements `framework_name`'s `strategy` (KeyError if it has none)."""
+    declared = framework(framework_name).strategy(strategy)
+    if declared is None:
+        raise KeyError(f"{framework_name} has no data-parallel strategy {strategy!r}")
+    return str(declared.module)
+
+
+def has_strategy(framework_name: str, strategy: str) -> bool:
+    return bool(framework(framework_name).has_strategy(strategy))
+
+
+def multiprocess(strategy: str) -> bool:
+    """True when the strategy runs one OS process per replica (KeyError: no framework has it)."""
+    return strategies()[strategy][1]

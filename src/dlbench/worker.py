@@ -240,7 +240,8 @@ def load_arrays(case: Case, protocol: ProtocolSpec) -> Any:
 def run_trial(spec: TrialSpec, emit: Emitter) -> bool:
     """Run one trial (or, for a case with one process per replica, launch its
     ranks); False when a rank failed (its error already emitted)."""
-    from dlbench.distributed import context_for, multiprocess
+    from dlbench.launchers.ranks import context_for
+    from dlbench.registry import multiprocess
 
     case = spec.case
     dist = spec.dist
@@ -270,9 +271,10 @@ def _run_process(spec: TrialSpec, emit: Emitter, dist: DistContext | None) -> No
     import importlib
 
     from dlbench import registry, runtime_settings
-    from dlbench.distributed import module_for, multiprocess
-    from dlbench.distributed.environ import rank_environment
+    from dlbench.launchers.ranks import rank_environment
     from dlbench.registry import framework as get_info
+    from dlbench.registry import multiprocess
+    from dlbench.registry import strategy_module as module_for
 
     case, protocol = spec.case, spec.protocol
     # The user's own model or data, named for this run (never read from a database).

@@ -14,10 +14,11 @@ from hypothesis import strategies as st
 
 from dlbench import config, runtime_settings
 from dlbench import registry as _registry
-from dlbench.distributed import BATCH_SCOPES, STRATEGIES
+from dlbench.distributed import BATCH_SCOPES
 from dlbench.frameworks.protocol import INITS, OPTIMIZERS
 from dlbench.models import get_spec
 from dlbench.models.spec import OptionRange
+from dlbench.registry import strategies
 
 # -- a small TOML writer (the standard library reads TOML but does not write it) --
 
@@ -225,7 +226,7 @@ FACTOR_VALUES: dict[str, st.SearchStrategy[Any]] = {
     "precision": st.sampled_from(config.PRECISIONS),
     "layout": st.sampled_from(config.LAYOUTS),
     "pipeline": st.sampled_from(config.PIPELINES),
-    "strategy": st.sampled_from(tuple(STRATEGIES)),
+    "strategy": st.sampled_from(tuple(strategies())),
     "world_size": st.one_of(st.sampled_from([1, 2, config.MAX_WORLD_SIZE]), st.integers(1, 8)),
     "runtime": st.one_of(
         st.sampled_from(["defaults", "all"]),

@@ -18,92 +18,24 @@ per-replica batch (weak scaling) is the run's `batch_scope`, recorded with the c
 
 Which framework has which strategy, the module that implements it and how its
 processes are launched are the framework's declarations
-(dlbench.frameworks.FrameworkInfo.strategies, a plugin's too); this module asks
-them. It only names things; it imports no framework.
+(dlbench.frameworks.FrameworkInfo.strategies, a plugin's too), asked through
+dlbench.registry (strategies, strategy_module, has_strategy, multiprocess). This module
+holds what a rank knows and what every strategy shares; it imports no framework and
+nothing above it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
 SINGLE = "single"  # one process, one device: every framework's
 
 
-def _frameworks() -> dict[str, Any]:
-    from dlbench import registry
-
-    return registry.frameworks()
-
-
-def strategies() -> dict[str, tuple[tuple[str, ...], bool]]:
-    """Every strategy some framework declares (FrameworkInfo.strategies), "single"
-    first, in the frameworks' order -> (the frameworks that have it, () for every
-    framework; one process per replica?)."""
-    out: dict[str, tuple[tuple[str, ...], bool]] = {SINGLE: ((), False)}
-    for name, info in _frameworks().items():
-        for s in info.strategies:
-            owners, multi = out.get(s.name, ((), s.multiprocess))
-            out[s.name] = ((*owners, name), multi)
-    return out
-
-
-class _Declared(Mapping[str, Any]):
-    """A read-only view computed from the frameworks' declarations at each use, so that
-    an installed plugin's strategies are in it (nothing is read at import)."""
-
-    def __init__(self, compute: Callable[[], dict[str, Any]]) -> None:
-        self._compute = compute
-
-    def __getitem__(self, key: str) -> Any:
-        return self._compute()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._compute())
-
-    def __len__(self) -> int:
-        return len(self._compute())
-
-
-def _dist_modules() -> dict[str, str]:
-    return {name: info.strategies[0].module for name, info in _frameworks().items() if info.strategies}
-
-
-# strategy -> (frameworks that have it, () for every framework; one process per replica?),
-# read from the frameworks' declarations (strategies()).
-STRATEGIES: Mapping[str, tuple[tuple[str, ...], bool]] = _Declared(strategies)
-# framework -> the module implementing its data-parallel strategies (setup, build,
-# shutdown; see dlbench.frameworks.torch_dist), imported only inside a worker. Kept for
-# callers that have no strategy at hand; module_for(framework, strategy) is exact.
-DIST_MODULES: Mapping[str, str] = _Declared(_dist_modules)
-
-
-def module_for(framework: str, strategy: str) -> str:
-    """The module that implements `framework`'s `strategy` (KeyError if it has none)."""
-    from dlbench import registry
-
-    declared = registry.framework(framework).strategy(strategy)
-    if declared is None:
-        raise KeyError(f"{framework} has no data-parallel strategy {strategy!r}")
-    return declared.module
-
-
 BATCH_SCOPES = ("global", "per-replica")
 # The first steps whose global loss every case of a distributed scenario records
 # (single baselines included), so that loss curves can be compared step by step.
 LOSS_CURVE_STEPS = 16
-
-
-def has_strategy(framework: str, strategy: str) -> bool:
-    from dlbench import registry
-
-    return registry.framework(framework).has_strategy(strategy)
-
-
-def multiprocess(strategy: str) -> bool:
-    """True when the strategy runs one OS process per replica (KeyError: no framework has it)."""
-    return strategies()[strategy][1]
 
 
 @dataclass(frozen=True)
@@ -143,35 +75,6 @@ class DistContext:
         values = dict(data)
         values["workers"] = tuple(values.get("workers") or ())
         return cls(**values)
-
-
-def context_for(
-    strategy: str,
-    world_size: int,
-    *,
-    threads: int,
-    device: str,
-    batch_scope: str = "global",
-    rank: int = 0,
-    coordinator: str = "",
-    workers: tuple[str, ...] = (),
-) -> DistContext:
-    """The context of one process of a case. `threads` is per replica: a process
-    holding several replicas (dp, mirrored, sharded) gets threads x replicas, so that
-    every strategy at world size N has N x threads threads in all."""
-    multi = multiprocess(strategy)
-    return DistContext(
-        strategy=strategy,
-        world_size=world_size,
-        rank=rank,
-        processes=world_size if multi else 1,
-        local_replicas=1 if multi else world_size,
-        coordinator=coordinator,
-        workers=workers,
-        threads=threads if multi else threads * world_size,
-        device=device,
-        batch_scope=batch_scope,
-    )
 
 
 def covered(intervals: list[tuple[float, float]]) -> float:

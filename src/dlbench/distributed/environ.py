@@ -23,19 +23,6 @@ def _with_xla_flag(existing: str, flag: str, value: int) -> str:
     return " ".join([*kept, f"{flag}={value}"])
 
 
-def rank_environment(framework: str, ctx: DistContext, inherited: dict[str, str]) -> dict[str, str]:
-    """Variables to add to (or replace in) `inherited` for this rank's process: the
-    thread count, and what the framework's strategy declares (Strategy.environment)."""
-    from dlbench import registry
-    from dlbench.frameworks import load
-
-    env: dict[str, str] = {"OMP_NUM_THREADS": str(ctx.threads)}
-    declared = registry.framework(framework).strategy(ctx.strategy)
-    if declared is not None and declared.environment:
-        env.update(load(declared.environment)(ctx, inherited))
-    return env
-
-
 # Strategies' environments (named by Strategy.environment): (ctx, inherited) -> variables.
 
 

@@ -100,7 +100,7 @@ class FrameworkInfo:
     # model as it builds it, run in a subprocess of its own by dlbench.param_counts.
     param_counter: str | None = None
     # "module:attr" of the probe's hooks for `dlbench check` (forward, export, load;
-    # see dlbench.frameworks.checks).
+    # see dlbench.conformance.hooks).
     conformance: str | None = None
     # (device, setting, value): the value it is known to run fastest with on a device,
     # which `explain`'s ablation tries where A and B agree (dlbench.explain.ablation).
@@ -191,7 +191,7 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
             profiler="dlbench.explain.profile_torch",
             layouts=("channels-first", "channels-last"),
             param_counter="dlbench.frameworks.counting:torch_count",
-            conformance="dlbench.frameworks.checks:TORCH",
+            conformance="dlbench.conformance.hooks:TORCH",
             best_known=(
                 ("cpu", "variant", "compile"),  # inductor's fused C++ kernels
                 ("cpu", "layout", "channels-last"),  # oneDNN's convolutions are NHWC-native
@@ -235,7 +235,7 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
                 ),
             ),
             param_counter="dlbench.frameworks.counting:keras_count",
-            conformance="dlbench.frameworks.checks:KERAS",
+            conformance="dlbench.conformance.hooks:KERAS",
             best_known=(
                 ("cpu", "variant", "xla"),  # XLA's fusion
                 ("cpu", "pipeline", "preloaded"),
@@ -274,7 +274,7 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
                 ),
             ),
             param_counter="dlbench.frameworks.counting:flax_count",
-            conformance="dlbench.frameworks.checks:FLAX",
+            conformance="dlbench.conformance.hooks:FLAX",
             best_known=(
                 ("cpu", "pipeline", "preloaded"),
                 ("cuda", "precision", "bf16-mixed"),

@@ -20,7 +20,7 @@ in-process CollectiveAllReduce; the class in force goes into the manifest).
 Training: the adapter's own model.fit (FitTrainer).
 
 "multiworker": tf.distribute.MultiWorkerMirroredStrategy, one process per replica,
-the cluster read from TF_CONFIG (dlbench.distributed.environ.rank_environment),
+the cluster read from TF_CONFIG (dlbench.launchers.ranks.rank_environment),
 collectives over gRPC on 127.0.0.1 with CommunicationImplementation.RING on a CPU
 and NCCL on a GPU (each process then sees only the GPU of its rank). Training:
 fit's loop around Keras' own train_step, written out because keras 3.15's fit fails
@@ -206,7 +206,7 @@ def _setup_multiworker(ctx: DistContext, on_cpu: bool) -> tuple[Any, dict[str, A
     if len(workers) != ctx.processes or task.get("index") != ctx.rank or task.get("type") != "worker":
         raise RuntimeError(
             f"TF_CONFIG {os.environ.get('TF_CONFIG')!r} does not match rank {ctx.rank} of {ctx.processes} workers "
-            "(dlbench.distributed.environ.rank_environment sets it before TensorFlow is imported)"
+            "(dlbench.launchers.ranks.rank_environment sets it before TensorFlow is imported)"
         )
     impl = tf.distribute.experimental.CommunicationImplementation
     if on_cpu:

@@ -11,7 +11,7 @@ The worker drives this module around the adapter (dlbench.frameworks.torch):
 
 "ddp": one process per replica, as `torchrun` starts them. The rendezvous is
 env:// (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE set by
-dlbench.distributed.environ.rank_environment), backend gloo on a CPU and nccl on
+dlbench.launchers.ranks.rank_environment), backend gloo on a CPU and nccl on
 cuda (device cuda:LOCAL_RANK). The model comes from the adapter's own build (the
 same builder, seed and init as a single run), wrapped in
 DistributedDataParallel; in the compile variant torch.compile runs over the DDP

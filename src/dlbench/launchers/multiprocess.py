@@ -33,8 +33,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
-from dlbench.distributed import DistContext, context_for
+from dlbench.distributed import DistContext
 from dlbench.launchers.merge import merge_manifest, merge_process, merge_repeat
+from dlbench.launchers.ranks import context_for
 from dlbench.trialspec import TrialSpec, worker_command
 
 ATTEMPTS = 3

@@ -48,7 +48,7 @@ class Connection(Protocol):
 
 class Dialect:
     """What the Store's SQL spells differently per database: SQLite's spelling here,
-    PostgreSQL's in dlbench.store_pg.PostgresDialect."""
+    PostgreSQL's in dlbench.store.postgres.PostgresDialect."""
 
     name = "sqlite"
     begin_immediate = "BEGIN IMMEDIATE"  # a write transaction that takes the lock at once
