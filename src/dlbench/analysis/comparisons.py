@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from dlbench.analysis import stats
+from dlbench.analysis import quality, stats
 
 # The verdict criteria, the same for every sentence dlbench prints (re-exported here).
 from dlbench.analysis.criteria import ALPHA as ALPHA
@@ -182,7 +182,10 @@ def within_run(
     return verdicts, omnibus
 
 
-ACCURACY = (("accuracy", "accuracy", "accuracy"),)
+# Every quality metric of a trained model (accuracy, test MSE, perplexity, ...), each ranked
+# in its own direction (analysis.quality). ACCURACY: the name the callers knew it by.
+QUALITY = quality.comparison_metrics()
+ACCURACY = QUALITY
 
 
 @dataclass(frozen=True)
@@ -192,12 +195,13 @@ class Standing:
     name: str
     estimate: float  # its median
     comparison: stats.Comparison | None  # name relative to the best (ratio = name / best); None: the best
-    difference_ci: tuple[float, float] | None = None  # accuracy: CI of median(name) - median(best)
+    difference_ci: tuple[float, float] | None = None  # quality: CI of median(name) - median(best)
 
 
 @dataclass(frozen=True)
 class Ranking:
-    """A comparison set and metric with its members best first: lowest time, highest accuracy."""
+    """A comparison set and metric with its members best first: lowest time, highest accuracy,
+    lowest test MSE (a quality metric's direction is its declaration's)."""
 
     set_label: str
     phase: str
@@ -223,22 +227,32 @@ def rankings(
     analysed: list[tuple[Groups, stats.Omnibus]],
     accuracy: list[tuple[Groups, stats.Omnibus]] | None = None,
 ) -> list[Ranking]:
-    """Every comparison set and metric, ranked: times lowest first, accuracy highest first.
-    Each member carries its comparison with the best (Holm-adjusted within the set)."""
+    """Every comparison set and metric, ranked: times lowest first, quality metrics (`accuracy`:
+    the groups of QUALITY) best first in their declared direction (accuracy highest, test MSE
+    lowest). Each member carries its comparison with the best (Holm-adjusted within the set)
+    and, for a quality metric, the CI of its difference from the best."""
     out = []
-    for groups, higher_better in ((analysed, False), (accuracy or [], True)):
+    for groups, is_quality in ((analysed, False), (accuracy or [], True)):
         for g, result in groups:
             medians = {name: float(np.median(v)) for name, v in g.values.items() if len(v)}
             if len(medians) < 2:
                 continue
+            q = quality.quality(g.phase, _stored_metric(g)) if is_quality else None
+            higher_better = q is not None and q.higher_is_better
             order = sorted(medians, key=lambda k: -medians[k] if higher_better else medians[k])
             best = order[0]
             standings = [Standing(best, medians[best], None)]
             for name in order[1:]:
-                ci = stats.difference_ci(g.values[name], g.values[best], g.paired) if higher_better else None
+                ci = stats.difference_ci(g.values[name], g.values[best], g.paired) if is_quality else None
                 standings.append(Standing(name, medians[name], _oriented(result, name, best), ci))
             out.append(Ranking(g.set_label, g.phase, g.metric, g.paired, tuple(standings)))
     return out
+
+
+def _stored_metric(g: Groups) -> str:
+    """The stored metric name of a group named by its label ("test MSE" -> "mse")."""
+    q = quality.by_label(g.metric)
+    return q.metric if q is not None else g.metric
 
 
 @dataclass(frozen=True)
@@ -248,6 +262,23 @@ class RunDiff:
     comparison: stats.Comparison | None  # B relative to A; None if one side has no values
     regression: bool
     sample: str = ""  # what the compared values are, in words
+
+    @property
+    def declared(self) -> quality.Quality | None:
+        """The quality metric compared (its direction reads the verdict), or None for a time."""
+        return quality.by_label(self.metric)
+
+    @property
+    def verdict(self) -> str:
+        """The verdict in the metric's own words: faster/slower for times, better/worse
+        for a quality metric in its declared direction."""
+        c = self.comparison
+        if c is None:
+            return "no values on one side"
+        q = self.declared
+        if q is None or c.verdict not in ("faster", "slower"):
+            return c.verdict
+        return "worse" if c.verdict == q.worse_verdict else "better"
 
 
 # Settings of the machine rather than of the experiment: two runs that differ
@@ -308,17 +339,23 @@ def run_vs_run(
     threshold: float = 0.05,
     alpha: float = 0.05,
     quantile: float = 0.5,
+    with_quality: bool = False,
 ) -> list[RunDiff]:
     """Every case present in both runs (matched on everything but machine settings
     such as threads), B relative to A (ratio > 1: B slower), as the ratio of medians
     or of another quantile of the trial values (stats module: a low quantile for a
     machine whose speed comes and goes). Trial medians are paired by block when the
-    runs alternated block by block (`blocks_alternated`); otherwise unpaired."""
+    runs alternated block by block (`blocks_alternated`); otherwise unpaired.
+
+    with_quality: the quality metrics too (QUALITY), each a regression when B is
+    significantly worse beyond the band in its declared direction (lower accuracy,
+    higher test MSE). Off by default: a gate on times alone stays as it was."""
     a_cases = {t["case_key"]: stored_case(trial_record(t).case) for t in a_trials}
     b_by_match = {match_key(stored_case(trial_record(t).case)): t["case_key"] for t in b_trials}
     alternated = blocks_alternated(a_trials, b_trials)
     out = []
-    for phase, metric, name in TIMED:
+    for phase, metric, name in (*TIMED, *QUALITY) if with_quality else TIMED:
+        q = quality.quality(phase, metric) if (phase, metric, name) in QUALITY else None
         sa = samples(a_trials, a_measurements, phase, metric)
         sb = samples(b_trials, b_measurements, phase, metric)
         if not sa and not sb:
@@ -327,6 +364,8 @@ def run_vs_run(
             b_key = b_by_match.get(match_key(case))
             if b_key is None:
                 continue
+            if q is not None and key not in sa and b_key not in sb:
+                continue  # not this case's quality metric (another task's), or no ok trial: its times say so
             if key not in sa or b_key not in sb:
                 out.append(RunDiff(case, name, None, False))
                 continue
@@ -350,7 +389,8 @@ def run_vs_run(
                 # them as well as by their code: a verdict needs them taken in turns.
                 interleaved=alternated,
             )
-            out.append(RunDiff(case, name, comp, comp.verdict == "slower", _sample_words(x, y, paired, len(a_values))))
+            worse = "slower" if q is None else q.worse_verdict
+            out.append(RunDiff(case, name, comp, comp.verdict == worse, _sample_words(x, y, paired, len(a_values))))
     return out
 
 

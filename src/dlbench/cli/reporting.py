@@ -275,11 +275,20 @@ def compare(
             "timed out); by default that exits 3, so that a CI gate never passes on no data.",
         ),
     ] = False,
+    with_quality: Annotated[
+        bool,
+        typer.Option(
+            "--quality",
+            help="Compare the trained models' test-set quality too (accuracy, test MSE, test MAE, perplexity: "
+            "whichever the cases stored), each in its own direction: a significantly worse value beyond the band "
+            "(lower accuracy, higher MSE) is a regression.",
+        ),
+    ] = False,
     db: DB = Path("dlbench.db"),
 ) -> None:
     """Run vs run: per case ratio B/A with CI and verdict (paired by block when the runs took turns, as
-    `dlbench extend A B` runs them). Exit status: 1 on a significant regression; 3 when a case has no values
-    on one side (unless --allow-missing); 2 on bad input."""
+    `dlbench extend A B` runs them); times only unless --quality. Exit status: 1 on a significant regression;
+    3 when a case has no values on one side (unless --allow-missing); 2 on bad input."""
     from dlbench.analysis.comparisons import run_vs_run, setting_changes
     from dlbench.analysis.stats import min_trials
     from dlbench.report.drift import drift_notes
@@ -305,6 +314,7 @@ def compare(
         threshold=threshold,
         alpha=alpha,
         quantile=quantile,
+        with_quality=with_quality,
     )
     if not diffs:
         fail(f"runs {a} and {b} share no case (same framework, model, data and settings)")

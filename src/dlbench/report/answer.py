@@ -5,9 +5,11 @@ comparison set (cases that differ only in framework/variant) and metric it names
 the fastest (or most accurate) framework, then each other one as
 "5.17× slower [95% CI 4.38, 7.31], p = 0.0022 (Holm): slower" — hyperfine's
 "ran 1.8 ± 0.1 times faster than" is the tone. An undecided comparison says why
-and how many trials or repeats would decide. Accuracy differences are stated in
-percentage points. The numbers come from dlbench.analysis.comparisons.rankings;
-this module only words them, as plain data (Answer) that each format lays out.
+and how many trials or repeats would decide. Quality metrics (accuracy, test MSE,
+perplexity: dlbench.analysis.quality) are worded in their declared direction, and
+their differences stated in their own units (accuracy in percentage points). The
+numbers come from dlbench.analysis.comparisons.rankings; this module only words
+them, as plain data (Answer) that each format lays out.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from dlbench.analysis import quality
 from dlbench.analysis.comparisons import ALPHA, BAND, Ranking, Standing
 from dlbench.analysis.stats import FUTILE_SAMPLES, Comparison
 from dlbench.report.tables import ratio_text
@@ -24,7 +27,7 @@ from dlbench.report.words import reason
 @dataclass(frozen=True)
 class AnswerItem:
     subject: str  # what the compared cases share: "mlp digits b32 adam lr=0.001 3 ep"
-    metric: str  # "train time", "inference time", "accuracy"
+    metric: str  # "train time", "inference time", "accuracy", "test MSE"
     best: str  # "jax:jit is fastest: median 38.2 ms"
     others: tuple[str, ...]  # one line per other framework/variant
 
@@ -141,39 +144,45 @@ def _time_line(s: Standing, best: str, units: str) -> str:
     return f"{s.name} {ratio} slower than {best} {ci}, {p}: {verdict}"
 
 
-def _accuracy_line(s: Standing, best: Standing, units: str) -> str:
+def _quality_line(s: Standing, best: Standing, units: str, q: quality.Quality) -> str:
+    """One other member against the best in a quality metric: the difference of medians
+    in the metric's shown units (percentage points for accuracy) with its CI, and the
+    engine's verdict read in the metric's direction."""
     c = s.comparison
     assert c is not None
-    diff = 100 * (s.estimate - best.estimate)
-    lo, hi = (100 * x for x in (s.difference_ci or (math.nan, math.nan)))
-    ci = _ci_text(c, lo, hi, "+.2f")
+    diff = q.scale * (s.estimate - best.estimate)
+    lo, hi = (q.scale * x for x in (s.difference_ci or (math.nan, math.nan)))
+    ci = _ci_text(c, lo, hi, "+.2f" if q.difference == "pp" else "+.3g")
+    # Ranked best first, every other median lies on the worse side of the best's.
+    amount = f"{abs(diff):.2f} {q.difference}" if q.difference else f"{abs(diff):.3g}"
+    words = f"{s.name} {amount} {'lower' if q.higher_is_better else 'higher'} {ci}"
     if not c.independent:
-        return f"{s.name} {abs(diff):.2f} pp lower {ci}: {ONE_PROCESS}"
+        return f"{words}: {ONE_PROCESS}"
     p = p_short(c)
-    # The engine's verdict on the ratio of medians (lower = "faster" in its words).
-    if c.verdict == "faster":
-        verdict = "less accurate"
+    # The engine's verdict on the ratio of medians ("faster" = lower in its words).
+    if c.verdict == q.worse_verdict:
+        verdict = q.worse
     elif c.verdict == "no meaningful difference":
         verdict = f"no meaningful difference (within ±{c.band:.0%})"
-    elif c.verdict == "slower":  # cannot happen for a ranked median, but never hide it
-        verdict = "more accurate"
+    elif c.verdict in ("faster", "slower"):  # cannot happen for a ranked median, but never hide it
+        verdict = q.better
     else:
         verdict = undecided_words(c, units)
-    return f"{s.name} {abs(diff):.2f} pp lower {ci}, {p}: {verdict}"
+    return f"{words}, {p}: {verdict}"
 
 
 def _head(r: Ranking) -> str:
-    """The ranking's first line: "fastest" / "most accurate" only where every other member
-    is decided worse; otherwise the best median, and that nothing is decided."""
+    """The ranking's first line: "fastest" / "most accurate" / "lowest test MSE" only where
+    every other member is decided worse; otherwise the best median, and that nothing is decided."""
     best = r.best
-    accuracy = r.phase == "accuracy"
-    value = f"{100 * best.estimate:.2f}%" if accuracy else duration(best.estimate)
-    worse = "faster" if accuracy else "slower"  # the engine's word for "worse than the best"
+    q = quality.by_label(r.metric) if r.phase == quality.PHASE else None
+    value = q.value(best.estimate) if q is not None else duration(best.estimate)
+    worse = q.worse_verdict if q is not None else "slower"  # the engine's word for "worse than the best"
     decided = all(s.comparison is not None and s.comparison.verdict == worse for s in r.standings[1:])
     if decided:
-        return f"{best.name} is {'most accurate' if accuracy else 'fastest'}: median {value}"
-    if accuracy:
-        return f"no framework is more accurate here (highest median: {best.name}, {value})"
+        return f"{best.name} {q.leader}: median {value}" if q is not None else f"{best.name} is fastest: median {value}"
+    if q is not None:
+        return f"{q.no_leader} ({q.extreme} median: {best.name}, {value})"
     return f"no framework is decided fastest here (lowest median: {best.name}, {value})"
 
 
@@ -195,8 +204,9 @@ def build_answer(
         units = _units(r)
         best = r.best
         head = _head(r)
-        if r.phase == "accuracy":
-            others = tuple(_accuracy_line(s, best, units) for s in r.standings[1:])
+        q = quality.by_label(r.metric) if r.phase == quality.PHASE else None
+        if q is not None:
+            others = tuple(_quality_line(s, best, units, q) for s in r.standings[1:])
         else:
             others = tuple(_time_line(s, best.name, units) for s in r.standings[1:])
         marked = tuple(
@@ -206,9 +216,9 @@ def build_answer(
         if f"{best.name} {r.set_label}" in busy:
             head += " — measured on a busy machine"
         answer.items.append(AnswerItem(r.set_label, r.metric, head, marked))
-    # Times first within each subject, accuracy last, subjects in their first-seen order.
+    # Times first within each subject, quality metrics last, subjects in their first-seen order.
     subjects = list(dict.fromkeys(i.subject for i in answer.items))
-    answer.items.sort(key=lambda i: (subjects.index(i.subject), i.metric == "accuracy"))
+    answer.items.sort(key=lambda i: (subjects.index(i.subject), quality.by_label(i.metric) is not None))
     if answer.items:
         tests = []
         if any(r.paired for r in rankings):

@@ -2,8 +2,9 @@
 
 Numbers come from the analysis (report.summaries), never from the tables' display
 strings: floats are written with repr, so a value reads back exactly as computed.
-Times are in seconds and accuracy is a fraction (units in the `unit` column), the
-case's settings are columns of their own. `dlbench export` writes every raw value.
+Times are in seconds and each quality metric is in its stored unit (accuracy a
+fraction, test MSE in squared target units: analysis.quality; units in the `unit`
+column), the case's settings are columns of their own. `dlbench export` writes every raw value.
 """
 
 from __future__ import annotations
@@ -13,14 +14,17 @@ import io
 import json
 from typing import Any
 
+from dlbench.analysis import quality
 from dlbench.report.tables import CASE_COLUMNS
 
+# (phase, metric, words, unit); a metric without values in a case writes no row.
 METRICS = (
     ("train", "time", "train time", "s"),
     ("infer", "time", "inference time", "s"),
-    ("accuracy", "accuracy", "accuracy", "fraction"),
+    *((q.phase, q.metric, q.label, q.unit) for q in quality.QUALITY),
     ("tta", "time", "time to target accuracy", "s"),
     ("tta", "epochs", "epochs to target accuracy", "epochs"),
+    *((p, m, words, quality.TOKEN_UNIT) for p, m, words in quality.TOKEN_THROUGHPUT),
 )
 STATS = ("n", "mean", "sd", "median", "q1", "q3", "min", "max")
 

@@ -88,7 +88,11 @@ def drift_notes(
         retuned = [s for s in settings if s.scope in ("case", "protocol", d.case["framework"])]
         return not machine_or_harness and not touched and not retuned
 
-    moved = [d for d in diffs if d.comparison is not None and _moved(d.comparison) and unchanged(d)]
+    # Times only: the machine's speed, which these notes weigh, moves times, not a model's
+    # test-set quality (`compare --quality` rows).
+    moved = [
+        d for d in diffs if d.declared is None and d.comparison is not None and _moved(d.comparison) and unchanged(d)
+    ]
     notes = [
         ("recorded differences between A and B: " + "; ".join(changes))
         if changes

@@ -16,10 +16,12 @@ import math
 import statistics
 import textwrap
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dlbench.analysis import quality
 from dlbench.cases import case_label, stored_case
 from dlbench.store.records import trial_record
 
@@ -439,8 +441,11 @@ def _per_run_figure(
     name: str,
     title: str,
     out: Target,
+    axes: Mapping[str, tuple[float, str, str]] | None = None,
 ) -> Figure | None:
-    """Every repeat in execution order (block, then repeat) per case: bars or dots."""
+    """Every repeat in execution order (block, then repeat) per case: bars or dots.
+    `axes`: metric -> (scale, unit, what) of panels whose metric is not the figure's own
+    (one figure shows every quality metric: accuracy in %, test MSE a plain number)."""
     from matplotlib.patches import Patch
 
     if not panels:
@@ -454,6 +459,7 @@ def _per_run_figure(
     data: dict[str, Any] = {}
     for ax, (ptitle, phase, metric, keys) in zip(_grid(fig, len(panels), ncols), panels):
         panel = data[ptitle] = {}
+        p_scale, p_unit, p_what = (axes or {}).get(metric, (scale, unit, what))
         x = 0.0
         centers: list[float] = []
         warm_at: list[tuple[float, float]] = []
@@ -461,14 +467,14 @@ def _per_run_figure(
             if n:
                 ax.axvline(x - 0.8, color="#555555", linewidth=0.8)  # a new case
             start = x
-            x, panel[run.label(k)] = _draw_case_runs(ax, run, k, phase, metric, x, scale, style, warm_at)
+            x, panel[run.label(k)] = _draw_case_runs(ax, run, k, phase, metric, x, p_scale, style, warm_at)
             centers.append((start + x - 1.6) / 2)
             x += 1.0
         _ticks(ax, centers, [run.short(k) for k in keys])
         ax.set_xlim(-1, max(x - 1.6, 1))
-        _clip_warmups(ax, panel, warm_at, unit)
+        _clip_warmups(ax, panel, warm_at, p_unit)
         logged = log_if_wide(ax, [v for values in panel.values() for v in _flat(values)])
-        _decorate(ax, ptitle + (" (log scale)" if logged else ""), f"{what} ({unit})")
+        _decorate(ax, ptitle + (" (log scale)" if logged else ""), f"{p_what} ({p_unit})" if p_unit else p_what)
     handles = [Patch(facecolor=c, label=i) for i, c in run.color.items()]
     handles += [
         Patch(facecolor=WARM, hatch="///", edgecolor="#666666", label="warm-up (not in statistics)"),
@@ -476,8 +482,9 @@ def _per_run_figure(
     ]
     _legend(fig, handles, [str(h.get_label()) for h in handles])
     fig.suptitle(title)
+    shown = f"{what.capitalize()} ({unit})" if unit else what.capitalize()
     caption = (
-        f"{what.capitalize()} ({unit}) of every repeat in execution order (block, then repeat), one group "
+        f"{shown} of every repeat in execution order (block, then repeat), one group "
         "per case; dotted lines separate trials (fresh processes). Grey hatched: warm-up (not in statistics); "
         "hollow cross-hatched: values of a trial that did not finish; red ×: a trial without values, "
         "with its status."
@@ -767,6 +774,44 @@ def _drawers(run: _Run, out: Target, baseline: str | None) -> dict[str, Any]:
             run, panels, 1.0, "J", "train energy", "bar", "07_energy_runs", "Energy of every training repeat (J)", out
         )
 
+    def quality_figure() -> Figure | None:
+        # Every quality metric the run stored (analysis.quality), one panel per comparison group
+        # and metric, each on its own axis; a run of accuracy alone draws what it always drew.
+        found = [q for q in quality.QUALITY if _cases_with(run, q.phase, q.metric)]
+        if not found:
+            return None
+        if len(found) == 1 and found[0].shown:
+            (q,) = found
+            return _per_run_figure(
+                run,
+                runs_panels(q.phase, q.metric),
+                q.scale,
+                q.shown,
+                q.label,
+                "dot",
+                "06_accuracy_runs",
+                f"Test {q.label} of every repeat ({q.shown})",
+                out,
+            )
+        panels = [
+            (f"{g} — {q.label}", phase, metric, ks)
+            for q in found
+            for g, phase, metric, ks in runs_panels(q.phase, q.metric)
+        ]
+        title = "Test-set quality of every repeat (" + ", ".join(q.title for q in found) + ")"
+        return _per_run_figure(
+            run,
+            panels,
+            1.0,
+            "",
+            "test-set quality",
+            "dot",
+            "06_accuracy_runs",
+            title,
+            out,
+            {q.metric: (q.scale, q.shown, q.label) for q in found},
+        )
+
     return {
         "01_box_train_time": lambda: _box_figure(
             run, "train", "time", 1.0, "s", "train time", "01_box_train_time", out
@@ -787,17 +832,7 @@ def _drawers(run: _Run, out: Target, baseline: str | None) -> dict[str, Any]:
         ),
         "04_relative_time": lambda: _relative_figure(run, baseline, out),
         "05_batch_size": lambda: _batch_figure(run, out),
-        "06_accuracy_runs": lambda: _per_run_figure(
-            run,
-            runs_panels("accuracy", "accuracy"),
-            100.0,
-            "%",
-            "accuracy",
-            "dot",
-            "06_accuracy_runs",
-            "Test accuracy of every repeat (%)",
-            out,
-        ),
+        "06_accuracy_runs": quality_figure,
         "07_energy_runs": energy,
         "08_telemetry": lambda: _telemetry_figure(run, out),
         "09_scaling": lambda: _scaling_figure(run, out),

@@ -10,6 +10,7 @@ import json
 import math
 from collections.abc import Collection, Iterable, Mapping
 
+from dlbench.analysis import quality
 from dlbench.analysis.stats import Summary
 from dlbench.analysis.summary import CaseSummary
 from dlbench.cases import case_label, stored_case
@@ -53,16 +54,42 @@ def skipped_table(skipped: Iterable[tuple[dict, str]]) -> TableData | None:
     return t
 
 
+# The quality metrics as table rows: (phase, metric, label, scale, unit shown), from their
+# declaration (analysis.quality): "accuracy" in %, "test MSE" a plain number.
+QUALITY_HEADLINE = tuple((q.phase, q.metric, q.label, q.scale, q.shown) for q in quality.QUALITY)
+# Token throughput of next-token models (tables appear when a case has values).
+TOKEN_HEADLINE = tuple((p, m, label, 1.0, quality.TOKEN_UNIT) for p, m, label in quality.TOKEN_THROUGHPUT)
+
 # (phase, metric, label, scale, unit shown)
 HEADLINE = (
     ("train", "time", "train time", 1.0, "s"),
     ("infer", "time", "infer time", 1000.0, "ms"),
-    ("accuracy", "accuracy", "accuracy", 100.0, "%"),
+    *QUALITY_HEADLINE,
     # Time-to-accuracy runs only (tables appear when a case has values).
     ("tta", "time", "time to target accuracy, training only", 1.0, "s"),
     ("tta", "epochs", "epochs to target accuracy", 1.0, "epochs"),
+    *TOKEN_HEADLINE,
 )
-OPTIONAL_HEADLINE = {("tta", "time"), ("tta", "epochs")}
+OPTIONAL_HEADLINE = {("tta", "time"), ("tta", "epochs"), *((p, m) for p, m, *_ in TOKEN_HEADLINE)}
+
+
+def _title(label: str, unit: str) -> str:
+    """ "train time (s)"; a plain number's label alone ("test MSE")."""
+    return f"{label} ({unit})" if unit else label
+
+
+def _quality_shown(summaries: Iterable[CaseSummary], phase: str, metric: str) -> bool:
+    """Whether a quality metric's table or column appears: where some case has values; and
+    accuracy, today's metric, also where no quality metric has any (every trial failed)."""
+    summaries = list(summaries)
+    if any((phase, metric) in s.stats for s in summaries):
+        return True
+    return metric == "accuracy" and not any(_quality_of(s) for s in summaries)
+
+
+def _quality_of(s: CaseSummary) -> list[tuple[str, str]]:
+    """The quality metrics a case has values of."""
+    return [key for key in s.stats if quality.quality(*key) is not None]
 
 
 def format_stat(stats: Summary | None, scale: float, digits: int = 3, fixed: bool = False) -> dict[str, str]:
@@ -177,9 +204,12 @@ def summary_tables(
     for phase, metric, label, scale, unit in HEADLINE:
         if (phase, metric) in OPTIONAL_HEADLINE and not any((phase, metric) in s.stats for s in summaries):
             continue
+        measures_quality = quality.quality(phase, metric) is not None
+        if measures_quality and not _quality_shown(summaries, phase, metric):
+            continue
         stat_cols = ["n", "mean ± sd", "median", "Q1", "Q3"]
         t = TableData(
-            f"{label} ({unit})",
+            _title(label, unit),
             [*_case_columns(columns), *stat_cols, "note"],
             align=["left"] * len(columns) + ["right"] * len(stat_cols) + ["left"],
             nowrap=frozenset(stat_cols),
@@ -189,6 +219,8 @@ def summary_tables(
             stats = s.stats.get((phase, metric))
             if stats is None and "ok" not in s.statuses:
                 continue
+            if stats is None and measures_quality and _quality_of(s):
+                continue  # a case of another task: its quality has a table of its own
             if stats is None:
                 cells = format_stat(None, scale)
             elif unit == "%":
@@ -198,7 +230,7 @@ def summary_tables(
             notes = []
             if busy and s.case_key in busy:
                 notes.append(f"BUSY: others took {busy[s.case_key]:.0f}% CPU")
-            if stats is not None and stats.noisy and phase != "accuracy":
+            if stats is not None and stats.noisy and phase != quality.PHASE:
                 notes.append("IQR/median>10%")
             if s.within_process and stats is not None and stats.n > 1:
                 notes.append("1 process")
@@ -227,7 +259,7 @@ def summary_tables(
 GLANCE = (
     ("train", "time", "train", 1.0, "s"),
     ("infer", "time", "infer", 1000.0, "ms"),
-    ("accuracy", "accuracy", "accuracy", 100.0, "%"),
+    *QUALITY_HEADLINE,
 )
 
 
@@ -260,14 +292,14 @@ def glance_table(
         st = s.stats.get((phase, metric))
         return st.median if st is not None else None
 
-    first_timed = next((g for g in present if g[0] != "accuracy"), None)
+    first_timed = next((g for g in present if g[0] != quality.PHASE), None)
     sets: dict[str, list[CaseSummary]] = {}
     for s in timed:
         sets.setdefault(_set_key(s.case), []).append(s)
     head = []
     for phase, _, label, _, unit in present:
-        head.append(f"{label} {unit}")
-        if phase != "accuracy":
+        head.append(f"{label} {unit}" if unit else label)
+        if phase != quality.PHASE:
             head.append(f"{label} ×")
     t = TableData(
         "summary: medians, fastest first (× = time relative to the fastest of the same setting)",
@@ -293,13 +325,13 @@ def glance_table(
                 value = median(s, phase, metric)
                 digits = ".2f" if unit == "%" else ".4g"
                 cells.append("—" if value is None else format(value * scale, digits))
-                if phase != "accuracy":
+                if phase != quality.PHASE:
                     best = fastest[(phase, metric)]
                     cells.append("—" if value is None or not best else ratio_text(value / best))
             notes = []
             if busy and s.case_key in busy:
                 notes.append("BUSY")
-            if any(st.noisy for (ph, _), st in s.stats.items() if ph != "accuracy"):
+            if any(st.noisy for (ph, _), st in s.stats.items() if ph != quality.PHASE):
                 notes.append("noisy")
             if s.within_process and any(st.n > 1 for st in s.stats.values()) and not everywhere_one_process:
                 notes.append("1 process")

@@ -70,12 +70,29 @@ def compare_table(
 ) -> TableData:
     est = estimator_name(quantile)
     ratio_col = "ratio B/A [95% CI]"
+    # Quality rows (`compare --quality`) are in their own units and directions: the values
+    # carry their unit and the verdict reads better/worse (analysis.quality).
+    mixed = any(d.declared is not None for d in diffs)
+    direction = (
+        "> 1: slower for times; a quality metric is better or worse in its own direction" if mixed else "> 1: slower"
+    )
+    regression = "significantly worse beyond the band" if mixed else f"significant and beyond +{threshold:.0%}"
     # The verdict is what a reader (or a grep in a CI log) looks for: it never wraps,
     # so the reason of an undecided verdict has a column of its own.
     t = TableData(
-        f"{b_name} relative to {a_name} (ratio of {est}s, > 1: slower; band ±{threshold:.0%}, alpha {alpha:g}; "
-        f"regression = significant and beyond +{threshold:.0%}; one process per side: no verdict)",
-        ["case", "metric", f"{est} A (s)", f"{est} B (s)", ratio_col, "p", "verdict", "reason", "sample"],
+        f"{b_name} relative to {a_name} (ratio of {est}s, {direction}; band ±{threshold:.0%}, alpha {alpha:g}; "
+        f"regression = {regression}; one process per side: no verdict)",
+        [
+            "case",
+            "metric",
+            f"{est} A" if mixed else f"{est} A (s)",
+            f"{est} B" if mixed else f"{est} B (s)",
+            ratio_col,
+            "p",
+            "verdict",
+            "reason",
+            "sample",
+        ],
         notes=[
             "paired: A and B took turns block by block (dlbench extend A B), block k of A paired with "
             "block k of B (Wilcoxon signed-rank, pairs resampled jointly); unpaired: Mann-Whitney U, "
@@ -88,14 +105,23 @@ def compare_table(
         if c is None:
             t.add_row(case_label(d.case), d.metric, "—", "—", "—", "—", "no values on one side", "", "—")
             continue
+        q = d.declared
+        # run_vs_run compares B relative to A: the comparison's b is run A.
+        a_value, b_value = (
+            (q.value(c.estimate_b), q.value(c.estimate_a))
+            if q is not None
+            else (f"{c.estimate_b:.4g}", f"{c.estimate_a:.4g}")
+        )
+        if mixed and q is None:
+            a_value, b_value = f"{a_value} s", f"{b_value} s"
         t.add_row(
             case_label(d.case),
             d.metric,
-            f"{c.estimate_b:.4g}",
-            f"{c.estimate_a:.4g}",
+            a_value,
+            b_value,
             f"{c.ratio:.3f} [{c.ratio_ci[0]:.3f}, {c.ratio_ci[1]:.3f}]",
             _p(c),
-            "REGRESSION" if d.regression else c.verdict if c.independent and c.interleaved else "no verdict",
+            "REGRESSION" if d.regression else d.verdict if c.independent and c.interleaved else "no verdict",
             reason(c) if c.verdict == "undecided" else "",
             d.sample,
         )
