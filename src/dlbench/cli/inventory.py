@@ -114,9 +114,11 @@ def check(
     ] = None,
     option: OptionOpt = None,
 ) -> None:
-    """Conformance: is MODEL the same network in every framework? Parameter counts, output shapes, loss falls on
-    a fixed batch, same seed same losses, and logits after copying one framework's weights into the others.
-    Exits 1 when a check fails or the implementations are not the same network."""
+    """Conformance: is MODEL the same network in every framework? Parameter counts, output shapes, whether it
+    learns (Adam steps on a fixed batch, judged on a held-out batch), gradients reaching every weight, same seed
+    same losses, and logits after copying one framework's weights into the others. One line per check, then the
+    verdict. Exits 1 when a build or check fails or the implementations are not the same network; a warning
+    (layers the init scheme did not reach) is printed and leaves the exit status 0."""
     from dlbench import config, conformance, registry
     from dlbench.datasets import DatasetError
 
@@ -165,11 +167,13 @@ def check(
             fail(f"--framework {fw}: unknown framework; allowed: {', '.join(registry.frameworks())}")
     err_console.print(f"checking {name} in {', '.join(frameworks)} (one process each) ...")
     report = conformance.check(name, sources, frameworks=frameworks, shape=shape, classes=classes, options=options)
+    # One line each, never wrapped (soft_wrap): a line is one finding, for a reader and for grep.
     for fw, why in report.skipped.items():
-        console.print(f"skipped {fw}: {why}", highlight=False)
+        console.print(f"skipped {fw}: {why}", highlight=False, soft_wrap=True)
     for f in report.findings:
-        console.print(f"{'ok  ' if f.ok else 'FAIL'} {f.check}: {f.detail}", highlight=False)
-    console.print(report.verdict(), highlight=False)
+        mark = "FAIL" if not f.ok else "warn" if f.warning else "ok  "
+        console.print(f"{mark} {f.check}: {f.detail}", highlight=False, soft_wrap=True)
+    console.print(report.verdict(), highlight=False, soft_wrap=True)  # last: after every line it sums up
     if not report.ok:
         raise typer.Exit(1)
 

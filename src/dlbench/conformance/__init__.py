@@ -3,14 +3,17 @@
 A comparison of two frameworks is a framework comparison only if both run the
 same network. For each framework with a builder, a probe process
 (`dlbench.conformance.probe`) builds the model through the adapter a benchmark
-uses and reports its trainable-parameter count, output shape, the loss of Adam
-steps on one fixed batch, and whether the same seed gives the same losses. Then
+uses and reports its trainable-parameter count, output shape, whether it learns
+(Adam steps on one fixed batch, judged on a held-out batch: the rule below), which
+weights no gradient reached, whether the same seed gives the same losses, and which
+layers kept the builder's own init under the harness's init scheme. Then
 the weights of one framework's network (torch when it has a builder), with
 batch-norm statistics moved off their trivial start so that they count, are
 copied in order into every framework's network (the other probes, run in
 parallel once the first has exported them) and the logits on one batch are
-compared. The verdict says plainly when the implementations are not the same
-network.
+compared. The verdict says what was checked: that nothing built, which frameworks
+built, and "the same network" only where parameter counts and outputs after a
+weight copy were compared between at least two frameworks and agreed.
 """
 
 from __future__ import annotations
@@ -28,22 +31,109 @@ from typing import Any
 import numpy as np
 
 LOGIT_RTOL = 1e-4  # float32 reductions in different orders: ~1e-6 relative; 1e-4 leaves room
-# The loss after the fixed-batch steps must be below 95% of the first. What this
-# catches is a network whose gradients do not reach its weights (a detached output,
-# frozen parameters): its loss stays within rounding of the first. A working small
-# MLP on 11 features fell only to 92% in 20 Adam steps at lr 1e-3, so 90% would
-# call a sound model broken.
-DESCENT = 0.95
 PROBE_TIMEOUT = 600.0
+# "The loss falls": does the network learn? The rule, calibrated (Adam, lr 1e-3, batch
+# 16, glorot-uniform; held-out accuracy after 0/20/50/100/200 steps; 10 classes unless said):
+#
+# A classifier passes when, after Adam steps on one fixed batch of class-mean + noise
+# samples, its accuracy on a held-out batch of the same classes (other noise, every
+# class equally often, in shuffled order) rises HELD_OUT_Z standard deviations of chance
+# above both chance and its own start: max(1/C, start) + 4 * sqrt((1/C)(1 - 1/C) / n),
+# n the first multiple of C from 64 (from chance: 0.24 for 10 classes on 70 samples;
+# 0.40 for 5; 0.47 for 4; 0.75 for 2). An untrained network can score above chance by
+# luck (a detached 5-feature linear layer did); only a rise shows learning.
+# It is judged after 20 steps and, while it fails, after 50, 100 and 200 (LEARN_STEPS):
+# a slow learner gets the steps it needs, a broken network never passes. A network
+# that learns generalizes to the held-out batch; one whose gradients do not reach the
+# weights does not move; one that ignores its input, or whose outputs are out of step
+# with the labels (a reshape that mixes samples, labels shuffled against the inputs),
+# can memorize the fixed batch but predicts the held-out one at chance.
+#   learns, torch: mlp .13/1.00 (at 0/20 steps), lenet5 .10/.60, cnn .31/1.00, alexnet
+#     .10/.60, vgg16 .10/.33, resnet18 .17 at 20/.99 at 50, resnet50 .01/.86 at 50,
+#     resnet152 .10/.67 at 50, mobilenet_v2 .79 at 20, efficientnet_b0 .87, b4 .91,
+#     inception_v3 .41 at 20 (its best .47), the dsconv example (width 8) .16 at 20/.53
+#     at 50 (width 32: .75 at 50), a 1-D CNN over (1, 128, 8) series, 5 classes, .20 at
+#     20 and 50, .95 at 100 (fixed-batch loss 1.636 -> 1.589 in 20 steps, 97%: the
+#     issue's case, failed by the old rule "below 95% of the first loss in 20 steps"),
+#     the same with batch norm .61 at 50, an MLP on 11 features, 4 classes, .45 at 50,
+#     .77 at 100. jax: mlp 1.00, lenet5 .62, cnn 1.00, alexnet .42 at 20; vgg16 .23 at
+#     20/.72 at 50; resnet18 .95, resnet50 .83 at 50; dsconv .50 at 50; the 1-D CNN .40
+#     at 50, .97 at 100.
+#   broken, at most .16 in 200 steps (chance .10, .20 for 5 classes): output .detach()ed
+#     (no loss moves), logits `net(x) * 0 + bias` and a bias-only network (input
+#     ignored; the loss falls 1.6% of log C, to the fixed batch's label frequencies), an
+#     output rolled by one sample and labels shuffled against inputs (mlp, cnn, resnet18,
+#     dsconv in torch and jax, the 1-D CNN: the fixed batch memorized, its loss to
+#     0.02-0.0002, while the held-out loss rises from 2.3 to 3-10).
+# A sequence task (next-token, CTC) has no held-out score here: its fixed-batch loss
+# must fall below SEQUENCE_DESCENT of the first within the same steps (torch: lstm
+# 0.47 of the first at 200 steps, deepspeech2 0.21 at 20; a detached output: 1.0).
+# Besides, "gradients" names every trainable tensor that the first 20 steps left exactly
+# as built: Adam moves a tensor whose gradient was ever non-zero (none left in any zoo
+# model, 4 to 125 tensors, torch and jax; all in the detached network, the inner
+# layers of `net(x) * 0 + bias`).
+LEARN_STEPS = (20, 50, 100, 200)
+HELD_OUT_Z = 4.0
+SEQUENCE_DESCENT = 0.7
+
+
+def learning_bar(classes: int, n: int) -> float:
+    """The held-out accuracy a classifier of `classes` classes must reach on n samples."""
+    chance = 1.0 / classes
+    return chance + HELD_OUT_Z * float(np.sqrt(chance * (1.0 - chance) / n))
+
+
+def learned(
+    losses: list[float], classes: int, before: Mapping[str, float] | None, after: Mapping[str, float] | None
+) -> tuple[bool, str]:
+    """(does the network learn, the numbers in words): the rule above, for the fixed-batch
+    losses of every step so far and the held-out scores before and after them (None
+    where the task has none)."""
+    if not losses:
+        return False, "no steps"
+    fall = f"fixed-batch loss {losses[0]:.4g} -> {losses[-1]:.4g} in {len(losses)} Adam steps"
+    if before is not None and after is not None:
+        n = int(after.get("samples", 64))
+        margin = learning_bar(classes, n) - 1.0 / classes
+        bar = max(1.0 / classes, before["accuracy"]) + margin
+        ok = after["accuracy"] >= bar - 1e-9
+        return ok, (
+            f"{fall}; held-out accuracy {before['accuracy']:.2f} -> {after['accuracy']:.2f} "
+            f"({'at least' if ok else 'needs'} {bar:.2f}: {HELD_OUT_Z:g} sd above chance, {1 / classes:.2f}, "
+            f"and above the start), held-out loss {before['loss']:.3g} -> {after['loss']:.3g}"
+        )
+    ok = losses[-1] < SEQUENCE_DESCENT * losses[0]
+    return ok, f"{fall} ({'below' if ok else 'needs below'} {SEQUENCE_DESCENT:.0%} of the first)"
+
+
+def _diagnosis(p: Mapping[str, Any], classes: int) -> str:
+    """Why a probe's network failed the rule, from its numbers."""
+    losses = p.get("losses") or []
+    first = losses[0] if losses else 0.0
+    last = (p.get("more_losses") or losses)[-1] if losses else 0.0
+    scale = float(np.log(classes)) if p.get("task", "classify") == "classify" else max(abs(first), 1e-12)
+    if not losses or abs(first - last) <= 1e-3 * scale:
+        return "the loss does not move: do gradients reach the weights?"
+    if first - last >= 0.1 * scale:
+        return (
+            "the fixed batch is learned, a held-out batch of the same classes is not: are outputs and labels out "
+            "of step (a reshape or roll that mixes samples, labels shuffled against inputs)?"
+        )
+    return "the loss falls only a little: does the output depend on the input, do gradients reach the weights?"
 
 
 @dataclass(frozen=True)
 class Finding:
-    """One check: what was looked at, whether it passed, and the numbers behind it."""
+    """One check: what was looked at, whether it passed, and the numbers behind it.
+    A warning passes (ok) but says what a benchmark reader should know."""
 
     check: str
     ok: bool
     detail: str
+    warning: bool = False
+
+
+COMPARED = ("parameters", "outputs", "weight copy")
 
 
 @dataclass
@@ -56,36 +146,80 @@ class CheckReport:
     findings: list[Finding] = field(default_factory=list)
 
     @property
+    def built(self) -> list[str]:
+        """The frameworks whose probe built the model and reported."""
+        return [fw for fw, p in self.probes.items() if "error" not in p]
+
+    @property
     def same_network(self) -> bool:
-        return all(f.ok for f in self.findings if f.check in ("parameters", "outputs", "weight copy"))
+        """Parameter counts and outputs after a weight copy compared between at least two
+        frameworks, and equal."""
+        checked = {f.check for f in self.findings}
+        return (
+            len(self.built) >= 2
+            and {"parameters", "outputs"} <= checked
+            and all(f.ok for f in self.findings if f.check in COMPARED)
+        )
 
     @property
     def ok(self) -> bool:
         return bool(self.findings) and all(f.ok for f in self.findings)
 
     def verdict(self) -> str:
-        ran = ", ".join(self.probes) or "no framework"
+        """One line that says what was checked and found; it names no lines above or below it."""
+        failed_builds = {fw: p["error"] for fw, p in self.probes.items() if "error" in p}
         if not self.probes:
             return f"{self.model}: nothing could be checked ({'; '.join(self.skipped.values()) or 'no builder'})"
-        if len(self.probes) == 1:
-            return f"{self.model}: checked in {ran} only; with one framework there is nothing to compare"
-        if not self.same_network:
-            failed = [
-                f.check for f in self.findings if not f.ok and f.check in ("parameters", "outputs", "weight copy")
-            ]
+        built = self.built
+        if not built:
+            why = "; ".join(f"{fw}: {e}" for fw, e in failed_builds.items())
+            return f"{self.model}: could not build in any framework ({why})"
+        ran = ", ".join(built)
+        unbuilt = (
+            "; could not build in " + "; ".join(f"{fw} ({e})" for fw, e in failed_builds.items())
+            if failed_builds
+            else ""
+        )
+        failing: dict[str, list[str]] = {}
+        for f in self.findings:
+            if not f.ok and f.check not in ("build", *COMPARED):
+                failing.setdefault(f.check, []).append(f.detail.partition(":")[0])
+        failed = "; ".join(f"{check} ({', '.join(fws)})" for check, fws in failing.items())
+        warned = [f.detail.partition(" ")[0] for f in self.findings if f.warning]
+        tail = (f"; FAILED: {failed}" if failed else "") + unbuilt
+        tail += f"; warning: layers keep the builder's own init ({', '.join(warned)})" if warned else ""
+        if len(built) == 1:
+            return f"{self.model}: checked in {ran} only, nothing to compare it with{tail}"
+        differ = [f.check for f in self.findings if not f.ok and f.check in COMPARED]
+        if differ:
             return (
-                f"{self.model}: NOT the same network in {ran} ({', '.join(failed)} differ): a benchmark of these "
-                "implementations compares different networks, not frameworks"
+                f"{self.model}: NOT the same network in {ran} ({', '.join(differ)} differ): a benchmark of these "
+                f"implementations compares different networks, not frameworks{tail}"
             )
-        if not self.ok:
-            return f"{self.model}: the same network in {ran}, but some checks failed (below)"
-        return f"{self.model}: the same network in {ran}: equal parameter counts, equal outputs after a weight copy"
+        if not self.same_network:
+            return (
+                f"{self.model}: equal parameter counts in {ran}, but outputs were not compared (no weight copy){tail}"
+            )
+        return (
+            f"{self.model}: the same network in {ran}: equal parameter counts, equal outputs after a weight copy{tail}"
+        )
 
 
-def _sample(kind: str, shape: tuple[int, ...]) -> np.ndarray:
+def _token_vocab(spec: Any, options: Mapping[str, Any]) -> int:
+    """Token ids the check's inputs use: 0..99, inside a built-in token model's embedding table."""
+    if spec.input_kind != "tokens" or not spec.builtin:
+        return 100
+    import importlib
+
+    package = importlib.import_module(f"dlbench.models.{spec.name}")
+    vocab = getattr(package, "token_vocab", None)
+    return min(100, int(vocab(spec.resolve_options(options)))) if vocab is not None else 100
+
+
+def _sample(kind: str, shape: tuple[int, ...], vocab: int = 100) -> np.ndarray:
     rng = np.random.default_rng(2)
     if kind == "tokens":
-        return rng.integers(0, 100, size=(3, *shape)).astype(np.int64)
+        return rng.integers(0, vocab, size=(3, *shape)).astype(np.int64)
     return rng.random((3, *shape), dtype=np.float32)
 
 
@@ -143,7 +277,8 @@ def check(
             report.skipped[fw] = reason
         else:
             runnable.append(fw)
-    x = _sample(spec.input_kind, tuple(shape))
+    vocab = _token_vocab(spec, options or {})
+    x = _sample(spec.input_kind, tuple(shape), vocab)
     base = {
         "model": spec.name,
         "sources": dict(sources or {}),
@@ -151,6 +286,7 @@ def check(
         "classes": classes,
         "options": dict(options or {}),
         "x": x.tolist(),
+        "vocab": vocab,
     }
     python = python or sys.executable
     with tempfile.TemporaryDirectory(prefix="dlbench-check-") as tmp:
@@ -166,6 +302,38 @@ def check(
                 report.probes.update(zip(others, results))
     _judge(report, classes)
     return report
+
+
+def _judge_learning(report: CheckReport, fw: str, p: Mapping[str, Any], classes: int) -> None:
+    """The "loss falls" finding (the rule at the top) and the "gradients" finding of one probe."""
+    if not p["losses"]:
+        report.findings.append(
+            Finding(
+                "loss falls",
+                False,
+                f"{fw}: no trainable parameters (parameter count 0: every parameter frozen, requires_grad=False?); "
+                "nothing can learn: do gradients reach the weights?",
+            )
+        )
+        return
+    losses = [*p["losses"], *p.get("more_losses", [])]
+    ok, numbers = learned(losses, classes, p.get("held_out_before"), p.get("held_out_after"))
+    report.findings.append(
+        Finding("loss falls", ok, f"{fw}: {numbers}" + ("" if ok else f": {_diagnosis(p, classes)}"))
+    )
+    if "unchanged" in p:
+        stuck, total = p["unchanged"], p.get("tensors", 0)
+        shown = ", ".join(stuck[:8]) + (f" and {len(stuck) - 8} more" if len(stuck) > 8 else "")
+        report.findings.append(
+            Finding(
+                "gradients",
+                not stuck,
+                f"{fw}: all {total} trainable tensors moved in {len(p['losses'])} Adam steps"
+                if not stuck
+                else f"{fw}: {len(stuck)} of {total} trainable tensors got no gradient in {len(p['losses'])} Adam "
+                f"steps (left as built): {shown}: a detached output, or weights the loss does not depend on",
+            )
+        )
 
 
 def _judge(report: CheckReport, classes: int) -> None:
@@ -185,28 +353,33 @@ def _judge(report: CheckReport, classes: int) -> None:
         )
     )
     for fw, p in probes.items():
-        want = [3, classes]
-        report.findings.append(
-            Finding("output shape", p["output_shape"] == want, f"{fw}: logits {p['output_shape']} for {want}")
-        )
-        losses = p["losses"]
-        falls = bool(losses) and losses[-1] < DESCENT * losses[0]
-        report.findings.append(
-            Finding(
-                "loss falls",
-                falls,
-                f"{fw}: {losses[0]:.4g} -> {losses[-1]:.4g} in {len(losses)} Adam steps on one batch"
-                + ("" if falls else f" (needs below {DESCENT:.0%} of the first: do gradients reach the weights?)"),
+        shape = p["output_shape"]
+        if p.get("task", "classify") == "classify":
+            want, fits = f"[3, {classes}]", shape == [3, classes]
+        else:  # per position: (3, ..., classes)
+            want, fits = f"[3, ..., {classes}]", len(shape) >= 2 and shape[0] == 3 and shape[-1] == classes
+        report.findings.append(Finding("output shape", fits, f"{fw}: logits {shape} for {want}"))
+        _judge_learning(report, fw, p, classes)
+        same = np.allclose(p["repeat_losses"], p["losses"][: len(p["repeat_losses"])], rtol=1e-5, atol=1e-7)
+        if p["losses"]:
+            report.findings.append(
+                Finding(
+                    "same seed",
+                    bool(same),
+                    f"{fw}: a second build from seed 0 gives {'the same' if same else 'other'} losses",
+                )
             )
-        )
-        same = np.allclose(p["repeat_losses"], losses[: len(p["repeat_losses"])], rtol=1e-5, atol=1e-7)
-        report.findings.append(
-            Finding(
-                "same seed",
-                bool(same),
-                f"{fw}: a second build from seed 0 gives {'the same' if same else 'other'} losses",
+    for fw, p in probes.items():
+        if p.get("init_note"):
+            report.findings.append(
+                Finding(
+                    "init",
+                    True,
+                    f"{fw} under {p.get('init', 'glorot-uniform')}: {p['init_note']} (a benchmark trains those "
+                    "weights from the builder's init, not from the scheme the run names)",
+                    warning=True,
+                )
             )
-        )
     copies = probes
     if len(probes) < 2 or any("logits" not in c and "copy_error" not in c for c in copies.values()):
         return

@@ -1,13 +1,17 @@
 """One framework's half of `dlbench check`, run in a process of its own.
 
 `python -P -m dlbench.conformance.probe` reads a JSON request on stdin, builds the
-model through the framework's real adapter (the code a benchmark runs), reaches
-into its trainer through the framework's declared hooks (FrameworkInfo.conformance), and
-prints one JSON line: the trainable-parameter count, the output shape, the
-losses of Adam steps on one fixed batch, whether a second build from the same
-seed repeats them, and, for the weight-copy comparison, the network's weights in
-canonical order (exported to an .npz) or its logits after importing given
-weights. Errors are reported as {"error": one line}, never as a traceback.
+model through the framework's real adapter (the code a benchmark runs, with the
+harness's default init scheme, glorot-uniform), reaches into its trainer through the
+framework's declared hooks (FrameworkInfo.conformance), and prints one JSON line: the
+trainable-parameter count, the output shape, the losses of Adam steps on one fixed
+batch, which trainable tensors those steps left unchanged (no gradient reached
+them), a held-out batch's loss and accuracy before and after the steps (classifiers),
+whether a second build from the same seed repeats the losses, what the adapter noted
+about the init scheme (layers it did not reach keep the builder's own init), and,
+for the weight-copy comparison, the network's weights in canonical order (exported
+to an .npz) or its logits after importing given weights. Errors are reported as
+{"error": one line}, never as a traceback.
 """
 
 from __future__ import annotations
@@ -23,24 +27,85 @@ from dlbench.datasets.arrays import Arrays, ArraySplit
 
 FIXED_BATCH_STEPS = 20
 REPEAT_STEPS = 5
+HELD_OUT = 64  # samples in the held-out batch, at least (a multiple of the class count)
+INIT = "glorot-uniform"  # the harness's default init scheme (dlbench.config's default for `init`)
 
 
-def sample_arrays(kind: str, shape: tuple[int, ...], classes: int, n: int = 64, seed: int = 0) -> Arrays:
-    """Learnable data of the model's input: one mean sample per class plus noise
-    (images, features); token ids for token models."""
+def _class_means(kind: str, shape: tuple[int, ...], classes: int, n: int, seed: int, shuffled: bool) -> ArraySplit:
     rng = np.random.default_rng(seed)
-    y = (np.arange(n) % classes).astype(np.int64)
-    if kind == "tokens":
-        x: np.ndarray = rng.integers(0, 100, size=(n, *shape)).astype(np.int64)
+    means = rng.random((classes, *shape), dtype=np.float32)  # the first draw: the same means for every split
+    if shuffled:  # the held-out batch: its own noise; every class equally often, in no particular order
+        rng = np.random.default_rng([seed, 1])
+        y = rng.permutation(np.arange(n) % classes).astype(np.int64)
     else:
-        means = rng.random((classes, *shape), dtype=np.float32)
-        x = (means[y] + 0.1 * rng.standard_normal((n, *shape), dtype=np.float32)).astype(np.float32)
-    split = ArraySplit(x, y)
-    return Arrays("check", split, ArraySplit(x[:16], y[:16]), classes)
+        y = (np.arange(n) % classes).astype(np.int64)
+    x = (means[y] + 0.1 * rng.standard_normal((n, *shape), dtype=np.float32)).astype(np.float32)
+    return ArraySplit(x, y)
+
+
+def sample_arrays(
+    kind: str,
+    shape: tuple[int, ...],
+    classes: int,
+    n: int = 64,
+    seed: int = 0,
+    task: str = "classify",
+    vocab: int = 100,
+) -> Arrays:
+    """Learnable data of the model's input: one mean sample per class plus noise
+    (images, features, any float input); the synthetic dataset's learnable token or
+    spectrogram data (tokens with class keywords, Markov sequences, CTC utterances),
+    token ids 0..vocab-1. The test split is the held-out batch: the same class means (or
+    keywords, chain, prototypes), other samples."""
+    if kind in ("tokens", "spectrogram"):
+        from dlbench.datasets import synthetic
+
+        ids = vocab if kind == "tokens" and task == "classify" else None
+        try:
+            opts = synthetic.SyntheticOptions(tuple(shape), classes, n, HELD_OUT, kind, task, ids)
+        except ValueError:
+            opts = None
+        if opts is not None:
+            return synthetic.load(opts, seed)
+        rng = np.random.default_rng(seed)
+        x: np.ndarray = rng.integers(0, vocab, size=(n, *shape)).astype(np.int64)
+        y = (np.arange(n) % classes).astype(np.int64)
+        return Arrays("check", ArraySplit(x, y), ArraySplit(x[:16], y[:16]), classes)
+    train = _class_means(kind, shape, classes, n, seed, shuffled=False)
+    held = classes * -(-HELD_OUT // classes)  # a multiple of the class count: predicting one class scores 1/classes
+    return Arrays("check", train, _class_means(kind, shape, classes, held, seed, shuffled=True), classes)
+
+
+def trainable_tensors(trainer: Any) -> dict[str, np.ndarray] | None:
+    """The trainable tensors of a trainer's network by name, copied to the host: torch
+    (an nn.Module's parameters that require grad), Keras (trainable_weights) and Flax
+    (the `params` tree); None for a trainer holding none of these."""
+    model: Any = getattr(trainer, "model", None)
+    if hasattr(model, "named_parameters"):
+        return {n: p.detach().cpu().numpy().copy() for n, p in model.named_parameters() if p.requires_grad}
+    if hasattr(model, "trainable_weights"):
+        return {str(getattr(v, "path", v.name)): np.array(v, copy=True) for v in model.trainable_weights}
+    params = getattr(trainer, "params", None)
+    if params is not None:
+        import jax
+
+        leaves = jax.tree_util.tree_flatten_with_path(params)[0]
+        return {jax.tree_util.keystr(path): np.array(leaf, copy=True) for path, leaf in leaves}
+    return None
+
+
+def held_out_score(hooks: Any, trainer: Any, x: np.ndarray, y: np.ndarray) -> dict[str, float]:
+    """Mean cross-entropy and accuracy of the network's logits on a held-out batch."""
+    logits = np.asarray(hooks.forward(trainer, x), dtype=np.float64)
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    log_p = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    loss = float(-log_p[np.arange(len(y)), y].mean())
+    return {"loss": loss, "accuracy": float((logits.argmax(axis=1) == y).mean()), "samples": len(y)}
 
 
 def probe(request: dict[str, Any]) -> dict[str, Any]:
     from dlbench import registry
+    from dlbench.conformance import LEARN_STEPS, learned
     from dlbench.frameworks import load
     from dlbench.frameworks.protocol import TrainSettings
 
@@ -54,7 +119,8 @@ def probe(request: dict[str, Any]) -> dict[str, Any]:
     hooks = load(info.conformance)
     fw = info.load_adapter()
     fw.setup(variant=info.default_variant, threads=1, seed=0, device="cpu")
-    native = fw.prepare(sample_arrays(spec.input_kind, shape, classes))
+    arrays = sample_arrays(spec.input_kind, shape, classes, task=spec.task, vocab=int(request.get("vocab", 100)))
+    native = fw.prepare(arrays)
     settings = TrainSettings(
         model=spec.name,
         spec=spec,
@@ -63,15 +129,50 @@ def probe(request: dict[str, Any]) -> dict[str, Any]:
         epochs=None,
         optimizer="adam",
         lr=1e-3,
+        init=INIT,
         seed=0,
-        model_options=dict(request.get("options") or {}),
+        # The spec's defaults overlaid with the given options, as a benchmark's case has them.
+        model_options=spec.resolve_options(request.get("options") or {}),
     )
-    out: dict[str, Any] = {"framework": framework}
+    out: dict[str, Any] = {"framework": framework, "task": spec.task, "init": INIT}
     trainer = fw.build(native, settings)
+    facts = getattr(trainer, "facts", None)
+    facts = facts if isinstance(facts, dict) else trainer.manifest()
+    for key in ("init_note", "init_kept_parameters"):
+        if key in facts:
+            out[key] = facts[key]
     out["parameters"] = int(trainer.parameter_count())
     x = np.asarray(request["x"], dtype=np.int64 if spec.input_kind == "tokens" else np.float32)
     out["output_shape"] = list(hooks.forward(trainer, x).shape)
+    if out["parameters"] == 0:  # nothing to train: an optimizer step would only raise
+        out["losses"], out["repeat_losses"] = [], []
+        return out
+    scored = spec.task == "classify" and len(out["output_shape"]) == 2
+    held_x, held_y = arrays.test.x, arrays.test.y
+    if scored:
+        out["held_out_before"] = held_out_score(hooks, trainer, held_x, held_y)
+    before = trainable_tensors(trainer)
     out["losses"] = [float(v) for v in trainer.train_fixed_batch(FIXED_BATCH_STEPS)]
+    after = trainable_tensors(trainer)
+    if before is not None and after is not None:
+        # Adam moves a tensor whose gradient was not zero at some step; one left exactly
+        # as built got no gradient in FIXED_BATCH_STEPS steps.
+        out["tensors"] = len(before)
+        out["unchanged"] = [n for n, v in before.items() if n in after and np.array_equal(v, after[n])]
+    # More steps, in the same run, while the rule (dlbench.conformance.learned) is not met.
+    steps, losses = FIXED_BATCH_STEPS, list(out["losses"])
+    while True:
+        held = held_out_score(hooks, trainer, held_x, held_y) if scored else None
+        if held is not None:
+            out["held_out_after"] = held
+        if learned(losses, classes, out.get("held_out_before"), held)[0] or steps >= LEARN_STEPS[-1]:
+            break
+        more = next(n for n in LEARN_STEPS if n > steps) - steps
+        losses += [float(v) for v in trainer.train_fixed_batch(more)]
+        steps += more
+    out["steps"] = steps
+    if steps > FIXED_BATCH_STEPS:
+        out["more_losses"] = losses[FIXED_BATCH_STEPS:]
     again = fw.build(native, settings).train_fixed_batch(REPEAT_STEPS)
     out["repeat_losses"] = [float(v) for v in again]
     fresh = fw.build(native, settings)
