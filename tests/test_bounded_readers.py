@@ -128,7 +128,7 @@ def test_plan_reads_headers_and_labels_only_for_a_large_dataset(tmp_path: Path, 
     for key, name in files.IDX_FILES.items():
         (idx_dir / f"{name}.gz").write_bytes(gzip.compress(encode_idx(arrays[key].astype(np.uint8))))
     full = {p: files.describe(p) for p in (npz, idx_dir)}
-    assert full[npz] == full[idx_dir] == ((6, 6, 1), 3)
+    assert full[npz] == full[idx_dir] == ((6, 6, 1), 3, "classes")
     monkeypatch.setattr(files, "PLAN_FULL_CHECK_BYTES", 0)  # every dataset counts as large
     loaded: list[Path] = []
     monkeypatch.setattr(files, "load", lambda p: loaded.append(p))

@@ -87,7 +87,7 @@ def test_describe_reads_shape_and_classes(tmp_path: Path):
     x = rng.random((10, 8, 8, 3), dtype=np.float32)
     np.savez(tmp_path / "d.npz", x_train=x, y_train=np.arange(10) % 7, x_test=x[:3], y_test=np.array([0, 9, 1]))
     # classes = the largest label in either split + 1
-    assert files.describe(tmp_path / "d.npz") == ((8, 8, 3), 10)
+    assert files.describe(tmp_path / "d.npz") == ((8, 8, 3), 10, "classes")
 
 
 def test_object_arrays_are_refused_never_unpickled(tmp_path: Path):
@@ -124,15 +124,17 @@ BAD_NPZ = [
     ({"y_train": np.zeros(11, dtype=np.int64)}, "x_train has 12 samples but y_train has 11 labels"),
     ({"y_test": np.array([0, -1, 1, 2])}, r"y_test holds negative labels \(min -1\)"),
     ({"y_test": np.array([0, 1, 2, 100_000])}, "y_test holds label 100000; at most 100000 classes"),
-    ({"y_test": np.array([0.0, 1.5, 2.0, 1.0])}, "y_test holds non-integer labels"),
-    ({"y_test": np.array([0.0, np.nan, 2.0, 1.0])}, "y_test holds non-integer labels"),
+    # Fractions are regression targets: the two splits must agree.
+    ({"y_test": np.array([0.0, 1.5, 2.0, 1.0])}, "y_train holds class ids, y_test regression values; both splits"),
+    ({"y_test": np.array([0.0, np.nan, 2.0, 1.0])}, "y_test holds NaN or infinite values; clean them first"),
     ({"y_test": np.array(["a", "b", "c", "d"])}, "y_test is <U1; class ids are integers"),
     ({"y_train": np.zeros((12, 1), dtype=np.int64)}, r"y_train has shape \(12, 1\); expected one class id per sample"),
     ({"x_train": np.full((12, 6, 5), np.inf, np.float32)}, "x_train holds 360 NaN or infinite values"),
     ({"x_test": np.zeros((0, 6, 5), np.uint8), "y_test": np.zeros(0, np.int64)}, "x_test is empty"),
     ({"x_test": np.zeros((4, 5, 6), np.uint8)}, r"train samples are \(6, 5, 1\) float32, test samples \(5, 6, 1\)"),
     ({"x_train": np.zeros(12, np.float32)}, r"x_train is float32 of shape \(12,\); expected numbers, one sample"),
-    ({"x_train": np.zeros((12, 1, 1, 1, 1), np.float32)}, "x_train has 5 dimensions; at most 4"),
+    ({"x_train": np.zeros((12, 1, 1, 1, 1, 1), np.float32)}, "x_train: 6 dimensions: a sample array has 2 to 5"),
+    ({"layout": np.array("NCHW")}, r"x_train: layout 'NCHW' names 4 axes; the array has 3, shape \(12, 6, 5\)"),
     ({"x_train": -np.ones((12, 4), np.int64), "x_test": np.ones((4, 4), np.int64)}, "x_train holds negative integers"),
     (
         {"y_train": np.zeros(12, np.int64), "y_test": np.zeros(4, np.int64)},

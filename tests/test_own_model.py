@@ -242,7 +242,7 @@ def test_check_takes_shape_and_classes_from_a_features_dataset(tmp_path: Path):
     assert "logits after copying torch's weights: jax max |Δ|" in result.stdout
     images = _cli("check", "tabular.py:MODEL", "--dataset", "digits", "--framework", "torch", cwd=tmp_path)
     assert images.returncode == 2
-    assert "takes features input (1 dimensions per sample); the data gives 8x8x1" in _one_line_error(images)
+    assert "takes features input, (F,) per sample; the data gives 8x8x1" in _one_line_error(images)
     both = _cli("check", "tabular.py:MODEL", "--dataset", "rows.npz", "--input-shape", "11", cwd=tmp_path)
     assert both.returncode == 2 and "the dataset decides the shape" in _one_line_error(both)
 

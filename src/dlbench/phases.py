@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from dlbench.frameworks.builders import model_spec
 from dlbench.frameworks.protocol import Framework, TrainSettings
 
 if TYPE_CHECKING:
@@ -114,6 +115,7 @@ def run_repeat(
     calibration = {} if calibration is None else calibration
     warm = repeat < protocol.warmup
     settings = settings_for(case, repeat, protocol.loss_curve, block)
+    spec = model_spec(settings)
     classical = case.optimizer == "none"
     tta = bool(protocol.target_accuracy) and not classical
     max_epochs = settings.epochs or 1
@@ -153,18 +155,23 @@ def run_repeat(
         add("train", "steps", float(steps), "count")
         add("train", "throughput", steps * per_step / seconds if seconds > 0 else None, "samples/s")
         for epoch, loss in enumerate(losses):
-            add("train", "loss", float(loss), "nats", seq=epoch)
+            add("train", "loss", float(loss), spec.loss_unit, seq=epoch)
         curve = getattr(trainer, "step_losses", None)
         if settings.loss_curve and callable(curve):
             for step, loss in enumerate(curve()):
-                add("train", "loss_step", float(loss), "nats", seq=step)
+                add("train", "loss_step", float(loss), spec.loss_unit, seq=step)
         if dist is not None:
             add("train", "rank_step_time", seconds / steps if steps else None, "s", seq=dist.rank)
             add("train", "rank_throughput", steps * per_step / seconds if seconds > 0 else None, "samples/s", dist.rank)
     else:
         add("train", "throughput", n_train / seconds if seconds > 0 else None, "samples/s")
 
-    add("accuracy", "accuracy", float(trainer.evaluate()), "fraction")
+    metric, unit = spec.quality
+    add("accuracy", metric, float(trainer.evaluate()), unit)
+    test_loss = getattr(trainer, "test_loss", None)
+    if spec.task == "next-token" and callable(test_loss):
+        # Perplexity: exp of the mean cross-entropy per token over the test set.
+        add("accuracy", "perplexity", math.exp(min(float(test_loss()), 700.0)), "")
     learned = getattr(trainer, "manifest", None)
     if facts is not None and callable(learned):
         facts(**learned())

@@ -160,6 +160,31 @@ def synthetic_sample(exp: Experiment, spec: Any, options: dict[str, Any], size: 
     return ((size, *shape[1:]) if size else tuple(shape)), classes
 
 
+# A task and the labels it can learn from ("classes" may serve as regression values:
+# counts and ratings are integers).
+TASK_TARGETS = {"classify": ("classes",), "regress": ("values", "classes"), "next-token": ("next-token",)}
+
+
+def task_reason(spec: Any, dataset: str, sources: Any) -> str | None:
+    """Why the model's task cannot learn from this dataset's labels, or None."""
+    if dataset == "synthetic" or spec.task not in TASK_TARGETS:
+        return None
+    held = registry.dataset(dataset, sources).targets
+    if held in TASK_TARGETS[spec.task]:
+        return None
+    said = {
+        "classes": "class ids (N,)",
+        "values": "float regression targets",
+        "next-token": "next-token ids (N, T)",
+    }[held]
+    want = {
+        "classify": "integer class ids (N,) in y",
+        "regress": "float targets (N,) or (N, K) in y",
+        "next-token": "y (N, T): the next token of each position of x",
+    }[spec.task]
+    return f"{spec.name} is a {spec.task} model; {dataset}'s y holds {said}: give it {want}"
+
+
 # Memory layouts a framework cannot be asked for (None: allowed): what its
 # FrameworkInfo declares (layouts, refused_layouts).
 def layout_reason(framework: str, layout: str, input_kind: str) -> str | None:
@@ -319,6 +344,7 @@ def expand(exp: Experiment) -> Plan:
             or info.unavailable_reason()
             or device_reason(name, p.device)
             or spec.unsupported_reason(name, shape, info.models)
+            or task_reason(spec, cell["dataset"], exp.sources)
             or layout_reason(name, cell["layout"], spec.input_kind)
             or pipeline_reason(name, cell["pipeline"], spec.input_kind, shape)
             or precision_reason(name, cell["precision"], p.device, classical)

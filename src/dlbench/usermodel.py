@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from dlbench.models.spec import ModelSpec, OptionRange, Shape
+from dlbench.models.spec import TASK_LOSSES, ModelSpec, OptionRange, Shape
 
 
 def network_frameworks() -> tuple[str, ...]:
@@ -29,11 +29,18 @@ def network_frameworks() -> tuple[str, ...]:
     return tuple(name for name, info in registry.frameworks().items() if info.networks)
 
 
-# A user's model is a classifier of images, token sequences or feature vectors: the
-# zoo's other tasks (next-token, CTC) need data made for them.
-USER_INPUT_KINDS = ("image", "tokens", "features")
-USER_TASKS = ("classify",)
-USER_LOSSES = ("cross-entropy",)
+# What a user's model may take and do (the zoo's CTC task needs data made for it).
+# input kind -> (dimensions per sample, their names, channels last as stored).
+USER_INPUTS = {
+    "image": (3, "(H, W, C)"),
+    "series": (2, "(L, C)"),
+    "volume": (4, "(D, H, W, C)"),
+    "tokens": (1, "(T,)"),
+    "features": (1, "(F,)"),
+}
+USER_INPUT_KINDS = tuple(USER_INPUTS)
+USER_TASKS = ("classify", "regress", "next-token")
+USER_LOSSES = tuple(dict.fromkeys(loss for task in USER_TASKS for loss in TASK_LOSSES[task]))
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
 MODULE_ATTR = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 
@@ -42,12 +49,26 @@ def _shown(shape: Shape) -> str:
     return "x".join(map(str, shape))
 
 
+def _layout_hint(kind: str, shape: Shape) -> str:
+    """What to change when the data's samples have another rank than the model takes."""
+    if kind == "series" and len(shape) == 3 and shape[-1] == 1:
+        return (
+            "; a .npz array (N, L, C) is read as greyscale images unless the file says otherwise: "
+            "save it with layout='NLC' (or 'NCL'), e.g. numpy.savez(path, ..., layout='NLC')"
+        )
+    if kind == "image" and len(shape) == 2:
+        return "; for (L, C) series give the model input_kind='series'"
+    if kind == "volume" and len(shape) == 3:
+        return "; a volume's samples are (D, H, W, C): save the array as (N, D, H, W, C) or with layout='NCDHW'"
+    return ""
+
+
 def _input_check(kind: str, input_shape: Shape | None) -> Callable[[Shape], str | None]:
-    ranks = {"image": 3, "tokens": 1, "features": 1}
+    rank, names = USER_INPUTS[kind]
 
     def check(shape: Shape) -> str | None:
-        if len(shape) != ranks[kind]:
-            return f"takes {kind} input ({ranks[kind]} dimensions per sample); the data gives {_shown(shape)}"
+        if len(shape) != rank:
+            return f"takes {kind} input, {names} per sample; the data gives {_shown(shape)}{_layout_hint(kind, shape)}"
         if input_shape is not None and tuple(shape) != tuple(input_shape):
             return f"takes {_shown(input_shape)} input; the data gives {_shown(shape)}"
         return None
@@ -62,7 +83,7 @@ def Model(  # noqa: N802 - a constructor, named like the class it stands for
     input_kind: str = "image",
     input_shape: Shape | None = None,
     task: str = "classify",
-    loss: str = "cross-entropy",
+    loss: str | None = None,
     options: Mapping[str, Any] | None = None,
     option_ranges: Mapping[str, OptionRange] | None = None,
     option_choices: Mapping[str, tuple[Any, ...]] | None = None,
@@ -74,7 +95,13 @@ def Model(  # noqa: N802 - a constructor, named like the class it stands for
 
     name: how results name it (letters, digits, _ and -); builders: framework ->
     builder (frameworks without one are skipped with that reason); input_kind:
-    "image" (H, W, C), "tokens" (T,) integer ids or "features" (F,); input_shape:
+    "image" (H, W, C), "series" (L, C), "volume" (D, H, W, C), "tokens" (T,)
+    integer ids or "features" (F,), each as stored, channels last (torch's builder
+    receives channels-first tensors); task: "classify" (logits (N, classes) for
+    class ids), "regress" (outputs (N, K) for float targets (N, K); the builder's
+    second argument is K; loss "mse" or "mae") or "next-token" (logits (N, T,
+    vocab) for token ids; the second argument is the vocabulary); loss: the task's
+    (None: cross-entropy, or mse for regress); input_shape:
     the one sample shape the model takes (None: any the data has); options: the
     builder's keyword arguments with their defaults (an integer option is a size
     in [1, 2**20] unless option_ranges says otherwise); param_count(input_shape,
@@ -97,10 +124,14 @@ def Model(  # noqa: N802 - a constructor, named like the class it stands for
     for what, value, allowed in (
         ("input_kind", input_kind, USER_INPUT_KINDS),
         ("task", task, USER_TASKS),
-        ("loss", loss, USER_LOSSES),
     ):
         if value not in allowed:
             raise ValueError(f"{said}: {what} {value!r} is not supported for your own models; allowed: {allowed}")
+    loss = TASK_LOSSES[task][0] if loss is None else loss
+    if loss not in TASK_LOSSES[task]:
+        raise ValueError(f"{said}: loss {loss!r} does not fit task {task!r}; allowed: {TASK_LOSSES[task]}")
+    if task == "next-token" and input_kind != "tokens":
+        raise ValueError(f"{said}: a next-token model takes input_kind 'tokens', not {input_kind!r}")
     if input_shape is not None:
         input_shape = tuple(input_shape)
         if not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in input_shape):

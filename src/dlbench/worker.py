@@ -229,12 +229,29 @@ def load_arrays(case: Case, protocol: ProtocolSpec) -> Any:
             tuple(shape), classes, n_train, n_test, **_synthetic_kind(case.model, dict(case.model_options))
         )
     arrays = registry.dataset(case.dataset).load(protocol.data_dir, synthetic, case.seed)
-    return Arrays(
+    arrays = Arrays(
         arrays.name,
         arrays.train.head(case.train_samples),
         arrays.test.head(case.test_samples),
         arrays.num_classes,
     )
+    return as_targets(arrays, registry.model(case.model).task)
+
+
+def as_targets(arrays: Any, task: str) -> Any:
+    """A regression model's targets as float32 (N, K): class ids, integers as stored
+    (counts, ratings), become one target each (plan.task_reason allowed that pairing)."""
+    import numpy as np
+
+    from dlbench.datasets.arrays import Arrays, ArraySplit
+
+    if task != "regress" or arrays.train.y.dtype == np.float32:
+        return arrays
+
+    def values(split: Any) -> Any:
+        return ArraySplit(split.x, split.y.astype(np.float32).reshape(len(split.y), -1))
+
+    return Arrays(arrays.name, values(arrays.train), values(arrays.test), int(values(arrays.train).y.shape[1]))
 
 
 def run_trial(spec: TrialSpec, emit: Emitter) -> bool:

@@ -371,11 +371,24 @@ def print_report(
     print_report(console, report, details)
 
 
+def data_readings(plan: Any) -> None:
+    """How each of the user's data files is read (its layout, declared or inferred): a
+    (N, L, C) series and a (N, H, W) greyscale image look alike to a reader of arrays."""
+    from dlbench import registry
+
+    names = {t.case.dataset for t in plan.trials} | {s.cell["dataset"] for s in plan.skipped}
+    for name in sorted(names):
+        reading = registry.dataset(name, plan.experiment.sources).reading
+        if reading:
+            console.print(f"data: {reading}", soft_wrap=True, highlight=False)
+
+
 def print_plan(p: Any) -> None:
     """The trials in order, the skipped cells with reasons, and a warning when the design cannot decide."""
     from dlbench.report.tables import plan_table
 
     show_table(plan_table(p))
+    data_readings(p)
     print_skipped([(s.cell, s.reason) for s in p.skipped])
     design_note(p)
 

@@ -17,6 +17,7 @@ from dlbench.cli.common import (
     NamedDatasetOpt,
     NamedModelOpt,
     console,
+    data_readings,
     db_text,
     design_note,
     execute,
@@ -132,6 +133,7 @@ def start_and_run(plan: Any, db: Path, command_line: str, preface: Any = None, e
             console.print(
                 f"run {new_id}: {len(plan.trials)} trials, {len(plan.skipped)} skipped cells -> {db_text(db)}"
             )
+            data_readings(plan)
             print_skipped([(s.cell, s.reason) for s in plan.skipped])
             design_note(plan)
             print_samplers(store.samplers(new_id))

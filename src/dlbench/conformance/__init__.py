@@ -92,6 +92,12 @@ def learned(
     if not losses:
         return False, "no steps"
     fall = f"fixed-batch loss {losses[0]:.4g} -> {losses[-1]:.4g} in {len(losses)} Adam steps"
+    if before is not None and after is not None and "accuracy" not in after:  # regression: held-out MSE
+        ok = after["loss"] < SEQUENCE_DESCENT * before["loss"]
+        return ok, (
+            f"{fall}; held-out MSE {before['loss']:.4g} -> {after['loss']:.4g} "
+            f"({'below' if ok else 'needs below'} {SEQUENCE_DESCENT:.0%} of the start)"
+        )
     if before is not None and after is not None:
         n = int(after.get("samples", 64))
         margin = learning_bar(classes, n) - 1.0 / classes
@@ -205,8 +211,11 @@ class CheckReport:
         )
 
 
-def _token_vocab(spec: Any, options: Mapping[str, Any]) -> int:
-    """Token ids the check's inputs use: 0..99, inside a built-in token model's embedding table."""
+def _token_vocab(spec: Any, options: Mapping[str, Any], classes: int = 100) -> int:
+    """Token ids the check's inputs use: 0..99, inside a built-in token model's embedding
+    table; a language model's own vocabulary (`classes`)."""
+    if spec.input_kind == "tokens" and spec.task == "next-token" and not spec.builtin:
+        return classes
     if spec.input_kind != "tokens" or not spec.builtin:
         return 100
     import importlib
@@ -261,7 +270,13 @@ def check(
         frameworks = tuple(n for n, i in registry.frameworks().items() if i.conformance is not None)
     spec = registry.model(model, sources or {})
     if shape is None:
-        shape = spec.tiny_shape or {"image": (28, 28, 1), "tokens": (32,), "features": (16,)}.get(spec.input_kind)
+        shape = spec.tiny_shape or {
+            "image": (28, 28, 1),
+            "series": (64, 3),
+            "volume": (8, 8, 8, 1),
+            "tokens": (32,),
+            "features": (16,),
+        }.get(spec.input_kind)
         if shape is None:
             shape = (28, 28, 1)
     report = CheckReport(spec.name, tuple(shape), classes)
@@ -277,7 +292,7 @@ def check(
             report.skipped[fw] = reason
         else:
             runnable.append(fw)
-    vocab = _token_vocab(spec, options or {})
+    vocab = _token_vocab(spec, options or {}, classes)
     x = _sample(spec.input_kind, tuple(shape), vocab)
     base = {
         "model": spec.name,
@@ -354,7 +369,7 @@ def _judge(report: CheckReport, classes: int) -> None:
     )
     for fw, p in probes.items():
         shape = p["output_shape"]
-        if p.get("task", "classify") == "classify":
+        if p.get("task", "classify") in ("classify", "regress"):
             want, fits = f"[3, {classes}]", shape == [3, classes]
         else:  # per position: (3, ..., classes)
             want, fits = f"[3, ..., {classes}]", len(shape) >= 2 and shape[0] == 3 and shape[-1] == classes

@@ -14,11 +14,21 @@ import numpy as np
 class TorchCheck:
     @staticmethod
     def forward(trainer: Any, x: np.ndarray) -> np.ndarray:
-        """Logits of the trainer's network on x (NHWC / token ids), in evaluation mode."""
+        """Logits of the trainer's network on x (NHWC / NDHWC / (N, L, C) series / token
+        ids), in evaluation mode, in the layout the adapter hands the network."""
         import torch
 
+        from dlbench.frameworks.builders import model_spec
+
         t = torch.from_numpy(x)
-        t = t.permute(0, 3, 1, 2).contiguous() if t.ndim == 4 else (t.long() if x.dtype.kind in "iu" else t)
+        if t.ndim == 4:
+            t = t.permute(0, 3, 1, 2).contiguous()
+        elif t.ndim == 5:
+            t = t.permute(0, 4, 1, 2, 3).contiguous()
+        elif t.ndim == 3 and model_spec(trainer.settings).input_kind == "series":
+            t = t.transpose(1, 2).contiguous()
+        elif x.dtype.kind in "iu":
+            t = t.long()
         trainer.model.eval()
         with torch.no_grad():
             return np.asarray(trainer.model(t.to(trainer.data.device)).cpu().numpy())

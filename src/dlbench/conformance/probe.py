@@ -57,6 +57,8 @@ def sample_arrays(
     spectrogram data (tokens with class keywords, Markov sequences, CTC utterances),
     token ids 0..vocab-1. The test split is the held-out batch: the same class means (or
     keywords, chain, prototypes), other samples."""
+    if task == "regress":
+        return _regression(shape, classes, n, seed)
     if kind in ("tokens", "spectrogram"):
         from dlbench.datasets import synthetic
 
@@ -74,6 +76,22 @@ def sample_arrays(
     train = _class_means(kind, shape, classes, n, seed, shuffled=False)
     held = classes * -(-HELD_OUT // classes)  # a multiple of the class count: predicting one class scores 1/classes
     return Arrays("check", train, _class_means(kind, shape, classes, held, seed, shuffled=True), classes)
+
+
+def _regression(shape: tuple[int, ...], targets: int, n: int, seed: int) -> Arrays:
+    """Learnable regression data: x standard normal, y a fixed linear map of x (K =
+    `targets` values per sample, unit variance) plus noise of sd 0.1; the held-out split
+    has its own x under the same map."""
+    rng = np.random.default_rng(seed)
+    size = int(np.prod(shape))
+    w = rng.standard_normal((size, targets)) / np.sqrt(size)
+
+    def split(count: int, draw: np.random.Generator) -> ArraySplit:
+        x = draw.standard_normal((count, *shape)).astype(np.float32)
+        y = x.reshape(count, size) @ w + 0.1 * draw.standard_normal((count, targets))
+        return ArraySplit(x, y.astype(np.float32))
+
+    return Arrays("check", split(n, rng), split(HELD_OUT, np.random.default_rng([seed, 1])), targets)
 
 
 def trainable_tensors(trainer: Any) -> dict[str, np.ndarray] | None:
@@ -95,7 +113,11 @@ def trainable_tensors(trainer: Any) -> dict[str, np.ndarray] | None:
 
 
 def held_out_score(hooks: Any, trainer: Any, x: np.ndarray, y: np.ndarray) -> dict[str, float]:
-    """Mean cross-entropy and accuracy of the network's logits on a held-out batch."""
+    """Mean cross-entropy and accuracy of the network's logits on a held-out batch; for
+    regression targets (float) the mean squared error as "loss"."""
+    if y.dtype.kind == "f":
+        out = np.asarray(hooks.forward(trainer, x), dtype=np.float64).reshape(y.shape)
+        return {"loss": float(np.mean(np.square(out - y))), "samples": len(y)}
     logits = np.asarray(hooks.forward(trainer, x), dtype=np.float64)
     shifted = logits - logits.max(axis=1, keepdims=True)
     log_p = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
@@ -147,7 +169,7 @@ def probe(request: dict[str, Any]) -> dict[str, Any]:
     if out["parameters"] == 0:  # nothing to train: an optimizer step would only raise
         out["losses"], out["repeat_losses"] = [], []
         return out
-    scored = spec.task == "classify" and len(out["output_shape"]) == 2
+    scored = spec.task in ("classify", "regress") and len(out["output_shape"]) == 2
     held_x, held_y = arrays.test.x, arrays.test.y
     if scored:
         out["held_out_before"] = held_out_score(hooks, trainer, held_x, held_y)

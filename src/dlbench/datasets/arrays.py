@@ -5,13 +5,17 @@ Three input kinds share one container:
 - images: float32 NHWC in [0, 1] (channels last, the layout every loader
   produces); each framework converts once, before any timing, to its
   preferred layout;
+- volumes: (N, D, H, W, C) float32, channels last as well;
 - token ids: (N, T) int32 or int64, non-negative;
-- spectrogram features: (N, T, F) float32 (T frames of F features);
+- frames: (N, T, F) float32, T frames of F features: a spectrogram, or a series
+  of L steps of C channels (which the model's input kind says: torch's adapter
+  hands a series model (N, C, L));
 - feature vectors: (N, F) float32 (a user's tabular data).
 
 Labels are int64: (N,) class ids; (N, T) next-token targets (one per input
 position, non-negative); or (N, L) CTC label sequences padded at the end with
--1 (label ids 1..alphabet-1; 0 is the CTC blank and never a label).
+-1 (label ids 1..alphabet-1; 0 is the CTC blank and never a label). Regression
+targets are float32 (N, K), finite.
 """
 
 from __future__ import annotations
@@ -21,13 +25,13 @@ from dataclasses import dataclass
 import numpy as np
 
 # ndim of x -> the input kind it holds.
-INPUT_NDIM = {4: "image", 2: "tokens", 3: "spectrogram"}
+INPUT_NDIM = {5: "volume", 4: "image", 2: "tokens", 3: "spectrogram"}
 
 
 def _check_x(x: np.ndarray) -> None:
-    if x.ndim == 4:
+    if x.ndim in (4, 5):
         if x.dtype != np.float32:
-            raise ValueError(f"images must be float32, got {x.dtype}")
+            raise ValueError(f"{INPUT_NDIM[x.ndim]}s must be float32, got {x.dtype}")
     elif x.ndim == 2:
         if x.dtype == np.float32:
             return  # feature vectors
@@ -39,13 +43,21 @@ def _check_x(x: np.ndarray) -> None:
         if x.dtype != np.float32:
             raise ValueError(f"spectrogram features (N, T, F) must be float32, got {x.dtype}")
     else:
-        raise ValueError(f"images must be NHWC (4-d), token ids (N, T) or spectrograms (N, T, F); got shape {x.shape}")
+        raise ValueError(
+            f"images must be NHWC (4-d), volumes NDHWC (5-d), token ids (N, T) or frames (N, T, F); got shape {x.shape}"
+        )
 
 
 def _check_y(x: np.ndarray, y: np.ndarray) -> None:
     n = x.shape[0]
-    if y.ndim not in (1, 2) or y.shape[0] != n or (y.ndim == 2 and x.ndim == 4):
-        raise ValueError(f"labels shape {y.shape} does not match {n} {'images' if x.ndim == 4 else 'sequences'}")
+    if y.dtype == np.float32:  # regression targets, whatever the input
+        if y.ndim != 2 or y.shape[0] != n:
+            raise ValueError(f"regression targets {y.shape} must be (N, K) for {n} samples")
+        if not np.all(np.isfinite(y)):
+            raise ValueError("regression targets hold NaN or infinite values")
+        return
+    if y.ndim not in (1, 2) or y.shape[0] != n or (y.ndim == 2 and x.ndim >= 4):
+        raise ValueError(f"labels shape {y.shape} does not match {n} {'images' if x.ndim >= 4 else 'sequences'}")
     if y.dtype != np.int64:
         raise ValueError(f"labels must be int64, got {y.dtype}")
     if y.ndim == 2 and x.ndim == 2 and x.dtype == np.float32:
@@ -63,8 +75,8 @@ def _check_y(x: np.ndarray, y: np.ndarray) -> None:
 
 @dataclass(frozen=True)
 class ArraySplit:
-    x: np.ndarray  # (N, H, W, C) float32 | (N, T) int | (N, T, F) float32
-    y: np.ndarray  # (N,) | (N, T) | (N, L) int64
+    x: np.ndarray  # (N, H, W, C) | (N, D, H, W, C) float32 | (N, T) int | (N, T, F) | (N, F) float32
+    y: np.ndarray  # (N,) | (N, T) | (N, L) int64, or (N, K) float32 targets
 
     def __post_init__(self) -> None:
         _check_x(self.x)
@@ -91,7 +103,8 @@ class Arrays:
     name: str
     train: ArraySplit
     test: ArraySplit
-    # Classes (classify), vocabulary (next-token) or alphabet size incl. blank (ctc).
+    # Classes (classify), vocabulary (next-token), alphabet size incl. blank (ctc)
+    # or the number of regression targets K (regress).
     num_classes: int
 
     @property

@@ -1,15 +1,22 @@
 """A user's own dataset from a path: a `.npz` file or a directory of IDX files.
 
-`.npz`: exactly the arrays x_train, y_train, x_test, y_test (read with
-allow_pickle=False: an object array is refused, never unpickled). A directory:
-the four MNIST-named IDX files (train-images-idx3-ubyte, train-labels-idx1-ubyte,
-t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte), each plain or gzipped.
+`.npz`: the arrays x_train, y_train, x_test, y_test, and optionally `layout`, a
+string naming the axes of x (dlbench.datasets.layouts: "NLC", "NCL", "NCHW", ...),
+read with allow_pickle=False: an object array is refused, never unpickled. A
+directory: the four MNIST-named IDX files (train-images-idx3-ubyte,
+train-labels-idx1-ubyte, t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte), each
+plain or gzipped.
 
-Conventions are those of the built-in loaders: images (N, H, W) or (N, H, W, C)
-become float32 NHWC, scaled to [0, 1] when stored as uint8; (N, F) float arrays
-are feature vectors; (N, T) integer arrays are token ids; labels become int64
-class ids 0..classes-1, the class count being the largest label + 1. Every
-problem is a UserDataError: one line naming the file and what is expected.
+Samples are kept channels last: images (N, H, W) or (N, H, W, C) become float32
+NHWC, scaled to [0, 1] when stored as uint8; series (N, L, C) and volumes (N, D,
+H, W, C) float32 as they are (channels-first ones transposed once); (N, F) float
+arrays are feature vectors; (N, T) integer arrays are token ids. Without a
+declared layout a 3-d array is a greyscale image. Targets, by what y holds:
+integer class ids (N,) (or whole floats), the class count being the largest
+label + 1; next-token targets (N, T) integers beside (N, T) token ids, the
+vocabulary the largest id + 1; regression targets float (N,) with any fraction,
+or float (N, K), kept float32 (N, K). Every problem is a UserDataError: one line
+naming the file and what is expected.
 """
 
 from __future__ import annotations
@@ -22,13 +29,17 @@ from typing import TypeVar
 
 import numpy as np
 
-from dlbench.datasets import bounded
+from dlbench.datasets import bounded, layouts
 from dlbench.datasets.arrays import Arrays, ArraySplit
 from dlbench.datasets.fetch import DatasetError
 from dlbench.datasets.idx import IdxFormatError, idx_shape, read_idx
 from dlbench.datasets.spec import DatasetSpec
 
 NPZ_KEYS = ("x_train", "y_train", "x_test", "y_test")
+OPTIONAL_KEYS = ("layout",)
+# What a dataset's y holds (DatasetSpec.targets): class ids, next-token ids, or
+# regression values.
+CLASSES, NEXT_TOKEN, VALUES = "classes", "next-token", "values"
 IDX_FILES = {
     "x_train": "train-images-idx3-ubyte",
     "y_train": "train-labels-idx1-ubyte",
@@ -103,10 +114,12 @@ def _npz(path: Path) -> dict[str, np.ndarray]:
                     f"{path}: no array {missing[0]!r}; a dataset .npz holds exactly {', '.join(NPZ_KEYS)} "
                     f"(found: {', '.join(keys) or 'none'})"
                 )
-            extra = [k for k in keys if k not in NPZ_KEYS]
+            extra = [k for k in keys if k not in NPZ_KEYS + OPTIONAL_KEYS]
             if extra:
-                raise UserDataError(f"{path}: unexpected array {extra[0]!r}; allowed: {', '.join(NPZ_KEYS)}")
-            return {k: data[k] for k in NPZ_KEYS}
+                raise UserDataError(
+                    f"{path}: unexpected array {extra[0]!r}; allowed: {', '.join(NPZ_KEYS + OPTIONAL_KEYS)}"
+                )
+            return {k: data[k] for k in keys}
     except UserDataError:
         raise
     except ValueError as exc:  # an object array needs pickle, which is refused
@@ -151,12 +164,30 @@ def _raw(path: Path) -> dict[str, np.ndarray]:
     return _npz(path)
 
 
-def _features(path: Path, split: str, x: np.ndarray) -> np.ndarray:
+def _layout(path: Path, raw_layout: np.ndarray | None, shape: tuple[int, ...], dtype: np.dtype) -> layouts.Layout:
+    if dtype.kind not in "fiub" or len(shape) < 2:
+        raise _not_numbers(path, "train", shape, dtype)
+    try:
+        if raw_layout is not None:
+            return layouts.declared(raw_layout, shape, dtype)
+        return layouts.infer(shape, dtype)
+    except layouts.LayoutError as exc:
+        raise UserDataError(f"{path}: x_train: {exc}") from None
+
+
+def _not_numbers(path: Path, split: str, x: np.ndarray | tuple[int, ...], dtype: np.dtype) -> UserDataError:
+    shape = x.shape if isinstance(x, np.ndarray) else x
+    return UserDataError(
+        f"{path}: x_{split} is {dtype} of shape {shape}; expected numbers, one sample per row "
+        "((N, H, W[, C]) images, (N, L, C) series with layout 'NLC', (N, F) features or (N, T) token ids)"
+    )
+
+
+def _features(path: Path, split: str, x: np.ndarray, layout: layouts.Layout) -> np.ndarray:
     if x.dtype.kind not in "fiub" or x.ndim < 2:
-        raise UserDataError(
-            f"{path}: x_{split} is {x.dtype} of shape {x.shape}; expected numbers, one sample per row "
-            "((N, H, W[, C]) images, (N, F) features or (N, T) token ids)"
-        )
+        raise _not_numbers(path, split, x, x.dtype)
+    if x.ndim != layout.rank:
+        raise UserDataError(f"{path}: x_{split} has shape {x.shape}; layout {layout.name} names {layout.rank} axes")
     if len(x) == 0:
         raise UserDataError(f"{path}: x_{split} is empty")
     if x.dtype.kind == "f":
@@ -170,29 +201,41 @@ def _features(path: Path, split: str, x: np.ndarray) -> np.ndarray:
                 f"{path}: x_{split} holds values beyond float32's range (|x| up to {float(np.abs(x).max()):.3g}, "
                 f"at most {limit:.3g}); scale them first"
             )
-    if x.ndim in (3, 4):
-        x = x[..., None] if x.ndim == 3 else x
-        if x.dtype == np.uint8:
-            return (x.astype(np.float32) / 255.0).astype(np.float32)
-        return x.astype(np.float32)
-    if x.ndim == 2:
-        if x.dtype.kind in "iu":
-            if int(x.min()) < 0:
-                raise UserDataError(f"{path}: x_{split} holds negative integers; token ids are >= 0")
-            return x.astype(np.int64)
-        return x.astype(np.float32)
-    raise UserDataError(f"{path}: x_{split} has {x.ndim} dimensions; at most 4 (N, H, W, C)")
+    if layout.kind == "tokens":
+        if int(x.min()) < 0:
+            raise UserDataError(f"{path}: x_{split} holds negative integers; token ids are >= 0")
+        return x.astype(np.int64)
+    x = layouts.to_channels_last(layout, x)
+    if layout.kind == "image" and x.dtype == np.uint8:
+        return (x.astype(np.float32) / 255.0).astype(np.float32)
+    return x.astype(np.float32)
 
 
-def _labels(path: Path, split: str, y: np.ndarray, n: int) -> np.ndarray:
-    if y.ndim != 1:
-        raise UserDataError(f"{path}: y_{split} has shape {y.shape}; expected one class id per sample, (N,)")
+def _target_kind(y: np.ndarray, x_kind: str) -> str:
+    """What y holds, from its shape and dtype (see the module docstring)."""
+    if y.dtype.kind == "f" and (y.ndim == 2 or not np.all(np.isfinite(y)) or not np.all(y == np.round(y))):
+        return VALUES
+    if y.ndim == 2 and x_kind == "tokens" and y.dtype.kind in "iu":
+        return NEXT_TOKEN
+    return CLASSES
+
+
+def _labels(path: Path, split: str, y: np.ndarray, n: int, x_kind: str = "image") -> np.ndarray:
+    kind = _target_kind(y, x_kind)
     if len(y) != n:
         raise UserDataError(f"{path}: x_{split} has {n} samples but y_{split} has {len(y)} labels")
-    if y.dtype.kind == "f":
-        if not np.all(np.isfinite(y)) or not np.all(y == np.round(y)):
-            raise UserDataError(f"{path}: y_{split} holds non-integer labels; class ids are integers 0..classes-1")
-    elif y.dtype.kind not in "iub":
+    if kind == VALUES:
+        if y.ndim not in (1, 2):
+            raise UserDataError(f"{path}: y_{split} has shape {y.shape}; regression targets are (N,) or (N, K)")
+        if not np.all(np.isfinite(y)):
+            raise UserDataError(f"{path}: y_{split} holds NaN or infinite values; clean them first")
+        return (y[:, None] if y.ndim == 1 else y).astype(np.float32)
+    if y.ndim != 1 and kind != NEXT_TOKEN:
+        raise UserDataError(
+            f"{path}: y_{split} has shape {y.shape}; expected one class id per sample, (N,), float regression "
+            "targets (N, K), or next-token ids (N, T) beside (N, T) token ids"
+        )
+    if y.dtype.kind not in "iub" and y.dtype.kind != "f":
         raise UserDataError(f"{path}: y_{split} is {y.dtype}; class ids are integers 0..classes-1")
     if len(y) and y.min() < 0:
         raise UserDataError(f"{path}: y_{split} holds negative labels (min {int(y.min())}); class ids are 0..classes-1")
@@ -201,23 +244,58 @@ def _labels(path: Path, split: str, y: np.ndarray, n: int) -> np.ndarray:
     return y.astype(np.int64)
 
 
+def _classes(path: Path, y_train: np.ndarray, y_test: np.ndarray, xs: tuple[np.ndarray, ...] = ()) -> int:
+    """Classes (class ids), the vocabulary (next-token: ids in x count too) or K (values)."""
+    if y_train.dtype == np.float32:
+        if y_train.shape[1] != y_test.shape[1]:
+            raise UserDataError(
+                f"{path}: y_train has {y_train.shape[1]} targets per sample, y_test {y_test.shape[1]}; "
+                "both splits need the same"
+            )
+        return int(y_train.shape[1])
+    if y_test.dtype == np.float32:
+        raise UserDataError(f"{path}: y_train holds class ids, y_test regression values; both splits need the same")
+    classes = int(max([y_train.max(), y_test.max(), *(int(x.max()) for x in xs if x.size)])) + 1
+    if classes < 2:
+        raise UserDataError(f"{path}: every label is 0; a classifier needs at least 2 classes")
+    return classes
+
+
 def load(path: str | Path) -> Arrays:
     """The dataset at `path`, checked, as Arrays (named after the file or directory)."""
     path = Path(path)
     raw = _raw(path)
-    x_train, x_test = _features(path, "train", raw["x_train"]), _features(path, "test", raw["x_test"])
+    layout = _layout(path, raw.get("layout"), raw["x_train"].shape, raw["x_train"].dtype)
+    x_train, x_test = (_features(path, split, raw[f"x_{split}"], layout) for split in ("train", "test"))
     if x_train.shape[1:] != x_test.shape[1:] or x_train.dtype != x_test.dtype:
         raise UserDataError(
             f"{path}: train samples are {x_train.shape[1:]} {x_train.dtype}, test samples {x_test.shape[1:]} "
             f"{x_test.dtype}; both splits need the same sample shape and kind"
         )
-    y_train = _labels(path, "train", raw["y_train"], len(x_train))
-    y_test = _labels(path, "test", raw["y_test"], len(x_test))
-    classes = int(max(y_train.max(), y_test.max())) + 1
-    if classes < 2:
-        raise UserDataError(f"{path}: every label is 0; a classifier needs at least 2 classes")
+    y_train = _labels(path, "train", raw["y_train"], len(x_train), layout.kind)
+    y_test = _labels(path, "test", raw["y_test"], len(x_test), layout.kind)
+    tokens = (x_train, x_test) if y_train.ndim == 2 and y_train.dtype == np.int64 else ()
+    classes = _classes(path, y_train, y_test, tokens)
+    for split, x, y in (("train", x_train, y_train), ("test", x_test, y_test)):
+        if y.ndim == 2 and y.dtype == np.int64 and y.shape != x.shape:
+            raise UserDataError(
+                f"{path}: y_{split} {y.shape} must hold one next token per position of x_{split} {x.shape}"
+            )
     name = path.stem if path.is_file() else path.name
-    return Arrays(name, ArraySplit(x_train, y_train), ArraySplit(x_test, y_test), classes)
+    try:
+        return Arrays(name, ArraySplit(x_train, y_train), ArraySplit(x_test, y_test), classes)
+    except ValueError as exc:
+        raise UserDataError(f"{path}: {exc}") from None
+
+
+def reading(path: str | Path) -> str:
+    """How the dataset's x is read, in one line (its layout, declared or inferred)."""
+    path = Path(path)
+    declared = _declared(path)
+    shape, dtype = declared["x_train"]
+    raw_layout = _layout_array(path) if "layout" in declared else None
+    layout = _layout(path, raw_layout, shape, dtype)
+    return f"{path}: x {shape} {dtype}, " + layouts.describe(layout, shape, inferred=raw_layout is None)
 
 
 # Up to this many declared bytes `plan` loads the whole dataset and checks every value
@@ -242,46 +320,58 @@ def _declared(path: Path) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
             f"{path}: no array {missing[0]!r}; a dataset .npz holds exactly {', '.join(NPZ_KEYS)} "
             f"(found: {', '.join(headers) or 'none'})"
         )
+    extra = [k for k in headers if k not in NPZ_KEYS + OPTIONAL_KEYS]
+    if extra:
+        raise UserDataError(f"{path}: unexpected array {extra[0]!r}; allowed: {', '.join(NPZ_KEYS + OPTIONAL_KEYS)}")
     return headers
 
 
-def _sample_shape(path: Path, split: str, shape: tuple[int, ...], dtype: np.dtype) -> tuple[int, ...]:
+def _sample_shape(
+    path: Path, split: str, shape: tuple[int, ...], dtype: np.dtype, layout: layouts.Layout
+) -> tuple[int, ...]:
     """The sample shape `_features` makes of an array of this shape, from its header."""
     if dtype.kind not in "fiub" or len(shape) < 2:
-        raise UserDataError(
-            f"{path}: x_{split} is {dtype} of shape {shape}; expected numbers, one sample per row "
-            "((N, H, W[, C]) images, (N, F) features or (N, T) token ids)"
-        )
-    if len(shape) > 4:
-        raise UserDataError(f"{path}: x_{split} has {len(shape)} dimensions; at most 4 (N, H, W, C)")
+        raise _not_numbers(path, split, shape, dtype)
+    if len(shape) != layout.rank:
+        raise UserDataError(f"{path}: x_{split} has shape {shape}; layout {layout.name} names {layout.rank} axes")
     if shape[0] == 0:
         raise UserDataError(f"{path}: x_{split} is empty")
-    return (*shape[1:], 1) if len(shape) == 3 else tuple(shape[1:])
+    return layouts.sample_shape(layout, shape)
 
 
-def describe(path: str | Path) -> tuple[tuple[int, ...], int]:
-    """(sample shape, classes) of the dataset at `path`: every value checked where the
-    dataset is small (PLAN_FULL_CHECK_BYTES), else its headers and its labels."""
+def describe(path: str | Path) -> tuple[tuple[int, ...], int, str]:
+    """(sample shape, classes, what y holds) of the dataset at `path`: every value checked
+    where the dataset is small (PLAN_FULL_CHECK_BYTES), else its headers and its labels."""
     path = Path(path)
     declared = _declared(path)
     for key, (shape, dtype) in declared.items():
         _check(path, f"array {key} of shape {shape}", math.prod(shape) * dtype.itemsize)
     if sum(math.prod(shape) * dtype.itemsize for shape, dtype in declared.values()) <= PLAN_FULL_CHECK_BYTES:
         arrays = load(path)
-        return tuple(arrays.input_shape), arrays.num_classes
-    train = _sample_shape(path, "train", *declared["x_train"])
-    test = _sample_shape(path, "test", *declared["x_test"])
+        return tuple(arrays.input_shape), arrays.num_classes, _held(arrays.train.y)
+    raw_layout = _layout_array(path) if "layout" in declared else None
+    layout = _layout(path, raw_layout, *declared["x_train"])
+    train = _sample_shape(path, "train", *declared["x_train"], layout)
+    test = _sample_shape(path, "test", *declared["x_test"], layout)
     if train != test:
         raise UserDataError(
             f"{path}: train samples are {train}, test samples {test}; both splits need the same sample shape and kind"
         )
     labels = {key: _label_array(path, key) for key in ("y_train", "y_test")}
-    y_train = _labels(path, "train", labels["y_train"], declared["x_train"][0][0])
-    y_test = _labels(path, "test", labels["y_test"], declared["x_test"][0][0])
-    classes = int(max(y_train.max(), y_test.max())) + 1
-    if classes < 2:
-        raise UserDataError(f"{path}: every label is 0; a classifier needs at least 2 classes")
-    return train, classes
+    y_train = _labels(path, "train", labels["y_train"], declared["x_train"][0][0], layout.kind)
+    y_test = _labels(path, "test", labels["y_test"], declared["x_test"][0][0], layout.kind)
+    tokens = tuple(_label_array(path, k) for k in ("x_train", "x_test")) if _held(y_train) == NEXT_TOKEN else ()
+    return train, _classes(path, y_train, y_test, tokens), _held(y_train)
+
+
+def _held(y: np.ndarray) -> str:
+    if y.dtype == np.float32:
+        return VALUES
+    return NEXT_TOKEN if y.ndim == 2 else CLASSES
+
+
+def _layout_array(path: Path) -> np.ndarray:
+    return _label_array(path, "layout")
 
 
 def _label_array(path: Path, key: str) -> np.ndarray:
@@ -297,11 +387,13 @@ def _label_array(path: Path, key: str) -> np.ndarray:
 
 def dataset(path: Path) -> DatasetSpec:
     """A DatasetSpec for the user's file: checked now, so that planning fails early."""
-    shape, classes = describe(path)
+    shape, classes, targets = describe(path)
     return DatasetSpec(
         name=path.stem if path.is_file() else path.name,
         description=f"your data: {path}",
         shape=lambda _s: (shape, classes),
         load=lambda data_dir, _s, _seed: load(path),
         origin=str(path),
+        targets=targets,
+        reading=reading(path),
     )

@@ -50,6 +50,11 @@ class DatasetSpec:
     # True for datasets whose size is fixed (every real dataset); the input_shape sweep
     # resizes only the synthetic one.
     fixed_shape: bool = True
+    # What its labels are: "classes" (class ids), "next-token" (a token per position)
+    # or "values" (regression targets); the synthetic dataset's follow the model.
+    targets: str = "classes"
+    # How a user's file is read (its layout, declared or inferred), shown by plan.
+    reading: str = ""
 
     def describe_shape(self, synthetic: Any = None) -> str:
         shape, classes = self.shape(synthetic)

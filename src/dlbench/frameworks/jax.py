@@ -149,9 +149,15 @@ def ctc_loss(logits: jax.Array, labels: jax.Array) -> jax.Array:
     return jnp.mean(per_utterance / jnp.sum(1.0 - label_paddings, axis=1))
 
 
-def _loss(task: str) -> Callable[[jax.Array, jax.Array], jax.Array]:
+def _loss(task: str, loss: str = "cross-entropy") -> Callable[[jax.Array, jax.Array], jax.Array]:
     if task == "ctc":
         return ctc_loss
+    if task == "regress":
+        # The mean over every target of every sample, as torch's F.mse_loss / l1_loss
+        # (optax.l2_loss would halve it); outputs are matched to the (N, K) targets.
+        if loss == "mae":
+            return lambda out, y: jnp.mean(jnp.abs(out.reshape(y.shape) - y))
+        return lambda out, y: jnp.mean(jnp.square(out.reshape(y.shape) - y))
     # classify and next-token alike: the mean over every label (N, or N x T positions).
     return lambda logits, y: optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
 
@@ -170,9 +176,13 @@ def _mixed(compute: Any) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
 
 
 def _make_step(
-    model: nn.Module, tx: optax.GradientTransformation, task: str = "classify", compute: Any = None
+    model: nn.Module,
+    tx: optax.GradientTransformation,
+    task: str = "classify",
+    compute: Any = None,
+    loss: str = "cross-entropy",
 ) -> tuple[Callable[..., Any], Callable[..., Any]]:
-    loss_of = _loss(task)
+    loss_of = _loss(task, loss)
     cast_params, cast_x = _mixed(compute)
 
     # `state` holds the model's non-trainable collections (batch-norm running
@@ -327,9 +337,9 @@ class JaxFramework:
 
         data = JaxData(
             train_x=put(inputs(arrays.train.x)),
-            train_y=put(arrays.train.y.astype(np.int32)),
+            train_y=put(inputs(arrays.train.y)),  # class ids int32, regression targets float32
             test_x=put(inputs(arrays.test.x)),
-            test_y=put(arrays.test.y.astype(np.int32)),
+            test_y=put(inputs(arrays.test.y)),
             shape=arrays.input_shape,
             classes=arrays.num_classes,
         )
@@ -376,7 +386,8 @@ class JaxFramework:
             native, settings, model, tx, self._compiled(settings, native, model, tx), init=self._inits[init_key]
         )
         trainer.augment = augment
-        trainer.facts = {"init_note": note} if note else {}
+        if note and spec.builtin:  # a user's model got the scheme after its build (JaxTrainer)
+            trainer.facts["init_note"] = note
         if tf32:
             trainer.facts["jax_default_matmul_precision"] = jax.config.jax_default_matmul_precision
             trainer.facts["tf32"] = "on (matmul precision tensorfloat32)"
@@ -437,7 +448,10 @@ class JaxFramework:
             compute = jnp.bfloat16 if settings.precision == "bf16-mixed" else None
             predict, correct, best = _make_eval(model, compute)
             self._cache[key] = _Compiled(
-                *_make_step(model, tx, model_spec(settings).task, compute), predict, correct, best
+                *_make_step(model, tx, model_spec(settings).task, compute, model_spec(settings).loss),
+                predict,
+                correct,
+                best,
             )
         return self._cache[key]
 
@@ -466,7 +480,20 @@ class JaxTrainer:
         self._dropout_key, self._shuffle_key = put(dropout_key), put(shuffle_key)
         dummy = jnp.zeros((1, *data.shape), data.train_x.dtype)
         variables = dict((init or model.init)({"params": init_key}, dummy))
-        self.params = put(variables.pop("params"))
+        params = variables.pop("params")
+        # What the manifest must say about this network: an init scheme its builder could
+        # not take, or the layers the scheme did not reach (set by build, updated here).
+        self.facts: dict[str, Any] = {}
+        spec = model_spec(settings)
+        if settings.init == "glorot-uniform" and not spec.builtin:
+            # A user's builder may take kernel_init and still leave modules at Flax's
+            # defaults (or take none): the scheme is applied to every parameter after the
+            # build, and what it could not reach is named (the zoo passes it everywhere).
+            from dlbench.frameworks.flax_init import glorot_uniform_
+
+            params, coverage = glorot_uniform_(params, jax.random.fold_in(init_key, 1))
+            self.facts = coverage.as_facts()
+        self.params = put(params)
         # Non-trainable collections (batch-norm statistics), threaded through the step.
         self.state = put(variables)
         self.opt_state = put(tx.init(self.params))
@@ -478,8 +505,6 @@ class JaxTrainer:
         # epoch -> that epoch's (xb, yb) batches, when an augmentation pipeline runs.
         self.augment: Callable[[int], Any] | None = None
         self._infer_batches: tuple[jax.Array, ...] = ()
-        # What the manifest must say about this network (an init scheme its builder could not take).
-        self.facts: dict[str, Any] = {}
         jax.block_until_ready((self.params, self.state, self.opt_state))
 
     def manifest(self) -> dict[str, Any]:
@@ -585,6 +610,8 @@ class JaxTrainer:
         """Top-1 accuracy (classify), token top-1 accuracy over every position
         (next-token), or 1 - CER of greedy decoding (ctc, computed on the host)."""
         task = model_spec(self.settings).task
+        if task == "regress":
+            return self.test_loss()
         if task != "classify":
             return self._evaluate_sequences(task)
         n, correct = self.data.n_test, []
@@ -594,6 +621,22 @@ class JaxTrainer:
                 self.fns.correct(self.params, self.state, self.data.test_x, self.data.test_y, start, size=size)
             )
         return int(sum(jax.device_get(correct))) / n
+
+    def test_loss(self) -> float:
+        """The training loss over the whole test split (partial last batch included),
+        each sample weighted equally: the mean error (regress), the mean cross-entropy
+        per token (next-token, the log of the perplexity). Batches at the training
+        batch size through the inference forward (a partial one compiles once more)."""
+        spec = model_spec(self.settings)
+        loss_of = _loss(spec.task, spec.loss)
+        n, b = self.data.n_test, self.settings.batch_size
+        host_x, host_y = np.asarray(self.data.test_x), np.asarray(self.data.test_y)
+        total = 0.0
+        for start in range(0, n, b):
+            out = self.fns.predict(self.params, self.state, jax.device_put(host_x[start : start + b], self._device))
+            yb = host_y[start : start + b]
+            total += float(loss_of(jnp.asarray(out, jnp.float32), jnp.asarray(yb))) * len(yb)
+        return total / n
 
     def _evaluate_sequences(self, task: str) -> float:
         # Per-position logits of EVAL_BATCH sequences can be GiBs (N x T x vocab):

@@ -84,9 +84,12 @@ def ctc_loss(y_true: tf.Tensor, y_pred: tf.Tensor) -> tf.Tensor:
     return loss / tf.cast(label_length, loss.dtype)
 
 
-def _loss(task: str) -> Any:
+def _loss(task: str, loss: str = "cross-entropy") -> Any:
     if task == "ctc":
         return ctc_loss
+    if task == "regress":
+        # The mean over every target of every sample, as torch's F.mse_loss / l1_loss.
+        return keras.losses.MeanSquaredError() if loss == "mse" else keras.losses.MeanAbsoluteError()
     # classify and next-token alike: the mean over every label (N, or N x T positions).
     return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
@@ -428,12 +431,21 @@ class KerasTrainer:
             )
         # What the manifest must say about this network (an init scheme its builder could not take).
         self.facts: dict[str, Any] = {"init_note": note} if note else {}
+        if settings.init == "glorot-uniform" and not spec.builtin:
+            # A user's builder may take the init keywords and still leave layers at Keras'
+            # defaults (or take none): the scheme is applied to every layer with weights
+            # after the build, and what it could not reach is named (the zoo's builders
+            # pass the keywords to every layer).
+            from dlbench.frameworks.keras_init import glorot_uniform_
+
+            with tf.device(data.device):
+                self.facts = glorot_uniform_(self.model, seed=settings.seed).as_facts()
         if settings.precision == "tf32":
             self.facts["tf32_enabled"] = tf.config.experimental.tensor_float_32_execution_enabled()
         with tf.device(data.device):
             self.model.compile(
                 optimizer=_optimizer(settings),
-                loss=_loss(self.task),
+                loss=_loss(self.task, spec.loss),
                 jit_compile=self.options["jit_compile"],
                 run_eagerly=self.options["run_eagerly"],
             )
@@ -584,11 +596,28 @@ class KerasTrainer:
         # training step (which would add work to every timed step): predict over
         # every test sample, partial last batch included, then compare on the host.
         test = tf.data.Dataset.from_tensor_slices(self.data.x_test).batch(self.settings.batch_size)
+        if self.task == "regress":
+            return self.test_loss()
         if self.task != "classify":
             return self._evaluate_sequences(test)
         with tf.device(self.data.device):
             logits = self.model.predict(test, verbose=0)
         return float(np.mean(np.argmax(logits, axis=1) == self.data.y_test))
+
+    def test_loss(self) -> float:
+        """The training loss over the whole test split (partial last batch included),
+        each sample weighted equally: the mean error (regress), the mean cross-entropy
+        per token (next-token, the log of the perplexity)."""
+        y = self.data.y_test
+        b = self.settings.batch_size
+        loss = self.model.loss
+        total = 0.0
+        with tf.device(self.data.device):
+            for start in range(0, len(y), b):
+                out = self.model(self.data.x_test[start : start + b], training=False)
+                yb = y[start : start + b]
+                total += float(loss(yb, tf.reshape(out, yb.shape) if self.task == "regress" else out)) * len(yb)
+        return total / len(y)
 
     def _evaluate_sequences(self, test: tf.data.Dataset) -> float:
         """Token top-1 accuracy (next-token) or 1 - CER of greedy decoding (ctc).

@@ -3,9 +3,11 @@
 Variants: "eager" (plain nn.Module) and "compile" (torch.compile, default mode,
 inductor backend). Idiom and fairness choices, all recorded in the manifest:
 
-- Data is converted once in `prepare()` to device tensors: images NCHW float32,
-  token ids int64 (nn.Embedding's and cross_entropy's index type), spectrograms
-  (N, T, F) float32 as they come;
+- Data is converted once in `prepare()` to device tensors: images NCHW and
+  volumes NCDHW float32, token ids int64 (nn.Embedding's and cross_entropy's index
+  type), spectrograms (N, T, F) float32 as they come; a series model's (N, L, C)
+  frames are handed over channels-first, (N, C, L), as Conv1d takes them (one
+  copy per dataset, in `build`);
   training slices those preloaded tensors with a per-epoch `torch.randperm`
   drawn from a `torch.Generator` seeded with `settings.seed`.
 - float32 everywhere: TF32 is switched off for cuBLAS and cuDNN so that float32
@@ -32,6 +34,7 @@ from torch import nn
 from dlbench.datasets.arrays import Arrays
 from dlbench.frameworks.builders import BuilderError, call_builder, model_spec
 from dlbench.frameworks.protocol import TrainSettings
+from dlbench.frameworks.torch_init import glorot_uniform_
 from dlbench.models.deepspeech2.ctc import ctc_accuracy
 
 COMPILE_MODE = "default"
@@ -61,6 +64,8 @@ def _to_nchw(x_nhwc: Any, device: torch.device) -> torch.Tensor:
 def _to_device(x: Any, device: torch.device) -> torch.Tensor:
     if x.ndim == 4:
         return _to_nchw(x, device)
+    if x.ndim == 5:  # volumes: NDHWC -> NCDHW, Conv3d's layout
+        return torch.from_numpy(x).permute(0, 4, 1, 2, 3).contiguous().to(device)
     tensor = torch.from_numpy(x)
     # Token ids as int64, torch's index type; spectrogram frames and feature vectors
     # (floats) need no conversion.
@@ -82,11 +87,23 @@ def _next_token_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tenso
     return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
 
 
+def _regression_loss(error: Callable[..., torch.Tensor]) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    # The mean over every target of every sample; outputs (N, ...) are matched to
+    # the (N, K) targets by flattening, so a model returning (N,) for K = 1 fits.
+    return lambda out, y: error(out.reshape(y.shape), y)
+
+
 LOSSES: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
     "classify": F.cross_entropy,
     "next-token": _next_token_loss,
     "ctc": _ctc_loss,
+    "regress/mse": _regression_loss(F.mse_loss),
+    "regress/mae": _regression_loss(F.l1_loss),
 }
+
+
+def loss_for(spec: Any) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    return LOSSES[f"regress/{spec.loss}" if spec.task == "regress" else spec.task]
 
 
 def _inductor_cache_dir() -> str:
@@ -101,53 +118,6 @@ def _inductor_cache_dir() -> str:
         import getpass
 
         return os.path.join(tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}")
-
-
-EMBED_INIT_LIMIT = 0.05  # Keras' Embedding default, the glorot-uniform setting's embedding init
-
-
-def glorot_uniform_(model: nn.Module) -> int:
-    """Glorot/Xavier-uniform kernels and zero biases for every Conv2d and Linear.
-
-    torch's fan computation for a conv weight (out, in, kh, kw) is
-    fan_in = in*kh*kw, fan_out = out*kh*kw: the same as Keras' and Flax's.
-    Recurrent layers (LSTM, GRU) get what Keras does by default: Glorot over the
-    fused input kernel weight_ih (gates*H, in), orthogonal weight_hh, zero biases.
-    Attention: each of the Q, K, V blocks of in_proj_weight is Glorot-initialized
-    as the hidden x hidden map it is (fans of the fused (3H, H) matrix would
-    differ from Keras' and Flax's). Embeddings: U(-0.05, 0.05).
-    Draws come from torch's global RNG, which `build` has just seeded. Returns the
-    number of trainable parameters in layers of other types, left as built.
-    """
-    covered: set[int] = set()
-    for module in model.modules():
-        if isinstance(module, (nn.Conv2d, nn.Linear, nn.LSTM, nn.GRU, nn.MultiheadAttention, nn.Embedding)):
-            covered.update(id(p) for p in module.parameters(recurse=False))
-        if isinstance(module, (nn.Conv2d, nn.Linear)):
-            nn.init.xavier_uniform_(module.weight)
-            if module.bias is not None:
-                nn.init.zeros_(module.bias)
-        elif isinstance(module, (nn.LSTM, nn.GRU)):
-            for name, param in module.named_parameters():
-                if name.startswith("weight_ih"):
-                    nn.init.xavier_uniform_(param)
-                elif name.startswith("weight_hh"):
-                    nn.init.orthogonal_(param)
-                else:
-                    nn.init.zeros_(param)
-        elif isinstance(module, nn.MultiheadAttention) and module.in_proj_weight is not None:
-            with torch.no_grad():
-                for block in module.in_proj_weight.chunk(3, dim=0):
-                    nn.init.xavier_uniform_(block)
-            if module.in_proj_bias is not None:
-                nn.init.zeros_(module.in_proj_bias)
-        elif isinstance(module, nn.Embedding):
-            nn.init.uniform_(module.weight, -EMBED_INIT_LIMIT, EMBED_INIT_LIMIT)
-        elif isinstance(module, nn.modules.batchnorm._NormBase | nn.LayerNorm | nn.GroupNorm):
-            # Normalization layers start at scale 1, shift 0 in every framework.
-            covered.update(id(p) for p in module.parameters(recurse=False))
-    # What the scheme did not reach (a user's own layer type) keeps its builder's init.
-    return sum(p.numel() for p in model.parameters() if p.requires_grad and id(p) not in covered)
 
 
 def _tf32(on: bool) -> dict[str, Any]:
@@ -198,8 +168,9 @@ class TorchTrainer:
         # parameters with `model`, so state_dict save/restore on `model` covers both.
         self.forward = forward
         self.optimizer = self._make_optimizer()
-        self.task = model_spec(settings).task
-        self._loss = LOSSES[self.task]
+        spec = model_spec(settings)
+        self.task = spec.task
+        self._loss = loss_for(spec)
         # What the manifest must say about this network (a user's layers the init missed).
         self.facts: dict[str, Any] = {}
         # The shuffle order has its own generator (CPU, as torch.randperm wants),
@@ -346,9 +317,12 @@ class TorchTrainer:
 
     def evaluate(self) -> float:
         """Top-1 accuracy (classify), token top-1 accuracy over every position
-        (next-token), or 1 - CER of greedy decoding (ctc, computed on the host)."""
+        (next-token), 1 - CER of greedy decoding (ctc, computed on the host), or the
+        test error under the model's loss (regress)."""
         x, y = self.data.x_test, self.data.y_test
         b = self.settings.batch_size
+        if self.task == "regress":
+            return self.test_loss()
         self.model.eval()
         correct = torch.zeros((), dtype=torch.int64, device=self.data.device)
         paths = []
@@ -362,6 +336,20 @@ class TorchTrainer:
         if self.task == "ctc":
             return ctc_accuracy(torch.cat(paths).numpy(), y.cpu().numpy())
         return correct.item() / y.numel()
+
+    def test_loss(self) -> float:
+        """The training loss over the whole test split (partial last batch included),
+        each sample weighted equally: the mean error (regress), the mean cross-entropy
+        per token (next-token, the log of the perplexity)."""
+        x, y = self.data.x_test, self.data.y_test
+        b = self.settings.batch_size
+        self.model.eval()
+        total = torch.zeros((), dtype=torch.float64, device=self.data.device)
+        with torch.inference_mode():
+            for start in range(0, x.shape[0], b):
+                yb = y[start : start + b]
+                total += self._loss(self.forward(x[start : start + b]), yb).double() * yb.shape[0]
+        return total.item() / y.shape[0]
 
     def prepare_infer(self, batch_size: int) -> int:
         x = self.data.x_test
@@ -537,16 +525,15 @@ class TorchFramework:
             )
         facts: dict[str, Any] = {}
         if settings.init == "glorot-uniform":
-            kept = glorot_uniform_(model)
-            if kept and not spec.builtin:
-                facts["init_note"] = (
-                    f"glorot-uniform on Conv2d/Linear/LSTM/GRU/attention/embedding layers; {kept} parameters "
-                    "in other layers keep the builder's own init"
-                )
-                # The count as a number too: the report reads it (dlbench.report.coverage).
-                facts["init_kept_parameters"] = kept
+            coverage = glorot_uniform_(model)
+            # A user's layers the scheme did not reach, by path, kind and count (the zoo's are
+            # all reached); the report reads init_kept_parameters (dlbench.report.coverage).
+            if not spec.builtin:
+                facts.update(coverage.as_facts())
         facts.update(_tf32(settings.precision == "tf32"))
         model = model.to(native.device)
+        if spec.input_kind == "series":
+            native = self._channels_first(native)
         if settings.layout == "channels-last":
             # The documented channels-last recipe: weights and inputs in NHWC memory
             # order (the logical shape stays NCHW); the inputs are converted once per
@@ -610,6 +597,21 @@ class TorchFramework:
                     )
 
         return normalized, batches
+
+    def _channels_first(self, native: TorchData) -> TorchData:
+        """A series model's data as (N, C, L), Conv1d's and RNN-free torch code's layout;
+        converted once per dataset and cached, never inside a timed phase twice."""
+        cached = getattr(self, "_cf", None)
+        if cached is None or cached[0] is not native:
+            self._cf = (
+                native,
+                replace(
+                    native,
+                    x_train=native.x_train.transpose(1, 2).contiguous(),
+                    x_test=native.x_test.transpose(1, 2).contiguous(),
+                ),
+            )
+        return self._cf[1]
 
     def _channels_last(self, native: TorchData) -> TorchData:
         if native.x_train.dim() != 4:

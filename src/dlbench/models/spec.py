@@ -18,14 +18,26 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-# One sample's shape: (H, W, C) for images, (T,) for token sequences,
-# (T, F) for spectrogram frames, (F,) for feature vectors.
+# One sample's shape, channels last: (H, W, C) for images, (L, C) for series
+# (1-D signals), (D, H, W, C) for volumes, (T,) for token sequences, (T, F) for
+# spectrogram frames, (F,) for feature vectors. Each framework receives its own
+# layout (torch channels-first; Keras and Flax channels-last as stored).
 Shape = tuple[int, ...]
 
-INPUT_KINDS = ("image", "tokens", "spectrogram", "features")
-# classify: logits (N, classes) vs labels (N,); next-token: logits (N, T, vocab)
-# vs labels (N, T); ctc: logits (N, T', alphabet) vs padded label sequences.
-TASKS = ("classify", "next-token", "ctc")
+INPUT_KINDS = ("image", "series", "volume", "tokens", "spectrogram", "features")
+# classify: logits (N, classes) vs labels (N,); regress: outputs (N, K) vs float
+# targets (N, K); next-token: logits (N, T, vocab) vs labels (N, T); ctc: logits
+# (N, T', alphabet) vs padded label sequences.
+TASKS = ("classify", "regress", "next-token", "ctc")
+# Units of the regression losses (and of the error stored as their quality).
+LOSS_UNITS = {"mse": "squared target units", "mae": "target units"}
+# The losses each task may minimize (the first is its default).
+TASK_LOSSES = {
+    "classify": ("cross-entropy",),
+    "regress": ("mse", "mae"),
+    "next-token": ("cross-entropy",),
+    "ctc": ("ctc",),
+}
 
 
 def short_repr(value: Any, limit: int = 60) -> str:
@@ -131,8 +143,8 @@ class ModelSpec:
     # framework -> its builder: a callable or a "module:attr" string. Empty for the
     # built-ins, whose builders are `build` in dlbench.models.<name>.<framework>.
     builders: Mapping[str, Any] = field(default_factory=dict)
-    # What is minimized; every model here is trained on softmax cross-entropy of its logits
-    # (classify), per token (next-token) or CTC.
+    # What is minimized: softmax cross-entropy of the logits (classify), per token
+    # (next-token) or CTC for the zoo; mean squared or absolute error (regress).
     loss: str = "cross-entropy"
     # Where the spec comes from, shown by `dlbench list`: "built-in", "plugin <dist>",
     # or the file / module the user named.
@@ -143,6 +155,9 @@ class ModelSpec:
             raise ValueError(f"{self.name}: input_kind {self.input_kind!r} is not one of {', '.join(INPUT_KINDS)}")
         if self.task not in TASKS:
             raise ValueError(f"{self.name}: task {self.task!r} is not one of {', '.join(TASKS)}")
+        if self.task in ("regress",) and self.loss not in TASK_LOSSES[self.task]:
+            allowed = " or ".join(TASK_LOSSES[self.task])
+            raise ValueError(f"{self.name}: a {self.task} model minimizes {allowed}, not {self.loss!r}")
         unknown = set(self.tiny_options) - set(self.options)
         if unknown:
             raise ValueError(f"{self.name}: tiny_options {sorted(unknown)} are not options")
@@ -166,6 +181,20 @@ class ModelSpec:
     @property
     def builtin(self) -> bool:
         return self.origin == "built-in"
+
+    @property
+    def quality(self) -> tuple[str, str]:
+        """(metric, unit) of the test-set quality the worker stores in phase "accuracy":
+        accuracy (a fraction; token accuracy for next-token, 1 - CER for ctc), or for
+        regress the test error under the model's loss."""
+        if self.task == "regress":
+            return (self.loss, LOSS_UNITS[self.loss])
+        return ("accuracy", "fraction")
+
+    @property
+    def loss_unit(self) -> str:
+        """The unit of the training loss the worker stores."""
+        return LOSS_UNITS.get(self.loss, "nats") if self.task == "regress" else "nats"
 
     def builder(self, framework: str) -> Callable[..., Any]:
         """The function that builds this network in `framework` (imports it: call this
