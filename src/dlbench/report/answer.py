@@ -190,14 +190,24 @@ BUSY_WORDS = (
     "a busy loop on one core made a 2-thread torch cnn train 50x slower on a 2-core machine: "
     "re-measure on a quiet machine, or pin a 1-thread worker (--threads 1 under taskset)"
 )
+# The same, for cases that already ran one thread: --threads 1 is no remedy there.
+BUSY_WORDS_ONE_THREAD = (
+    "these cases already ran one intra-op thread, which another process can still share a core "
+    "with: re-measure on a quiet machine, or give the worker a core of its own (taskset)"
+)
 
 
 def build_answer(
-    rankings: list[Ranking], busy: dict[str, float] | None = None, band: float = BAND, alpha: float = ALPHA
+    rankings: list[Ranking],
+    busy: dict[str, float] | None = None,
+    band: float = BAND,
+    alpha: float = ALPHA,
+    busy_threads: frozenset[int] = frozenset(),
 ) -> Answer:
     """The answer block from the rankings. busy: full case label -> the share of the CPU
     (% of all cores) other processes took while it ran, for the cases measured on a busy
-    machine (dlbench.analysis.busy); their lines and a note say so."""
+    machine (dlbench.analysis.busy); their lines and a note say so, with the remedy that
+    fits the thread counts those cases ran with (`busy_threads`; empty: not known)."""
     busy = busy or {}
     answer = Answer()
     for r in rankings:
@@ -246,6 +256,7 @@ def build_answer(
         answer.notes.insert(
             0,
             f"measured on a busy machine: other processes took up to {worst:.0f}% of the CPU "
-            f"during {len(busy)} case(s) ({', '.join(sorted(busy))}); {BUSY_WORDS}",
+            f"during {len(busy)} case(s) ({', '.join(sorted(busy))}); "
+            + (BUSY_WORDS_ONE_THREAD if busy_threads == {1} else BUSY_WORDS),
         )
     return answer

@@ -223,7 +223,11 @@ def build_report(
     rows = hypothesis_rows(trials, measurements, alpha=alpha, band=band, analysed=analysed) if hypotheses else []
     scaled = scaling(trials, measurements)
     answer = build_answer(
-        rankings(analysed, accuracy), {labels[k]: v for k, v in busy.items() if k in labels}, band=band, alpha=alpha
+        rankings(analysed, accuracy),
+        {labels[k]: v for k, v in busy.items() if k in labels},
+        band=band,
+        alpha=alpha,
+        busy_threads=frozenset(int(s.case.get("threads") or 0) for s in summaries if s.case_key in busy),
     )
     if scaled:
         answer.items.extend(scaling_answer(scaled))
