@@ -201,6 +201,23 @@ def test_each_task_learns_and_is_measured_by_its_own_metric(examples_run):
 
 
 @frameworks_needed
+def test_a_language_model_reports_tokens_per_second_beside_samples(examples_run):
+    db, _ = examples_run
+    with sqlite3.connect(db) as con:
+        rows = con.execute(
+            "SELECT m.trial_id, m.phase, m.metric, m.value, m.unit FROM measurements m JOIN trials t "
+            "ON t.id = m.trial_id WHERE m.metric IN ('throughput', 'token_throughput') "
+            "AND json_extract(t.case_json, '$.model') = ?",
+            ("tiny_lm",),
+        ).fetchall()
+    samples = {(trial, phase): v for trial, phase, metric, v, _ in rows if metric == "throughput"}
+    tokens = {(trial, phase): (v, unit) for trial, phase, metric, v, unit in rows if metric == "token_throughput"}
+    assert {phase for _, phase in tokens} == {"train", "infer"} and tokens.keys() == samples.keys()
+    for key, (value, unit) in tokens.items():
+        assert unit == "tokens/s" and value == pytest.approx(16 * samples[key])  # 16 tokens per sequence
+
+
+@frameworks_needed
 def test_the_report_names_each_tasks_metric_and_the_api_reads_the_same_numbers(examples_run, cli):
     import dlbench
 

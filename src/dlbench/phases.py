@@ -181,6 +181,16 @@ def run_repeat(
     return _inference(trainer, case, protocol, repeat, add, marker, calibration, out)
 
 
+def token_rows(rows: list[Measurement], tokens_per_sample: int) -> list[Measurement]:
+    """Training and inference throughput in tokens/s beside samples/s, for a language
+    model (every position of a sequence is a prediction)."""
+    return [
+        replace(m, metric="token_throughput", value=m.value * tokens_per_sample, unit="tokens/s")
+        for m in rows
+        if m.metric == "throughput" and m.phase in ("train", "infer") and m.value is not None
+    ]
+
+
 COMM_PROFILE_STEPS = 5  # steps profiled after the timed training, never inside it
 
 

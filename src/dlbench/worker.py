@@ -399,8 +399,8 @@ def _measure(
     record: Any,
     relative: bool,
 ) -> None:
-    from dlbench import allocator, runtime_settings
-    from dlbench.phases import run_repeat
+    from dlbench import allocator, registry, runtime_settings
+    from dlbench.phases import run_repeat, token_rows
 
     case, protocol = spec.case, spec.protocol
     t0 = time.perf_counter_ns()
@@ -453,10 +453,13 @@ def _measure(
             emit("manifest", manifest=manifest)
 
     calibration: dict[str, Any] = {}  # the inference pass count, set by the first repeat
+    next_token = registry.model(case.model).task == "next-token"
     for repeat in range(protocol.warmup + protocol.repeats):
         rows = run_repeat(
             builder, native, case, protocol, repeat, len(arrays.train), marker, facts, calibration, dist, spec.block
         )
+        if next_token:
+            rows += token_rows(rows, arrays.input_shape[0])
         emit("measurements", repeat=repeat, rows=[asdict(m) for m in rows])
     if protocol.profile_steps and dist is None:
         _profile(builder, native, case, protocol, facts, emit)
