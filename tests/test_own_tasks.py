@@ -274,3 +274,82 @@ def test_check_fails_a_regressor_whose_outputs_and_targets_are_out_of_step(tmp_p
     (line,) = [x for x in result.output.splitlines() if x.startswith("FAIL loss falls")]
     assert "held-out MSE" in line and "needs below 70% of the start" in line
     assert "outputs and labels out of step" in line
+
+
+# -- a loss of the user's own, per framework --------------------------------------------
+
+OWN_LOSS = """
+import dlbench
+
+
+def build_torch(shape, targets, hidden=8):
+    from torch import nn
+
+    return nn.Sequential(nn.Linear(shape[0], hidden), nn.ReLU(), nn.Linear(hidden, targets))
+
+
+def build_jax(shape, targets, kernel_init=None, bias_init=None, hidden=8):
+    from flax import linen as nn
+
+    class MLP(nn.Module):
+        @nn.compact
+        def __call__(self, x, deterministic=True):
+            return nn.Dense(targets)(nn.relu(nn.Dense(hidden)(x)))
+
+    return MLP()
+
+
+def build_tensorflow(shape, targets, kernel_initializer=None, bias_initializer=None, hidden=8):
+    import keras
+
+    inputs = keras.Input(shape=shape)
+    x = keras.layers.Dense(hidden, activation="relu")(inputs)
+    return keras.Model(inputs, keras.layers.Dense(targets)(x))
+
+
+def twice_torch(out, y):
+    return 2 * ((out - y) ** 2).mean()
+
+
+def twice_tensorflow(out, y):
+    import keras
+
+    return 2 * keras.ops.mean(keras.ops.square(out - y))
+
+
+def twice_jax(out, y):
+    import jax.numpy as jnp
+
+    return 2 * jnp.mean(jnp.square(out - y))
+
+
+BUILDERS = {"torch": build_torch, "tensorflow": build_tensorflow, "jax": build_jax}
+PLAIN = dlbench.Model("plain", BUILDERS, input_kind="features", task="regress", options={"hidden": 8})
+TWICE = dlbench.Model(
+    "twice", BUILDERS, input_kind="features", task="regress", options={"hidden": 8},
+    losses={"torch": twice_torch, "tensorflow": twice_tensorflow, "jax": twice_jax},
+)
+"""
+
+
+@frameworks_needed
+def test_a_loss_of_your_own_is_what_each_framework_minimizes(tmp_path: Path):
+    from dlbench.conformance import check
+
+    (tmp_path / "own_loss.py").write_text(OWN_LOSS)
+    reports = {
+        name: check(name, {f"model:{name}": f"{tmp_path / 'own_loss.py'}:{name.upper()}"})
+        for name in ("plain", "twice")
+    }
+    for fw in ("torch", "tensorflow", "jax"):
+        plain, twice = reports["plain"].probes[fw]["losses"], reports["twice"].probes[fw]["losses"]
+        # The same network from the same seed on the same batch: the first loss is twice the MSE.
+        assert twice[0] == pytest.approx(2 * plain[0], rel=1e-5)
+    assert reports["twice"].same_network
+
+
+def test_a_loss_for_some_frameworks_only_is_refused():
+    import dlbench
+
+    with pytest.raises(ValueError, match="losses given for torch but not jax: one framework training on another"):
+        dlbench.Model("half", {"torch": "m:b", "jax": "m:b"}, task="regress", losses={"torch": "m:loss"})

@@ -84,6 +84,7 @@ def Model(  # noqa: N802 - a constructor, named like the class it stands for
     input_shape: Shape | None = None,
     task: str = "classify",
     loss: str | None = None,
+    losses: Mapping[str, Callable[..., Any] | str] | None = None,
     options: Mapping[str, Any] | None = None,
     option_ranges: Mapping[str, OptionRange] | None = None,
     option_choices: Mapping[str, tuple[Any, ...]] | None = None,
@@ -101,7 +102,11 @@ def Model(  # noqa: N802 - a constructor, named like the class it stands for
     class ids), "regress" (outputs (N, K) for float targets (N, K); the builder's
     second argument is K; loss "mse" or "mae") or "next-token" (logits (N, T,
     vocab) for token ids; the second argument is the vocabulary); loss: the task's
-    (None: cross-entropy, or mse for regress); input_shape:
+    (None: cross-entropy, or mse for regress; for regress also the error reported as
+    quality); losses: framework -> your own training loss there, a function or
+    "module:function" called as loss(outputs, targets) -> the batch's mean in that
+    framework's tensors (give one for every framework with a builder: the same
+    objective in each is yours to keep); input_shape:
     the one sample shape the model takes (None: any the data has); options: the
     builder's keyword arguments with their defaults (an integer option is a size
     in [1, 2**20] unless option_ranges says otherwise); param_count(input_shape,
@@ -130,6 +135,22 @@ def Model(  # noqa: N802 - a constructor, named like the class it stands for
     loss = TASK_LOSSES[task][0] if loss is None else loss
     if loss not in TASK_LOSSES[task]:
         raise ValueError(f"{said}: loss {loss!r} does not fit task {task!r}; allowed: {TASK_LOSSES[task]}")
+    given = dict(losses or {})
+    for framework, function in given.items():
+        if framework not in builders:
+            raise ValueError(
+                f"{said}: losses[{framework!r}]: no builder for {framework} (builders: {', '.join(builders)})"
+            )
+        if not callable(function) and not (isinstance(function, str) and MODULE_ATTR.fullmatch(function)):
+            raise ValueError(
+                f"{said}: losses[{framework!r}] = {function!r}: give a function or a 'module:function' string"
+            )
+    if given and set(given) != set(builders):
+        lacking = sorted(set(builders) - set(given))
+        raise ValueError(
+            f"{said}: losses given for {', '.join(sorted(given))} but not {', '.join(lacking)}: one framework "
+            "training on another objective is not a framework comparison"
+        )
     if task == "next-token" and input_kind != "tokens":
         raise ValueError(f"{said}: a next-token model takes input_kind 'tokens', not {input_kind!r}")
     if input_shape is not None:
@@ -155,5 +176,6 @@ def Model(  # noqa: N802 - a constructor, named like the class it stands for
         option_ranges=dict(option_ranges or {}),
         option_choices=dict(option_choices or {}),
         builders=dict(builders),
+        losses=given,
         origin="yours",
     )

@@ -214,6 +214,10 @@ def _synthetic_kind(model: str, options: dict[str, Any]) -> dict[str, Any]:
     return kind
 
 
+def _qualified(function: Any) -> str:
+    return f"{getattr(function, '__module__', '?')}:{getattr(function, '__qualname__', repr(function))}"
+
+
 def load_arrays(case: Case, protocol: ProtocolSpec) -> Any:
     from dlbench import registry
     from dlbench.datasets import SyntheticOptions
@@ -433,6 +437,11 @@ def _measure(
     }
     if protocol.loss_curve:
         manifest["loss_curve_steps"] = protocol.loss_curve
+    model_spec = registry.model(case.model)
+    manifest["task"], manifest["loss"] = model_spec.task, model_spec.loss
+    own_loss = model_spec.losses.get(case.framework)
+    if own_loss is not None:  # the training objective is the user's (the quality metric is the task's)
+        manifest["loss_function"] = own_loss if isinstance(own_loss, str) else _qualified(own_loss)
     emit("manifest", manifest=manifest)
 
     memory = PhaseMemory(fw, "memory" in protocol.sampler_names)

@@ -181,8 +181,10 @@ def _make_step(
     task: str = "classify",
     compute: Any = None,
     loss: str = "cross-entropy",
+    own: Callable[..., Any] | None = None,
 ) -> tuple[Callable[..., Any], Callable[..., Any]]:
-    loss_of = _loss(task, loss)
+    # A user's own training loss (loss(outputs, targets), jnp), else the task's.
+    loss_of = own if own is not None else _loss(task, loss)
     cast_params, cast_x = _mixed(compute)
 
     # `state` holds the model's non-trainable collections (batch-norm running
@@ -447,8 +449,9 @@ class JaxFramework:
         if key not in self._cache:
             compute = jnp.bfloat16 if settings.precision == "bf16-mixed" else None
             predict, correct, best = _make_eval(model, compute)
+            spec = model_spec(settings)
             self._cache[key] = _Compiled(
-                *_make_step(model, tx, model_spec(settings).task, compute, model_spec(settings).loss),
+                *_make_step(model, tx, spec.task, compute, spec.loss, spec.loss_function("jax")),
                 predict,
                 correct,
                 best,

@@ -94,6 +94,19 @@ def _loss(task: str, loss: str = "cross-entropy") -> Any:
     return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
 
+def _training_loss(spec: Any) -> Any:
+    """The user's own loss for TensorFlow, called as loss(outputs, targets) like in every
+    framework (Keras calls a loss with (y_true, y_pred)), else the task's."""
+    own = spec.loss_function("tensorflow")
+    if own is None:
+        return _loss(spec.task, spec.loss)
+
+    def user_loss(y_true: Any, y_pred: Any) -> Any:
+        return own(y_pred, y_true)
+
+    return user_loss
+
+
 def _device_name(device: str) -> str:
     """ "cpu" -> "/CPU:0"; "cuda", "cuda:1", "gpu", "gpu:1" -> "/GPU:n"."""
     kind, _, index = device.lower().partition(":")
@@ -445,7 +458,7 @@ class KerasTrainer:
         with tf.device(data.device):
             self.model.compile(
                 optimizer=_optimizer(settings),
-                loss=_loss(self.task, spec.loss),
+                loss=_training_loss(spec),
                 jit_compile=self.options["jit_compile"],
                 run_eagerly=self.options["run_eagerly"],
             )
@@ -605,12 +618,13 @@ class KerasTrainer:
         return float(np.mean(np.argmax(logits, axis=1) == self.data.y_test))
 
     def test_loss(self) -> float:
-        """The training loss over the whole test split (partial last batch included),
-        each sample weighted equally: the mean error (regress), the mean cross-entropy
-        per token (next-token, the log of the perplexity)."""
+        """The task's loss over the whole test split (partial last batch included), each
+        sample weighted equally: the mean error (regress), the mean cross-entropy per
+        token (next-token, the log of the perplexity); not a user's training loss."""
         y = self.data.y_test
         b = self.settings.batch_size
-        loss = self.model.loss
+        spec = model_spec(self.settings)
+        loss = _loss(spec.task, spec.loss)
         total = 0.0
         with tf.device(self.data.device):
             for start in range(0, len(y), b):

@@ -103,6 +103,16 @@ LOSSES: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
 
 
 def loss_for(spec: Any) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """The training loss: the user's own for torch (loss(outputs, targets)), else the task's."""
+    own = spec.loss_function("torch")
+    if own is not None:
+        return own
+    return LOSSES[f"regress/{spec.loss}" if spec.task == "regress" else spec.task]
+
+
+def quality_loss_for(spec: Any) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """The loss whose test-set mean is reported (a regression's error, an LM's perplexity):
+    the task's own, whatever the training objective."""
     return LOSSES[f"regress/{spec.loss}" if spec.task == "regress" else spec.task]
 
 
@@ -171,6 +181,7 @@ class TorchTrainer:
         spec = model_spec(settings)
         self.task = spec.task
         self._loss = loss_for(spec)
+        self._quality_loss = quality_loss_for(spec)
         # What the manifest must say about this network (a user's layers the init missed).
         self.facts: dict[str, Any] = {}
         # The shuffle order has its own generator (CPU, as torch.randperm wants),
@@ -338,9 +349,9 @@ class TorchTrainer:
         return correct.item() / y.numel()
 
     def test_loss(self) -> float:
-        """The training loss over the whole test split (partial last batch included),
-        each sample weighted equally: the mean error (regress), the mean cross-entropy
-        per token (next-token, the log of the perplexity)."""
+        """The task's loss over the whole test split (partial last batch included), each
+        sample weighted equally: the mean error (regress), the mean cross-entropy per
+        token (next-token, the log of the perplexity); not a user's training loss."""
         x, y = self.data.x_test, self.data.y_test
         b = self.settings.batch_size
         self.model.eval()
@@ -348,7 +359,7 @@ class TorchTrainer:
         with torch.inference_mode():
             for start in range(0, x.shape[0], b):
                 yb = y[start : start + b]
-                total += self._loss(self.forward(x[start : start + b]), yb).double() * yb.shape[0]
+                total += self._quality_loss(self.forward(x[start : start + b]), yb).double() * yb.shape[0]
         return total.item() / y.shape[0]
 
     def prepare_infer(self, batch_size: int) -> int:

@@ -143,6 +143,10 @@ class ModelSpec:
     # framework -> its builder: a callable or a "module:attr" string. Empty for the
     # built-ins, whose builders are `build` in dlbench.models.<name>.<framework>.
     builders: Mapping[str, Any] = field(default_factory=dict)
+    # framework -> the training loss a user gives for it (a callable or "module:attr"):
+    # loss(outputs, targets) -> the batch's mean, in that framework's tensors. Empty: the
+    # task's own loss (`loss`). The task's quality metric is computed as without it.
+    losses: Mapping[str, Any] = field(default_factory=dict)
     # What is minimized: softmax cross-entropy of the logits (classify), per token
     # (next-token) or CTC for the zoo; mean squared or absolute error (regress).
     loss: str = "cross-entropy"
@@ -193,7 +197,9 @@ class ModelSpec:
 
     @property
     def loss_unit(self) -> str:
-        """The unit of the training loss the worker stores."""
+        """The unit of the training loss the worker stores ("" for a user's own loss)."""
+        if self.losses:
+            return ""
         return LOSS_UNITS.get(self.loss, "nats") if self.task == "regress" else "nats"
 
     def builder(self, framework: str) -> Callable[..., Any]:
@@ -208,6 +214,16 @@ class ModelSpec:
             return target
         module, _, attr = str(target).partition(":")
         return getattr(importlib.import_module(module), attr or "build")
+
+    def loss_function(self, framework: str) -> Callable[..., Any] | None:
+        """The user's training loss for `framework` (imported: call it in a worker), or None."""
+        import importlib
+
+        target = self.losses.get(framework)
+        if target is None or callable(target):
+            return target
+        module, _, attr = str(target).partition(":")
+        return getattr(importlib.import_module(module), attr)
 
     def option_range(self, key: str) -> OptionRange | None:
         """The declared range of a numeric option, WIDTH for an undeclared integer (or
