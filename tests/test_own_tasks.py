@@ -353,3 +353,37 @@ def test_a_loss_for_some_frameworks_only_is_refused():
 
     with pytest.raises(ValueError, match="losses given for torch but not jax: one framework training on another"):
         dlbench.Model("half", {"torch": "m:b", "jax": "m:b"}, task="regress", losses={"torch": "m:loss"})
+
+
+WRONG_HEAD = """
+import dlbench
+
+
+def build(shape, targets, hidden=8):
+    from torch import nn
+
+    return nn.Sequential(nn.Linear(shape[0], hidden), nn.ReLU(), nn.Linear(hidden, 3))  # 3 outputs, whatever K is
+
+
+MODEL = dlbench.Model("wrong_head", {"torch": build}, input_kind="features", task="regress", options={"hidden": 8})
+"""
+
+
+@frameworks_needed
+def test_a_network_whose_output_does_not_fit_its_task_fails_its_trial_with_one_line(tmp_path: Path, cli):
+    (tmp_path / "wrong_head.py").write_text(WRONG_HEAD)
+    data = _write_example_data("regression_mlp", tmp_path / "housing.npz")
+    db = tmp_path / "w.db"
+    cli(
+        "run", "--model", f"{tmp_path / 'wrong_head.py'}:MODEL", "--dataset", data, "--framework", "torch",
+        "--epochs", "1", "--repeats", "1", "--warmup", "0", "--trials", "1", "--samplers", "none", "--db", db,
+        code=None,
+    )  # fmt: skip
+    with sqlite3.connect(db) as con:
+        ((status, error),) = con.execute("SELECT status, error FROM trials").fetchall()
+    assert status == "failed"
+    assert error.splitlines()[0] == (
+        "OutputShapeError: model wrong_head: the torch network returns (2, 3) for 2 samples of (8,); a regress model "
+        "returns (N, K) = (2, 2): one value per target: check the builder's last layer and the second argument it "
+        "is given"
+    )

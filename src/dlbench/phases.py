@@ -103,6 +103,7 @@ def run_repeat(
     calibration: dict[str, Any] | None = None,
     dist: DistContext | None = None,
     block: int = 0,
+    verify: Callable[[Any], None] | None = None,
 ) -> list[Measurement]:
     """One repeat (of the trial in interleaving `block`, which offsets its seed);
     `facts(**kw)` receives what a trainer learns only after training
@@ -137,6 +138,8 @@ def run_repeat(
     trainer, seconds = timed("build", lambda: fw.build(native, settings))
     add("build", "time", seconds, "s")
     add("build", "parameters", float(trainer.parameter_count()), "count")
+    if verify is not None:  # a user's network against its task, untimed (dlbench.output_check)
+        verify(trainer)
 
     _, seconds = timed("compile", trainer.first_step)
     add("compile", "time", seconds, "s")

@@ -404,6 +404,7 @@ def _measure(
     relative: bool,
 ) -> None:
     from dlbench import allocator, registry, runtime_settings
+    from dlbench.output_check import verifier
     from dlbench.phases import run_repeat, token_rows
 
     case, protocol = spec.case, spec.protocol
@@ -463,9 +464,22 @@ def _measure(
 
     calibration: dict[str, Any] = {}  # the inference pass count, set by the first repeat
     next_token = registry.model(case.model).task == "next-token"
+    # A user's network against its task, on the first repeat's network (one line if it does not fit).
+    verify = verifier(registry.model(case.model), case.framework, arrays) if dist is None else None
     for repeat in range(protocol.warmup + protocol.repeats):
         rows = run_repeat(
-            builder, native, case, protocol, repeat, len(arrays.train), marker, facts, calibration, dist, spec.block
+            builder,
+            native,
+            case,
+            protocol,
+            repeat,
+            len(arrays.train),
+            marker,
+            facts,
+            calibration,
+            dist,
+            spec.block,
+            verify if repeat == 0 else None,
         )
         if next_token:
             rows += token_rows(rows, arrays.input_shape[0])
