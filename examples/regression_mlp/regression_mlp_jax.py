@@ -1,4 +1,4 @@
-"""`regression_mlp` in Flax linen: (N, F) in, (N, K) predictions out."""
+"""`regression_mlp` in Flax linen: a dict of named inputs in, (N, K) predictions out."""
 
 from __future__ import annotations
 
@@ -11,19 +11,29 @@ from flax import linen as nn
 class RegressionMLP(nn.Module):
     targets: int
     hidden: int
+    categories: int
+    embed: int
     kernel_init: Any = None
     bias_init: Any = None
 
     @nn.compact
-    def __call__(self, x: jnp.ndarray, deterministic: bool = True) -> jnp.ndarray:
+    def __call__(self, x: dict[str, jnp.ndarray], deterministic: bool = True) -> jnp.ndarray:
         init = {"kernel_init": self.kernel_init} if self.kernel_init is not None else {}
         if self.bias_init is not None:
             init["bias_init"] = self.bias_init
-        x = nn.relu(nn.Dense(self.hidden, name="hidden", **init)(x))
-        return nn.Dense(self.targets, name="out", **init)(x)
+        category = nn.Embed(self.categories, self.embed, name="category")(x["category"])
+        h = jnp.concatenate([x["numeric"], category.reshape((category.shape[0], -1))], axis=1)
+        h = nn.relu(nn.Dense(self.hidden, name="hidden", **init)(h))
+        return nn.Dense(self.targets, name="out", **init)(h)
 
 
 def build(
-    input_shape: tuple[int], targets: int, kernel_init: Any = None, bias_init: Any = None, hidden: int = 32
+    input_shape: dict[str, tuple[int, ...]],
+    targets: int,
+    kernel_init: Any = None,
+    bias_init: Any = None,
+    hidden: int = 32,
+    categories: int = 8,
+    embed: int = 4,
 ) -> nn.Module:
-    return RegressionMLP(targets, hidden, kernel_init, bias_init)
+    return RegressionMLP(targets, hidden, categories, embed, kernel_init, bias_init)

@@ -41,21 +41,24 @@ def verifier(spec: Any, framework: str, arrays: Any) -> Callable[[Any], None] | 
     `spec`'s task on `arrays`, or None where there is nothing to check (a zoo model, a
     framework without conformance hooks, a task other than these three)."""
     from dlbench import registry
+    from dlbench.datasets import inputs
     from dlbench.frameworks import load
 
     hooks_path = registry.framework(framework).conformance
     if spec.builtin or hooks_path is None or spec.task not in ("classify", "regress", "next-token"):
         return None
     hooks = load(hooks_path)
-    x = np.ascontiguousarray(arrays.train.x[:2])
-    want, words = expected(spec.task, int(arrays.num_classes), tuple(arrays.input_shape))
+    x = inputs.apply(np.ascontiguousarray, inputs.take(arrays.train.x, slice(None, 2)))
+    sample = arrays.input_shape
+    want, words = expected(spec.task, int(arrays.num_classes), sample if isinstance(sample, tuple) else (0,))
 
     def verify(trainer: Any) -> None:
         shape = tuple(int(d) for d in np.shape(hooks.forward(trainer, x)))
         if not fits(spec.task, shape, want):
             raise OutputShapeError(
                 f"model {spec.name}: the {framework} network returns {shape} for 2 samples of "
-                f"{tuple(arrays.input_shape)}; a {spec.task} model returns {words}: check the builder's last layer "
+                f"{inputs.shown(sample) if inputs.is_named(sample) else sample}; a {spec.task} model returns {words}: "
+                "check the builder's last layer "
                 "and the second argument it is given"
             )
 

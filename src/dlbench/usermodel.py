@@ -45,8 +45,10 @@ NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
 MODULE_ATTR = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 
 
-def _shown(shape: Shape) -> str:
-    return "x".join(map(str, shape))
+def _shown(shape: Any) -> str:
+    from dlbench.datasets.inputs import shown
+
+    return shown(shape)
 
 
 def _layout_hint(kind: str, shape: Shape) -> str:
@@ -63,10 +65,32 @@ def _layout_hint(kind: str, shape: Shape) -> str:
     return ""
 
 
-def _input_check(kind: str, input_shape: Shape | None) -> Callable[[Shape], str | None]:
+def _named_check(kinds: Mapping[str, str], input_shape: Mapping[str, Shape] | None) -> Callable[[Any], str | None]:
+    """The check of a model of several named inputs: the data's names, each input's rank."""
+    each = {name: _input_check(kind, (input_shape or {}).get(name)) for name, kind in kinds.items()}
+
+    def check(shape: Any) -> str | None:
+        if not isinstance(shape, Mapping):
+            return (
+                f"takes named inputs {', '.join(kinds)}; the data gives one input ({_shown(shape)}): save "
+                f"x_train_<name> and x_test_<name> for each ({', '.join(kinds)}) in the .npz"
+            )
+        if set(shape) != set(kinds):
+            return f"takes named inputs {', '.join(kinds)}; the data's are {', '.join(shape)}"
+        for name, reason in ((n, each[n](shape[n])) for n in kinds):
+            if reason:
+                return f"input {name} {reason}"
+        return None
+
+    return check
+
+
+def _input_check(kind: str, input_shape: Shape | None) -> Callable[[Any], str | None]:
     rank, names = USER_INPUTS[kind]
 
-    def check(shape: Shape) -> str | None:
+    def check(shape: Any) -> str | None:
+        if isinstance(shape, Mapping):
+            return f"takes one {kind} input; the data has named inputs {', '.join(shape)}"
         if len(shape) != rank:
             return f"takes {kind} input, {names} per sample; the data gives {_shown(shape)}{_layout_hint(kind, shape)}"
         if input_shape is not None and tuple(shape) != tuple(input_shape):
@@ -80,8 +104,8 @@ def Model(  # noqa: N802 - a constructor, named like the class it stands for
     name: str,
     builders: Mapping[str, Callable[..., Any] | str],
     *,
-    input_kind: str = "image",
-    input_shape: Shape | None = None,
+    input_kind: str | Mapping[str, str] = "image",
+    input_shape: Shape | Mapping[str, Shape] | None = None,
     task: str = "classify",
     loss: str | None = None,
     losses: Mapping[str, Callable[..., Any] | str] | None = None,
@@ -98,9 +122,11 @@ def Model(  # noqa: N802 - a constructor, named like the class it stands for
     builder (frameworks without one are skipped with that reason); input_kind:
     "image" (H, W, C), "series" (L, C), "volume" (D, H, W, C), "tokens" (T,)
     integer ids or "features" (F,), each as stored, channels last (torch's builder
-    receives channels-first tensors); task: "classify" (logits (N, classes) for
-    class ids), "regress" (outputs (N, K) for float targets (N, K); the builder's
-    second argument is K; loss "mse" or "mae") or "next-token" (logits (N, T,
+    receives channels-first tensors), or a mapping name -> one of these for several
+    named inputs (the dataset's x_train_<name>, x_test_<name>; the builder's first
+    argument is then name -> sample shape, and the network receives name -> batch);
+    task: "classify" (logits (N, classes) for class ids), "regress" (outputs (N, K)
+    for float targets (N, K); the builder's second argument is K; loss "mse" or "mae") or "next-token" (logits (N, T,
     vocab) for token ids; the second argument is the vocabulary); loss: the task's
     (None: cross-entropy, or mse for regress; for regress also the error reported as
     quality); losses: framework -> your own training loss there, a function or
@@ -126,8 +152,24 @@ def Model(  # noqa: N802 - a constructor, named like the class it stands for
             raise ValueError(
                 f"{said}: builders[{framework!r}] = {builder!r}: give a function or a 'module:function' string"
             )
+    kinds: dict[str, str] = {}
+    if isinstance(input_kind, Mapping):  # several named inputs: name -> kind
+        kinds = dict(input_kind)
+        from dlbench.datasets.inputs import NAME as INPUT_NAME
+
+        if not kinds:
+            raise ValueError(f"{said}: input_kind as a mapping names at least one input")
+        for input_name, kind in kinds.items():
+            if not isinstance(input_name, str) or not INPUT_NAME.fullmatch(input_name):
+                raise ValueError(
+                    f"{said}: input name {input_name!r}: a lowercase letter, then lowercase letters, digits or _ "
+                    "(the dataset's arrays are x_train_<name>, x_test_<name>)"
+                )
+            if kind not in USER_INPUT_KINDS:
+                raise ValueError(f"{said}: input {input_name}: kind {kind!r}; allowed: {USER_INPUT_KINDS}")
+        input_kind = "named"
     for what, value, allowed in (
-        ("input_kind", input_kind, USER_INPUT_KINDS),
+        ("input_kind", input_kind, (*USER_INPUT_KINDS, "named")),
         ("task", task, USER_TASKS),
     ):
         if value not in allowed:
@@ -154,10 +196,15 @@ def Model(  # noqa: N802 - a constructor, named like the class it stands for
     if task == "next-token" and input_kind != "tokens":
         raise ValueError(f"{said}: a next-token model takes input_kind 'tokens', not {input_kind!r}")
     if input_shape is not None:
-        input_shape = tuple(input_shape)
-        if not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in input_shape):
-            raise ValueError(f"{said}: input_shape must be positive integers, got {input_shape!r}")
-        reason = _input_check(input_kind, None)(input_shape)
+        shapes = dict(input_shape) if isinstance(input_shape, Mapping) else {"": input_shape}
+        for key, one in shapes.items():
+            one = tuple(one)
+            if not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in one):
+                raise ValueError(f"{said}: input_shape{key and ' ' + key} must be positive integers, got {one!r}")
+            shapes[key] = one
+        input_shape = shapes if kinds else shapes.get("")
+        check = _named_check(kinds, None) if kinds else _input_check(input_kind, None)
+        reason = check(input_shape)
         if reason:
             raise ValueError(f"{said}: input_shape {input_shape!r} does not fit input_kind {input_kind!r}: {reason}")
     return ModelSpec(
@@ -166,11 +213,16 @@ def Model(  # noqa: N802 - a constructor, named like the class it stands for
         kind="nn",
         frameworks=tuple(f for f in nn_frameworks if f in builders),
         param_count=param_count,
-        check_input=_input_check(input_kind, input_shape),
+        check_input=(
+            _named_check(kinds, input_shape if isinstance(input_shape, Mapping) else None)
+            if kinds
+            else _input_check(input_kind, input_shape if isinstance(input_shape, tuple) else None)
+        ),
         options=dict(options or {}),
         tiny_options=dict(tiny_options or {}),
         tiny_shape=input_shape,
         input_kind=input_kind,
+        inputs=kinds,
         task=task,
         loss=loss,
         option_ranges=dict(option_ranges or {}),

@@ -404,6 +404,7 @@ def _measure(
     relative: bool,
 ) -> None:
     from dlbench import allocator, registry, runtime_settings
+    from dlbench.datasets import inputs as xs
     from dlbench.output_check import verifier
     from dlbench.phases import run_repeat, token_rows
 
@@ -425,7 +426,7 @@ def _measure(
         "data_pipeline_setting": case.pipeline,
         "train_samples": len(arrays.train),
         "test_samples": len(arrays.test),
-        "input_shape": list(arrays.input_shape),
+        "input_shape": xs.apply(list, arrays.input_shape),
         "num_classes": arrays.num_classes,
         "last_batch": "drop",
         "timer": "time.perf_counter_ns after device synchronization",

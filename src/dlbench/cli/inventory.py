@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -28,6 +28,7 @@ def list_(
     from rich.table import Table
 
     from dlbench import registry
+    from dlbench.datasets.inputs import shown as shown_shape
     from dlbench.param_counts import framework_counts, reference_point
 
     t = Table(title="frameworks")
@@ -91,7 +92,7 @@ def list_(
             where = "not found locally (downloaded on first use)"
         else:
             where = "in memory" if data.fixed_shape else "generated in memory"
-        t.add_row(data.name, "x".join(map(str, shape)), str(classes), where, data.description, data.origin)
+        t.add_row(data.name, shown_shape(shape), str(classes), where, data.description, data.origin)
     console.print(t)
     err_console.print(
         "your own: --model PATH.py:NAME or package.module:NAME (see docs/tutorial.md), "
@@ -130,7 +131,7 @@ def check(
         spec = registry.model(name, sources)
     except registry.RegistryError as exc:
         fail(str(exc))
-    shape: tuple[int, ...] | None = None
+    shape: Any = None
     if dataset is not None:
         if input_shape is not None:
             fail(f"--input-shape with --dataset {dataset}: the dataset decides the shape; give one of them")
@@ -139,7 +140,7 @@ def check(
             data_shape, data_classes = registry.dataset(data_name, sources).shape(None)
         except (registry.RegistryError, DatasetError) as exc:
             fail(f"--dataset {dataset}: {exc}")
-        shape = tuple(data_shape)
+        shape = data_shape if isinstance(data_shape, dict) else tuple(data_shape)  # named inputs: name -> shape
         classes = data_classes if classes is None else classes
     if input_shape is not None:
         try:
@@ -152,8 +153,9 @@ def check(
         given = f"--dataset {dataset}" if dataset is not None else f"--input-shape {input_shape}"
         fail(f"{given}: {name} {reason}")
     classes = 10 if classes is None else classes
-    if classes < 2:
-        fail(f"--classes {classes}: a classifier needs at least 2 classes")
+    if classes < (1 if spec.task == "regress" else 2):
+        what = "a regression at least 1 target" if spec.task == "regress" else "a classifier at least 2 classes"
+        fail(f"--classes {classes}: {what}")
     try:
         options = config.parse_option_flags(option or [], sources=sources).get(name, {})
     except config.ConfigError as exc:

@@ -15,23 +15,33 @@ class TorchCheck:
     @staticmethod
     def forward(trainer: Any, x: np.ndarray) -> np.ndarray:
         """Logits of the trainer's network on x (NHWC / NDHWC / (N, L, C) series / token
-        ids), in evaluation mode, in the layout the adapter hands the network."""
+        ids; name -> one of them for named inputs), in evaluation mode, in the layout the
+        adapter hands the network."""
         import torch
 
         from dlbench.frameworks.builders import model_spec
 
-        t = torch.from_numpy(x)
-        if t.ndim == 4:
-            t = t.permute(0, 3, 1, 2).contiguous()
-        elif t.ndim == 5:
-            t = t.permute(0, 4, 1, 2, 3).contiguous()
-        elif t.ndim == 3 and model_spec(trainer.settings).input_kind == "series":
-            t = t.transpose(1, 2).contiguous()
-        elif x.dtype.kind in "iu":
-            t = t.long()
+        spec = model_spec(trainer.settings)
+
+        def tensor(a: np.ndarray, kind: str) -> Any:
+            t = torch.from_numpy(np.ascontiguousarray(a))
+            if t.ndim == 4:
+                t = t.permute(0, 3, 1, 2).contiguous()
+            elif t.ndim == 5:
+                t = t.permute(0, 4, 1, 2, 3).contiguous()
+            elif t.ndim == 3 and kind == "series":
+                t = t.transpose(1, 2).contiguous()
+            elif a.dtype.kind in "iu":
+                t = t.long()
+            return t.to(trainer.data.device)
+
+        if isinstance(x, dict):
+            t: Any = {name: tensor(a, spec.inputs.get(name, "")) for name, a in x.items()}
+        else:
+            t = tensor(x, spec.input_kind)
         trainer.model.eval()
         with torch.no_grad():
-            return np.asarray(trainer.model(t.to(trainer.data.device)).cpu().numpy())
+            return np.asarray(trainer.model(t).cpu().numpy())
 
     @staticmethod
     def export(trainer: Any) -> Any:
@@ -68,7 +78,11 @@ class FlaxCheck:
     @staticmethod
     def forward(trainer: Any, x: np.ndarray) -> np.ndarray:
         variables = {"params": trainer.params, **trainer.state}
-        xs = x.astype(np.int32) if x.dtype.kind in "iu" else x
+
+        def cast(a: np.ndarray) -> np.ndarray:
+            return a.astype(np.int32) if a.dtype.kind in "iu" else a
+
+        xs = {name: cast(a) for name, a in x.items()} if isinstance(x, dict) else cast(x)
         return np.asarray(trainer.model.apply(variables, xs, deterministic=True))
 
     @staticmethod
@@ -77,7 +91,11 @@ class FlaxCheck:
         import jax
         import jax.numpy as jnp
 
-        dummy = jnp.zeros((1, *trainer.data.shape), trainer.data.train_x.dtype)
+        x = trainer.data.train_x
+        if isinstance(x, dict):
+            dummy: Any = {name: jnp.zeros((1, *a.shape[1:]), a.dtype) for name, a in x.items()}
+        else:
+            dummy = jnp.zeros((1, *x.shape[1:]), x.dtype)
         return trainer.model.init({"params": jax.random.key(0)}, dummy)
 
     @staticmethod

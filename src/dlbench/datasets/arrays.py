@@ -10,7 +10,9 @@ Three input kinds share one container:
 - frames: (N, T, F) float32, T frames of F features: a spectrogram, or a series
   of L steps of C channels (which the model's input kind says: torch's adapter
   hands a series model (N, C, L));
-- feature vectors: (N, F) float32 (a user's tabular data).
+- feature vectors: (N, F) float32 (a user's tabular data);
+- named inputs: a dict name -> one of the above, every one with N samples (a user's
+  model of several inputs; dlbench.datasets.inputs).
 
 Labels are int64: (N,) class ids; (N, T) next-token targets (one per input
 position, non-negative); or (N, L) CTC label sequences padded at the end with
@@ -21,8 +23,11 @@ targets are float32 (N, K), finite.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+
+from dlbench.datasets import inputs
 
 # ndim of x -> the input kind it holds.
 INPUT_NDIM = {5: "volume", 4: "image", 2: "tokens", 3: "spectrogram"}
@@ -48,8 +53,30 @@ def _check_x(x: np.ndarray) -> None:
         )
 
 
-def _check_y(x: np.ndarray, y: np.ndarray) -> None:
-    n = x.shape[0]
+def _check_named(x: dict[str, np.ndarray]) -> None:
+    if not x:
+        raise ValueError("named inputs: at least one")
+    counts = {name: int(a.shape[0]) if a.ndim else 0 for name, a in x.items()}
+    if len(set(counts.values())) != 1:
+        raise ValueError(f"named inputs hold different numbers of samples: {counts}")
+    for name, a in x.items():
+        if not inputs.NAME.fullmatch(name):
+            raise ValueError(f"input name {name!r}: a lowercase letter, then lowercase letters, digits or _")
+        try:
+            _check_x(a)
+        except ValueError as exc:
+            raise ValueError(f"input {name}: {exc}") from None
+
+
+def _check_y(x: np.ndarray | dict[str, np.ndarray], y: np.ndarray) -> None:
+    n = inputs.rows(x)
+    if isinstance(x, dict):  # several inputs: one class id per sample, or regression targets
+        if y.dtype == np.float32:
+            x = np.zeros((n, 1), np.float32)  # the checks below, as for feature vectors
+        elif y.ndim != 1 or y.shape[0] != n or y.dtype != np.int64:
+            raise ValueError(f"labels {y.shape} {y.dtype}: named inputs take one int64 class id per sample ({n})")
+        else:
+            return
     if y.dtype == np.float32:  # regression targets, whatever the input
         if y.ndim != 2 or y.shape[0] != n:
             raise ValueError(f"regression targets {y.shape} must be (N, K) for {n} samples")
@@ -75,18 +102,25 @@ def _check_y(x: np.ndarray, y: np.ndarray) -> None:
 
 @dataclass(frozen=True)
 class ArraySplit:
-    x: np.ndarray  # (N, H, W, C) | (N, D, H, W, C) float32 | (N, T) int | (N, T, F) | (N, F) float32
+    # (N, H, W, C) | (N, D, H, W, C) float32 | (N, T) int | (N, T, F) | (N, F) float32, or
+    # a dict name -> one of them (named inputs)
+    x: Any
     y: np.ndarray  # (N,) | (N, T) | (N, L) int64, or (N, K) float32 targets
 
     def __post_init__(self) -> None:
-        _check_x(self.x)
+        if inputs.is_named(self.x):
+            _check_named(self.x)
+        else:
+            _check_x(self.x)
         _check_y(self.x, self.y)
 
     def __len__(self) -> int:
-        return int(self.x.shape[0])
+        return inputs.rows(self.x)
 
     @property
     def input_kind(self) -> str:
+        if inputs.is_named(self.x):
+            return "named"
         if self.x.ndim == 2 and self.x.dtype == np.float32:
             return "features"
         return INPUT_NDIM[self.x.ndim]
@@ -95,7 +129,7 @@ class ArraySplit:
         """The first n samples (all when n <= 0 or n >= len)."""
         if n <= 0 or n >= len(self):
             return self
-        return ArraySplit(self.x[:n], self.y[:n])
+        return ArraySplit(inputs.take(self.x, slice(None, n)), self.y[:n])
 
 
 @dataclass(frozen=True)
@@ -108,9 +142,9 @@ class Arrays:
     num_classes: int
 
     @property
-    def input_shape(self) -> tuple[int, ...]:
-        """One sample's shape: (H, W, C), (T,) or (T, F)."""
-        return tuple(int(s) for s in self.train.x.shape[1:])
+    def input_shape(self) -> Any:
+        """One sample's shape: (H, W, C), (T,), (T, F), ...; name -> shape for named inputs."""
+        return inputs.sample_shape(self.train.x)
 
     @property
     def input_kind(self) -> str:

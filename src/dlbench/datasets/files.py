@@ -22,14 +22,15 @@ naming the file and what is expected.
 from __future__ import annotations
 
 import math
+import re
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
-from dlbench.datasets import bounded, layouts
+from dlbench.datasets import bounded, inputs, layouts
 from dlbench.datasets.arrays import Arrays, ArraySplit
 from dlbench.datasets.fetch import DatasetError
 from dlbench.datasets.idx import IdxFormatError, idx_shape, read_idx
@@ -37,6 +38,8 @@ from dlbench.datasets.spec import DatasetSpec
 
 NPZ_KEYS = ("x_train", "y_train", "x_test", "y_test")
 OPTIONAL_KEYS = ("layout",)
+# A named input's arrays: x_train_<name>, x_test_<name>, layout_<name> (dlbench.datasets.inputs).
+NAMED_KEY = re.compile(r"(x_train|x_test|layout)_([a-z][a-z0-9_]{0,31})")
 # What a dataset's y holds (DatasetSpec.targets): class ids, next-token ids, or
 # regression values.
 CLASSES, NEXT_TOKEN, VALUES = "classes", "next-token", "values"
@@ -103,22 +106,39 @@ def _npz_headers(path: Path) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
     return out
 
 
+def input_names(path: Path, keys: list[str]) -> list[str]:
+    """The named inputs of a `.npz` (x_train_<name>, x_test_<name>, layout_<name>), [] for
+    one input (x_train, x_test, layout); every other key, or a missing one, is refused."""
+    named = sorted({m.group(2) for k in keys if (m := NAMED_KEY.fullmatch(k))})
+    if named and any(k in keys for k in ("x_train", "x_test", "layout")):
+        raise UserDataError(
+            f"{path}: holds x_train and x_train_<name> arrays: either one input (x_train, x_test) or named "
+            f"inputs (x_train_<name>, x_test_<name> for each; found names {', '.join(named)})"
+        )
+    required = ["y_train", "y_test", *(f"x_{s}_{n}" for n in named for s in ("train", "test"))] if named else NPZ_KEYS
+    missing = [k for k in required if k not in keys]
+    if missing:
+        holds = ", ".join(required) if named else ", ".join(NPZ_KEYS)
+        raise UserDataError(
+            f"{path}: no array {missing[0]!r}; a dataset .npz holds exactly {holds} "
+            f"(found: {', '.join(keys) or 'none'})"
+        )
+    optional = [f"layout_{n}" for n in named] if named else list(OPTIONAL_KEYS)
+    extra = [k for k in keys if k not in [*required, *optional]]
+    if extra:
+        raise UserDataError(
+            f"{path}: unexpected array {extra[0]!r}; allowed: {', '.join(NPZ_KEYS + OPTIONAL_KEYS)}, or "
+            "x_train_<name>, x_test_<name> and layout_<name> for each of several named inputs"
+        )
+    return named
+
+
 def _npz(path: Path) -> dict[str, np.ndarray]:
     _npz_headers(path)  # sizes checked before anything is decompressed
     try:
         with np.load(path, allow_pickle=False) as data:
             keys = list(data.files)
-            missing = [k for k in NPZ_KEYS if k not in keys]
-            if missing:
-                raise UserDataError(
-                    f"{path}: no array {missing[0]!r}; a dataset .npz holds exactly {', '.join(NPZ_KEYS)} "
-                    f"(found: {', '.join(keys) or 'none'})"
-                )
-            extra = [k for k in keys if k not in NPZ_KEYS + OPTIONAL_KEYS]
-            if extra:
-                raise UserDataError(
-                    f"{path}: unexpected array {extra[0]!r}; allowed: {', '.join(NPZ_KEYS + OPTIONAL_KEYS)}"
-                )
+            input_names(path, keys)
             return {k: data[k] for k in keys}
     except UserDataError:
         raise
@@ -164,15 +184,17 @@ def _raw(path: Path) -> dict[str, np.ndarray]:
     return _npz(path)
 
 
-def _layout(path: Path, raw_layout: np.ndarray | None, shape: tuple[int, ...], dtype: np.dtype) -> layouts.Layout:
+def _layout(
+    path: Path, raw_layout: np.ndarray | None, shape: tuple[int, ...], dtype: np.dtype, suffix: str = ""
+) -> layouts.Layout:
     if dtype.kind not in "fiub" or len(shape) < 2:
-        raise _not_numbers(path, "train", shape, dtype)
+        raise _not_numbers(path, f"train{suffix}", shape, dtype)
     try:
         if raw_layout is not None:
             return layouts.declared(raw_layout, shape, dtype)
         return layouts.infer(shape, dtype)
     except layouts.LayoutError as exc:
-        raise UserDataError(f"{path}: x_train: {exc}") from None
+        raise UserDataError(f"{path}: x_train{suffix}: {exc}") from None
 
 
 def _not_numbers(path: Path, split: str, x: np.ndarray | tuple[int, ...], dtype: np.dtype) -> UserDataError:
@@ -261,19 +283,40 @@ def _classes(path: Path, y_train: np.ndarray, y_test: np.ndarray, xs: tuple[np.n
     return classes
 
 
+def _split_inputs(path: Path, raw: dict[str, np.ndarray], names: list[str]) -> tuple[Any, Any, str]:
+    """(x_train, x_test, the input kind) of one input or of named ones, channels last."""
+    xs: dict[str, dict[str, np.ndarray]] = {"train": {}, "test": {}}
+    kind = ""
+    for name in names or [""]:
+        suffix = f"_{name}" if name else ""
+        array = raw[f"x_train{suffix}"]
+        layout = _layout(path, raw.get(f"layout{suffix}"), array.shape, array.dtype, suffix)
+        kind = layout.kind
+        for split in ("train", "test"):
+            xs[split][name] = _features(path, f"{split}{suffix}", raw[f"x_{split}{suffix}"], layout)
+        x_train, x_test = xs["train"][name], xs["test"][name]
+        if x_train.shape[1:] != x_test.shape[1:] or x_train.dtype != x_test.dtype:
+            raise UserDataError(
+                f"{path}: train samples{suffix and ' of ' + name} are {x_train.shape[1:]} {x_train.dtype}, test "
+                f"samples {x_test.shape[1:]} {x_test.dtype}; both splits need the same sample shape and kind"
+            )
+    if not names:
+        return xs["train"][""], xs["test"][""], kind
+    for split in ("train", "test"):
+        counts = {name: len(a) for name, a in xs[split].items()}
+        if len(set(counts.values())) != 1:
+            raise UserDataError(f"{path}: the named inputs of x_{split} hold different numbers of samples: {counts}")
+    return xs["train"], xs["test"], "named"
+
+
 def load(path: str | Path) -> Arrays:
     """The dataset at `path`, checked, as Arrays (named after the file or directory)."""
     path = Path(path)
     raw = _raw(path)
-    layout = _layout(path, raw.get("layout"), raw["x_train"].shape, raw["x_train"].dtype)
-    x_train, x_test = (_features(path, split, raw[f"x_{split}"], layout) for split in ("train", "test"))
-    if x_train.shape[1:] != x_test.shape[1:] or x_train.dtype != x_test.dtype:
-        raise UserDataError(
-            f"{path}: train samples are {x_train.shape[1:]} {x_train.dtype}, test samples {x_test.shape[1:]} "
-            f"{x_test.dtype}; both splits need the same sample shape and kind"
-        )
-    y_train = _labels(path, "train", raw["y_train"], len(x_train), layout.kind)
-    y_test = _labels(path, "test", raw["y_test"], len(x_test), layout.kind)
+    names = input_names(path, list(raw)) if path.is_file() else []
+    x_train, x_test, kind = _split_inputs(path, raw, names)
+    y_train = _labels(path, "train", raw["y_train"], inputs.rows(x_train), kind)
+    y_test = _labels(path, "test", raw["y_test"], inputs.rows(x_test), kind)
     tokens = (x_train, x_test) if y_train.ndim == 2 and y_train.dtype == np.int64 else ()
     classes = _classes(path, y_train, y_test, tokens)
     for split, x, y in (("train", x_train, y_train), ("test", x_test, y_test)):
@@ -289,13 +332,18 @@ def load(path: str | Path) -> Arrays:
 
 
 def reading(path: str | Path) -> str:
-    """How the dataset's x is read, in one line (its layout, declared or inferred)."""
+    """How the dataset's x is read, in one line (each input's layout, declared or inferred)."""
     path = Path(path)
     declared = _declared(path)
-    shape, dtype = declared["x_train"]
-    raw_layout = _layout_array(path) if "layout" in declared else None
-    layout = _layout(path, raw_layout, shape, dtype)
-    return f"{path}: x {shape} {dtype}, " + layouts.describe(layout, shape, inferred=raw_layout is None)
+    names = input_names(path, list(declared)) if path.is_file() else []
+    said = []
+    for name in names or [""]:
+        suffix = f"_{name}" if name else ""
+        shape, dtype = declared[f"x_train{suffix}"]
+        raw_layout = _label_array(path, f"layout{suffix}") if f"layout{suffix}" in declared else None
+        layout = _layout(path, raw_layout, shape, dtype, suffix)
+        said.append(f"x{suffix} {shape} {dtype}, " + layouts.describe(layout, shape, inferred=raw_layout is None))
+    return f"{path}: " + "; ".join(said)
 
 
 # Up to this many declared bytes `plan` loads the whole dataset and checks every value
@@ -314,15 +362,7 @@ def _declared(path: Path) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
     if path.suffix != ".npz":
         raise UserDataError(f"{path}: not a .npz file or a directory of IDX files")
     headers = _npz_headers(path)
-    missing = [k for k in NPZ_KEYS if k not in headers]
-    if missing:
-        raise UserDataError(
-            f"{path}: no array {missing[0]!r}; a dataset .npz holds exactly {', '.join(NPZ_KEYS)} "
-            f"(found: {', '.join(headers) or 'none'})"
-        )
-    extra = [k for k in headers if k not in NPZ_KEYS + OPTIONAL_KEYS]
-    if extra:
-        raise UserDataError(f"{path}: unexpected array {extra[0]!r}; allowed: {', '.join(NPZ_KEYS + OPTIONAL_KEYS)}")
+    input_names(path, list(headers))
     return headers
 
 
@@ -339,39 +379,48 @@ def _sample_shape(
     return layouts.sample_shape(layout, shape)
 
 
-def describe(path: str | Path) -> tuple[tuple[int, ...], int, str]:
+def describe(path: str | Path) -> tuple[Any, int, str]:
     """(sample shape, classes, what y holds) of the dataset at `path`: every value checked
-    where the dataset is small (PLAN_FULL_CHECK_BYTES), else its headers and its labels."""
+    where the dataset is small (PLAN_FULL_CHECK_BYTES), else its headers and its labels.
+    The sample shape is name -> shape for named inputs."""
     path = Path(path)
     declared = _declared(path)
     for key, (shape, dtype) in declared.items():
         _check(path, f"array {key} of shape {shape}", math.prod(shape) * dtype.itemsize)
     if sum(math.prod(shape) * dtype.itemsize for shape, dtype in declared.values()) <= PLAN_FULL_CHECK_BYTES:
         arrays = load(path)
-        return tuple(arrays.input_shape), arrays.num_classes, _held(arrays.train.y)
-    raw_layout = _layout_array(path) if "layout" in declared else None
-    layout = _layout(path, raw_layout, *declared["x_train"])
-    train = _sample_shape(path, "train", *declared["x_train"], layout)
-    test = _sample_shape(path, "test", *declared["x_test"], layout)
-    if train != test:
-        raise UserDataError(
-            f"{path}: train samples are {train}, test samples {test}; both splits need the same sample shape and kind"
-        )
+        return arrays.input_shape, arrays.num_classes, _held(arrays.train.y)
+    names = input_names(path, list(declared)) if path.is_file() else []
+    shapes: dict[str, tuple[int, ...]] = {}
+    kind, rows = "", {}
+    for name in names or [""]:
+        suffix = f"_{name}" if name else ""
+        raw_layout = _label_array(path, f"layout{suffix}") if f"layout{suffix}" in declared else None
+        layout = _layout(path, raw_layout, *declared[f"x_train{suffix}"], suffix)
+        kind = layout.kind
+        train = _sample_shape(path, f"train{suffix}", *declared[f"x_train{suffix}"], layout)
+        test = _sample_shape(path, f"test{suffix}", *declared[f"x_test{suffix}"], layout)
+        if train != test:
+            raise UserDataError(
+                f"{path}: train samples{suffix and ' of ' + name} are {train}, test samples {test}; both splits need "
+                "the same sample shape and kind"
+            )
+        shapes[name] = train
+        rows[name] = (declared[f"x_train{suffix}"][0][0], declared[f"x_test{suffix}"][0][0])
+    if len(set(rows.values())) != 1:
+        raise UserDataError(f"{path}: the named inputs hold different numbers of samples: {rows}")
+    n_train, n_test = next(iter(rows.values()))
     labels = {key: _label_array(path, key) for key in ("y_train", "y_test")}
-    y_train = _labels(path, "train", labels["y_train"], declared["x_train"][0][0], layout.kind)
-    y_test = _labels(path, "test", labels["y_test"], declared["x_test"][0][0], layout.kind)
+    y_train = _labels(path, "train", labels["y_train"], n_train, "named" if names else kind)
+    y_test = _labels(path, "test", labels["y_test"], n_test, "named" if names else kind)
     tokens = tuple(_label_array(path, k) for k in ("x_train", "x_test")) if _held(y_train) == NEXT_TOKEN else ()
-    return train, _classes(path, y_train, y_test, tokens), _held(y_train)
+    return (shapes if names else shapes[""]), _classes(path, y_train, y_test, tokens), _held(y_train)
 
 
 def _held(y: np.ndarray) -> str:
     if y.dtype == np.float32:
         return VALUES
     return NEXT_TOKEN if y.ndim == 2 else CLASSES
-
-
-def _layout_array(path: Path) -> np.ndarray:
-    return _label_array(path, "layout")
 
 
 def _label_array(path: Path, key: str) -> np.ndarray:

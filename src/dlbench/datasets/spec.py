@@ -57,5 +57,7 @@ class DatasetSpec:
     reading: str = ""
 
     def describe_shape(self, synthetic: Any = None) -> str:
+        from dlbench.datasets.inputs import shown
+
         shape, classes = self.shape(synthetic)
-        return f"{'x'.join(map(str, shape))}, {classes} classes"
+        return f"{shown(shape)}, {classes} classes"

@@ -53,6 +53,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from dlbench.datasets import inputs as xs
 from dlbench.datasets.arrays import Arrays
 from dlbench.frameworks.builders import BuilderError, accepts, call_builder, model_spec
 from dlbench.frameworks.protocol import TrainSettings
@@ -86,20 +87,20 @@ def _platform(device: str) -> str:
 class JaxData:
     """The dataset on the device, as `prepare()` leaves it."""
 
-    train_x: jax.Array
+    train_x: Any  # an array, or name -> array for named inputs (dlbench.datasets.inputs)
     train_y: jax.Array
-    test_x: jax.Array
+    test_x: Any
     test_y: jax.Array
-    shape: tuple[int, ...]  # (H, W, C), (T,) or (T, F)
+    shape: Any  # (H, W, C), (T,) or (T, F); name -> shape for named inputs
     classes: int
 
     @property
     def n_train(self) -> int:
-        return int(self.train_x.shape[0])
+        return xs.rows(self.train_x)
 
     @property
     def n_test(self) -> int:
-        return int(self.test_x.shape[0])
+        return xs.rows(self.test_x)
 
 
 @dataclass(frozen=True)
@@ -209,7 +210,7 @@ def _make_step(
 
     def step(params, state, opt_state, loss_sum, i, x_all, y_all, table, keys):
         idx = table[i]  # row i of the epoch's index table; the gather below is fused
-        return batch_step(params, state, opt_state, loss_sum, i, x_all[idx], y_all[idx], keys)
+        return batch_step(params, state, opt_state, loss_sum, i, xs.take(x_all, idx), y_all[idx], keys)
 
     # The counter is not donated: train_fixed_batch passes the same one every step.
     # batch_step serves augmentation pipelines, which hand over ready batches.
@@ -232,14 +233,14 @@ def _make_eval(
     def correct(params, state, x_all, y_all, start, *, size):
         # dynamic_slice with a traced start: one compiled executable per batch
         # size, not one per offset.
-        x = jax.lax.dynamic_slice_in_dim(x_all, start, size)
+        x = xs.apply(lambda a: jax.lax.dynamic_slice_in_dim(a, start, size), x_all)
         y = jax.lax.dynamic_slice_in_dim(y_all, start, size)
         return jnp.sum(jnp.argmax(logits_of(params, state, x), axis=-1) == y)  # every position for next-token
 
     @partial(jax.jit, static_argnames=("size",))
     def best(params, state, x_all, start, *, size):
         # Per-frame argmax for CTC decoding on the host.
-        x = jax.lax.dynamic_slice_in_dim(x_all, start, size)
+        x = xs.apply(lambda a: jax.lax.dynamic_slice_in_dim(a, start, size), x_all)
         return jnp.argmax(logits_of(params, state, x), axis=-1)
 
     return predict, correct, best
@@ -338,9 +339,9 @@ class JaxFramework:
             return x.astype(np.int32) if x.dtype.kind in "iu" else x  # token ids: JAX's int32
 
         data = JaxData(
-            train_x=put(inputs(arrays.train.x)),
+            train_x=put(xs.apply(inputs, arrays.train.x)),
             train_y=put(inputs(arrays.train.y)),  # class ids int32, regression targets float32
-            test_x=put(inputs(arrays.test.x)),
+            test_x=put(xs.apply(inputs, arrays.test.x)),
             test_y=put(inputs(arrays.test.y)),
             shape=arrays.input_shape,
             classes=arrays.num_classes,
@@ -373,7 +374,7 @@ class JaxFramework:
         init_key = (
             settings.model,
             tuple(sorted(settings.model_options.items())),
-            native.shape,
+            repr(native.shape),  # a dict for named inputs: the key must be hashable
             native.classes,
             settings.init,
         )
@@ -406,7 +407,7 @@ class JaxFramework:
         from dlbench.pipelines.cache import prepared
         from dlbench.pipelines.params import epoch_params
 
-        if len(native.shape) != 3:
+        if xs.is_named(native.shape) or len(native.shape) != 3:
             raise ValueError(f"pipeline {settings.pipeline}: augmentation needs image input")
 
         def build(stats):
@@ -438,7 +439,7 @@ class JaxFramework:
         key = (
             settings.model,
             tuple(sorted(settings.model_options.items())),
-            native.shape,
+            repr(native.shape),  # a dict for named inputs: the key must be hashable
             native.classes,
             settings.optimizer,
             settings.lr,
@@ -477,11 +478,11 @@ class JaxTrainer:
         # dispatch cache tells committed from uncommitted arrays, and step
         # outputs are committed, so uncommitted inputs (fresh init, plain
         # jnp.zeros) would give the step a second cache entry.
-        self._device = next(iter(data.train_x.devices()))
+        self._device = next(iter(jax.tree.leaves(data.train_x)[0].devices()))
         put = partial(jax.device_put, device=self._device)
         init_key, dropout_key, shuffle_key = jax.random.split(jax.random.key(settings.seed), 3)
         self._dropout_key, self._shuffle_key = put(dropout_key), put(shuffle_key)
-        dummy = jnp.zeros((1, *data.shape), data.train_x.dtype)
+        dummy = xs.apply(lambda a: jnp.zeros((1, *a.shape[1:]), a.dtype), data.train_x)
         variables = dict((init or model.init)({"params": init_key}, dummy))
         params = variables.pop("params")
         # What the manifest must say about this network: an init scheme its builder could
@@ -633,10 +634,11 @@ class JaxTrainer:
         spec = model_spec(self.settings)
         loss_of = _loss(spec.task, spec.loss)
         n, b = self.data.n_test, self.settings.batch_size
-        host_x, host_y = np.asarray(self.data.test_x), np.asarray(self.data.test_y)
+        host_x, host_y = xs.apply(np.asarray, self.data.test_x), np.asarray(self.data.test_y)
         total = 0.0
         for start in range(0, n, b):
-            out = self.fns.predict(self.params, self.state, jax.device_put(host_x[start : start + b], self._device))
+            xb = jax.device_put(xs.take(host_x, slice(start, start + b)), self._device)
+            out = self.fns.predict(self.params, self.state, xb)
             yb = host_y[start : start + b]
             total += float(loss_of(jnp.asarray(out, jnp.float32), jnp.asarray(yb))) * len(yb)
         return total / n
@@ -657,9 +659,11 @@ class JaxTrainer:
         # Cut on the host and put each batch on the device as its own array, so the
         # timed loop is one dispatch per batch and nothing else. (A jitted split
         # returning `count` outputs compiles in seconds to minutes as count grows.)
-        host = np.asarray(self.data.test_x)
+        host = xs.apply(np.asarray, self.data.test_x)
         self._infer_batches = tuple(
-            jax.device_put([host[i * batch_size : (i + 1) * batch_size] for i in range(count)], self._device)
+            jax.device_put(
+                [xs.take(host, slice(i * batch_size, (i + 1) * batch_size)) for i in range(count)], self._device
+            )
         )
         if count:
             # Compile the forward pass for this batch shape here, untimed.
@@ -667,7 +671,7 @@ class JaxTrainer:
         return count
 
     def _batches(self, batch_size: int) -> tuple[jax.Array, ...]:
-        if not self._infer_batches or self._infer_batches[0].shape[0] != batch_size:
+        if not self._infer_batches or xs.rows(self._infer_batches[0]) != batch_size:
             raise RuntimeError(f"call prepare_infer({batch_size}) first")
         return self._infer_batches
 

@@ -33,6 +33,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from dlbench.datasets import inputs as xs
 from dlbench.datasets.arrays import Arrays  # noqa: E402
 from dlbench.frameworks.builders import BuilderError, call_builder, model_spec  # noqa: E402
 from dlbench.frameworks.protocol import TrainSettings  # noqa: E402
@@ -162,11 +163,11 @@ class TFData:
     Keras copies each batch to the model's device, so host is where an expert keeps
     training data. Test images also go to the device in `prepare_infer`."""
 
-    x_train: tf.Tensor
+    x_train: Any  # a tensor, or name -> tensor for named inputs (dlbench.datasets.inputs)
     y_train: tf.Tensor
-    x_test: tf.Tensor
+    x_test: Any
     y_test: np.ndarray
-    input_shape: tuple[int, ...]
+    input_shape: Any
     num_classes: int
     device: str
 
@@ -280,9 +281,9 @@ class TensorFlowFramework:
     def prepare(self, arrays: Arrays) -> TFData:
         with tf.device("/CPU:0"):
             return TFData(
-                x_train=tf.constant(arrays.train.x),
+                x_train=xs.apply(tf.constant, arrays.train.x),
                 y_train=tf.constant(arrays.train.y),
-                x_test=tf.constant(arrays.test.x),
+                x_test=xs.apply(tf.constant, arrays.test.x),
                 y_test=np.asarray(arrays.test.y),
                 input_shape=arrays.input_shape,
                 num_classes=arrays.num_classes,
@@ -308,7 +309,7 @@ class TensorFlowFramework:
         from dlbench.pipelines.cache import prepared
         from dlbench.pipelines.params import epoch_params
 
-        if len(native.input_shape) != 3:
+        if xs.is_named(native.input_shape) or len(native.input_shape) != 3:
             raise ValueError(f"pipeline {settings.pipeline}: augmentation needs image input")
 
         def build(stats):
@@ -478,7 +479,7 @@ class KerasTrainer:
     # -- data ---------------------------------------------------------------------
 
     def _train_dataset(self) -> tf.data.Dataset:
-        s, n = self.settings, int(self.data.x_train.shape[0])
+        s, n = self.settings, xs.rows(self.data.x_train)
         ds = tf.data.Dataset.from_tensor_slices((self.data.x_train, self.data.y_train))
         if s.shuffle:
             ds = ds.shuffle(n, seed=s.seed, reshuffle_each_iteration=True)
@@ -498,7 +499,7 @@ class KerasTrainer:
 
     def _first_batch(self) -> tuple[tf.Tensor, tf.Tensor]:
         b = self.settings.batch_size
-        return self.data.x_train[:b], self.data.y_train[:b]
+        return xs.take(self.data.x_train, slice(None, b)), self.data.y_train[:b]
 
     # -- training -----------------------------------------------------------------
 
@@ -566,7 +567,7 @@ class KerasTrainer:
         """One fit per epoch on that epoch's pipeline (its draws are seeded per epoch);
         fit reuses its compiled train function across datasets of one element_spec."""
         s = self.settings
-        n = int(self.data.x_train.shape[0])
+        n = xs.rows(self.data.x_train)
         per_epoch = s.steps_per_epoch(n)
         remaining, losses, weighted = s.total_steps(n), [], 0.0
         # One recorder across the per-epoch fits: it counts steps over all of them.
@@ -628,7 +629,7 @@ class KerasTrainer:
         total = 0.0
         with tf.device(self.data.device):
             for start in range(0, len(y), b):
-                out = self.model(self.data.x_test[start : start + b], training=False)
+                out = self.model(xs.take(self.data.x_test, slice(start, start + b)), training=False)
                 yb = y[start : start + b]
                 total += float(loss(yb, tf.reshape(out, yb.shape) if self.task == "regress" else out)) * len(yb)
         return total / len(y)
@@ -672,10 +673,13 @@ class KerasTrainer:
         return tf.function(forward, jit_compile=self.options["jit_compile"], reduce_retracing=True)
 
     def prepare_infer(self, batch_size: int) -> int:
-        n = int(self.data.x_test.shape[0]) // batch_size
+        n = xs.rows(self.data.x_test) // batch_size
         with tf.device(self.data.device):
             # tf.identity under the device scope copies each batch onto the device.
-            self._batches = [tf.identity(self.data.x_test[i * batch_size : (i + 1) * batch_size]) for i in range(n)]
+            self._batches = [
+                xs.apply(tf.identity, xs.take(self.data.x_test, slice(i * batch_size, (i + 1) * batch_size)))
+                for i in range(n)
+            ]
             if self._batches:
                 # Trace/compile the forward for this shape here, untimed, so that
                 # infer() and predict_batch() measure the steady state (a fresh model

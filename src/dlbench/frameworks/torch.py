@@ -31,6 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from dlbench.datasets import inputs as xs
 from dlbench.datasets.arrays import Arrays
 from dlbench.frameworks.builders import BuilderError, call_builder, model_spec
 from dlbench.frameworks.protocol import TrainSettings
@@ -46,11 +47,11 @@ class TorchData:
     """The dataset as device tensors: images NCHW float32 (tokens int64, spectrograms
     (N, T, F) float32), labels int64."""
 
-    x_train: torch.Tensor
+    x_train: Any  # a tensor, or name -> tensor for named inputs (dlbench.datasets.inputs)
     y_train: torch.Tensor
-    x_test: torch.Tensor
+    x_test: Any
     y_test: torch.Tensor
-    input_shape: tuple[int, ...]  # (H, W, C), (T,) or (T, F): what the model builders take
+    input_shape: Any  # (H, W, C), (T,) or (T, F) (name -> shape): what the model builders take
     num_classes: int
     device: torch.device
 
@@ -243,12 +244,15 @@ class TorchTrainer:
         from dlbench.frameworks.torch_flops import train_step_flops
 
         s, data = self.settings, self.data
-        key = (s.model, data.input_shape, s.batch_size, repr(sorted(s.model_options.items())))
+        key = (s.model, repr(data.input_shape), s.batch_size, repr(sorted(s.model_options.items())))
         if key not in self.flop_counts:
             try:
                 count: dict[str, Any] = {
                     "train_flops_per_step": train_step_flops(
-                        self.model, self._loss, data.x_train[: s.batch_size], data.y_train[: s.batch_size]
+                        self.model,
+                        self._loss,
+                        xs.take(data.x_train, slice(None, s.batch_size)),
+                        data.y_train[: s.batch_size],
                     ),
                     "train_flops_counted_by": "torch.utils.flop_counter.FlopCounterMode on the meta device "
                     "(matmul, convolution and attention FLOPs of forward + backward; 2 per multiply-add)",
@@ -271,7 +275,7 @@ class TorchTrainer:
         cuda_rng = torch.cuda.get_rng_state(self.data.device) if self.data.device.type == "cuda" else None
         b = self.settings.batch_size
         self.model.train()
-        self._step(self.data.x_train[:b], self.data.y_train[:b])
+        self._step(xs.take(self.data.x_train, slice(None, b)), self.data.y_train[:b])
         self._sync()
         self.model.load_state_dict(model_state)  # in-place copy: parameters keep their identity
         self.optimizer.load_state_dict(optim_state)
@@ -285,7 +289,7 @@ class TorchTrainer:
         # collation (and worker processes) that the other frameworks do not pay.
         s = self.settings
         x, y = self.data.x_train, self.data.y_train
-        n = x.shape[0]
+        n = xs.rows(x)
         per_epoch = s.steps_per_epoch(n)
         if per_epoch < 1:
             raise ValueError(f"batch size {s.batch_size} exceeds the {n} training samples")
@@ -314,7 +318,7 @@ class TorchTrainer:
                 for i in range(epoch_steps):
                     idx = order[i * s.batch_size : (i + 1) * s.batch_size]
                     # Accumulated on the device: one host read per epoch, not per step.
-                    total += step(x[idx], y[idx])
+                    total += step(xs.take(x, idx), y[idx])
             remaining -= epoch_steps
             run_steps += epoch_steps
             self._epochs_done += 1
@@ -338,8 +342,8 @@ class TorchTrainer:
         correct = torch.zeros((), dtype=torch.int64, device=self.data.device)
         paths = []
         with torch.inference_mode():
-            for start in range(0, x.shape[0], b):  # partial last batch included
-                logits = self.forward(x[start : start + b])
+            for start in range(0, xs.rows(x), b):  # partial last batch included
+                logits = self.forward(xs.take(x, slice(start, start + b)))
                 if self.task == "ctc":
                     paths.append(logits.argmax(dim=-1).cpu())
                 else:
@@ -357,16 +361,19 @@ class TorchTrainer:
         self.model.eval()
         total = torch.zeros((), dtype=torch.float64, device=self.data.device)
         with torch.inference_mode():
-            for start in range(0, x.shape[0], b):
+            for start in range(0, xs.rows(x), b):
                 yb = y[start : start + b]
-                total += self._quality_loss(self.forward(x[start : start + b]), yb).double() * yb.shape[0]
+                xb = xs.take(x, slice(start, start + b))
+                total += self._quality_loss(self.forward(xb), yb).double() * yb.shape[0]
         return total.item() / y.shape[0]
 
     def prepare_infer(self, batch_size: int) -> int:
         x = self.data.x_test
-        count = x.shape[0] // batch_size
+        count = xs.rows(x) // batch_size
         # Slices along dim 0 of a contiguous tensor are contiguous views: no copies.
-        self._infer_batches[batch_size] = [x[i * batch_size : (i + 1) * batch_size] for i in range(count)]
+        self._infer_batches[batch_size] = [
+            xs.take(x, slice(i * batch_size, (i + 1) * batch_size)) for i in range(count)
+        ]
         if count:
             # One untimed forward, so that compilation for this batch shape (the
             # compile variant) and oneDNN primitive creation happen here, not in
@@ -400,7 +407,7 @@ class TorchTrainer:
 
     def train_fixed_batch(self, steps: int) -> list[float]:
         b = self.settings.batch_size
-        xb, yb = self.data.x_train[:b], self.data.y_train[:b]
+        xb, yb = xs.take(self.data.x_train, slice(None, b)), self.data.y_train[:b]
         self.model.train()
         losses = [self._step(xb, yb) for _ in range(steps)]
         return torch.stack(losses).tolist() if losses else []
@@ -514,9 +521,9 @@ class TorchFramework:
 
     def prepare(self, arrays: Arrays) -> TorchData:
         return TorchData(
-            x_train=_to_device(arrays.train.x, self.device),
+            x_train=xs.apply(lambda x: _to_device(x, self.device), arrays.train.x),
             y_train=torch.from_numpy(arrays.train.y).to(self.device),
-            x_test=_to_device(arrays.test.x, self.device),
+            x_test=xs.apply(lambda x: _to_device(x, self.device), arrays.test.x),
             y_test=torch.from_numpy(arrays.test.y).to(self.device),
             input_shape=arrays.input_shape,
             num_classes=arrays.num_classes,
@@ -543,8 +550,9 @@ class TorchFramework:
                 facts.update(coverage.as_facts())
         facts.update(_tf32(settings.precision == "tf32"))
         model = model.to(native.device)
-        if spec.input_kind == "series":
-            native = self._channels_first(native)
+        series = {n for n, kind in spec.inputs.items() if kind == "series"} or {""}
+        if spec.input_kind == "series" or (spec.input_kind == "named" and series != {""}):
+            native = self._channels_first(native, series)
         if settings.layout == "channels-last":
             # The documented channels-last recipe: weights and inputs in NHWC memory
             # order (the logical shape stays NCHW); the inputs are converted once per
@@ -578,7 +586,7 @@ class TorchFramework:
         from dlbench.pipelines.cache import prepared
         from dlbench.pipelines.params import epoch_params
 
-        if native.x_train.dim() != 4:
+        if xs.is_named(native.x_train) or native.x_train.dim() != 4:
             raise ValueError(f"pipeline {settings.pipeline}: augmentation needs image input")
 
         def build(stats):
@@ -609,23 +617,23 @@ class TorchFramework:
 
         return normalized, batches
 
-    def _channels_first(self, native: TorchData) -> TorchData:
-        """A series model's data as (N, C, L), Conv1d's and RNN-free torch code's layout;
-        converted once per dataset and cached, never inside a timed phase twice."""
+    def _channels_first(self, native: TorchData, names: set[str]) -> TorchData:
+        """A series model's data as (N, C, L), Conv1d's layout (of a named model, its
+        series inputs: `names`); converted once per dataset and cached, never inside a
+        timed phase twice."""
+
+        def moved(x: Any) -> Any:
+            if not xs.is_named(x):
+                return x.transpose(1, 2).contiguous()
+            return {n: v.transpose(1, 2).contiguous() if n in names else v for n, v in x.items()}
+
         cached = getattr(self, "_cf", None)
         if cached is None or cached[0] is not native:
-            self._cf = (
-                native,
-                replace(
-                    native,
-                    x_train=native.x_train.transpose(1, 2).contiguous(),
-                    x_test=native.x_test.transpose(1, 2).contiguous(),
-                ),
-            )
+            self._cf = (native, replace(native, x_train=moved(native.x_train), x_test=moved(native.x_test)))
         return self._cf[1]
 
     def _channels_last(self, native: TorchData) -> TorchData:
-        if native.x_train.dim() != 4:
+        if xs.is_named(native.x_train) or native.x_train.dim() != 4:
             raise ValueError("layout channels-last needs image input (N, C, H, W)")
         cached = getattr(self, "_cl", None)
         if cached is None or cached[0] is not native:

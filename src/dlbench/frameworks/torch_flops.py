@@ -14,6 +14,7 @@ never the count.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import nn
@@ -22,7 +23,7 @@ from torch import nn
 def train_step_flops(
     model: nn.Module,
     loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
-    xb: torch.Tensor,
+    xb: Any,
     yb: torch.Tensor,
 ) -> int:
     """FLOPs of loss(model(xb), yb).backward() for this batch (forward + backward).
@@ -40,7 +41,9 @@ def train_step_flops(
     model.train()
     try:
         with FlopCounterMode(display=False) as counter:
-            out = functional_call(model, meta, (xb.to("meta"),))
+            # A model of several named inputs takes one dict: each tensor on the meta device.
+            x = {k: v.to("meta") for k, v in xb.items()} if isinstance(xb, dict) else xb.to("meta")
+            out = functional_call(model, meta, (x,))
             loss(out, yb.to("meta")).backward()
     finally:
         model.train(was_training)

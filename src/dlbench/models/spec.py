@@ -24,7 +24,7 @@ from typing import Any
 # layout (torch channels-first; Keras and Flax channels-last as stored).
 Shape = tuple[int, ...]
 
-INPUT_KINDS = ("image", "series", "volume", "tokens", "spectrogram", "features")
+INPUT_KINDS = ("image", "series", "volume", "tokens", "spectrogram", "features", "named")
 # classify: logits (N, classes) vs labels (N,); regress: outputs (N, K) vs float
 # targets (N, K); next-token: logits (N, T, vocab) vs labels (N, T); ctc: logits
 # (N, T', alphabet) vs padded label sequences.
@@ -123,8 +123,10 @@ class ModelSpec:
     # A small configuration of the same code for the conformance suite (CI).
     tiny_options: Mapping[str, Any] = field(default_factory=dict)
     # Input for the conformance suite's training tests; None: the suite's image defaults.
-    tiny_shape: Shape | None = None
+    tiny_shape: Any = None
     input_kind: str = "image"
+    # input_kind "named": name -> the kind of each input (a user's model of several inputs).
+    inputs: Mapping[str, str] = field(default_factory=dict)
     task: str = "classify"
     # Non-image models: (sample shape, classes) of the synthetic dataset for the
     # resolved options, e.g. lstm -> ((35,), vocab). Image models use [synthetic].
