@@ -86,5 +86,12 @@ def test_array_split_checks() -> None:
         ArraySplit(spec, np.array([[1, -1, 2], [3, -1, -1]], np.int64))
     with pytest.raises(ValueError, match="0 is the blank"):
         ArraySplit(spec, np.array([[1, 0, -1], [3, -1, -1]], np.int64))
+    ArraySplit(np.zeros((2, 3, 4, 5, 6), np.float32), np.zeros(2, np.int64))  # a volume, NDHWC
     with pytest.raises(ValueError, match="NHWC"):
-        ArraySplit(np.zeros((2, 3, 4, 5, 6), np.float32), np.zeros(2, np.int64))
+        ArraySplit(np.zeros((2, 3, 4, 5, 6, 7), np.float32), np.zeros(2, np.int64))
+    with pytest.raises(ValueError, match="volumes must be float32"):
+        ArraySplit(np.zeros((2, 3, 4, 5, 6), np.int64), np.zeros(2, np.int64))
+    named = ArraySplit({"a": np.zeros((2, 3), np.float32), "b": np.zeros((2, 4), np.int64)}, np.zeros(2, np.int64))
+    assert len(named) == 2 and named.input_kind == "named" and len(named.head(1)) == 1
+    with pytest.raises(ValueError, match="named inputs hold different numbers of samples"):
+        ArraySplit({"a": np.zeros((2, 3), np.float32), "b": np.zeros((3, 4), np.int64)}, np.zeros(2, np.int64))
