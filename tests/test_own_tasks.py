@@ -172,23 +172,28 @@ def examples_run(tmp_path_factory) -> tuple[Path, str]:
     return db, result.output
 
 
-def _quality(db: Path) -> dict[tuple[str, str, str], float]:
+def _rows(db: Path, sql: str, *args: object) -> list[tuple]:
     with sqlite3.connect(db) as con:
-        rows = con.execute(
-            "SELECT t.framework, json_extract(t.case_json, '$.model'), m.metric, m.value FROM measurements m "
-            "JOIN trials t ON t.id = m.trial_id WHERE m.phase = 'accuracy'"
-        ).fetchall()
+        return con.execute(sql, args).fetchall()
+
+
+def _quality(db: Path) -> dict[tuple[str, str, str], float]:
+    rows = _rows(
+        db,
+        "SELECT t.framework, json_extract(t.case_json, '$.model'), m.metric, m.value FROM measurements m "
+        "JOIN trials t ON t.id = m.trial_id WHERE m.phase = 'accuracy'",
+    )
     return {(fw, model, metric): value for fw, model, metric, value in rows}
 
 
 @frameworks_needed
 def test_each_example_runs_in_every_framework_only_on_its_own_data(examples_run):
     db, output = examples_run
-    with sqlite3.connect(db) as con:
-        done = con.execute(
-            "SELECT framework, json_extract(case_json, '$.model'), json_extract(case_json, '$.dataset'), status "
-            "FROM trials"
-        ).fetchall()
+    done = _rows(
+        db,
+        "SELECT framework, json_extract(case_json, '$.model'), json_extract(case_json, '$.dataset'), status "
+        "FROM trials",
+    )
     assert sorted((fw, model, ds) for fw, model, ds, _ in done) == sorted(
         (fw, model, stem) for fw in ("torch", "tensorflow", "jax") for model, stem in EXAMPLE_NAMES.items()
     )
@@ -213,13 +218,13 @@ def test_each_task_learns_and_is_measured_by_its_own_metric(examples_run):
 @frameworks_needed
 def test_a_language_model_reports_tokens_per_second_beside_samples(examples_run):
     db, _ = examples_run
-    with sqlite3.connect(db) as con:
-        rows = con.execute(
-            "SELECT m.trial_id, m.phase, m.metric, m.value, m.unit FROM measurements m JOIN trials t "
-            "ON t.id = m.trial_id WHERE m.metric IN ('throughput', 'token_throughput') "
-            "AND json_extract(t.case_json, '$.model') = ?",
-            ("tiny_lm",),
-        ).fetchall()
+    rows = _rows(
+        db,
+        "SELECT m.trial_id, m.phase, m.metric, m.value, m.unit FROM measurements m JOIN trials t "
+        "ON t.id = m.trial_id WHERE m.metric IN ('throughput', 'token_throughput') "
+        "AND json_extract(t.case_json, '$.model') = ?",
+        "tiny_lm",
+    )
     samples = {(trial, phase): v for trial, phase, metric, v, _ in rows if metric == "throughput"}
     tokens = {(trial, phase): (v, unit) for trial, phase, metric, v, unit in rows if metric == "token_throughput"}
     assert {phase for _, phase in tokens} == {"train", "infer"} and tokens.keys() == samples.keys()
@@ -317,8 +322,7 @@ def test_a_network_whose_output_does_not_fit_its_task_fails_its_trial_with_one_l
         "--epochs", "1", "--repeats", "1", "--warmup", "0", "--trials", "1", "--samplers", "none", "--db", db,
         code=None,
     )  # fmt: skip
-    with sqlite3.connect(db) as con:
-        ((status, error),) = con.execute("SELECT status, error FROM trials").fetchall()
+    ((status, error),) = _rows(db, "SELECT status, error FROM trials")
     assert status == "failed"
     assert error.splitlines()[0] == (
         "OutputShapeError: model wrong_head: the torch network returns (2, 3) for 2 samples of (8,); a regress model "

@@ -14,40 +14,23 @@ import pytest
 from dlbench.analysis import quality
 from dlbench.report.model import build_report
 from dlbench.store import Measurement, Store
+from stored_cases import stored_case
 
 BLOCKS = 8  # paired Wilcoxon over 8 blocks: p = 2/256, clear of alpha 0.05
 
 
-def _case(framework: str, variant: str, model: str, dataset: str) -> dict:
-    return {
-        "framework": framework,
-        "variant": variant,
-        "model": model,
-        "dataset": dataset,
-        "batch_size": 32,
-        "init": "glorot-uniform",
-        "optimizer": "adam",
-        "lr": 0.001,
-        "epochs": 1,
-        "steps": None,
-        "threads": 2,
-        "device": "cpu",
-        "runtime": "defaults",
-    }
-
-
 # case key -> (case, its quality rows per block: (metric, unit, value))
 REGRESS = {
-    "reg-torch": (_case("torch", "eager", "mlp", "housing"), (("mse", "squared target units", 0.040),)),
-    "reg-jax": (_case("jax", "jit", "mlp", "housing"), (("mse", "squared target units", 0.060),)),
+    "reg-torch": (stored_case("torch", "eager", "mlp", "housing"), (("mse", "squared target units", 0.040),)),
+    "reg-jax": (stored_case("jax", "jit", "mlp", "housing"), (("mse", "squared target units", 0.060),)),
 }
 NEXT_TOKEN = {
     "lm-torch": (
-        _case("torch", "eager", "lstm", "tokens"),
+        stored_case("torch", "eager", "lstm", "tokens"),
         (("accuracy", "fraction", 0.40), ("perplexity", "", 12.0)),
     ),
     "lm-jax": (
-        _case("jax", "jit", "lstm", "tokens"),
+        stored_case("jax", "jit", "lstm", "tokens"),
         (("accuracy", "fraction", 0.35), ("perplexity", "", 15.0)),
     ),
 }

@@ -20,6 +20,7 @@ import pytest
 from dlbench.report import html as html_report
 from dlbench.report.model import build_report
 from dlbench.store import Measurement, Store
+from stored_cases import stored_case
 
 HOSTILE = "<script>alert('x')</script> R&D_1%$#{~^}\\"
 EVIL_VARIANT = "<b>v&_%$#</b>"
@@ -43,24 +44,6 @@ def real_run(tmp_path_factory, cli):
     return db
 
 
-def _case(framework: str, variant: str) -> dict:
-    return {
-        "framework": framework,
-        "variant": variant,
-        "model": "mlp",
-        "dataset": "digits",
-        "batch_size": 32,
-        "init": "glorot-uniform",
-        "optimizer": "adam",
-        "lr": 0.001,
-        "epochs": 1,
-        "steps": None,
-        "threads": 2,
-        "device": "cpu",
-        "runtime": "defaults",
-    }
-
-
 @pytest.fixture(scope="module")
 def compared_run(tmp_path_factory):
     """A stored run of three frameworks on one model (8 blocks: enough for the exact
@@ -77,7 +60,11 @@ def compared_run(tmp_path_factory):
         environment={"hostname": "test", "packages": {"numpy": "2"}},
         version="0.1.0",
     )
-    cases = {"fast": _case("torch", "eager"), "mid": _case("jax", "jit"), "slow": _case("numpy", EVIL_VARIANT)}
+    cases = {
+        "fast": stored_case("torch", "eager"),
+        "mid": stored_case("jax", "jit"),
+        "slow": stored_case("numpy", EVIL_VARIANT),
+    }
     base = {"fast": 1.0, "mid": 1.5, "slow": 3.0}
     for block in range(8):
         for pos, (key, case) in enumerate(cases.items()):
@@ -94,7 +81,7 @@ def compared_run(tmp_path_factory):
             store.add_measurements(tid, rows)
             store.finish_trial(tid, status="ok", error=None, returncode=0, wall_s=1.0, stderr="")
     tid = store.add_trial(
-        run_id, case_key="broken", block=0, position=3, case=_case("tensorflow", "graph"), protocol={}
+        run_id, case_key="broken", block=0, position=3, case=stored_case("tensorflow", "graph"), protocol={}
     )
     store.finish_trial(tid, status="failed", error=f"RuntimeError: {HOSTILE}", returncode=1, wall_s=0.5, stderr="")
     store.finish_run(run_id, "finished")
