@@ -42,7 +42,9 @@ def explained(tmp_path_factory):
     Threads, because the other settings dlbench controls do not slow this case down on
     this CPU (measured, 1 thread, batch 128: the numpy pipeline 0.80x and bf16-mixed
     0.79x of preloaded float32's train time). Two OpenMP threads are at the mercy of
-    anything else running on the machine (README, "A busy machine"): run this alone."""
+    anything else running on the machine (README, "A busy machine"): run this alone.
+    Ten blocks: with eight, a CI run found threads closing 0.97 of the gap, CI [0.90, 1.17],
+    yet not decided by the paired test (its projection asked for nine blocks)."""
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("the known gap is 1 thread against 2: this process may use one core only")
     tmp = tmp_path_factory.mktemp("explain")
@@ -52,7 +54,7 @@ def explained(tmp_path_factory):
     out = tmp / "explain.md"
     _invoke(
         "explain", "2", "--case", "torch", "--vs", "torch", "--vs-run", "1", "--only", "threads,init",
-        "--blocks", "8", "--repeats", "1", "--warmup", "1", "--profile-steps", "4", "--profile-calls", "1",
+        "--blocks", "10", "--repeats", "1", "--warmup", "1", "--profile-steps", "4", "--profile-calls", "1",
         "--traces", str(tmp / "traces"),
         "--format", "markdown", "--out", str(out), "--db", db,
     )  # fmt: skip
