@@ -248,8 +248,21 @@ def export(
 
 @app.command()
 def compare(
-    a: Annotated[str, typer.Argument(help="Baseline: a run id in --db, FILE.db (its latest run) or FILE.db:RUN.")],
-    b: Annotated[str, typer.Argument(help="Candidate, in the same forms.")],
+    a: Annotated[
+        str | None,
+        typer.Argument(
+            help="Baseline: a run id in --db, FILE.db (its latest run) or FILE.db:RUN; with --baseline, the candidate."
+        ),
+    ] = None,
+    b: Annotated[str | None, typer.Argument(help="Candidate, in the same forms.")] = None,
+    baseline: Annotated[
+        str | None,
+        typer.Option(
+            "--baseline",
+            help="A named baseline in --db as A (dlbench baseline save NAME --run ID); then give only the "
+            "candidate run: dlbench compare --baseline NAME RUN.",
+        ),
+    ] = None,
     threshold: Annotated[
         float,
         typer.Option(
@@ -301,6 +314,9 @@ def compare(
             f"--quantile {quantile} must lie strictly between 0 and 1 (0.5: the median; 0.1: the 10th "
             "percentile); the minimum (0) has no bootstrap CI"
         )
+    from dlbench.cli.baselines import compare_pair
+
+    a, b = compare_pair(baseline, a, b, db)
     sa, ra = resolve_run(a, db, readonly=True)
     sb, rb = resolve_run(b, db, readonly=True)
     if ra["id"] == rb["id"] and same_database(sa.path, sb.path):

@@ -876,3 +876,80 @@ class Store:
             (run_id,),
         )
         return self._records(LatencyCall, rows)
+
+    # -- named baselines (migration 7) --------------------------------------------
+    _BASELINES = (
+        "SELECT b.name, b.run_id, b.saved_at, b.saved_by, b.command, b.note, r.name AS run_name,"
+        " r.started_at AS run_started_at,"
+        " (SELECT COUNT(DISTINCT t.case_key) FROM trials t WHERE t.run_id = b.run_id AND t.retired = 0) AS n_cases"
+        " FROM baselines b JOIN runs r ON r.id = b.run_id"
+    )
+
+    def save_baseline(
+        self, name: str, run_id: int, *, saved_by: str | None, command: str | None, note: str | None = None,
+        replace: bool = False,
+    ) -> tuple[records.BaselineRecord, records.BaselineRecord | None]:  # fmt: skip
+        """Name run `run_id` a baseline: (the saved baseline, the one it replaced or None).
+        A name that exists is pointed at the run only with replace=True; else BaselineExists,
+        and nothing changes. Read and write happen in one IMMEDIATE transaction (the row
+        locked on PostgreSQL), so two processes saving one name cannot both read it as
+        free. A PostgreSQL URL's password in `command` is stored masked."""
+        from dlbench.store.postgres import mask_urls
+
+        self.run(run_id)  # no such run: one StoreError naming the runs there are
+        self.db.commit()
+        self.db.execute(self._sql.begin_immediate)
+        try:
+            locked = self.db.execute("SELECT id FROM baselines WHERE name=?" + self._sql.lock_row, (name,)).fetchone()
+            previous = self.baseline(name) if locked is not None else None
+            if previous is not None and not replace:
+                raise BaselineExists(previous)
+            values = (run_id, now(), saved_by, mask_urls(command) if command else command, note, name)
+            if previous is None:
+                self.db.execute(
+                    "INSERT INTO baselines (run_id, saved_at, saved_by, command, note, name) VALUES (?,?,?,?,?,?)",
+                    values,
+                )
+            else:
+                self.db.execute(
+                    "UPDATE baselines SET run_id=?, saved_at=?, saved_by=?, command=?, note=? WHERE name=?", values
+                )
+            self.db.commit()
+        except sqlite3.IntegrityError:
+            # PostgreSQL: another process inserted the name between our read and our write.
+            self.db.rollback()
+            raise StoreError(
+                f"{self.path}: baseline {name!r} was saved meanwhile by another process; try again"
+            ) from None
+        except BaseException:
+            self.db.rollback()
+            raise
+        saved = self.baseline(name)
+        assert saved is not None  # saved in the transaction above
+        return saved, previous
+
+    def baselines(self) -> list[records.BaselineRecord]:
+        """Every named baseline, by name, with its run's name, start and number of cases."""
+        rows = self.db.execute(self._BASELINES + " ORDER BY b.name").fetchall()
+        return [records.baseline_record(r) for r in rows]
+
+    def baseline(self, name: str) -> records.BaselineRecord | None:
+        """The baseline of that name, None when there is none."""
+        row = self.db.execute(self._BASELINES + " WHERE b.name=?", (name,)).fetchone()
+        return records.baseline_record(row) if row is not None else None
+
+    def delete_baseline(self, name: str) -> records.BaselineRecord | None:
+        """Forget the name (its run stays as it is): the baseline deleted, None when there was none."""
+        found = self.baseline(name)
+        if found is not None:
+            with self.db:
+                self.db.execute("DELETE FROM baselines WHERE name=?", (name,))
+        return found
+
+
+class BaselineExists(StoreError):
+    """save_baseline without replace, of a name that exists: `existing` says which run it names."""
+
+    def __init__(self, existing: records.BaselineRecord) -> None:
+        super().__init__(f"baseline {existing.name!r} exists (run {existing.run_id}, saved {existing.saved_at})")
+        self.existing = existing

@@ -177,6 +177,21 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE runs ADD COLUMN explain_json TEXT;
     """,
+    # 7: named baselines (dlbench baseline save NAME --run ID): a name a CI gate compares
+    # against (`dlbench compare --baseline NAME RUN`), kept beside the runs so that it
+    # travels with the database; who saved it, with which command, and an optional note.
+    # A name is one row: saving it again with --replace points it at another run.
+    """
+    CREATE TABLE baselines (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        saved_at TEXT NOT NULL,
+        saved_by TEXT,
+        command TEXT,
+        note TEXT
+    );
+    """,
 ]
 
 

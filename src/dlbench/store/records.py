@@ -369,3 +369,36 @@ def sampler_record(row: Any) -> SamplerRecord:
         interval_s=row["interval_s"],
         row=_stored(row),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class BaselineRecord:
+    """A named baseline (dlbench baseline save): the run a name stands for, when and by
+    whom it was saved, with which command and note; with the run's name, start time and
+    number of cases (read with it, for listing)."""
+
+    name: str
+    run_id: int
+    saved_at: str
+    saved_by: str | None
+    command: str | None
+    note: str | None
+    run_name: str | None = None
+    run_started_at: str | None = None
+    n_cases: int | None = None
+
+
+def baseline_record(row: Any) -> BaselineRecord:
+    """A baselines row (joined with its run's name, start and case count where read so)."""
+    n_cases = _get(row, "n_cases")
+    return BaselineRecord(
+        name=row["name"],
+        run_id=int(row["run_id"]),
+        saved_at=row["saved_at"],
+        saved_by=_get(row, "saved_by"),
+        command=_get(row, "command"),
+        note=_get(row, "note"),
+        run_name=_get(row, "run_name"),
+        run_started_at=_get(row, "run_started_at"),
+        n_cases=None if n_cases is None else int(n_cases),
+    )
