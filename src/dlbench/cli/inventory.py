@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-import json
+import sys
 from typing import Annotated, Any
 
 import typer
 
 from dlbench.cli.app import app
-from dlbench.cli.common import console, err_console, fail, named_sources, print_samplers, split_values
+from dlbench.cli.common import (
+    console,
+    err_console,
+    fail,
+    named_sources,
+    print_samplers,
+    show_table,
+    split_values,
+)
 from dlbench.cli.options import ListOpt, OptionOpt
 
 
@@ -181,10 +189,27 @@ def check(
 
 
 @app.command("env")
-def env_() -> None:
+def env_(
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            "-f",
+            help="console (default: tables) or json (one JSON document on standard output and nothing else; "
+            "docs/json.md).",
+        ),
+    ] = "console",
+) -> None:
     """This machine's fingerprint and which telemetry samplers can measure here (and why not)."""
     from dlbench import samplers
     from dlbench.env import fingerprint
+    from dlbench.report import json_out
 
-    console.print_json(json.dumps(fingerprint(), default=str))
+    if fmt not in ("console", "json"):
+        fail(f"--format {fmt!r}: allowed: console, json")
+    machine = fingerprint()
+    if fmt == "json":
+        sys.stdout.write(json_out.dumps(json_out.env_document(machine, samplers.availability())))
+        return
+    show_table(json_out.env_table(machine))
     print_samplers(samplers.availability())

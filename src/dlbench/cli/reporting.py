@@ -76,14 +76,15 @@ def report(
 ) -> None:
     """Report of a stored run, the answer first (who is faster, by how much, is it real), then summary
     tables (n, mean ± sd, median, Q1, Q3), latency, telemetry and verdicts; as console tables, Markdown,
-    LaTeX, HTML or CSV. Several --db (or --run) taken on different machines: first a section with one
-    column group per machine (nothing pooled), then the first run's report."""
+    LaTeX, HTML, CSV or JSON (docs/json.md: only the document on standard output). Several --db (or --run)
+    taken on different machines: first a section with one column group per machine (nothing pooled), then
+    the first run's report."""
     from dlbench.report.formats import REGISTRY
 
     if fmt not in REGISTRY:
         fail(f"--format {fmt!r}: allowed: {', '.join(REGISTRY)}")
     if fmt == "console" and out is not None:
-        fail("--out needs a written format (markdown, latex, html or csv); console output goes to the terminal")
+        fail("--out needs a written format (markdown, latex, html, csv or json); console output goes to the terminal")
     if latex_tables is not None and fmt != "latex":
         fail(f"--latex-tables writes LaTeX tables: it needs --format latex (got --format {fmt})")
     check_criteria(band, alpha)
@@ -170,25 +171,75 @@ def machines_preface(picked: list[tuple[Any, int]]):
     return preface
 
 
+# --format of the commands that print a table or a document for scripts (docs/json.md).
+SCRIPT_FORMAT = Annotated[
+    str,
+    typer.Option(
+        "--format",
+        "-f",
+        help="console (default: tables) or json (one JSON document on standard output and nothing else; "
+        "its schema: docs/json.md).",
+    ),
+]
+
+
+def check_script_format(fmt: str) -> None:
+    if fmt not in ("console", "json"):
+        fail(f"--format {fmt!r}: allowed: console, json")
+
+
+def write_json(document: dict[str, Any]) -> None:
+    """A dlbench.report.json_out document, alone on standard output (not rich: no markup, no wrapping)."""
+    from dlbench.report.json_out import dumps
+
+    sys.stdout.write(dumps(document))
+    sys.stdout.flush()
+
+
+def compare_exit(diffs: list[Any], allow_missing: bool) -> None:
+    """compare's exit status after a JSON document: 1 on a regression, 3 on a case without values
+    on one side (unless allow_missing), else 0; the reason for 3 on standard error."""
+    missing = [d for d in diffs if d.comparison is None]
+    if any(d.regression for d in diffs):
+        raise typer.Exit(1)
+    if missing and not allow_missing:
+        err_console.print(
+            f"error: {len(missing)} of {len(diffs)} comparisons have no values on one side: nothing was compared "
+            "there. Exit 3; pass --allow-missing to accept that.",
+            highlight=False,
+        )
+        raise typer.Exit(EXIT_MISSING)
+    raise typer.Exit(0)
+
+
 @app.command()
 def runs(
     run_id: Annotated[
         int | None, typer.Option("--run", help="List this run's trials and where each one ran instead.")
     ] = None,
+    fmt: SCRIPT_FORMAT = "console",
     db: DB = Path("dlbench.db"),
 ) -> None:
     """The runs stored in the database, and where their trials ran (--run ID: each trial)."""
+    from dlbench.report import json_out
     from dlbench.report.tables import placements_table, runs_table
     from dlbench.store import StoreError
 
+    check_script_format(fmt)
     store = open_store(db, readonly=True)
     if run_id is None:
+        if fmt == "json":
+            write_json(json_out.runs_document(store.runs()))
+            return
         show_table(runs_table(store.runs()))
         return
     try:
         store.run(run_id)
     except StoreError as exc:
         fail(str(exc))
+    if fmt == "json":
+        write_json(json_out.trials_document(run_id, store.trials(run_id, retired=True)))
+        return
     show_table(placements_table(store.trials(run_id, retired=True)))
 
 
@@ -297,6 +348,7 @@ def compare(
             "(lower accuracy, higher MSE) is a regression.",
         ),
     ] = False,
+    fmt: SCRIPT_FORMAT = "console",
     db: DB = Path("dlbench.db"),
 ) -> None:
     """Run vs run: per case ratio B/A with CI and verdict (paired by block when the runs took turns, as
@@ -305,8 +357,10 @@ def compare(
     from dlbench.analysis.comparisons import run_vs_run, setting_changes
     from dlbench.analysis.stats import min_trials
     from dlbench.report.drift import drift_notes
+    from dlbench.report.json_out import compare_document
     from dlbench.report.verdict_tables import compare_table
 
+    check_script_format(fmt)
     if not 0 < threshold < 1 or not 0 < alpha < 1:
         fail(f"--band {threshold} and --alpha {alpha} must lie strictly between 0 and 1")
     if not 0 < quantile < 1:
@@ -334,6 +388,13 @@ def compare(
     )
     if not diffs:
         fail(f"runs {a} and {b} share no case (same framework, model, data and settings)")
+    if fmt == "json":
+        changes = setting_changes(a_trials, b_trials)
+        notes = drift_notes(diffs, ra.environment, rb.environment, changes)
+        sides = ({"ref": ref, "db": str(st.path), "run": r["id"]} for ref, st, r in ((a, sa, ra), (b, sb, rb)))
+        a_side, b_side = sides
+        write_json(compare_document(diffs, a_side, b_side, threshold, alpha, quantile, notes, allow_missing))
+        compare_exit(diffs, allow_missing)
     show_table(compare_table(diffs, f"A ({a})", f"B ({b})", threshold, quantile, alpha))
     regressions = [d for d in diffs if d.regression]
     missing = [d for d in diffs if d.comparison is None]

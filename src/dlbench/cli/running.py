@@ -63,6 +63,15 @@ def run(
     protocol: Any = None,
     resume: Annotated[int | None, typer.Option(help="Finish the unfinished trials of run ID.")] = None,
     executor: Any = None,
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            "-f",
+            help="plan only: console (default: tables) or json (the plan as one JSON document on standard "
+            "output and nothing else; docs/json.md). A run's results as JSON: dlbench report --format json.",
+        ),
+    ] = "console",
     db: DB = Path("dlbench.db"),
 ) -> None:
     """Run an experiment: every trial in a fresh worker process, results into the database."""
@@ -72,6 +81,10 @@ def run(
     # takes, so a stored run's command with run -> plan prints that run's plan, and a flag
     # run gains cannot be missing from it. It stops at the plan.
     dry = ctx.info_name == "plan"
+    if fmt not in ("console", "json"):
+        fail(f"--format {fmt!r}: allowed: console, json")
+    if fmt == "json" and not dry:
+        fail("--format json prints a plan (dlbench plan --format json); a run's results: dlbench report --format json")
     if not dry:
         runner.raise_on_termination()
     if resume is not None:
@@ -100,6 +113,11 @@ def run(
         )
         return
     plan = plan_of(file, matrix, protocol)
+    if dry and fmt == "json":
+        from dlbench.report.json_out import dumps, plan_document
+
+        sys.stdout.write(dumps(plan_document(plan)))
+        return
     if dry:
         print_plan(plan)
         return

@@ -1,6 +1,6 @@
 """`dlbench report --format`: one entry point from a stored run to the text of a report.
 
-console is printed by the CLI with rich; markdown, latex, html and csv are
+console is printed by the CLI with rich; markdown, latex, html, csv and json are
 returned as text to print or write to --out. Only HTML carries figures
 (dlbench.report.plots, matplotlib), drawn into a temporary directory and
 inlined, so the written file stands alone.
@@ -59,6 +59,9 @@ REGISTRY: dict[str, Format] = {
         Format("html", "dlbench.report.html:render", figures="inlined"),
         # CSV holds the summary only: the hypothesis tests it would not show are skipped.
         Format("csv", "dlbench.report.csv_out:render", hypotheses=False, figures="none"),
+        # JSON for scripts (docs/json.md): the numbers behind the answer and every table, no
+        # figures; the hypothesis report (normality tests per sample) is not part of it.
+        Format("json", "dlbench.report.json_out:render", hypotheses=False, figures="none"),
     )
 }
 FORMATS = tuple(REGISTRY)

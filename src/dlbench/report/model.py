@@ -100,6 +100,13 @@ class Report:
     preface: Preface | None = None
     # Data-parallel runs: speed-up and scaling efficiency against one process.
     scaling: TableData | None = None
+    # The numbers the answer and the verdict table word (analysis.comparisons Ranking and
+    # PairVerdict), kept for the JSON format, which states them instead of wording them.
+    rankings: list = field(default_factory=list)
+    pairs: list = field(default_factory=list)
+    band: float = BAND  # the verdict criteria the report was built with
+    alpha: float = ALPHA
+    units: dict = field(default_factory=dict)  # (phase, metric) -> the unit its values were stored in
 
     def lead_lines(self) -> list[str]:
         """What shows before any table: the run, the settings every case shares."""
@@ -222,8 +229,9 @@ def build_report(
     ]
     rows = hypothesis_rows(trials, measurements, alpha=alpha, band=band, analysed=analysed) if hypotheses else []
     scaled = scaling(trials, measurements)
+    ranked = rankings(analysed, accuracy)
     answer = build_answer(
-        rankings(analysed, accuracy),
+        ranked,
         {labels[k]: v for k, v in busy.items() if k in labels},
         band=band,
         alpha=alpha,
@@ -273,4 +281,9 @@ def build_report(
         glance=glance_table(summaries, busy, case_notes),
         energy_note=energy_note(summaries, measurements, sampler_rows),
         samplers_line=samplers_line(sampler_rows) if sampler_rows else "",
+        rankings=ranked,
+        pairs=verdicts,
+        band=band,
+        alpha=alpha,
+        units={(m["phase"], m["metric"]): m["unit"] for m in measurements},
     )
