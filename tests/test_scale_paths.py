@@ -1,0 +1,126 @@
+"""The column-wise read paths give what the record paths gave.
+
+A report, `dlbench.load(db).measurements()` and the latency table read a run column-wise
+(Store.measurement_columns, Store.latency_samples) since a 10^6-measurement store took
+tens of seconds through one record per row. Here a small synthetic store (the scale
+benchmark's own writer, two blocks) with the awkward rows added (a failed trial, a
+retired attempt, NULL values, method and flag set) is read both ways, and the latency
+percentiles are also checked against pandas over the raw SQL rows.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dlbench
+from dlbench.analysis.rows import latency_percentiles_of
+from dlbench.analysis.summary import latency_percentiles
+from dlbench.report.formats import REGISTRY
+from dlbench.report.model import build_report
+from dlbench.store import Measurement, Store
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from report_scale import populate  # type: ignore[import-not-found]  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def scale_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("scale") / "s.db"
+    with Store(path) as store:
+        populate(store, blocks=2, latency=5)
+        run_id = store.run()["id"]
+        trials = store.trials(run_id)
+        # A failed trial's rows (kept, left out of statistics) and a value that is NULL.
+        store.finish_trial(trials[0].id, status="failed", error="boom", returncode=1, wall_s=1.0, stderr="")
+        store.add_measurements(
+            trials[1].id,
+            [
+                Measurement(2, False, "infer", "time", None, "s"),
+                Measurement(None, False, "train", "energy", 3.5, "J", method="counter", flag="unreliable: short"),
+                Measurement(1, False, "latency_b32", "time", None, "s", 7),
+            ],
+        )
+        # An interrupted attempt that stored rows: retired, and planned again.
+        store.start_trial(trials[2].id)
+        store.add_measurements(trials[2].id, [Measurement(9, False, "train", "time", 1.25, "s")])
+        store.mark_interrupted(run_id)
+        store.retire_unfinished(run_id)
+    return path
+
+
+def test_measurement_columns_equal_the_records(scale_db: Path) -> None:
+    with Store(scale_db, readonly=True) as store:
+        for latency in (True, False):
+            for retired in (True, False):
+                records = store.measurements(1, latency=latency, retired=retired)
+                columns = store.measurement_columns(1, latency=latency, retired=retired)
+                assert len(records) > 100 and len(columns["id"]) == len(records)
+                for i, name in enumerate(records[0]._fields):
+                    got = columns[name].tolist()
+                    if name == "value":  # NULL reads as nan in the float column
+                        got = [None if v != v else v for v in got]
+                    assert got == [r[i] for r in records], name
+        assert any(r.retired for r in store.measurements(1, retired=True))
+
+
+def test_load_measurements_equal_the_record_path(scale_db: Path) -> None:
+    with dlbench.load(scale_db) as results:
+        frame = results.measurements()
+        pd.testing.assert_frame_equal(frame, results._measurements_by_record())
+    assert frame["retired"].any() and frame["value"].isna().sum() == 2
+    assert frame.loc[frame["metric"] == "energy", "flag"].tolist() == ["unreliable: short"]
+
+
+def test_latency_percentiles_equal_records_and_raw_sql(scale_db: Path) -> None:
+    with Store(scale_db, readonly=True) as store:
+        columnwise = latency_percentiles_of(store.latency_samples(1))
+        assert columnwise == latency_percentiles(store.latency_calls(1))
+    # Independently: pandas over the raw rows.
+    with sqlite3.connect(scale_db) as db:
+        raw = pd.read_sql(
+            "SELECT t.case_key, m.phase, m.value FROM measurements m JOIN trials t ON t.id=m.trial_id"
+            " WHERE t.status='ok' AND t.retired=0 AND m.warmup=0 AND m.metric='time'"
+            " AND m.phase LIKE 'latency%' AND m.value IS NOT NULL",
+            db,
+        )
+    expected = raw.groupby(["case_key", "phase"])["value"].agg(["size", "median", lambda v: np.percentile(v, 99)])
+    # Every case has an ok trial in one of its two blocks at least: 36 cases, one phase each.
+    assert len(expected) == sum(len(phases) for phases in columnwise.values()) == 36
+    for (key, phase), (n, median, p99) in expected.iterrows():
+        got = columnwise[key][phase]
+        assert got[0] == n and got[1] == pytest.approx(median, rel=1e-12) and got[3] == pytest.approx(p99, rel=1e-12)
+
+
+def test_every_format_unchanged(scale_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The written formats and the console tables, read column-wise and through the
+    records (Store.latency_samples replaced by a grouping of latency_calls' records)."""
+
+    def by_records(store: Store, run_id: int) -> list:
+        pooled: dict = {}
+        for m in store.latency_calls(run_id):
+            if m.metric == "time" and not m.warmup and m.status == "ok" and m.value is not None:
+                pooled.setdefault((m.case_key, m.phase), []).append(m.value)
+        return [(k, p, np.asarray(v)) for (k, p), v in pooled.items()]
+
+    def outputs() -> dict[str, Any]:
+        # One report per path, every written format laid out from it (a report is the
+        # costly part: its bootstraps), the console's tables beside them.
+        with Store(scale_db, readonly=True) as store:
+            report = build_report(store, 1)
+        out: dict[str, Any] = {"console": [(t.title, t.rows) for t in report.console_tables(details=True)]}
+        for fmt in ("markdown", "latex", "csv", "html"):
+            out[fmt] = REGISTRY[fmt].write(report, [], None)
+        return out
+
+    columnwise = outputs()
+    monkeypatch.setattr(Store, "latency_samples", by_records)
+    assert outputs() == columnwise
+    latency = [rows for title, rows in columnwise["console"] if title.startswith("inference latency")]
+    assert latency and len(latency[0]) == 36
