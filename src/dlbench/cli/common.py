@@ -37,14 +37,28 @@ err_console = (
     else SafeConsole(stderr=True, width=_width_off_terminal(), markup=False)
 )
 
+# DLBENCH_DB: a team's shared database (or one file per project) named once in the
+# environment instead of on every command; --db given on the command line still wins.
 DB = Annotated[
     Path,
     typer.Option(
         "--db",
+        envvar="DLBENCH_DB",
+        show_envvar=True,
         help="Results database: an SQLite file, or a shared PostgreSQL database given as a URL, "
         "postgresql://USER@HOST[:PORT]/DATABASE (a password is best kept in ~/.pgpass or PGPASSWORD).",
     ),
 ]
+# The help of a --db that may be repeated (report, study report), whose default is default_db():
+# click would split such an option's variable at ':', which would cut a PostgreSQL URL in pieces.
+DB_DEFAULT_HELP = "Default: $DLBENCH_DB, else dlbench.db."
+
+
+def default_db() -> Path:
+    """The database of a command given no --db: $DLBENCH_DB, else ./dlbench.db (as the DB option)."""
+    return Path(os.environ.get("DLBENCH_DB") or "dlbench.db")
+
+
 # A stored run's own model or data, named again by the user (extend, explain): a
 # database can come from someone else, so the reference it records is never imported.
 NamedModelOpt = Annotated[

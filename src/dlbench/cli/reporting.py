@@ -14,11 +14,13 @@ from dlbench.cli.common import (
     ALPHA_OPT,
     BAND_OPT,
     DB,
+    DB_DEFAULT_HELP,
     EXIT_MISSING,
     FORMAT,
     check_criteria,
     check_output,
     console,
+    default_db,
     err_console,
     fail,
     is_url,
@@ -69,7 +71,9 @@ def report(
     ] = False,
     dbs: Annotated[
         list[Path] | None,
-        typer.Option("--db", help="SQLite results database; repeat it to set machines side by side."),
+        typer.Option(
+            "--db", help=f"SQLite results database; repeat it to set machines side by side. {DB_DEFAULT_HELP}"
+        ),
     ] = None,
     band: BAND_OPT = BAND,
     alpha: ALPHA_OPT = ALPHA,
@@ -89,7 +93,7 @@ def report(
         fail(f"--latex-tables writes LaTeX tables: it needs --format latex (got --format {fmt})")
     check_criteria(band, alpha)
     # The flags are checked first: a bad flag is named before any database is opened.
-    paths = dbs or [Path("dlbench.db")]
+    paths = dbs or [default_db()]
     if out is not None:
         check_output(out, list(paths))
     picked = collect_runs(paths, list(run_ids or []), lambda store: [store.run(None)["id"]])

@@ -11,9 +11,11 @@ import typer
 from dlbench.cli.app import study_app
 from dlbench.cli.common import (
     DB,
+    DB_DEFAULT_HELP,
     FORMAT,
     check_output,
     console,
+    default_db,
     err_console,
     fail,
     invocation,
@@ -160,7 +162,9 @@ def study_report(
     ] = None,
     dbs: Annotated[
         list[Path] | None,
-        typer.Option("--db", help="Results database; repeat to put runs from several machines side by side."),
+        typer.Option(
+            "--db", help=f"Results database; repeat to put runs from several machines side by side. {DB_DEFAULT_HELP}"
+        ),
     ] = None,
     fmt: FORMAT = "console",
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the report to this file.")] = None,
@@ -176,7 +180,7 @@ def study_report(
     if fmt == "console" and out is not None:
         fail("--out needs a written format (markdown, latex or html); console output goes to the terminal")
     study, facts = _study(name)
-    paths = dbs or [Path("dlbench.db")]
+    paths = dbs or [default_db()]
     if out is not None:
         check_output(out, list(paths))
 
