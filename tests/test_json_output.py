@@ -178,9 +178,22 @@ def test_compare_json_flags_the_regression_and_keeps_the_exit_status(db, cli, va
         "exit_status": 1,
     }
     assert doc["a"]["run"] == 1 and doc["b"]["run"] == 2 and doc["criteria"]["quantile"] == 0.5
+    assert doc["a"]["baseline"] is None
     # No regression the other way round: exit 0, and the document says 0.
     back = _json(cli, "compare", "2", "1", "--format", "json", "--db", db)
     assert back["summary"]["regressions"] == 0 and back["summary"]["exit_status"] == 0
+
+
+def test_compare_json_against_a_named_baseline(db, tmp_path, cli, validator):
+    import shutil
+
+    copy = tmp_path / "b.db"  # the module's database stays without baselines
+    shutil.copy(db, copy)
+    cli("baseline", "save", "main", "--run", 1, "--db", copy)
+    result = cli.result("compare", "--baseline", "main", "2", "--format", "json", "--db", copy)
+    assert result.exit_code == 1, result.output
+    doc = _valid(validator, json.loads(result.stdout), "compare")
+    assert doc["a"]["baseline"] == "main" and doc["a"]["run"] == 1 and doc["summary"]["regressions"] == 1
 
 
 def test_compare_json_with_values_missing_exits_3_and_says_why_on_stderr(db, cli, validator):

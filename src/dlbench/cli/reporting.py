@@ -397,6 +397,7 @@ def compare(
         notes = drift_notes(diffs, ra.environment, rb.environment, changes)
         sides = ({"ref": ref, "db": str(st.path), "run": r["id"]} for ref, st, r in ((a, sa, ra), (b, sb, rb)))
         a_side, b_side = sides
+        a_side["baseline"] = baseline  # the named baseline A was read from (compare --baseline NAME), or None
         write_json(compare_document(diffs, a_side, b_side, threshold, alpha, quantile, notes, allow_missing))
         compare_exit(diffs, allow_missing)
     show_table(compare_table(diffs, f"A ({a})", f"B ({b})", threshold, quantile, alpha))
