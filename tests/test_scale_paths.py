@@ -52,6 +52,7 @@ def scale_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
         store.add_measurements(trials[2].id, [Measurement(9, False, "train", "time", 1.25, "s")])
         store.mark_interrupted(run_id)
         store.retire_unfinished(run_id)
+        populate(store, blocks=1, latency=2)  # a second run: load() reads every run into one frame
     return path
 
 
@@ -74,6 +75,8 @@ def test_load_measurements_equal_the_record_path(scale_db: Path) -> None:
     with dlbench.load(scale_db) as results:
         frame = results.measurements()
         pd.testing.assert_frame_equal(frame, results._measurements_by_record())
+        pd.testing.assert_frame_equal(results.measurements(2), results._measurements_by_record(2))
+    assert sorted(set(frame["run_id"])) == [1, 2]
     assert frame["retired"].any() and frame["value"].isna().sum() == 2
     assert frame.loc[frame["metric"] == "energy", "flag"].tolist() == ["unreliable: short"]
 
@@ -86,7 +89,7 @@ def test_latency_percentiles_equal_records_and_raw_sql(scale_db: Path) -> None:
     with sqlite3.connect(scale_db) as db:
         raw = pd.read_sql(
             "SELECT t.case_key, m.phase, m.value FROM measurements m JOIN trials t ON t.id=m.trial_id"
-            " WHERE t.status='ok' AND t.retired=0 AND m.warmup=0 AND m.metric='time'"
+            " WHERE t.run_id=1 AND t.status='ok' AND t.retired=0 AND m.warmup=0 AND m.metric='time'"
             " AND m.phase LIKE 'latency%' AND m.value IS NOT NULL",
             db,
         )

@@ -53,6 +53,7 @@ TRIAL_FIELDS = (
 )
 TRIAL_COLUMNS = ("run_id", "trial_id", "case_key", *TRIAL_FIELDS, *FACTOR_COLUMNS)
 MEASUREMENT_FIELDS = ("repeat", "warmup", "phase", "metric", "value", "unit", "seq", "method", "flag")
+TEXT_FIELDS = ("phase", "metric", "unit", "method", "flag")  # what a kind of value is (Store.measurement_parts)
 MEASUREMENT_COLUMNS = (
     "run_id",
     "trial_id",
@@ -186,6 +187,17 @@ def _frame(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> pd.DataFrame
     return frame
 
 
+def _used(codes: Any, size: int) -> tuple[Any, Any]:
+    """Of codes into a table of `size` entries: the entries used (ascending) and each code
+    renumbered into them, in O(n) (np.unique would sort the million codes)."""
+    import numpy as np
+
+    used = np.flatnonzero(np.bincount(codes, minlength=size))
+    renumber = np.zeros(size, dtype=np.int64)
+    renumber[used] = np.arange(len(used))
+    return used, renumber[codes]
+
+
 # -- the database ---------------------------------------------------------------
 class Results:
     """One database, read-only. Each method takes `run` (None: every run in the file)."""
@@ -260,54 +272,55 @@ class Results:
     def measurements(self, run: int | None = None) -> pd.DataFrame:
         """Every stored value, one row each: warm-ups (warmup True), per-call latencies and
         retired attempts (retired True) included. MEASUREMENT_COLUMNS, then option.*.
-        Read column-wise (Store.measurement_columns): a million rows take seconds, where a
-        dict per row took twenty."""
-        frames = [self._measurement_frame(rid) for rid in self._run_ids(run)]
-        frames = [f for f in frames if len(f)]
-        if not frames:
-            return _frame([], MEASUREMENT_COLUMNS)
-        if len(frames) == 1:
-            return frames[0]
-        options = sorted({c for f in frames for c in f.columns if c.startswith(OPTION_PREFIX)})
-        # The runs' frames as one: an option column typed as _frame types it over every row.
-        rows = pd.concat(frames, ignore_index=True).reindex(columns=[*MEASUREMENT_COLUMNS, *options])
-        for column in options:
-            rows[column] = _one_kind(rows[column].astype(object))
-        return rows
 
-    def _measurement_frame(self, rid: int) -> pd.DataFrame:
-        """One run's measurements() rows, built from arrays: the trial's factors are
-        computed once per trial and spread over its rows by index."""
+        Built column-wise (Store.measurement_parts): what belongs to a trial (its case's
+        factors) is computed once per trial and what belongs to a kind of value (phase,
+        metric, unit, method, flag) once per kind, then spread over the rows by index; a
+        million rows take seconds, where a dict per row took twenty. Each column is typed
+        as _frame types it from the rows (the same values, seen once each)."""
         import numpy as np
 
-        columns = self.store.measurement_columns(rid, latency=True, retired=True)
-        n = len(columns["id"])
-        if n == 0:
+        trial_rows: list[dict[str, Any]] = []
+        text_rows: list[dict[str, Any]] = []
+        columns: dict[str, list[Any]] = {c: [] for c in ("trial", "text", "repeat", "warmup", "value", "seq")}
+        for rid in self._run_ids(run):
+            parts = self.store.measurement_parts(rid, latency=True, retired=True)
+            cases = {t.id: _case_columns(stored_case(t.case)) for t in self.store.trials(rid, retired=True)}
+            # Only the trials and kinds that have rows: a column's type is what its rows hold.
+            used_trials, trial_at = _used(parts["trial"], len(parts["trials"]))
+            used_texts, text_at = _used(parts["text"], len(parts["texts"]))
+            columns["trial"].append(trial_at + len(trial_rows))
+            columns["text"].append(text_at + len(text_rows))
+            for i in used_trials.tolist():
+                t = parts["trials"][i]
+                trial_rows.append(
+                    {
+                        "run_id": rid,
+                        "trial_id": t[0],
+                        "case_key": t[1],
+                        "block": t[2],
+                        "attempt": t[10],
+                        "retired": bool(t[11]),
+                        "status": t[9],
+                        **cases[t[0]],
+                    }
+                )
+            text_rows += [dict(zip(TEXT_FIELDS, parts["texts"][i], strict=True)) for i in used_texts.tolist()]
+            for c in ("repeat", "warmup", "value", "seq"):
+                columns[c].append(parts[c])
+        if not trial_rows:
             return _frame([], MEASUREMENT_COLUMNS)
-        trial_ids, at = np.unique(columns["trial_id"], return_inverse=True)
-        cases = {t.id: _case_columns(stored_case(t.case)) for t in self.store.trials(rid, retired=True)}
-        # The factors typed as _frame types them over the rows: over the trials that have rows.
-        factors = _frame([cases[int(t)] for t in trial_ids], FACTOR_COLUMNS)
-        options = sorted(c for c in factors.columns if c.startswith(OPTION_PREFIX))
-        data: dict[str, Any] = {
-            "run_id": np.full(n, rid, dtype=np.int64),
-            "trial_id": columns["trial_id"],
-            "case_key": columns["case_key"],
-            "block": columns["block"],
-            "attempt": columns["attempt"],
-            "retired": columns["retired"].astype(bool),
-            "status": columns["status"],
-        }
-        for name in (*FACTOR_COLUMNS, *options):
-            data[name] = factors[name].take(at).reset_index(drop=True) if name in factors else np.full(n, None)
-        data.update({c: columns[c] for c in MEASUREMENT_FIELDS})
-        data["warmup"] = columns["warmup"].astype(bool)
-        frame = pd.DataFrame(data, columns=[*MEASUREMENT_COLUMNS, *options])
-        for name in options:
-            frame[name] = _one_kind(frame[name])
-        for name in INTEGER_COLUMNS.intersection(MEASUREMENT_COLUMNS):
-            frame[name] = frame[name].astype("Int64")
-        return frame
+        per_trial = _frame(trial_rows, MEASUREMENT_COLUMNS[:7] + FACTOR_COLUMNS)
+        options = [c for c in per_trial.columns if c.startswith(OPTION_PREFIX)]
+        per_text = pd.DataFrame(text_rows, columns=list(TEXT_FIELDS))
+        at_trial, at_text = np.concatenate(columns["trial"]), np.concatenate(columns["text"])
+        data: dict[str, Any] = {c: per_trial[c].array.take(at_trial) for c in per_trial.columns}
+        data.update({c: per_text[c].array.take(at_text) for c in TEXT_FIELDS})
+        data["repeat"] = pd.array(np.concatenate(columns["repeat"]), dtype="Int64")
+        data["seq"] = pd.array(np.concatenate(columns["seq"]), dtype="Int64")
+        data["warmup"] = np.concatenate(columns["warmup"]).astype(bool)
+        data["value"] = np.concatenate(columns["value"])
+        return pd.DataFrame(data, columns=[*MEASUREMENT_COLUMNS, *options])
 
     def _measurements_by_record(self, run: int | None = None) -> pd.DataFrame:
         """measurements() as it was built before, a dict per stored row: the reference the

@@ -21,7 +21,7 @@ import shlex
 import sqlite3
 import time
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -884,33 +884,101 @@ class Store:
     # use (EXPLAIN QUERY PLAN): trials_run (trials of a run), measurements_trial (the rows
     # of each trial); the order of the record reads is restored with numpy, not by SQL.
 
+    def _chunks(self, sql: str, args: Sequence[Any], size: int = 200_000) -> Iterator[list[Any]]:
+        """The rows of a big read as plain tuples, `size` at a time: a caller turns each
+        batch into arrays, so that a run of 10^7 rows never exists as Python objects at once."""
+        if isinstance(self.db, sqlite3.Connection):
+            cursor = self.db.cursor()
+            cursor.row_factory = None
+            cursor.execute(sql, args)
+            while rows := cursor.fetchmany(size):
+                yield rows
+            return
+        from dlbench.store.postgres import Connection
+
+        assert isinstance(self.db, Connection)
+        yield from self.db.chunks(sql, args, size)
+
     def latency_samples(self, run_id: int) -> list[tuple[str, str, Any]]:
         """The per-call latency values a percentile reads, pooled per case and latency
         phase: (case_key, phase, float64 array) for every case and phase latency_b<B> that
         has any, from the run's current, ok trials, warm-ups and NULL values left out,
-        metric time. The same values latency_calls() gives, filtered in SQL."""
+        metric time. The same values latency_calls() gives, filtered in SQL and read in
+        batches into arrays (memory: 16 bytes a value)."""
         import numpy as np
 
         case_of = dict(
             self._tuples("SELECT id, case_key FROM trials WHERE run_id=? AND retired=0 AND status='ok'", (run_id,))
         )
-        rows = self._tuples(
+        # (case, phase) -> a group number; the values then sort into their groups in numpy.
+        groups: dict[tuple[str, str], int] = {}
+        codes, values = [], []
+        for rows in self._chunks(
             "SELECT m.trial_id, m.phase, m.value FROM measurements m"
             " WHERE m.trial_id IN (SELECT id FROM trials WHERE run_id=? AND retired=0 AND status='ok')"
             f" AND m.warmup=0 AND m.metric='time' AND m.value IS NOT NULL AND {LATENCY_PHASE}",
             (run_id,),
-        )
-        if not rows:
+        ):
+            n = len(rows)
+            codes.append(
+                np.fromiter((groups.setdefault((case_of[r[0]], r[1]), len(groups)) for r in rows), np.int64, n)
+            )
+            values.append(np.fromiter((r[2] for r in rows), np.float64, n))
+        if not groups:
             return []
-        # (case, phase) -> a group number; the values then sort into their groups in numpy.
-        groups: dict[tuple[str, str], int] = {}
-        n = len(rows)
-        code = np.fromiter((groups.setdefault((case_of[r[0]], r[1]), len(groups)) for r in rows), np.int64, n)
-        values = np.fromiter((r[2] for r in rows), np.float64, n)
+        code, value = np.concatenate(codes), np.concatenate(values)
         order = np.argsort(code, kind="stable")
         bounds = np.searchsorted(code[order], np.arange(len(groups) + 1))
-        sorted_values = values[order]
-        return [(key[0], key[1], sorted_values[bounds[i] : bounds[i + 1]]) for key, i in groups.items()]
+        value = value[order]
+        return [(key[0], key[1], value[bounds[i] : bounds[i + 1]]) for key, i in groups.items()]
+
+    def measurement_parts(self, run_id: int, latency: bool = True, retired: bool = False) -> dict[str, Any]:
+        """measurements() encoded, for a reader that builds its own columns: "trials", the
+        run's trials (id, case_key, block, position, framework, variant, model, dataset,
+        batch_size, status, attempt, retired) in execution order; "texts", the distinct
+        (phase, metric, unit, method, flag) of its rows; and per row, in measurements()'s
+        order, "trial" (an index into trials), "text" (an index into texts), "repeat" and
+        "seq" (object: int or None), "warmup" and "id" (int64), "value" (float64, NULL: nan).
+        Read in batches: the Python objects of one batch exist at a time."""
+        import numpy as np
+
+        keep = "" if retired else " AND retired=0"
+        trials = self._tuples(
+            "SELECT id, case_key, block, position, framework, variant, model, dataset, batch_size, status,"
+            f" attempt, retired FROM trials WHERE run_id=?{keep} ORDER BY block, position, attempt, id",
+            (run_id,),
+        )
+        # A row's trial as its place in execution order, found by numpy in the sorted ids.
+        ids = np.array([t[0] for t in trials], dtype=np.int64)
+        by_id = np.argsort(ids)
+        kinds: dict[tuple[Any, ...], int] = {}  # (phase, metric, unit, method, flag) -> its number
+        parts: dict[str, list[Any]] = {c: [] for c in ("trial", "repeat", "warmup", "text", "value", "seq", "id")}
+        for rows in self._chunks(
+            "SELECT m.trial_id, m.repeat, m.warmup, m.value, m.seq, m.id, m.phase, m.metric, m.unit, m.method,"
+            f" m.flag FROM measurements m WHERE m.trial_id IN (SELECT id FROM trials WHERE run_id=?{keep})"
+            + ("" if latency else f" AND NOT {LATENCY_PHASE}"),
+            (run_id,),
+        ):
+            n = len(rows)
+            table = np.empty((n, 6), dtype=object)
+            table[:] = [r[:6] for r in rows]
+            trial_id = table[:, 0].astype(np.int64)
+            parts["trial"].append(by_id[np.searchsorted(ids, trial_id, sorter=by_id)])
+            parts["repeat"].append(table[:, 1])
+            parts["warmup"].append(table[:, 2].astype(np.int64))
+            value = table[:, 3]
+            parts["value"].append(np.where(value == None, np.nan, value).astype(np.float64))  # noqa: E711 (per element)
+            parts["seq"].append(table[:, 4])
+            parts["id"].append(table[:, 5].astype(np.int64))
+            parts["text"].append(np.fromiter((kinds.setdefault(r[6:], len(kinds)) for r in rows), np.int64, n))
+        empty = {"repeat": object, "seq": object, "value": np.float64}
+        col = {c: np.concatenate(v) if v else np.empty(0, dtype=empty.get(c, np.int64)) for c, v in parts.items()}
+        # Execution order: by trial, then by id (the order records are read in).
+        order = np.lexsort((col["id"], col["trial"]))
+        out: dict[str, Any] = {c: v[order] for c, v in col.items()}
+        out["trials"] = trials
+        out["texts"] = list(kinds)
+        return out
 
     def measurement_columns(self, run_id: int, latency: bool = True, retired: bool = False) -> dict[str, Any]:
         """The rows of measurements() as columns: a numpy array per field of
@@ -920,71 +988,42 @@ class Store:
         of str (method and flag: or None)."""
         import numpy as np
 
-        keep = "" if retired else " AND retired=0"
-        trials = self._tuples(
-            "SELECT id, case_key, block, position, framework, variant, model, dataset, batch_size, status,"
-            f" attempt, retired FROM trials WHERE run_id=?{keep} ORDER BY block, position, attempt, id",
-            (run_id,),
-        )
-        # The five text columns come as one text, split once per distinct combination (a
-        # run has a few dozen): a million rows then make one string each, not five.
-        sep, null = "\x1f", "\x1e"
-        text = " || ? || ".join(f"coalesce(m.{c}, ?)" for c in ("phase", "metric", "unit", "method", "flag"))
-        rows = self._tuples(
-            f"SELECT m.trial_id, m.repeat, m.warmup, {text}, m.value, m.seq, m.id FROM measurements m"
-            f" WHERE m.trial_id IN (SELECT id FROM trials WHERE run_id=?{keep})"
-            + ("" if latency else f" AND NOT {LATENCY_PHASE}"),
-            (null, sep, null, sep, null, sep, null, sep, null, run_id),
-        )
-        n = len(rows)
-        table = np.empty((n, 7), dtype=object)
-        if n:
-            table[:] = rows
-        kinds: dict[str, int] = {}
-        kind = np.fromiter((kinds.setdefault(k, len(kinds)) for k in table[:, 3]), np.int64, n)
-        parts = [[None if p == null else p for p in k.split(sep)] for k in kinds] or [[None] * 5]
-        trial_id = table[:, 0].astype(np.int64)
-        # Trial columns by each row's trial: its rank in execution order.
-        rank_of = {t[0]: i for i, t in enumerate(trials)}
-        rank = np.fromiter((rank_of[t] for t in trial_id.tolist()), np.int64, n)
-        ids = table[:, 6].astype(np.int64)
-        order = np.lexsort((ids, rank))
-        rank = rank[order]
-        kind = kind[order]
+        parts = self.measurement_parts(run_id, latency=latency, retired=retired)
+        trials, texts, rank, kind = parts["trials"], parts["texts"] or [(None,) * 5], parts["trial"], parts["text"]
 
-        def trial_column(i: int, dtype: Any) -> Any:
-            column = np.empty(len(trials), dtype=dtype)
-            column[:] = [t[i] for t in trials]
-            return column[rank]
+        def spread(values: list[Any], dtype: Any, at: Any) -> Any:
+            column = np.empty(len(values), dtype=dtype)
+            column[:] = values
+            return column[at]
+
+        def trial_column(i: int, dtype: Any = object) -> Any:
+            return spread([t[i] for t in trials], dtype, rank)
 
         def text_column(i: int) -> Any:
-            column = np.empty(len(parts), dtype=object)
-            column[:] = [p[i] for p in parts]
-            return column[kind]
+            return spread([k[i] for k in texts], object, kind)
 
-        value = table[order, 4]
         return {
-            "trial_id": trial_id[order],
-            "case_key": trial_column(1, object),
+            "trial_id": trial_column(0, np.int64),
+            "case_key": trial_column(1),
             "block": trial_column(2, np.int64),
-            "framework": trial_column(4, object),
-            "variant": trial_column(5, object),
-            "model": trial_column(6, object),
-            "dataset": trial_column(7, object),
+            "framework": trial_column(4),
+            "variant": trial_column(5),
+            "model": trial_column(6),
+            "dataset": trial_column(7),
             "batch_size": trial_column(8, np.int64),
-            "status": trial_column(9, object),
-            "repeat": table[order, 1],
-            "warmup": table[order, 2].astype(np.int64),
+            "status": trial_column(9),
+            "repeat": parts["repeat"],
+            "warmup": parts["warmup"],
             "phase": text_column(0),
             "metric": text_column(1),
-            "value": np.where(value == None, np.nan, value).astype(np.float64),  # noqa: E711 (element-wise)
+            "value": parts["value"],
             "unit": text_column(2),
-            "seq": table[order, 5],
+            "seq": parts["seq"],
             "method": text_column(3),
             "flag": text_column(4),
             "attempt": trial_column(10, np.int64),
             "retired": trial_column(11, np.int64),
-            "id": ids[order],
+            "id": parts["id"],
         }
 
     # -- named baselines (migration 7) --------------------------------------------

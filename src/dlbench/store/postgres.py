@@ -297,6 +297,18 @@ class Connection:
                     cur.executemany(placeholders(sql, True), params)
         return Cursor(None, None, len(params))
 
+    def chunks(self, sql: str, parameters: Sequence[Any], size: int) -> Iterator[list[tuple[Any, ...]]]:
+        """A big read's rows as plain tuples, `size` at a time, through a server-side cursor
+        in a read transaction of its own: neither this process nor libpq ever holds the
+        whole result (10^7 measurements of a shared database), and no Row is built per row."""
+        from psycopg.rows import tuple_row
+
+        with self._errors(), self._conn.transaction():
+            with self._conn.cursor(name="dlbench_chunks", row_factory=tuple_row) as cur:
+                cur.execute(placeholders(sql, True), parameters)
+                while rows := cur.fetchmany(size):
+                    yield rows
+
     def commit(self) -> None:
         if self.in_transaction:
             with self._errors():
