@@ -184,6 +184,7 @@ def test_compare_against_a_baseline_keeps_the_gate_and_refuses_the_same_run(cli,
 
 
 # -- PostgreSQL ------------------------------------------------------------------------
+@pytest.mark.serial  # the PostgreSQL server on a fixed port, as tests/test_store_postgres.py (conftest.SERIAL)
 def test_baselines_on_postgresql_migrate_and_behave_as_on_sqlite(pg_url, tmp_path, cli):  # noqa: F811
     with Store(pg_url, migrations=MIGRATIONS[:6]) as old:
         assert old.version == 6
