@@ -215,6 +215,40 @@ def pytest_configure(config) -> None:
     os.environ.setdefault("XLA_FLAGS", TEST_XLA_FLAGS)
 
 
+# The test files that must run alone (marked `serial`; scripts/test.sh runs them after the
+# rest, in one process): their assertions rest on measured time or on the whole machine,
+# so a second test running beside them could fail them or be failed by them. Every other
+# file runs on both cores. A folder's entry covers the files in it.
+SERIAL: dict[str, str] = {
+    "tests/explain/": "verdicts on measured gaps and profiled sums against timed steps",
+    "tests/faults/": "signals at measured moments of a trial, timeouts, a full disk",
+    "tests/test_busy.py": "the busy-machine detector reads this machine's load",
+    "tests/test_compare.py": "identical runs must show no difference, a slowed one a regression",
+    "tests/test_adaptive.py": "the stopping rule watches measured intervals narrow",
+    "tests/test_telemetry.py": "samplers read this process's and the machine's CPU",
+    "tests/test_runner_faults.py": "trial timeouts",
+    "tests/test_resume.py": "interrupted runs, resumed",
+    "tests/test_executor_slurm.py": "a machine-wide service; counts every dlbench worker on the machine",
+    "tests/test_executor_ray.py": "a local Ray cluster on fixed ports",
+    "tests/test_executor_ray_nodes.py": "a local Ray cluster on fixed ports",
+    "tests/test_store_postgres.py": "a PostgreSQL server on a fixed port",
+    "tests/test_distributed.py": "several worker processes per trial, rendezvous timeouts",
+    "tests/test_distributed_runs.py": "several worker processes per trial, rendezvous timeouts",
+    "tests/test_distributed_faults.py": "a hung rank found by a timeout",
+    "tests/test_dist_torch.py": "several worker processes per trial, rendezvous timeouts",
+    "tests/test_dist_tensorflow.py": "several worker processes per trial, rendezvous timeouts",
+    "tests/test_dist_jax.py": "several worker processes per trial, rendezvous timeouts",
+}
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    root = Path(str(config.rootpath))
+    for item in items:
+        where = Path(str(item.path)).relative_to(root).as_posix()
+        if any(where == key or (key.endswith("/") and where.startswith(key)) for key in SERIAL):
+            item.add_marker(pytest.mark.serial)
+
+
 @pytest.hookimpl(trylast=True)  # after pytest's own teardown has finished the module's fixtures
 def pytest_runtest_teardown(item, nextitem) -> None:
     """At the end of each test module, collect and freeze what is left.
