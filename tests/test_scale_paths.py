@@ -10,8 +10,13 @@ percentiles are also checked against pandas over the raw SQL rows.
 
 from __future__ import annotations
 
+import glob
+import os
 import sqlite3
+import subprocess
 import sys
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -127,3 +132,47 @@ def test_every_format_unchanged(scale_db: Path, monkeypatch: pytest.MonkeyPatch)
     assert outputs() == columnwise
     latency = [rows for title, rows in columnwise["console"] if title.startswith("inference latency")]
     assert latency and len(latency[0]) == 36
+
+
+# PostgreSQL: a throwaway server of this module's own (port and folder apart from
+# tests/test_store_postgres.py's, so that the two files never stop each other's server).
+PG_PORT = 55433
+PG_DIR = "/tmp/dlbench-pg-scale"
+
+
+@pytest.fixture(scope="module")
+def pg_url() -> Iterator[str]:
+    pytest.importorskip("psycopg", reason="psycopg 3 is not installed (pip install -r requirements-cluster.txt)")
+    if os.geteuid() != 0 and not glob.glob("/usr/lib/postgresql/*/bin/postgres"):
+        pytest.skip("no PostgreSQL server installed and not root to install it (scripts/services/postgres.sh up)")
+    import psycopg
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "services" / "postgres.sh"
+    env = {**os.environ, "DLBENCH_PG_PORT": str(PG_PORT), "DLBENCH_PG_DIR": PG_DIR}
+    up = subprocess.run(["bash", str(script), "up"], capture_output=True, text=True, timeout=600, env=env)
+    assert up.returncode == 0, f"postgres.sh up failed:\n{up.stdout}\n{up.stderr}"
+    server = f"postgresql://postgres@127.0.0.1:{PG_PORT}"
+    name = f"dlbench_scale_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    yield f"{server}/{name}"
+    subprocess.run(["bash", str(script), "down"], capture_output=True, text=True, timeout=120, env=env)
+
+
+def test_postgres_reads_column_wise_as_records(pg_url: str) -> None:
+    """The batched server-side reads give what the record reads give, on PostgreSQL."""
+    with Store(pg_url) as store:
+        populate(store, blocks=1, latency=3)
+        store.add_measurements(store.trials(1)[0].id, [Measurement(None, False, "train", "x", None, "s", flag="f")])
+        populate(store, blocks=1, latency=2)
+    with Store(pg_url, readonly=True) as store:
+        assert latency_percentiles_of(store.latency_samples(1)) == latency_percentiles(store.latency_calls(1))
+        records = store.measurements(1)
+        columns = store.measurement_columns(1)
+        for i, name in enumerate(records[0]._fields):
+            got = [None if v != v else v for v in columns[name].tolist()] if name == "value" else columns[name].tolist()
+            assert got == [r[i] for r in records], name
+    with dlbench.load(pg_url) as results:
+        frame = results.measurements()
+        pd.testing.assert_frame_equal(frame, results._measurements_by_record())
+    assert len(frame) == 2 * 36 * 6 * 7 + 36 * 6 * 3 + 36 * 6 * 2 + 1

@@ -282,6 +282,14 @@ class SeriesPoint(NamedTuple):
         return _by_column(self, key)
 
 
+# The methods above say what mypy checks; at run time row["name"] calls the shared
+# function itself, not a method that calls it: one Python call less per read (measured on
+# the 2-core VM: 0.36-0.47 us -> 0.33 us), and a report reads a 10^6-measurement run's
+# records by column about 10^7 times.
+for _kind in (MeasurementRecord, LatencyCall, SeriesPoint):
+    _kind.__getitem__ = _by_column  # type: ignore[method-assign]
+
+
 # -- building records from stored rows ------------------------------------------------
 def run_record(row: Any, where: str) -> RunRecord:
     """A runs row (sqlite3.Row, a PostgreSQL Row or a mapping) as a RunRecord; `where`
