@@ -45,11 +45,23 @@ def verifier(spec: Any, framework: str, arrays: Any) -> Callable[[Any], None] | 
     from dlbench.frameworks import load
 
     hooks_path = registry.framework(framework).conformance
-    if spec.builtin or hooks_path is None or spec.task not in ("classify", "regress", "next-token"):
+    if spec.builtin or hooks_path is None or spec.task not in ("classify", "regress", "next-token", "multi-output"):
         return None
     hooks = load(hooks_path)
     x = inputs.apply(np.ascontiguousarray, inputs.take(arrays.train.x, slice(None, 2)))
     sample = arrays.input_shape
+    if spec.heads:  # several named outputs: a dict of them, each of its head's shape
+        from dlbench import heads
+
+        def verify_heads(trainer: Any) -> None:
+            problem = heads.output_problem(spec, hooks.forward(trainer, x), 2, arrays.num_classes)
+            if problem:
+                raise OutputShapeError(
+                    f"model {spec.name}: the {framework} network {problem}: check the builder's heads and the "
+                    "second argument it is given (name -> classes or K)"
+                )
+
+        return verify_heads
     want, words = expected(spec.task, int(arrays.num_classes), sample if isinstance(sample, tuple) else (0,))
 
     def verify(trainer: Any) -> None:

@@ -7,7 +7,8 @@ of a case are independent samples of accuracy as well as of time), then
     build      construct model + optimizer             (timed, untimed data)
     compile    trace/compile + one step, state restored (timed apart)
     train      the configured epochs or steps          (timed)
-    accuracy   top-1 on the whole test split           (not timed)
+    accuracy   top-1 on the whole test split           (not timed; the task's quality,
+               per head "<metric>/<head>" for a model of several outputs)
     infer      passes over the test set at batch B     (timed per pass; throughput)
     latency    single batches at B and at 1, one call at a time (each timed)
 
@@ -169,8 +170,14 @@ def run_repeat(
     else:
         add("train", "throughput", n_train / seconds if seconds > 0 else None, "samples/s")
 
-    metric, unit = spec.quality
-    add("accuracy", metric, float(trainer.evaluate()), unit)
+    quality = trainer.evaluate()
+    if spec.heads:  # several named outputs: each head's quality, its metric naming the head ("mse/price")
+        for head in spec.heads:
+            metric, unit = spec.head_quality(head)
+            add("accuracy", metric, float(quality[head]), unit)
+    else:
+        metric, unit = spec.quality
+        add("accuracy", metric, float(quality), unit)
     test_loss = getattr(trainer, "test_loss", None)
     if spec.task == "next-token" and callable(test_loss):
         # Perplexity: exp of the mean cross-entropy per token over the test set.

@@ -165,11 +165,40 @@ def synthetic_sample(exp: Experiment, spec: Any, options: dict[str, Any], size: 
 TASK_TARGETS = {"classify": ("classes",), "regress": ("values", "classes"), "next-token": ("next-token",)}
 
 
+def heads_reason(spec: Any, dataset: str, held: str, heads: dict[str, str]) -> str | None:
+    """Why a model of several outputs cannot learn from this dataset's targets (or a model
+    of one output from a dataset of several), or None: the heads by name, each's targets."""
+    if spec.task != "multi-output":
+        return (
+            f"{spec.name} has one output; {dataset} holds one y per named output ({', '.join(heads)}): give it "
+            "y_train, y_test, or declare outputs={name: task} in dlbench.Model"
+        )
+    if held != "heads":
+        return (
+            f"{spec.name} has outputs {', '.join(spec.heads)}; {dataset} holds one y: save y_train_<name> and "
+            "y_test_<name> for each output"
+        )
+    if set(heads) != set(spec.heads):
+        return f"{spec.name} has outputs {', '.join(spec.heads)}; {dataset}'s are {', '.join(heads)}"
+    for head, task in spec.heads.items():
+        if heads[head] not in TASK_TARGETS[task]:
+            return (
+                f"{spec.name}'s output {head} is a {task} head; {dataset}'s y_train_{head} holds float regression "
+                "targets: give it integer class ids (N,)"
+            )
+    return None
+
+
 def task_reason(spec: Any, dataset: str, sources: Any) -> str | None:
     """Why the model's task cannot learn from this dataset's labels, or None."""
-    if dataset == "synthetic" or spec.task not in TASK_TARGETS:
+    if dataset == "synthetic" and spec.task == "multi-output":
+        return f"{spec.name} has outputs {', '.join(spec.heads)}; synthetic data has one: give it a .npz of yours"
+    if dataset == "synthetic" or (spec.task not in TASK_TARGETS and spec.task != "multi-output"):
         return None
-    held = registry.dataset(dataset, sources).targets
+    data = registry.dataset(dataset, sources)
+    held = data.targets
+    if spec.task == "multi-output" or held == "heads":
+        return heads_reason(spec, dataset, held, dict(data.head_targets))
     if held in TASK_TARGETS[spec.task]:
         return None
     said = {

@@ -41,6 +41,8 @@ USER_INPUTS = {
 USER_INPUT_KINDS = tuple(USER_INPUTS)
 USER_TASKS = ("classify", "regress", "next-token")
 USER_LOSSES = tuple(dict.fromkeys(loss for task in USER_TASKS for loss in TASK_LOSSES[task]))
+HEADS_TASK = "multi-output"  # dlbench.heads.TASK (not imported: numpy stays out of the parent's import)
+HEAD_TASKS = ("classify", "regress")
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
 MODULE_ATTR = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 
@@ -100,14 +102,69 @@ def _input_check(kind: str, input_shape: Shape | None) -> Callable[[Any], str | 
     return check
 
 
+def _heads(
+    said: str,
+    task: str | None,
+    outputs: Mapping[str, str] | None,
+    loss: str | Mapping[str, str] | None,
+    weights: Mapping[str, float] | None,
+) -> tuple[dict[str, str], dict[str, str], dict[str, float]]:
+    """(head -> task, head -> loss, head -> weight) of a model of several outputs, all
+    empty for one output; a declaration that does not fit is a ValueError naming the head."""
+    from dlbench.datasets.inputs import NAME as HEAD_NAME
+
+    if outputs is None:
+        if weights is not None:
+            raise ValueError(f"{said}: loss_weights weigh the heads of outputs={{head: task}}; one output here")
+        return {}, {}, {}
+    if task is not None:
+        raise ValueError(f"{said}: give task (one output) or outputs (several heads, each with its task), not both")
+    if not isinstance(outputs, Mapping) or not outputs:
+        raise ValueError(f"{said}: outputs maps at least one head name to its task ({' or '.join(HEAD_TASKS)})")
+    heads: dict[str, str] = {}
+    for head, head_task in outputs.items():
+        if not isinstance(head, str) or not HEAD_NAME.fullmatch(head):
+            raise ValueError(
+                f"{said}: output name {head!r}: a lowercase letter, then lowercase letters, digits or _ "
+                "(the dataset's arrays are y_train_<name>, y_test_<name>)"
+            )
+        if head_task not in HEAD_TASKS:
+            raise ValueError(f"{said}: output {head}: task {head_task!r}; allowed: {', '.join(HEAD_TASKS)}")
+        heads[head] = head_task
+    if isinstance(loss, str):
+        raise ValueError(
+            f"{said}: loss {loss!r}: a model of several outputs takes loss as a mapping head -> loss, e.g. "
+            f"{{{next(iter(heads))!r}: {TASK_LOSSES[next(iter(heads.values()))][0]!r}}}"
+        )
+    given = dict(loss or {})
+    for head, head_loss in given.items():
+        if head not in heads:
+            raise ValueError(f"{said}: loss[{head!r}]: no such output (outputs: {', '.join(heads)})")
+        if head_loss not in TASK_LOSSES[heads[head]]:
+            raise ValueError(
+                f"{said}: output {head}: loss {head_loss!r} does not fit task {heads[head]!r}; "
+                f"allowed: {', '.join(TASK_LOSSES[heads[head]])}"
+            )
+    losses = {head: given.get(head, TASK_LOSSES[head_task][0]) for head, head_task in heads.items()}
+    weighed = dict(weights or {})
+    for head, weight in weighed.items():
+        if head not in heads:
+            raise ValueError(f"{said}: loss_weights[{head!r}]: no such output (outputs: {', '.join(heads)})")
+        if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 < weight < float("inf"):
+            raise ValueError(f"{said}: output {head}: loss weight {weight!r}; a weight is a positive finite number")
+    return heads, losses, {head: float(weighed.get(head, 1.0)) for head in heads}
+
+
 def Model(  # noqa: N802 - a constructor, named like the class it stands for
     name: str,
     builders: Mapping[str, Callable[..., Any] | str],
     *,
     input_kind: str | Mapping[str, str] = "image",
     input_shape: Shape | Mapping[str, Shape] | None = None,
-    task: str = "classify",
-    loss: str | None = None,
+    task: str | None = None,
+    outputs: Mapping[str, str] | None = None,
+    loss: str | Mapping[str, str] | None = None,
+    loss_weights: Mapping[str, float] | None = None,
     losses: Mapping[str, Callable[..., Any] | str] | None = None,
     options: Mapping[str, Any] | None = None,
     option_ranges: Mapping[str, OptionRange] | None = None,
@@ -129,7 +186,12 @@ def Model(  # noqa: N802 - a constructor, named like the class it stands for
     for float targets (N, K); the builder's second argument is K; loss "mse" or "mae") or "next-token" (logits (N, T,
     vocab) for token ids; the second argument is the vocabulary); loss: the task's
     (None: cross-entropy, or mse for regress; for regress also the error reported as
-    quality); losses: framework -> your own training loss there, a function or
+    quality); outputs: several named outputs instead of one task, head name -> "classify"
+    or "regress" (the dataset's y_train_<name>, y_test_<name>; the builder's second
+    argument is then name -> classes or K, and the network returns name -> output);
+    loss is then head -> its loss (heads left out take their task's default) and
+    loss_weights head -> its weight (default 1) in the training loss, the weighted
+    sum of the heads' batch-mean losses; losses: framework -> your own training loss there, a function or
     "module:function" called as loss(outputs, targets) -> the batch's mean in that
     framework's tensors (give one for every framework with a builder: the same
     objective in each is yours to keep); input_shape:
@@ -168,12 +230,17 @@ def Model(  # noqa: N802 - a constructor, named like the class it stands for
             if kind not in USER_INPUT_KINDS:
                 raise ValueError(f"{said}: input {input_name}: kind {kind!r}; allowed: {USER_INPUT_KINDS}")
         input_kind = "named"
-    for what, value, allowed in (
-        ("input_kind", input_kind, (*USER_INPUT_KINDS, "named")),
-        ("task", task, USER_TASKS),
-    ):
+    for what, value, allowed in (("input_kind", input_kind, (*USER_INPUT_KINDS, "named")),):
         if value not in allowed:
             raise ValueError(f"{said}: {what} {value!r} is not supported for your own models; allowed: {allowed}")
+    heads, head_losses, weights = _heads(said, task, outputs, loss, loss_weights)
+    if heads:
+        task, loss = HEADS_TASK, TASK_LOSSES[HEADS_TASK][0]
+    task = "classify" if task is None else task
+    if task not in (*USER_TASKS, HEADS_TASK) or (task == HEADS_TASK and not heads):
+        raise ValueError(f"{said}: task {task!r} is not supported for your own models; allowed: {USER_TASKS}")
+    if not isinstance(loss, str | None):
+        raise ValueError(f"{said}: loss as a mapping head -> loss needs outputs={{head: task}}")
     loss = TASK_LOSSES[task][0] if loss is None else loss
     if loss not in TASK_LOSSES[task]:
         raise ValueError(f"{said}: loss {loss!r} does not fit task {task!r}; allowed: {TASK_LOSSES[task]}")
@@ -225,6 +292,9 @@ def Model(  # noqa: N802 - a constructor, named like the class it stands for
         inputs=kinds,
         task=task,
         loss=loss,
+        heads=heads,
+        head_losses=head_losses,
+        loss_weights=weights,
         option_ranges=dict(option_ranges or {}),
         option_choices=dict(option_choices or {}),
         builders=dict(builders),

@@ -239,16 +239,38 @@ def load_arrays(case: Case, protocol: ProtocolSpec) -> Any:
         arrays.test.head(case.test_samples),
         arrays.num_classes,
     )
-    return as_targets(arrays, registry.model(case.model).task)
+    spec = registry.model(case.model)
+    return as_targets(arrays, spec.task, spec.heads)
 
 
-def as_targets(arrays: Any, task: str) -> Any:
+def as_targets(arrays: Any, task: str, heads: Any = None) -> Any:
     """A regression model's targets as float32 (N, K): class ids, integers as stored
-    (counts, ratings), become one target each (plan.task_reason allowed that pairing)."""
+    (counts, ratings), become one target each (plan.task_reason allowed that pairing);
+    so too each regress head of a model of several outputs (`heads`: head -> task)."""
     import numpy as np
 
     from dlbench.datasets.arrays import Arrays, ArraySplit
 
+    if heads:
+        if not isinstance(arrays.train.y, dict) or set(arrays.train.y) != set(heads):
+            held = ", ".join(arrays.train.y) if isinstance(arrays.train.y, dict) else "one y"
+            raise ValueError(
+                f"the model's outputs are {', '.join(heads)}; the data's are {held}: save y_train_<name> and "
+                "y_test_<name> for each output"
+            )
+
+        def per_head(split: Any) -> Any:
+            y = {
+                h: a.astype(np.float32).reshape(len(a), -1) if heads[h] == "regress" and a.dtype != np.float32 else a
+                for h, a in split.y.items()
+            }
+            return ArraySplit(split.x, y)
+
+        train = per_head(arrays.train)
+        classes = {
+            h: int(train.y[h].shape[1]) if heads[h] == "regress" else arrays.num_classes[h] for h in arrays.train.y
+        }
+        return Arrays(arrays.name, train, per_head(arrays.test), classes)
     if task != "regress" or arrays.train.y.dtype == np.float32:
         return arrays
 
@@ -441,6 +463,11 @@ def _measure(
         manifest["loss_curve_steps"] = protocol.loss_curve
     model_spec = registry.model(case.model)
     manifest["task"], manifest["loss"] = model_spec.task, model_spec.loss
+    if model_spec.heads:  # several named outputs: each head's task, loss and weight in the summed loss
+        manifest["outputs"] = {
+            head: {"task": task, "loss": model_spec.head_losses[head], "weight": model_spec.loss_weights[head]}
+            for head, task in model_spec.heads.items()
+        }
     own_loss = model_spec.losses.get(case.framework)
     if own_loss is not None:  # the training objective is the user's (the quality metric is the task's)
         manifest["loss_function"] = own_loss if isinstance(own_loss, str) else _qualified(own_loss)

@@ -130,7 +130,7 @@ def comparison_groups(
 ) -> list[Groups]:
     """For every comparison set and metric (default: the timed ones), the samples of each
     framework, paired by block where the paired test can decide (pair_by_block)."""
-    metrics = TIMED if metrics is None else metrics
+    metrics = TIMED if metrics is None else with_heads(metrics, measurements)
     cases = {t["case_key"]: stored_case(trial_record(t).case) for t in trials}
     # One pass over the measurements per metric, not one per comparison set.
     by_metric = {(phase, metric): samples(trials, measurements, phase, metric) for phase, metric, _ in metrics}
@@ -186,6 +186,16 @@ def within_run(
 # in its own direction (analysis.quality). ACCURACY: the name the callers knew it by.
 QUALITY = quality.comparison_metrics()
 ACCURACY = QUALITY
+
+
+def with_heads(metrics: tuple[tuple[str, str, str], ...], measurements: Rows) -> tuple[tuple[str, str, str], ...]:
+    """`metrics` and, where it holds the quality metrics (QUALITY), the quality metric of
+    each head of a model of several outputs found in `measurements` ("mse/price",
+    "test MSE (price)"): the heads are named by the user, so the data says which exist."""
+    if not any(m in QUALITY for m in metrics):
+        return metrics
+    keys = {(m["phase"], m["metric"]) for m in measurements if m["phase"] == quality.PHASE}
+    return (*metrics, *(m for m in quality.comparison_metrics(keys) if m not in metrics))
 
 
 @dataclass(frozen=True)
@@ -354,8 +364,9 @@ def run_vs_run(
     b_by_match = {match_key(stored_case(trial_record(t).case)): t["case_key"] for t in b_trials}
     alternated = blocks_alternated(a_trials, b_trials)
     out = []
-    for phase, metric, name in (*TIMED, *QUALITY) if with_quality else TIMED:
-        q = quality.quality(phase, metric) if (phase, metric, name) in QUALITY else None
+    compared = with_heads((*TIMED, *QUALITY), [*a_measurements, *b_measurements]) if with_quality else TIMED
+    for phase, metric, name in compared:
+        q = quality.quality(phase, metric) if with_quality else None
         sa = samples(a_trials, a_measurements, phase, metric)
         sb = samples(b_trials, b_measurements, phase, metric)
         if not sa and not sb:

@@ -6,7 +6,10 @@ metric its task defines (the storage contract):
 - classify: "accuracy" (fraction), higher is better, shown in %;
 - regress: "mse" (squared target units) or "mae" (target units), the test-set error
   under the model's loss, lower is better, shown as plain numbers;
-- next-token: "accuracy" (token accuracy, fraction) and "perplexity", lower is better.
+- next-token: "accuracy" (token accuracy, fraction) and "perplexity", lower is better;
+- several named outputs: each head's metric of its task, named "<metric>/<head>"
+  ("accuracy/kind", "mse/price"), declared as its base metric is (direction, unit,
+  display), labelled with the head: "accuracy (kind)", "test MSE (price)".
 
 The comparisons, the answer, the tables, the CSV, the figures and `dlbench compare`
 read the label, the display and above all the direction from here, so that a lower
@@ -17,7 +20,10 @@ added here once.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from functools import cache
 
 PHASE = "accuracy"  # the phase every quality row is stored under, whatever the task
 
@@ -127,19 +133,72 @@ _BY_LABEL = {q.label: q for q in QUALITY}
 assert len(_BY_METRIC) == len(_BY_LABEL) == len(QUALITY), "quality metrics and labels must be unique"
 
 
+# A head's metric: "<base metric>/<head>" (dlbench.heads), the head an output's name.
+HEAD_SEPARATOR = "/"
+_HEAD = re.compile(r"[a-z][a-z0-9_]{0,31}")
+
+
+@cache
+def _for_head(base: Quality, head: str) -> Quality:
+    """A head's quality: the base metric's direction, unit and display, its label naming
+    the head ("test MSE (price)"), and so its verdicts ("has the lowest test MSE (price)")."""
+    label = f"{base.label} ({head})"
+
+    def said(phrase: str) -> str:
+        if base.label in phrase:
+            return phrase.replace(base.label, label)
+        stem, here = (phrase[: -len(" here")], " here") if phrase.endswith(" here") else (phrase, "")
+        return f"{stem} on {head}{here}"
+
+    return replace(
+        base,
+        metric=f"{base.metric}{HEAD_SEPARATOR}{head}",
+        label=label,
+        leader=said(base.leader),
+        no_leader=said(base.no_leader),
+    )
+
+
 def quality(phase: str, metric: str) -> Quality | None:
-    """The declaration of a stored (phase, metric), or None when it is no quality metric."""
-    return _BY_METRIC.get(metric) if phase == PHASE else None
+    """The declaration of a stored (phase, metric), or None when it is no quality metric;
+    a head's metric ("mse/price") resolves to its base metric's, labelled with the head."""
+    if phase != PHASE:
+        return None
+    if metric in _BY_METRIC:
+        return _BY_METRIC[metric]
+    base, sep, head = metric.partition(HEAD_SEPARATOR)
+    if sep and base in _BY_METRIC and _HEAD.fullmatch(head):
+        return _for_head(_BY_METRIC[base], head)
+    return None
 
 
 def by_label(label: str) -> Quality | None:
-    """The declaration a comparison names by its label ("test MSE"), or None (a time)."""
-    return _BY_LABEL.get(label)
+    """The declaration a comparison names by its label ("test MSE", "test MSE (price)"),
+    or None (a time)."""
+    if label in _BY_LABEL:
+        return _BY_LABEL[label]
+    match = re.fullmatch(r"(.+) \(([a-z][a-z0-9_]{0,31})\)", label)
+    if match and match.group(1) in _BY_LABEL:
+        return _for_head(_BY_LABEL[match.group(1)], match.group(2))
+    return None
 
 
-def comparison_metrics() -> tuple[tuple[str, str, str], ...]:
-    """(phase, metric, label) of every quality metric, in the form the comparisons take."""
-    return tuple((PHASE, q.metric, q.label) for q in QUALITY)
+def present(keys: Iterable[tuple[str, str]]) -> tuple[Quality, ...]:
+    """Every declared quality metric, then the heads' metrics found among `keys` (the
+    (phase, metric) pairs a set of results holds), each head's after its base metric's
+    order and by head name: what a reader shows, the static list alone missing the heads."""
+    found = {q.metric: q for phase, metric in keys if (q := quality(phase, metric)) is not None}
+    heads = sorted(
+        (q for name, q in found.items() if name not in _BY_METRIC),
+        key=lambda q: (QUALITY.index(_BY_METRIC[q.metric.partition(HEAD_SEPARATOR)[0]]), q.metric),
+    )
+    return (*QUALITY, *heads)
+
+
+def comparison_metrics(keys: Iterable[tuple[str, str]] = ()) -> tuple[tuple[str, str, str], ...]:
+    """(phase, metric, label) of every quality metric, in the form the comparisons take;
+    with `keys` (the (phase, metric) pairs present) also the heads' metrics among them."""
+    return tuple((PHASE, q.metric, q.label) for q in present(keys))
 
 
 def for_task(task: str) -> tuple[Quality, ...]:

@@ -79,6 +79,8 @@ SEQUENCE_DESCENT = 0.7
 # the held-out MSE must fall below REGRESSION_SHARE of the MSE of predicting the fixed
 # batch's mean target, which a network that ignores its input cannot beat.
 REGRESSION_SHARE = 0.8
+# A model of several named outputs: the targets per regress head in the check's data.
+HEAD_TARGETS = 2
 
 
 def learning_bar(classes: int, n: int) -> float:
@@ -115,6 +117,31 @@ def learned(
         )
     ok = losses[-1] < SEQUENCE_DESCENT * losses[0]
     return ok, f"{fall} ({'below' if ok else 'needs below'} {SEQUENCE_DESCENT:.0%} of the first)"
+
+
+def learned_heads(
+    losses: list[float],
+    heads: Mapping[str, str],
+    classes: Mapping[str, int],
+    before: Mapping[str, Any] | None,
+    after: Mapping[str, Any] | None,
+) -> tuple[bool, str]:
+    """The rule above for a model of several named outputs: the fixed-batch loss is the
+    total (the weighted sum of the heads' losses); each head is judged on the held-out
+    batch by its task's rule (classify: accuracy above chance and its start; regress:
+    MSE below REGRESSION_SHARE of the fixed batch mean's), and the network learns when
+    every head does."""
+    if not losses:
+        return False, "no steps"
+    fall = f"fixed-batch total loss {losses[0]:.4g} -> {losses[-1]:.4g} in {len(losses)} Adam steps"
+    if before is None or after is None:
+        return False, f"{fall}; no held-out score (the outputs are not (N, classes) / (N, K) per head)"
+    verdicts = {
+        head: learned(losses, classes[head] if task == "classify" else 0, before[head], after[head])
+        for head, task in heads.items()
+    }
+    said = "; ".join(f"{head}: {text.partition('; ')[2]}" for head, (_, text) in verdicts.items())
+    return all(ok for ok, _ in verdicts.values()), f"{fall}; {said}"
 
 
 def _diagnosis(p: Mapping[str, Any], classes: int) -> str:
@@ -155,6 +182,9 @@ class CheckReport:
     probes: dict[str, dict[str, Any]] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
+    # head -> classes or K of a model of several named outputs (empty for one output).
+    heads: dict[str, int] = field(default_factory=dict)
+    head_tasks: dict[str, str] = field(default_factory=dict)  # head -> classify or regress
 
     @property
     def built(self) -> list[str]:
@@ -286,7 +316,10 @@ def check(
         else:
             shape = defaults.get(spec.input_kind, (28, 28, 1))
     shape = {k: tuple(v) for k, v in shape.items()} if isinstance(shape, Mapping) else tuple(shape)
-    report = CheckReport(spec.name, shape, classes)
+    # Several named outputs: each classify head gets `classes`, each regress head
+    # HEAD_TARGETS targets (the learnable data of dlbench.conformance.probe.heads_arrays).
+    head_classes = {h: classes if t == "classify" else HEAD_TARGETS for h, t in spec.heads.items()}
+    report = CheckReport(spec.name, shape, classes, heads=head_classes, head_tasks=dict(spec.heads))
     runnable = []
     for fw in frameworks:
         info = registry.framework(fw)
@@ -308,7 +341,7 @@ def check(
         "model": spec.name,
         "sources": dict(sources or {}),
         "shape": {k: list(v) for k, v in shape.items()} if isinstance(shape, dict) else list(shape),
-        "classes": classes,
+        "classes": head_classes or classes,
         "options": dict(options or {}),
         "x": {k: v.tolist() for k, v in x.items()} if isinstance(x, dict) else x.tolist(),
         "vocab": vocab,
@@ -342,7 +375,12 @@ def _judge_learning(report: CheckReport, fw: str, p: Mapping[str, Any], classes:
         )
         return
     losses = [*p["losses"], *p.get("more_losses", [])]
-    ok, numbers = learned(losses, classes, p.get("held_out_before"), p.get("held_out_after"))
+    if report.heads:
+        ok, numbers = learned_heads(
+            losses, report.head_tasks, report.heads, p.get("held_out_before"), p.get("held_out_after")
+        )
+    else:
+        ok, numbers = learned(losses, classes, p.get("held_out_before"), p.get("held_out_after"))
     report.findings.append(
         Finding("loss falls", ok, f"{fw}: {numbers}" + ("" if ok else f": {_diagnosis(p, classes)}"))
     )
@@ -379,11 +417,17 @@ def _judge(report: CheckReport, classes: int) -> None:
     )
     for fw, p in probes.items():
         shape = p["output_shape"]
-        if p.get("task", "classify") in ("classify", "regress"):
+        if report.heads:
+            want = ", ".join(f"{h} [3, {k}]" for h, k in report.heads.items())
+            fits = isinstance(shape, dict) and shape == {h: [3, k] for h, k in report.heads.items()}
+            got = ", ".join(f"{h} {v}" for h, v in shape.items()) if isinstance(shape, dict) else f"one {shape}"
+            report.findings.append(Finding("output shape", fits, f"{fw}: outputs {got} for {want}"))
+        elif p.get("task", "classify") in ("classify", "regress"):
             want, fits = f"[3, {classes}]", shape == [3, classes]
         else:  # per position: (3, ..., classes)
             want, fits = f"[3, ..., {classes}]", len(shape) >= 2 and shape[0] == 3 and shape[-1] == classes
-        report.findings.append(Finding("output shape", fits, f"{fw}: logits {shape} for {want}"))
+        if not report.heads:
+            report.findings.append(Finding("output shape", fits, f"{fw}: logits {shape} for {want}"))
         _judge_learning(report, fw, p, classes)
         same = np.allclose(p["repeat_losses"], p["losses"][: len(p["repeat_losses"])], rtol=1e-5, atol=1e-7)
         if p["losses"]:
@@ -419,18 +463,35 @@ def _judge(report: CheckReport, classes: int) -> None:
             )
         )
         return
-    logits = {fw: np.asarray(c["logits"]) for fw, c in copies.items()}
-    ref_fw = next(iter(logits))
-    ref = logits[ref_fw]
-    scale = max(1.0, float(np.abs(ref).max()))
-    diffs = {fw: float(np.abs(v - ref).max()) for fw, v in logits.items() if fw != ref_fw}
+    ref_fw = next(iter(copies))
+    if report.heads:  # each head's outputs compared, the largest difference a framework's
+        if any(not isinstance(c["logits"], dict) or set(c["logits"]) != set(report.heads) for c in copies.values()):
+            return  # the output shape finding says which heads are missing
+        per_head = {h: ({fw: np.asarray(c["logits"][h]) for fw, c in copies.items()}) for h in report.heads}
+        scale = max(1.0, *(float(np.abs(v[ref_fw]).max()) for v in per_head.values()))
+        by_head = {
+            fw: {h: float(np.abs(v[fw] - v[ref_fw]).max()) for h, v in per_head.items()}
+            for fw in copies
+            if fw != ref_fw
+        }
+        diffs = {fw: max(d.values()) for fw, d in by_head.items()}
+        text = ", ".join(
+            f"{fw} max |Δ| {diffs[fw]:.2g} ({', '.join(f'{h} {d:.2g}' for h, d in by_head[fw].items())})"
+            for fw in by_head
+        )
+    else:
+        logits = {fw: np.asarray(c["logits"]) for fw, c in copies.items()}
+        ref = logits[ref_fw]
+        scale = max(1.0, float(np.abs(ref).max()))
+        diffs = {fw: float(np.abs(v - ref).max()) for fw, v in logits.items() if fw != ref_fw}
+        text = ", ".join(f"{fw} max |Δ| {d:.2g}" for fw, d in diffs.items())
     ok = all(d <= LOGIT_RTOL * scale for d in diffs.values())
-    text = ", ".join(f"{fw} max |Δ| {d:.2g}" for fw, d in diffs.items())
     report.findings.append(
         Finding(
             "outputs",
             ok,
-            f"logits after copying {ref_fw}'s weights: {text} (tolerance {LOGIT_RTOL * scale:.2g})"
+            f"{'outputs' if report.heads else 'logits'} after copying {ref_fw}'s weights: {text} "
+            f"(tolerance {LOGIT_RTOL * scale:.2g})"
             + (
                 ""
                 if ok

@@ -6,6 +6,7 @@ canonical order. Each object here is a framework's `conformance` hooks
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,7 @@ import numpy as np
 
 class TorchCheck:
     @staticmethod
-    def forward(trainer: Any, x: np.ndarray) -> np.ndarray:
+    def forward(trainer: Any, x: np.ndarray) -> Any:
         """Logits of the trainer's network on x (NHWC / NDHWC / (N, L, C) series / token
         ids; name -> one of them for named inputs), in evaluation mode, in the layout the
         adapter hands the network."""
@@ -41,7 +42,10 @@ class TorchCheck:
             t = tensor(x, spec.input_kind)
         trainer.model.eval()
         with torch.no_grad():
-            return np.asarray(trainer.model(t).cpu().numpy())
+            out = trainer.model(t)
+            if isinstance(out, dict):  # several named outputs: head -> output
+                return {head: np.asarray(v.cpu().numpy()) for head, v in out.items()}
+            return np.asarray(out.cpu().numpy())
 
     @staticmethod
     def export(trainer: Any) -> Any:
@@ -58,8 +62,11 @@ class TorchCheck:
 
 class KerasCheck:
     @staticmethod
-    def forward(trainer: Any, x: np.ndarray) -> np.ndarray:
-        return np.asarray(trainer.model(x, training=False))
+    def forward(trainer: Any, x: np.ndarray) -> Any:
+        out = trainer.model(x, training=False)
+        if isinstance(out, dict):  # several named outputs: head -> output
+            return {head: np.asarray(v) for head, v in out.items()}
+        return np.asarray(out)
 
     @staticmethod
     def export(trainer: Any) -> Any:
@@ -76,14 +83,17 @@ class KerasCheck:
 
 class FlaxCheck:
     @staticmethod
-    def forward(trainer: Any, x: np.ndarray) -> np.ndarray:
+    def forward(trainer: Any, x: np.ndarray) -> Any:
         variables = {"params": trainer.params, **trainer.state}
 
         def cast(a: np.ndarray) -> np.ndarray:
             return a.astype(np.int32) if a.dtype.kind in "iu" else a
 
         xs = {name: cast(a) for name, a in x.items()} if isinstance(x, dict) else cast(x)
-        return np.asarray(trainer.model.apply(variables, xs, deterministic=True))
+        out = trainer.model.apply(variables, xs, deterministic=True)
+        if isinstance(out, Mapping):  # several named outputs: head -> output
+            return {head: np.asarray(v) for head, v in out.items()}
+        return np.asarray(out)
 
     @staticmethod
     def _creation_order(trainer: Any) -> Any:

@@ -127,6 +127,30 @@ def named_arrays(
     return Arrays("check", split("train"), split("test"), classes)
 
 
+def heads_arrays(base: Arrays, heads: Mapping[str, str], classes: Mapping[str, int], seed: int = 0) -> Arrays:
+    """Learnable targets of several named outputs on classifier data (`base`, its labels
+    the class of each sample's mean): a classify head's label is that class modulo the
+    head's classes; a regress head's targets a fixed standard-normal vector per class
+    (K per sample) plus noise of sd 0.1. Both are functions of the class, which the
+    input shows, so a network that learns predicts held-out targets far better than
+    the fixed batch's mean, and one that ignores its input cannot."""
+    rng = np.random.default_rng([seed, 2])
+    table = {h: rng.standard_normal((base.num_classes, classes[h])) for h, task in heads.items() if task == "regress"}
+
+    def split(part: ArraySplit, draw: np.random.Generator) -> ArraySplit:
+        y: dict[str, np.ndarray] = {}
+        for head, task in heads.items():
+            if task == "classify":
+                y[head] = (part.y % classes[head]).astype(np.int64)
+            else:
+                noise = 0.1 * draw.standard_normal((len(part.y), classes[head]))
+                y[head] = (table[head][part.y] + noise).astype(np.float32)
+        return ArraySplit(part.x, y)
+
+    train = split(base.train, np.random.default_rng([seed, 3]))
+    return Arrays("check", train, split(base.test, np.random.default_rng([seed, 4])), dict(classes))
+
+
 def trainable_tensors(trainer: Any) -> dict[str, np.ndarray] | None:
     """The trainable tensors of a trainer's network by name, copied to the host: torch
     (an nn.Module's parameters that require grad), Keras (trainable_weights) and Flax
@@ -145,13 +169,21 @@ def trainable_tensors(trainer: Any) -> dict[str, np.ndarray] | None:
     return None
 
 
-def held_out_score(hooks: Any, trainer: Any, x: np.ndarray, y: np.ndarray) -> dict[str, float]:
+def held_out_score(hooks: Any, trainer: Any, x: np.ndarray, y: Any) -> dict[str, Any]:
     """Mean cross-entropy and accuracy of the network's logits on a held-out batch; for
-    regression targets (float) the mean squared error as "loss"."""
+    regression targets (float) the mean squared error as "loss"; for several named
+    outputs head -> its score."""
+    if isinstance(y, Mapping):
+        outs = hooks.forward(trainer, x)
+        return {head: _score(outs[head], target) for head, target in y.items()}
+    return _score(hooks.forward(trainer, x), y)
+
+
+def _score(output: Any, y: np.ndarray) -> dict[str, Any]:
     if y.dtype.kind == "f":
-        out = np.asarray(hooks.forward(trainer, x), dtype=np.float64).reshape(y.shape)
+        out = np.asarray(output, dtype=np.float64).reshape(y.shape)
         return {"loss": float(np.mean(np.square(out - y))), "samples": len(y)}
-    logits = np.asarray(hooks.forward(trainer, x), dtype=np.float64)
+    logits = np.asarray(output, dtype=np.float64)
     shifted = logits - logits.max(axis=1, keepdims=True)
     log_p = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
     loss = float(-log_p[np.arange(len(y)), y].mean())
@@ -160,7 +192,7 @@ def held_out_score(hooks: Any, trainer: Any, x: np.ndarray, y: np.ndarray) -> di
 
 def probe(request: dict[str, Any]) -> dict[str, Any]:
     from dlbench import registry
-    from dlbench.conformance import LEARN_STEPS, learned
+    from dlbench.conformance import LEARN_STEPS, learned, learned_heads
     from dlbench.frameworks import load
     from dlbench.frameworks.protocol import TrainSettings
 
@@ -169,7 +201,10 @@ def probe(request: dict[str, Any]) -> dict[str, Any]:
     spec = registry.model(request["model"])
     given = request["shape"]
     shape: Any = {k: tuple(v) for k, v in given.items()} if isinstance(given, dict) else tuple(given)
-    classes = int(request["classes"])
+    # head -> classes or K for several named outputs (the check's own choice, in the request).
+    given_classes = request["classes"]
+    heads: Mapping[str, int] = {h: int(c) for h, c in given_classes.items()} if isinstance(given_classes, dict) else {}
+    classes = max(c for h, c in heads.items() if spec.heads[h] == "classify") if heads else int(given_classes)
     info = registry.framework(framework)
     if info.conformance is None:
         raise ValueError(f"{framework} declares no conformance hooks (FrameworkInfo.conformance)")
@@ -181,6 +216,8 @@ def probe(request: dict[str, Any]) -> dict[str, Any]:
         arrays = named_arrays(spec.inputs, shape, classes, task=spec.task, vocab=vocab)
     else:
         arrays = sample_arrays(spec.input_kind, shape, classes, task=spec.task, vocab=vocab)
+    if heads:
+        arrays = heads_arrays(arrays, spec.heads, heads)
     native = fw.prepare(arrays)
     settings = TrainSettings(
         model=spec.name,
@@ -216,17 +253,30 @@ def probe(request: dict[str, Any]) -> dict[str, Any]:
         if isinstance(raw_x, dict)
         else sample(raw_x, spec.input_kind)
     )
-    out["output_shape"] = list(hooks.forward(trainer, x).shape)
+    first = hooks.forward(trainer, x)
+    if isinstance(first, Mapping):
+        out["output_shape"] = {head: list(v.shape) for head, v in first.items()}
+    else:
+        out["output_shape"] = list(first.shape)
     if out["parameters"] == 0:  # nothing to train: an optimizer step would only raise
         out["losses"], out["repeat_losses"] = [], []
         return out
-    scored = spec.task in ("classify", "regress") and len(out["output_shape"]) == 2
+    if heads:
+        shapes = out["output_shape"]
+        scored = isinstance(shapes, dict) and set(shapes) == set(heads) and all(len(v) == 2 for v in shapes.values())
+    else:
+        scored = spec.task in ("classify", "regress") and len(out["output_shape"]) == 2
     held_x, held_y = arrays.test.x, arrays.test.y
     if scored:
         out["held_out_before"] = held_out_score(hooks, trainer, held_x, held_y)
-        if held_y.dtype.kind == "f":  # regression: the MSE of predicting the fixed batch's mean target
-            mean = np.asarray(arrays.train.y[: settings.batch_size], dtype=np.float64).mean(axis=0)
-            out["held_out_before"]["baseline"] = float(np.mean(np.square(held_y - mean)))
+        for score, train_y, test_y in (
+            zip(out["held_out_before"].values(), arrays.train.y.values(), held_y.values())
+            if heads
+            else [(out["held_out_before"], arrays.train.y, held_y)]
+        ):
+            if test_y.dtype.kind == "f":  # regression: the MSE of predicting the fixed batch's mean target
+                mean = np.asarray(train_y[: settings.batch_size], dtype=np.float64).mean(axis=0)
+                score["baseline"] = float(np.mean(np.square(test_y - mean)))
     before = trainable_tensors(trainer)
     out["losses"] = [float(v) for v in trainer.train_fixed_batch(FIXED_BATCH_STEPS)]
     after = trainable_tensors(trainer)
@@ -241,7 +291,12 @@ def probe(request: dict[str, Any]) -> dict[str, Any]:
         held = held_out_score(hooks, trainer, held_x, held_y) if scored else None
         if held is not None:
             out["held_out_after"] = held
-        if learned(losses, classes, out.get("held_out_before"), held)[0] or steps >= LEARN_STEPS[-1]:
+        judged = (
+            learned_heads(losses, spec.heads, heads, out.get("held_out_before"), held)
+            if heads
+            else learned(losses, classes, out.get("held_out_before"), held)
+        )
+        if judged[0] or steps >= LEARN_STEPS[-1]:
             break
         more = next(n for n in LEARN_STEPS if n > steps) - steps
         losses += [float(v) for v in trainer.train_fixed_batch(more)]
@@ -265,7 +320,8 @@ def probe(request: dict[str, Any]) -> dict[str, Any]:
         return out
     try:
         hooks.load(fresh, given)
-        out["logits"] = hooks.forward(fresh, x).tolist()
+        logits = hooks.forward(fresh, x)
+        out["logits"] = {h: v.tolist() for h, v in logits.items()} if isinstance(logits, Mapping) else logits.tolist()
     except WeightMismatch as exc:
         out["copy_error"] = str(exc)
     return out

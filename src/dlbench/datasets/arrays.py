@@ -17,7 +17,8 @@ Three input kinds share one container:
 Labels are int64: (N,) class ids; (N, T) next-token targets (one per input
 position, non-negative); or (N, L) CTC label sequences padded at the end with
 -1 (label ids 1..alphabet-1; 0 is the CTC blank and never a label). Regression
-targets are float32 (N, K), finite.
+targets are float32 (N, K), finite. Several named outputs: a dict head -> (N,)
+int64 class ids or (N, K) float32 targets (dlbench.heads).
 """
 
 from __future__ import annotations
@@ -68,8 +69,27 @@ def _check_named(x: dict[str, np.ndarray]) -> None:
             raise ValueError(f"input {name}: {exc}") from None
 
 
-def _check_y(x: np.ndarray | dict[str, np.ndarray], y: np.ndarray) -> None:
+def _check_heads(n: int, y: dict[str, np.ndarray]) -> None:
+    """Targets of several named outputs: per head int64 class ids (N,) or float32 (N, K)."""
+    if not y:
+        raise ValueError("named outputs: at least one")
+    for name, a in y.items():
+        if not inputs.NAME.fullmatch(name):
+            raise ValueError(f"output name {name!r}: a lowercase letter, then lowercase letters, digits or _")
+        if a.shape[:1] != (n,):
+            raise ValueError(f"output {name}: targets {a.shape} for {n} samples")
+        if a.dtype == np.float32:
+            if a.ndim != 2 or not np.all(np.isfinite(a)):
+                raise ValueError(f"output {name}: regression targets are finite float32 (N, K), got {a.shape}")
+        elif a.dtype != np.int64 or a.ndim != 1:
+            raise ValueError(f"output {name}: class ids are int64 (N,), got {a.shape} {a.dtype}")
+
+
+def _check_y(x: np.ndarray | dict[str, np.ndarray], y: Any) -> None:
     n = inputs.rows(x)
+    if inputs.is_named(y):
+        _check_heads(n, y)
+        return
     if isinstance(x, dict):  # several inputs: one class id per sample, or regression targets
         if y.dtype == np.float32:
             x = np.zeros((n, 1), np.float32)  # the checks below, as for feature vectors
@@ -105,7 +125,9 @@ class ArraySplit:
     # (N, H, W, C) | (N, D, H, W, C) float32 | (N, T) int | (N, T, F) | (N, F) float32, or
     # a dict name -> one of them (named inputs)
     x: Any
-    y: np.ndarray  # (N,) | (N, T) | (N, L) int64, or (N, K) float32 targets
+    # (N,) | (N, T) | (N, L) int64, or (N, K) float32 targets; or a dict head -> (N,)
+    # int64 class ids or (N, K) float32 targets (several named outputs, dlbench.heads)
+    y: Any
 
     def __post_init__(self) -> None:
         if inputs.is_named(self.x):
@@ -129,7 +151,7 @@ class ArraySplit:
         """The first n samples (all when n <= 0 or n >= len)."""
         if n <= 0 or n >= len(self):
             return self
-        return ArraySplit(inputs.take(self.x, slice(None, n)), self.y[:n])
+        return ArraySplit(inputs.take(self.x, slice(None, n)), inputs.take(self.y, slice(None, n)))
 
 
 @dataclass(frozen=True)
@@ -138,8 +160,9 @@ class Arrays:
     train: ArraySplit
     test: ArraySplit
     # Classes (classify), vocabulary (next-token), alphabet size incl. blank (ctc)
-    # or the number of regression targets K (regress).
-    num_classes: int
+    # or the number of regression targets K (regress); head -> one of these for several
+    # named outputs (dlbench.heads).
+    num_classes: Any
 
     @property
     def input_shape(self) -> Any:

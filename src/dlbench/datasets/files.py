@@ -15,7 +15,9 @@ declared layout a 3-d array is a greyscale image. Targets, by what y holds:
 integer class ids (N,) (or whole floats), the class count being the largest
 label + 1; next-token targets (N, T) integers beside (N, T) token ids, the
 vocabulary the largest id + 1; regression targets float (N,) with any fraction,
-or float (N, K), kept float32 (N, K). Every problem is a UserDataError: one line
+or float (N, K), kept float32 (N, K). Several named outputs: y_train_<name> and
+y_test_<name> for each head instead of y_train, y_test, each read as above (class
+ids or float targets), the class count (or K) per head. Every problem is a UserDataError: one line
 naming the file and what is expected.
 """
 
@@ -40,9 +42,12 @@ NPZ_KEYS = ("x_train", "y_train", "x_test", "y_test")
 OPTIONAL_KEYS = ("layout",)
 # A named input's arrays: x_train_<name>, x_test_<name>, layout_<name> (dlbench.datasets.inputs).
 NAMED_KEY = re.compile(r"(x_train|x_test|layout)_([a-z][a-z0-9_]{0,31})")
+# A named output's targets (several heads, dlbench.heads): y_train_<name>, y_test_<name>.
+HEAD_KEY = re.compile(r"(y_train|y_test)_([a-z][a-z0-9_]{0,31})")
 # What a dataset's y holds (DatasetSpec.targets): class ids, next-token ids, or
 # regression values.
 CLASSES, NEXT_TOKEN, VALUES = "classes", "next-token", "values"
+HEADS = "heads"  # one y per named output (dlbench.heads.TARGETS)
 IDX_FILES = {
     "x_train": "train-images-idx3-ubyte",
     "y_train": "train-labels-idx1-ubyte",
@@ -115,12 +120,15 @@ def input_names(path: Path, keys: list[str]) -> list[str]:
             f"{path}: holds x_train and x_train_<name> arrays: either one input (x_train, x_test) or named "
             f"inputs (x_train_<name>, x_test_<name> for each; found names {', '.join(named)})"
         )
-    required = ["y_train", "y_test", *(f"x_{s}_{n}" for n in named for s in ("train", "test"))] if named else NPZ_KEYS
+    heads = output_names(path, keys)
+    xs = [f"x_{s}_{n}" for n in named for s in ("train", "test")] if named else ["x_train", "x_test"]
+    ys = [f"y_{s}_{n}" for n in heads for s in ("train", "test")] if heads else ["y_train", "y_test"]
+    # One input and one output: the four arrays in their usual order (NPZ_KEYS).
+    required = list(NPZ_KEYS) if not named and not heads else [*xs, *ys]
     missing = [k for k in required if k not in keys]
     if missing:
-        holds = ", ".join(required) if named else ", ".join(NPZ_KEYS)
         raise UserDataError(
-            f"{path}: no array {missing[0]!r}; a dataset .npz holds exactly {holds} "
+            f"{path}: no array {missing[0]!r}; a dataset .npz holds exactly {', '.join(required)} "
             f"(found: {', '.join(keys) or 'none'})"
         )
     optional = [f"layout_{n}" for n in named] if named else list(OPTIONAL_KEYS)
@@ -128,9 +136,22 @@ def input_names(path: Path, keys: list[str]) -> list[str]:
     if extra:
         raise UserDataError(
             f"{path}: unexpected array {extra[0]!r}; allowed: {', '.join(NPZ_KEYS + OPTIONAL_KEYS)}, or "
-            "x_train_<name>, x_test_<name> and layout_<name> for each of several named inputs"
+            "x_train_<name>, x_test_<name> and layout_<name> for each of several named inputs, or "
+            "y_train_<name>, y_test_<name> for each of several named outputs"
         )
     return named
+
+
+def output_names(path: Path, keys: list[str]) -> list[str]:
+    """The named outputs (heads) of a `.npz` (y_train_<name>, y_test_<name>), in the
+    file's order; [] for one y (y_train, y_test). Both forms at once is refused."""
+    heads = list(dict.fromkeys(m.group(2) for k in keys if (m := HEAD_KEY.fullmatch(k))))
+    if heads and any(k in keys for k in ("y_train", "y_test")):
+        raise UserDataError(
+            f"{path}: holds y_train and y_train_<name> arrays: either one output (y_train, y_test) or named "
+            f"outputs (y_train_<name>, y_test_<name> for each; found names {', '.join(heads)})"
+        )
+    return heads
 
 
 def _npz(path: Path) -> dict[str, np.ndarray]:
@@ -283,6 +304,63 @@ def _classes(path: Path, y_train: np.ndarray, y_test: np.ndarray, xs: tuple[np.n
     return classes
 
 
+def _head_targets(path: Path, key: str, y: np.ndarray, n: int, x_key: str) -> np.ndarray:
+    """One head's targets of one split: int64 class ids (N,), or float32 (N, K) values."""
+    if y.dtype.kind not in "fiub" or y.ndim not in (1, 2) or (y.ndim == 2 and y.dtype.kind != "f"):
+        raise UserDataError(
+            f"{path}: {key} is {y.dtype} of shape {y.shape}; an output's targets are integer class ids (N,) "
+            "or float regression targets (N,) or (N, K)"
+        )
+    if len(y) != n:
+        raise UserDataError(f"{path}: {x_key} has {n} samples but {key} has {len(y)}; give one target per sample")
+    if y.dtype.kind == "f":
+        if not np.all(np.isfinite(y)):
+            raise UserDataError(f"{path}: {key} holds NaN or infinite values; clean them first")
+        if y.ndim == 2 or not np.all(y == np.round(y)):
+            return (y[:, None] if y.ndim == 1 else y).astype(np.float32)
+    if len(y) and y.min() < 0:
+        raise UserDataError(f"{path}: {key} holds negative labels (min {int(y.min())}); class ids are 0..classes-1")
+    if len(y) and y.max() >= MAX_CLASSES:
+        raise UserDataError(f"{path}: {key} holds label {int(y.max())}; at most {MAX_CLASSES} classes")
+    return y.astype(np.int64)
+
+
+def _heads(
+    path: Path, get: Callable[[str], np.ndarray], heads: list[str], n_train: int, n_test: int
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, int]]:
+    """(y_train, y_test, classes) of several named outputs: head -> targets, and head ->
+    its classes (class ids) or K (float values)."""
+    x = "x_train", "x_test"
+    y_train, y_test, classes = {}, {}, {}
+    for head in heads:
+        train = _head_targets(path, f"y_train_{head}", get(f"y_train_{head}"), n_train, x[0])
+        test = _head_targets(path, f"y_test_{head}", get(f"y_test_{head}"), n_test, x[1])
+        if train.dtype != test.dtype or (train.dtype == np.float32 and train.shape[1] != test.shape[1]):
+
+            def said(a: np.ndarray) -> str:
+                return f"{a.shape[1]} float values per sample" if a.dtype == np.float32 else "class ids"
+
+            raise UserDataError(
+                f"{path}: y_train_{head} holds {said(train)}, y_test_{head} {said(test)}; both splits of an "
+                "output need the same"
+            )
+        if train.dtype == np.float32:
+            classes[head] = int(train.shape[1])
+        else:
+            classes[head] = int(max(train.max(initial=0), test.max(initial=0))) + 1
+            if classes[head] < 2:
+                raise UserDataError(f"{path}: every label of y_train_{head} is 0; a classifier needs 2 classes or more")
+        y_train[head], y_test[head] = train, test
+    return y_train, y_test, classes
+
+
+def head_targets(y: Any) -> tuple[tuple[str, str], ...]:
+    """(head, what its y holds) of several named outputs' targets ((): one output)."""
+    if not inputs.is_named(y):
+        return ()
+    return tuple((head, VALUES if a.dtype == np.float32 else CLASSES) for head, a in y.items())
+
+
 def _split_inputs(path: Path, raw: dict[str, np.ndarray], names: list[str]) -> tuple[Any, Any, str]:
     """(x_train, x_test, the input kind) of one input or of named ones, channels last."""
     xs: dict[str, dict[str, np.ndarray]] = {"train": {}, "test": {}}
@@ -315,6 +393,10 @@ def load(path: str | Path) -> Arrays:
     raw = _raw(path)
     names = input_names(path, list(raw)) if path.is_file() else []
     x_train, x_test, kind = _split_inputs(path, raw, names)
+    heads = output_names(path, list(raw)) if path.is_file() else []
+    if heads:
+        ys = _heads(path, raw.__getitem__, heads, inputs.rows(x_train), inputs.rows(x_test))
+        return Arrays(path.stem, ArraySplit(x_train, ys[0]), ArraySplit(x_test, ys[1]), ys[2])
     y_train = _labels(path, "train", raw["y_train"], inputs.rows(x_train), kind)
     y_test = _labels(path, "test", raw["y_test"], inputs.rows(x_test), kind)
     tokens = (x_train, x_test) if y_train.ndim == 2 and y_train.dtype == np.int64 else ()
@@ -343,7 +425,17 @@ def reading(path: str | Path) -> str:
         raw_layout = _label_array(path, f"layout{suffix}") if f"layout{suffix}" in declared else None
         layout = _layout(path, raw_layout, shape, dtype, suffix)
         said.append(f"x{suffix} {shape} {dtype}, " + layouts.describe(layout, shape, inferred=raw_layout is None))
+    for head in output_names(path, list(declared)) if path.is_file() else []:
+        shape, dtype = declared[f"y_train_{head}"]
+        values = dtype.kind == "f" and (len(shape) == 2 or not _whole(_label_array(path, f"y_train_{head}")))
+        k = shape[1] if len(shape) == 2 else 1
+        what = f"{k} regression target{'s' if k > 1 else ''} per sample" if values else "class ids"
+        said.append(f"output {head}: y_train_{head} {shape} {dtype}, {what}")
     return f"{path}: " + "; ".join(said)
+
+
+def _whole(y: np.ndarray) -> bool:
+    return bool(np.all(np.isfinite(y)) and np.all(y == np.round(y)))
 
 
 # Up to this many declared bytes `plan` loads the whole dataset and checks every value
@@ -379,10 +471,11 @@ def _sample_shape(
     return layouts.sample_shape(layout, shape)
 
 
-def describe(path: str | Path) -> tuple[Any, int, str]:
+def describe(path: str | Path) -> tuple[Any, Any, str]:
     """(sample shape, classes, what y holds) of the dataset at `path`: every value checked
     where the dataset is small (PLAN_FULL_CHECK_BYTES), else its headers and its labels.
-    The sample shape is name -> shape for named inputs."""
+    The sample shape is name -> shape for named inputs; the classes head -> classes or K
+    for several named outputs (what y holds: "heads")."""
     path = Path(path)
     declared = _declared(path)
     for key, (shape, dtype) in declared.items():
@@ -390,6 +483,7 @@ def describe(path: str | Path) -> tuple[Any, int, str]:
     if sum(math.prod(shape) * dtype.itemsize for shape, dtype in declared.values()) <= PLAN_FULL_CHECK_BYTES:
         arrays = load(path)
         return arrays.input_shape, arrays.num_classes, _held(arrays.train.y)
+    heads = output_names(path, list(declared)) if path.is_file() else []
     names = input_names(path, list(declared)) if path.is_file() else []
     shapes: dict[str, tuple[int, ...]] = {}
     kind, rows = "", {}
@@ -410,6 +504,10 @@ def describe(path: str | Path) -> tuple[Any, int, str]:
     if len(set(rows.values())) != 1:
         raise UserDataError(f"{path}: the named inputs hold different numbers of samples: {rows}")
     n_train, n_test = next(iter(rows.values()))
+    shape_said = shapes if names else shapes[""]
+    if heads:
+        _, _, classes = _heads(path, lambda key: _label_array(path, key), heads, n_train, n_test)
+        return shape_said, classes, HEADS
     labels = {key: _label_array(path, key) for key in ("y_train", "y_test")}
     y_train = _labels(path, "train", labels["y_train"], n_train, "named" if names else kind)
     y_test = _labels(path, "test", labels["y_test"], n_test, "named" if names else kind)
@@ -417,7 +515,9 @@ def describe(path: str | Path) -> tuple[Any, int, str]:
     return (shapes if names else shapes[""]), _classes(path, y_train, y_test, tokens), _held(y_train)
 
 
-def _held(y: np.ndarray) -> str:
+def _held(y: Any) -> str:
+    if inputs.is_named(y):
+        return HEADS
     if y.dtype == np.float32:
         return VALUES
     return NEXT_TOKEN if y.ndim == 2 else CLASSES
@@ -437,6 +537,9 @@ def _label_array(path: Path, key: str) -> np.ndarray:
 def dataset(path: Path) -> DatasetSpec:
     """A DatasetSpec for the user's file: checked now, so that planning fails early."""
     shape, classes, targets = describe(path)
+    heads: tuple[tuple[str, str], ...] = ()
+    if targets == HEADS:
+        heads = _declared_heads(path)
     return DatasetSpec(
         name=path.stem if path.is_file() else path.name,
         description=f"your data: {path}",
@@ -444,5 +547,17 @@ def dataset(path: Path) -> DatasetSpec:
         load=lambda data_dir, _s, _seed: load(path),
         origin=str(path),
         targets=targets,
+        head_targets=heads,
         reading=reading(path),
     )
+
+
+def _declared_heads(path: Path) -> tuple[tuple[str, str], ...]:
+    """(head, what its y_train holds) of a file of several named outputs."""
+    declared = _declared(path)
+    out = []
+    for head in output_names(path, list(declared)):
+        shape, dtype = declared[f"y_train_{head}"]
+        values = dtype.kind == "f" and (len(shape) == 2 or not _whole(_label_array(path, f"y_train_{head}")))
+        out.append((head, VALUES if values else CLASSES))
+    return tuple(out)

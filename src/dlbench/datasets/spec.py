@@ -53,6 +53,8 @@ class DatasetSpec:
     # What its labels are: "classes" (class ids), "next-token" (a token per position)
     # or "values" (regression targets); the synthetic dataset's follow the model.
     targets: str = "classes"
+    # targets "heads" (one y per named output, dlbench.heads): (head, what it holds) each.
+    head_targets: tuple[tuple[str, str], ...] = ()
     # How a user's file is read (its layout, declared or inferred), shown by plan.
     reading: str = ""
 

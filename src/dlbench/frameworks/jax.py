@@ -88,11 +88,11 @@ class JaxData:
     """The dataset on the device, as `prepare()` leaves it."""
 
     train_x: Any  # an array, or name -> array for named inputs (dlbench.datasets.inputs)
-    train_y: jax.Array
+    train_y: Any  # an array, or head -> array for several named outputs (dlbench.heads)
     test_x: Any
-    test_y: jax.Array
+    test_y: Any
     shape: Any  # (H, W, C), (T,) or (T, F); name -> shape for named inputs
-    classes: int
+    classes: Any  # head -> classes or K for several named outputs
 
     @property
     def n_train(self) -> int:
@@ -163,6 +163,18 @@ def _loss(task: str, loss: str = "cross-entropy") -> Callable[[jax.Array, jax.Ar
     return lambda logits, y: optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
 
 
+def heads_loss(spec: Any) -> Callable[[Any, Any], jax.Array]:
+    """A model of several outputs: the weighted sum of its heads' batch-mean losses
+    (dlbench.heads), outputs and targets dicts head -> array."""
+    parts = {head: _loss(task, spec.head_losses[head]) for head, task in spec.heads.items()}
+    weights = dict(spec.loss_weights)
+
+    def loss(out: Any, y: Any) -> jax.Array:
+        return sum((weights[head] * fn(out[head], y[head]) for head, fn in parts.items()), jnp.zeros((), jnp.float32))
+
+    return loss
+
+
 def _mixed(compute: Any) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
     """(cast params, cast inputs) into the compute dtype: bf16-mixed keeps float32
     master weights, optimizer state and loss, and runs the model in bfloat16
@@ -201,7 +213,8 @@ def _make_step(
         else:
             logits = model.apply({"params": params}, x, deterministic=False, rngs={"dropout": key})
             new_state = state
-        return loss_of(logits.astype(jnp.float32), y), new_state
+        # Outputs in float32 for the loss (a dict of them for several heads).
+        return loss_of(jax.tree.map(lambda a: a.astype(jnp.float32), logits), y), new_state
 
     def batch_step(params, state, opt_state, loss_sum, i, xb, yb, keys):
         (loss, state), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, state, xb, yb, keys[i])
@@ -210,7 +223,7 @@ def _make_step(
 
     def step(params, state, opt_state, loss_sum, i, x_all, y_all, table, keys):
         idx = table[i]  # row i of the epoch's index table; the gather below is fused
-        return batch_step(params, state, opt_state, loss_sum, i, xs.take(x_all, idx), y_all[idx], keys)
+        return batch_step(params, state, opt_state, loss_sum, i, xs.take(x_all, idx), xs.take(y_all, idx), keys)
 
     # The counter is not donated: train_fixed_batch passes the same one every step.
     # batch_step serves augmentation pipelines, which hand over ready batches.
@@ -340,9 +353,9 @@ class JaxFramework:
 
         data = JaxData(
             train_x=put(xs.apply(inputs, arrays.train.x)),
-            train_y=put(inputs(arrays.train.y)),  # class ids int32, regression targets float32
+            train_y=put(xs.apply(inputs, arrays.train.y)),  # class ids int32, regression targets float32
             test_x=put(xs.apply(inputs, arrays.test.x)),
-            test_y=put(inputs(arrays.test.y)),
+            test_y=put(xs.apply(inputs, arrays.test.y)),
             shape=arrays.input_shape,
             classes=arrays.num_classes,
         )
@@ -375,7 +388,7 @@ class JaxFramework:
             settings.model,
             tuple(sorted(settings.model_options.items())),
             repr(native.shape),  # a dict for named inputs: the key must be hashable
-            native.classes,
+            repr(native.classes),  # a dict for several outputs: the key must be hashable
             settings.init,
         )
         if init_key not in self._inits:
@@ -440,7 +453,7 @@ class JaxFramework:
             settings.model,
             tuple(sorted(settings.model_options.items())),
             repr(native.shape),  # a dict for named inputs: the key must be hashable
-            native.classes,
+            repr(native.classes),
             settings.optimizer,
             settings.lr,
             settings.momentum,
@@ -452,7 +465,14 @@ class JaxFramework:
             predict, correct, best = _make_eval(model, compute)
             spec = model_spec(settings)
             self._cache[key] = _Compiled(
-                *_make_step(model, tx, spec.task, compute, spec.loss, spec.loss_function("jax")),
+                *_make_step(
+                    model,
+                    tx,
+                    spec.task,
+                    compute,
+                    spec.loss,
+                    spec.loss_function("jax") or (heads_loss(spec) if spec.heads else None),
+                ),
                 predict,
                 correct,
                 best,
@@ -610,12 +630,15 @@ class JaxTrainer:
         last train() call (the mean over that step's batch; [] when loss_curve is 0)."""
         return list(self._curve_values)
 
-    def evaluate(self) -> float:
+    def evaluate(self) -> Any:
         """Top-1 accuracy (classify), token top-1 accuracy over every position
-        (next-token), or 1 - CER of greedy decoding (ctc, computed on the host)."""
+        (next-token), 1 - CER of greedy decoding (ctc, computed on the host), the test
+        error (regress), or head -> each head's quality (several outputs: dlbench.heads)."""
         task = model_spec(self.settings).task
         if task == "regress":
             return self.test_loss()
+        if task == "multi-output":
+            return self._evaluate_heads()
         if task != "classify":
             return self._evaluate_sequences(task)
         n, correct = self.data.n_test, []
@@ -642,6 +665,19 @@ class JaxTrainer:
             yb = host_y[start : start + b]
             total += float(loss_of(jnp.asarray(out, jnp.float32), jnp.asarray(yb))) * len(yb)
         return total / n
+
+    def _evaluate_heads(self) -> dict[str, float]:
+        """head -> its quality (dlbench.heads.scores) over the whole test split, batches
+        of EVAL_BATCH through the inference forward, the outputs read to the host."""
+        from dlbench import heads
+
+        n, outs = self.data.n_test, []
+        host_x = xs.apply(np.asarray, self.data.test_x)
+        for start in range(0, n, EVAL_BATCH):
+            xb = jax.device_put(xs.take(host_x, slice(start, start + EVAL_BATCH)), self._device)
+            outs.append(jax.device_get(self.fns.predict(self.params, self.state, xb)))
+        targets = xs.apply(np.asarray, self.data.test_y)
+        return heads.scores(model_spec(self.settings), heads.concat(outs), targets)
 
     def _evaluate_sequences(self, task: str) -> float:
         # Per-position logits of EVAL_BATCH sequences can be GiBs (N x T x vocab):

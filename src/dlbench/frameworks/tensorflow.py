@@ -97,8 +97,12 @@ def _loss(task: str, loss: str = "cross-entropy") -> Any:
 
 def _training_loss(spec: Any) -> Any:
     """The user's own loss for TensorFlow, called as loss(outputs, targets) like in every
-    framework (Keras calls a loss with (y_true, y_pred)), else the task's."""
+    framework (Keras calls a loss with (y_true, y_pred)), else the task's; for a model of
+    several outputs Keras' own form, a dict head -> loss (weighted by compile's
+    loss_weights). A user's loss over several outputs is set by `_own_heads_loss`."""
     own = spec.loss_function("tensorflow")
+    if spec.heads:
+        return None if own is not None else {h: _loss(t, spec.head_losses[h]) for h, t in spec.heads.items()}
     if own is None:
         return _loss(spec.task, spec.loss)
 
@@ -106,6 +110,24 @@ def _training_loss(spec: Any) -> Any:
         return own(y_pred, y_true)
 
     return user_loss
+
+
+def _host(out: Any) -> Any:
+    """The forward's result read to the host: one tensor, or every head's (several outputs)."""
+    return xs.apply(lambda t: t.numpy(), out)
+
+
+def _own_heads_loss(model: keras.Model, own: Callable[..., Any]) -> None:
+    """A user's own loss of a model of several outputs receives the dict of outputs and
+    the dict of targets, as in every framework; Keras would call a single loss once per
+    output, so the model's compute_loss (the documented override point) calls it once."""
+
+    def compute_loss(
+        x: Any = None, y: Any = None, y_pred: Any = None, sample_weight: Any = None, training: bool = True
+    ) -> Any:
+        return own(y_pred, y)
+
+    model.compute_loss = compute_loss
 
 
 def _device_name(device: str) -> str:
@@ -164,11 +186,11 @@ class TFData:
     training data. Test images also go to the device in `prepare_infer`."""
 
     x_train: Any  # a tensor, or name -> tensor for named inputs (dlbench.datasets.inputs)
-    y_train: tf.Tensor
+    y_train: Any  # a tensor, or head -> tensor for several named outputs (dlbench.heads)
     x_test: Any
-    y_test: np.ndarray
+    y_test: Any
     input_shape: Any
-    num_classes: int
+    num_classes: Any
     device: str
 
 
@@ -282,9 +304,9 @@ class TensorFlowFramework:
         with tf.device("/CPU:0"):
             return TFData(
                 x_train=xs.apply(tf.constant, arrays.train.x),
-                y_train=tf.constant(arrays.train.y),
+                y_train=xs.apply(tf.constant, arrays.train.y),
                 x_test=xs.apply(tf.constant, arrays.test.x),
-                y_test=np.asarray(arrays.test.y),
+                y_test=xs.apply(np.asarray, arrays.test.y),
                 input_shape=arrays.input_shape,
                 num_classes=arrays.num_classes,
                 device=self.device,
@@ -457,9 +479,14 @@ class KerasTrainer:
         if settings.precision == "tf32":
             self.facts["tf32_enabled"] = tf.config.experimental.tensor_float_32_execution_enabled()
         with tf.device(data.device):
+            own = spec.loss_function("tensorflow")
+            if spec.heads and own is not None:
+                _own_heads_loss(self.model, own)
             self.model.compile(
                 optimizer=_optimizer(settings),
                 loss=_training_loss(spec),
+                # Several outputs: Keras sums the heads' batch-mean losses with these weights.
+                loss_weights=dict(spec.loss_weights) if spec.heads and own is None else None,
                 jit_compile=self.options["jit_compile"],
                 run_eagerly=self.options["run_eagerly"],
             )
@@ -499,7 +526,7 @@ class KerasTrainer:
 
     def _first_batch(self) -> tuple[tf.Tensor, tf.Tensor]:
         b = self.settings.batch_size
-        return xs.take(self.data.x_train, slice(None, b)), self.data.y_train[:b]
+        return xs.take(self.data.x_train, slice(None, b)), xs.take(self.data.y_train, slice(None, b))
 
     # -- training -----------------------------------------------------------------
 
@@ -605,13 +632,19 @@ class KerasTrainer:
 
     # -- evaluation and inference -------------------------------------------------
 
-    def evaluate(self) -> float:
+    def evaluate(self) -> Any:
         # The model.evaluate idiom without compiling an accuracy metric into the
         # training step (which would add work to every timed step): predict over
         # every test sample, partial last batch included, then compare on the host.
         test = tf.data.Dataset.from_tensor_slices(self.data.x_test).batch(self.settings.batch_size)
         if self.task == "regress":
             return self.test_loss()
+        if self.task == "multi-output":
+            from dlbench import heads
+
+            with tf.device(self.data.device):
+                outputs = self.model.predict(test, verbose=0)  # a dict head -> (N, ...) array
+            return heads.scores(model_spec(self.settings), outputs, self.data.y_test)
         if self.task != "classify":
             return self._evaluate_sequences(test)
         with tf.device(self.data.device):
@@ -684,7 +717,7 @@ class KerasTrainer:
                 # Trace/compile the forward for this shape here, untimed, so that
                 # infer() and predict_batch() measure the steady state (a fresh model
                 # per repeat means a fresh tf.function per repeat).
-                self._forward(self._batches[0]).numpy()
+                _host(self._forward(self._batches[0]))
         self._batch_size = batch_size
         return n
 
@@ -697,10 +730,10 @@ class KerasTrainer:
         with tf.device(self.data.device):
             outputs = [self._forward(x) for x in self._batches]
         for out in outputs:
-            out.numpy()  # host read of every result: the predictions exist, work is done
+            _host(out)  # host read of every result: the predictions exist, work is done
         return len(outputs) * batch_size
 
     def predict_batch(self, batch_size: int, index: int) -> None:
         self._check_prepared(batch_size)
         with tf.device(self.data.device):
-            self._forward(self._batches[index]).numpy()
+            _host(self._forward(self._batches[index]))

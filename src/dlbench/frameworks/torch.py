@@ -48,11 +48,11 @@ class TorchData:
     (N, T, F) float32), labels int64."""
 
     x_train: Any  # a tensor, or name -> tensor for named inputs (dlbench.datasets.inputs)
-    y_train: torch.Tensor
+    y_train: Any  # a tensor, or head -> tensor for several named outputs (dlbench.heads)
     x_test: Any
-    y_test: torch.Tensor
+    y_test: Any
     input_shape: Any  # (H, W, C), (T,) or (T, F) (name -> shape): what the model builders take
-    num_classes: int
+    num_classes: Any  # head -> classes or K for several named outputs
     device: torch.device
 
 
@@ -103,17 +103,37 @@ LOSSES: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
 }
 
 
-def loss_for(spec: Any) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+def heads_loss(spec: Any) -> Callable[[Any, Any], torch.Tensor]:
+    """A model of several outputs: the weighted sum of its heads' batch-mean losses
+    (dlbench.heads), outputs and targets dicts head -> tensor."""
+    parts = {
+        head: LOSSES[f"regress/{spec.head_losses[head]}" if task == "regress" else task]
+        for head, task in spec.heads.items()
+    }
+    weights = dict(spec.loss_weights)
+
+    def loss(out: Any, y: Any) -> torch.Tensor:
+        terms = [weights[head] * fn(out[head], y[head]) for head, fn in parts.items()]
+        return torch.stack(terms).sum()
+
+    return loss
+
+
+def loss_for(spec: Any) -> Callable[[Any, Any], torch.Tensor]:
     """The training loss: the user's own for torch (loss(outputs, targets)), else the task's."""
     own = spec.loss_function("torch")
     if own is not None:
         return own
+    if spec.heads:
+        return heads_loss(spec)
     return LOSSES[f"regress/{spec.loss}" if spec.task == "regress" else spec.task]
 
 
 def quality_loss_for(spec: Any) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
     """The loss whose test-set mean is reported (a regression's error, an LM's perplexity):
     the task's own, whatever the training objective."""
+    if spec.heads:
+        return heads_loss(spec)
     return LOSSES[f"regress/{spec.loss}" if spec.task == "regress" else spec.task]
 
 
@@ -157,7 +177,7 @@ def _autocast(
     def run(x: torch.Tensor) -> torch.Tensor:
         with torch.autocast(device_type=device_type, dtype=torch.bfloat16):
             out = forward(x)
-        return out.float()
+        return xs.apply(lambda o: o.float(), out)  # a dict of heads, or one tensor
 
     return run
 
@@ -252,7 +272,7 @@ class TorchTrainer:
                         self.model,
                         self._loss,
                         xs.take(data.x_train, slice(None, s.batch_size)),
-                        data.y_train[: s.batch_size],
+                        xs.take(data.y_train, slice(None, s.batch_size)),
                     ),
                     "train_flops_counted_by": "torch.utils.flop_counter.FlopCounterMode on the meta device "
                     "(matmul, convolution and attention FLOPs of forward + backward; 2 per multiply-add)",
@@ -275,7 +295,7 @@ class TorchTrainer:
         cuda_rng = torch.cuda.get_rng_state(self.data.device) if self.data.device.type == "cuda" else None
         b = self.settings.batch_size
         self.model.train()
-        self._step(xs.take(self.data.x_train, slice(None, b)), self.data.y_train[:b])
+        self._step(xs.take(self.data.x_train, slice(None, b)), xs.take(self.data.y_train, slice(None, b)))
         self._sync()
         self.model.load_state_dict(model_state)  # in-place copy: parameters keep their identity
         self.optimizer.load_state_dict(optim_state)
@@ -318,7 +338,7 @@ class TorchTrainer:
                 for i in range(epoch_steps):
                     idx = order[i * s.batch_size : (i + 1) * s.batch_size]
                     # Accumulated on the device: one host read per epoch, not per step.
-                    total += step(xs.take(x, idx), y[idx])
+                    total += step(xs.take(x, idx), xs.take(y, idx))
             remaining -= epoch_steps
             run_steps += epoch_steps
             self._epochs_done += 1
@@ -330,14 +350,17 @@ class TorchTrainer:
         self._sync()
         return means
 
-    def evaluate(self) -> float:
+    def evaluate(self) -> Any:
         """Top-1 accuracy (classify), token top-1 accuracy over every position
-        (next-token), 1 - CER of greedy decoding (ctc, computed on the host), or the
-        test error under the model's loss (regress)."""
+        (next-token), 1 - CER of greedy decoding (ctc, computed on the host), the
+        test error under the model's loss (regress), or head -> each head's quality
+        (several named outputs: dlbench.heads)."""
         x, y = self.data.x_test, self.data.y_test
         b = self.settings.batch_size
         if self.task == "regress":
             return self.test_loss()
+        if self.task == "multi-output":
+            return self._evaluate_heads()
         self.model.eval()
         correct = torch.zeros((), dtype=torch.int64, device=self.data.device)
         paths = []
@@ -352,6 +375,21 @@ class TorchTrainer:
             return ctc_accuracy(torch.cat(paths).numpy(), y.cpu().numpy())
         return correct.item() / y.numel()
 
+    def _evaluate_heads(self) -> dict[str, float]:
+        """head -> its quality (dlbench.heads.scores) over the whole test split, the
+        partial last batch included: the outputs go to the host, batch by batch."""
+        from dlbench import heads
+
+        x, b = self.data.x_test, self.settings.batch_size
+        self.model.eval()
+        outs = []
+        with torch.inference_mode():
+            for start in range(0, xs.rows(x), b):
+                out = self.forward(xs.take(x, slice(start, start + b)))
+                outs.append({head: out[head].float().cpu().numpy() for head in out})
+        targets = {head: y.cpu().numpy() for head, y in self.data.y_test.items()}
+        return heads.scores(model_spec(self.settings), heads.concat(outs), targets)
+
     def test_loss(self) -> float:
         """The task's loss over the whole test split (partial last batch included), each
         sample weighted equally: the mean error (regress), the mean cross-entropy per
@@ -362,10 +400,10 @@ class TorchTrainer:
         total = torch.zeros((), dtype=torch.float64, device=self.data.device)
         with torch.inference_mode():
             for start in range(0, xs.rows(x), b):
-                yb = y[start : start + b]
+                yb = xs.take(y, slice(start, start + b))
                 xb = xs.take(x, slice(start, start + b))
-                total += self._quality_loss(self.forward(xb), yb).double() * yb.shape[0]
-        return total.item() / y.shape[0]
+                total += self._quality_loss(self.forward(xb), yb).double() * xs.rows(yb)
+        return total.item() / xs.rows(y)
 
     def prepare_infer(self, batch_size: int) -> int:
         x = self.data.x_test
@@ -407,7 +445,7 @@ class TorchTrainer:
 
     def train_fixed_batch(self, steps: int) -> list[float]:
         b = self.settings.batch_size
-        xb, yb = xs.take(self.data.x_train, slice(None, b)), self.data.y_train[:b]
+        xb, yb = xs.take(self.data.x_train, slice(None, b)), xs.take(self.data.y_train, slice(None, b))
         self.model.train()
         losses = [self._step(xb, yb) for _ in range(steps)]
         return torch.stack(losses).tolist() if losses else []
@@ -522,9 +560,9 @@ class TorchFramework:
     def prepare(self, arrays: Arrays) -> TorchData:
         return TorchData(
             x_train=xs.apply(lambda x: _to_device(x, self.device), arrays.train.x),
-            y_train=torch.from_numpy(arrays.train.y).to(self.device),
+            y_train=xs.apply(lambda y: torch.from_numpy(y).to(self.device), arrays.train.y),
             x_test=xs.apply(lambda x: _to_device(x, self.device), arrays.test.x),
-            y_test=torch.from_numpy(arrays.test.y).to(self.device),
+            y_test=xs.apply(lambda y: torch.from_numpy(y).to(self.device), arrays.test.y),
             input_shape=arrays.input_shape,
             num_classes=arrays.num_classes,
             device=self.device,

@@ -28,7 +28,9 @@ INPUT_KINDS = ("image", "series", "volume", "tokens", "spectrogram", "features",
 # classify: logits (N, classes) vs labels (N,); regress: outputs (N, K) vs float
 # targets (N, K); next-token: logits (N, T, vocab) vs labels (N, T); ctc: logits
 # (N, T', alphabet) vs padded label sequences.
-TASKS = ("classify", "regress", "next-token", "ctc")
+# multi-output: a user's model of several named heads (dlbench.heads), each classify or
+# regress, the outputs a dict name -> output, the targets a dict name -> targets.
+TASKS = ("classify", "regress", "next-token", "ctc", "multi-output")
 # Units of the regression losses (and of the error stored as their quality).
 LOSS_UNITS = {"mse": "squared target units", "mae": "target units"}
 # The losses each task may minimize (the first is its default).
@@ -37,6 +39,8 @@ TASK_LOSSES = {
     "regress": ("mse", "mae"),
     "next-token": ("cross-entropy",),
     "ctc": ("ctc",),
+    # The weighted sum of the heads' batch-mean losses (each head's loss: head_losses).
+    "multi-output": ("sum",),
 }
 
 
@@ -128,6 +132,11 @@ class ModelSpec:
     # input_kind "named": name -> the kind of each input (a user's model of several inputs).
     inputs: Mapping[str, str] = field(default_factory=dict)
     task: str = "classify"
+    # task "multi-output": head name -> its task (classify or regress), in the model's order;
+    # head name -> its loss (one of TASK_LOSSES[task]); head name -> its weight in the sum.
+    heads: Mapping[str, str] = field(default_factory=dict)
+    head_losses: Mapping[str, str] = field(default_factory=dict)
+    loss_weights: Mapping[str, float] = field(default_factory=dict)
     # Non-image models: (sample shape, classes) of the synthetic dataset for the
     # resolved options, e.g. lstm -> ((35,), vocab). Image models use [synthetic].
     synthetic_data: Callable[[Mapping[str, Any]], tuple[Shape, int]] | None = None
@@ -164,6 +173,8 @@ class ModelSpec:
         if self.task in ("regress",) and self.loss not in TASK_LOSSES[self.task]:
             allowed = " or ".join(TASK_LOSSES[self.task])
             raise ValueError(f"{self.name}: a {self.task} model minimizes {allowed}, not {self.loss!r}")
+        if (self.task == "multi-output") != bool(self.heads) or set(self.head_losses) != set(self.heads):
+            raise ValueError(f"{self.name}: a multi-output model names its heads, each with a loss, and only it does")
         unknown = set(self.tiny_options) - set(self.options)
         if unknown:
             raise ValueError(f"{self.name}: tiny_options {sorted(unknown)} are not options")
@@ -197,11 +208,23 @@ class ModelSpec:
             return (self.loss, LOSS_UNITS[self.loss])
         return ("accuracy", "fraction")
 
+    def head_quality(self, head: str) -> tuple[str, str]:
+        """(metric, unit) of one head's quality, the metric naming the head
+        ("accuracy/kind", "mse/price"; dlbench.heads)."""
+        from dlbench import heads
+
+        if self.heads[head] == "regress":
+            loss = self.head_losses[head]
+            return heads.metric(loss, head), LOSS_UNITS[loss]
+        return heads.metric("accuracy", head), "fraction"
+
     @property
     def loss_unit(self) -> str:
         """The unit of the training loss the worker stores ("" for a user's own loss)."""
         if self.losses:
             return ""
+        if self.task == "multi-output":
+            return "total of the heads' weighted losses"
         return LOSS_UNITS.get(self.loss, "nats") if self.task == "regress" else "nats"
 
     def builder(self, framework: str) -> Callable[..., Any]:

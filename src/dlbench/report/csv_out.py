@@ -29,6 +29,17 @@ METRICS = (
 STATS = ("n", "mean", "sd", "median", "q1", "q3", "min", "max")
 
 
+def with_heads(keys: Any) -> tuple[tuple[str, str, str, str], ...]:
+    """METRICS with the quality metric of each head a case holds ("mse/price", labelled
+    "test MSE (price)"), after the declared quality metrics."""
+    heads = [q for q in quality.present(keys) if q not in quality.QUALITY]
+    if not heads:
+        return METRICS
+    last = max(i for i, row in enumerate(METRICS) if row[0] == quality.PHASE)
+    added = tuple((q.phase, q.metric, q.label, q.unit) for q in heads)
+    return (*METRICS[: last + 1], *added, *METRICS[last + 1 :])
+
+
 def _number(v: float | int) -> str:
     return repr(v) if isinstance(v, float) and v == v else ("" if isinstance(v, float) else str(v))
 
@@ -45,7 +56,7 @@ def render(report, figures: Any = (), base: Any = None) -> str:
     writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
     writer.writeheader()
     for s in report.summaries:
-        for phase, metric, words, unit in METRICS:
+        for phase, metric, words, unit in with_heads(s.stats):
             st = s.stats.get((phase, metric))
             if st is None:
                 continue

@@ -777,7 +777,9 @@ def _drawers(run: _Run, out: Target, baseline: str | None) -> dict[str, Any]:
     def quality_figure() -> Figure | None:
         # Every quality metric the run stored (analysis.quality), one panel per comparison group
         # and metric, each on its own axis; a run of accuracy alone draws what it always drew.
-        found = [q for q in quality.QUALITY if _cases_with(run, q.phase, q.metric)]
+        # The heads' metrics of a model of several outputs ("mse/price") are found in the rows.
+        stored = {(m["phase"], m["metric"]) for m in run.rows}
+        found = [q for q in quality.present(stored) if _cases_with(run, q.phase, q.metric)]
         if not found:
             return None
         if len(found) == 1 and found[0].shown:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Collection, Iterable, Mapping
+from typing import Any
 
 from dlbench.analysis import quality
 from dlbench.analysis.stats import Summary
@@ -71,6 +72,19 @@ HEADLINE = (
     *TOKEN_HEADLINE,
 )
 OPTIONAL_HEADLINE = {("tta", "time"), ("tta", "epochs"), *((p, m) for p, m, *_ in TOKEN_HEADLINE)}
+
+
+def with_heads(rows: tuple[tuple[Any, ...], ...], summaries: Iterable[CaseSummary]) -> tuple[tuple[Any, ...], ...]:
+    """`rows` (HEADLINE or GLANCE) with the quality metric of each head that the cases hold
+    ("test MSE (price)": analysis.quality) after the declared quality metrics: the heads'
+    names are the user's, found in the data, not in a static list."""
+    keys = {key for s in summaries for key in s.stats}
+    heads = [q for q in quality.present(keys) if q not in quality.QUALITY]
+    if not heads:
+        return rows
+    last = max(i for i, row in enumerate(rows) if row[0] == quality.PHASE)
+    added = tuple((q.phase, q.metric, q.label, q.scale, q.shown) for q in heads)
+    return (*rows[: last + 1], *added, *rows[last + 1 :])
 
 
 def _title(label: str, unit: str) -> str:
@@ -201,7 +215,7 @@ def summary_tables(
     cases = [s.case for s in summaries]
     columns = varying_fields(cases)
     tables = []
-    for phase, metric, label, scale, unit in HEADLINE:
+    for phase, metric, label, scale, unit in with_heads(HEADLINE, summaries):
         if (phase, metric) in OPTIONAL_HEADLINE and not any((phase, metric) in s.stats for s in summaries):
             continue
         measures_quality = quality.quality(phase, metric) is not None
@@ -286,7 +300,7 @@ def glance_table(
     if not timed:
         return None
     columns = [c for c in varying_fields([s.case for s in timed]) if c not in ("framework", "variant")]
-    present = [g for g in GLANCE if any((g[0], g[1]) in s.stats for s in timed)]
+    present = [g for g in with_heads(GLANCE, timed) if any((g[0], g[1]) in s.stats for s in timed)]
 
     def median(s: CaseSummary, phase: str, metric: str) -> float | None:
         st = s.stats.get((phase, metric))
