@@ -224,6 +224,7 @@ SERIAL: dict[str, str] = {
     "tests/faults/": "signals at measured moments of a trial, timeouts, a full disk",
     "tests/test_busy.py": "the busy-machine detector reads this machine's load",
     "tests/test_compare.py": "identical runs must show no difference, a slowed one a regression",
+    "tests/test_ci_workflow.py": "the CI gate must pass identical code and fail a 1.5x slower candidate",
     "tests/test_adaptive.py": "the stopping rule watches measured intervals narrow",
     "tests/test_telemetry.py": "samplers read this process's and the machine's CPU",
     "tests/test_runner_faults.py": "trial timeouts",

@@ -26,18 +26,24 @@ CASE = stored_case("numpy", "reference")
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def _run(store: Store, train_times: list[float], offset_s: float = 0.0, status: str = "ok") -> int:
+def _run(
+    store: Store,
+    train_times: list[float],
+    offset_s: float = 0.0,
+    status: str = "ok",
+    environment: dict[str, str] | None = None,
+) -> int:
     """A finished run of one case with one trial per block (block k's train time
     train_times[k], two repeats each). Block k starts at T0 + 10k + offset_s seconds and
     lasts one: two runs with offsets 0 and 2 took turns block by block, as `dlbench extend`
-    runs them."""
+    runs them. `environment`: what the run recorded about its machine and code."""
     trials = [
         {"case_key": "k", "block": block, "position": 0, "case": CASE, "protocol": {}}
         for block in range(len(train_times))
     ]
     run_id = store.create_run(
-        name="r", command="dlbench run", config_source="cli", config_text="", experiment={}, environment={},
-        version="0", trials=trials,
+        name="r", command="dlbench run", config_source="cli", config_text="", experiment={},
+        environment=environment or {}, version="0", trials=trials,
     )  # fmt: skip
     for trial, value in zip(store.trials(run_id), train_times, strict=True):
         start = T0 + timedelta(seconds=10 * trial["block"] + offset_s)
@@ -181,6 +187,66 @@ def test_compare_against_a_baseline_keeps_the_gate_and_refuses_the_same_run(cli,
     assert "not two (2 and 3)" in cli.error_line("compare", "--baseline", "main", "2", "3", "--db", two_runs)
     assert "give the run to compare" in cli.error_line("compare", "--baseline", "main", "--db", two_runs)
     assert "compare needs two runs" in cli.error_line("compare", "2", "--db", two_runs)
+
+
+def test_show_says_which_code_measured_a_baseline_and_prints_one_field_for_a_script(cli, tmp_path: Path):
+    """The commit comes from a checkout's record (+dirty: modified) or from the version a
+    build recorded; a script reads one field alone on standard output."""
+    db = tmp_path / "p.db"
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    with Store(db) as store:
+        checkout = {"python_executable": "/ci/venvs/baseline/bin/python", "dlbench_version": "0.1.dev9+g0123456"}
+        _run(store, BASE, environment={**checkout, "dlbench_git": sha})
+        _run(store, BASE, 2, environment={**checkout, "dlbench_git": sha + "+dirty"})
+        _run(store, BASE, 4, environment={"dlbench_version": "0.1.dev5+gabc1234.d20260101"})  # a wheel, no checkout
+        _run(store, BASE, 6)  # recorded nothing
+        for i, name in enumerate(("clean", "dirty", "wheel", "bare"), start=1):
+            service.save(store, name, i, command="c")
+        assert [
+            (p.commit, p.modified, p.python, p.version)
+            for p in (service.provenance(store, n) for n in ("clean", "dirty", "wheel", "bare"))
+        ] == [
+            (sha, False, "/ci/venvs/baseline/bin/python", "0.1.dev9+g0123456"),
+            (sha, True, "/ci/venvs/baseline/bin/python", "0.1.dev9+g0123456"),
+            ("abc1234", True, None, "0.1.dev5+gabc1234.d20260101"),
+            (None, None, None, None),
+        ]
+    shown = cli("baseline", "show", "dirty", "--db", db)
+    assert f"{sha} (with uncommitted changes)" in shown and "/ci/venvs/baseline/bin/python" in shown
+    assert "not recorded" in cli("baseline", "show", "bare", "--db", db)
+    clean = cli.result("baseline", "show", "clean", "--field", "commit", "--db", db)
+    assert clean.exit_code == 0 and clean.stdout == f"{sha}\n" and clean.stderr == ""
+    dirty = cli.result("baseline", "show", "dirty", "--field", "commit", "--db", db)
+    assert dirty.exit_code == 0 and dirty.stdout == f"{sha}\n"  # the value alone; the warning on stderr
+    warning = " ".join(dirty.stderr.split())
+    assert "uncommitted changes" in warning and "not exactly the code it measured" in warning
+    assert cli.result("baseline", "show", "wheel", "--field", "commit", "--db", db).stdout == "abc1234\n"
+    assert cli.result("baseline", "show", "clean", "--field", "run", "--db", db).stdout == "1\n"
+    line = cli.error_line("baseline", "show", "bare", "--field", "commit", "--db", db)
+    assert "baseline 'bare': its run 4 recorded no dlbench commit" in line
+    assert "--field 'sha': allowed: run, commit, python, version" in cli.error_line(
+        "baseline", "show", "clean", "--field", "sha", "--db", db
+    )
+    assert "baselines there: bare, clean, dirty, wheel" in cli.error_line("baseline", "show", "main", "--db", db)
+    assert "no such database file" in cli.error_line("baseline", "show", "x", "--db", tmp_path / "none.db")
+
+
+def test_extend_tells_two_virtual_environments_apart(tmp_path: Path):
+    """Two environments' bin/python link to one base interpreter; extend runs each run's
+    workers under the one it recorded, so they are two interpreters (and bin/python and
+    bin/python3 of one environment are one)."""
+    import sys
+
+    from dlbench.cli.running import _real
+
+    base = Path(sys.executable).resolve()
+    for env in ("a", "b"):
+        (tmp_path / env / "bin").mkdir(parents=True)
+        for name in ("python", "python3"):
+            (tmp_path / env / "bin" / name).symlink_to(base)
+    a, a3, b = (str(tmp_path / p) for p in ("a/bin/python", "a/bin/python3", "b/bin/python"))
+    assert _real(a) != _real(b) and _real(a) == _real(a3)
+    assert _real(a)[1] == _real(b)[1] == str(base)
 
 
 # -- PostgreSQL ------------------------------------------------------------------------

@@ -1,37 +1,46 @@
 """docs/ci.md's GitHub Actions workflow, run on this machine: the YAML block is read from the
-page, and its steps are carried out in order as a runner would, with a real (small) benchmark.
+page, and its steps are carried out in order as a runner would, with a real (small) benchmark
+and a regression the gate must find.
 
 - `run:` steps: bash --noprofile --norc -eo pipefail (GitHub's `shell: bash`), in a
   workspace folder, with the workflow's env, the runner's variables (GITHUB_REF, GITHUB_SHA,
-  GITHUB_EVENT_NAME, GITHUB_ENV: a file whose KEY=VALUE lines later steps see) and this
-  environment's dlbench first on PATH;
+  GITHUB_EVENT_NAME, RUNNER_TEMP, GITHUB_ENV: a file whose KEY=VALUE lines later steps see);
 - `if:` conditions: the few forms GitHub evaluates that the page uses (status functions,
-  github.ref and github.event_name compared with ==, && and ||); a step without a status
-  function runs only while no step failed, as on GitHub;
-- actions/cache/restore and actions/cache/save: a copy of the cached folder from and to a
-  folder standing for GitHub's cache; actions/upload-artifact: a copy into an artifacts
-  folder; checkout and setup-python: nothing (this test runs in the checkout and the
-  environment it was installed into); the step with id `install` is left out for that reason.
+  github.ref, github.event_name and env.NAME compared with == or !=, && and ||); a step
+  without a status function runs only while no step failed, as on GitHub;
+- actions/cache/restore and actions/cache/save: folders keyed as the page keys them
+  (`${{ github.run_id }}` and `${{ env.NAME }}` filled in); a restore takes the exact key,
+  else the newest entry that a restore key starts; a key is saved once. actions/upload-artifact:
+  a copy into an artifacts folder; checkout and setup-python: nothing;
+- the two install steps (ids `install` and `install-baseline`) are stood in for: pip would
+  fetch and build for minutes. Two commits are two virtual environments of this machine's
+  Python made in milliseconds (`venv --without-pip`, with a .pth that puts this
+  environment's packages, this checkout's dlbench among them, on their path): distinct
+  interpreter paths, which is what dlbench records for a run and what extend runs its
+  workers under. The candidate of a "slower" job has a site hook that makes the numpy
+  trainer sleep half as long as each train() took: the same code, 1.5x its training time.
+  The stand-in for install-baseline does what the page's step does: nothing when the cache
+  restored the environment, else makes it and sets BASELINE_INSTALLED.
 
-The benchmark is the page's (numpy's reference MLP on digits) made smaller, to keep this
-test within about 30 seconds on a loaded 2-core machine: 2 trials instead of the page's, no warm-up
-repeat, no latency batches, part of the data (SMALLER). The steps are the page's as written.
-
-Three jobs: a push to main with an empty cache (no baseline yet; the run becomes the
-baseline and the database is cached), a pull request (restores it, compares against the
-baseline: exit 0, the report uploaded, nothing saved), and a push to main whose trials
-produced no values (the gate exits 3, the report is still uploaded, the baseline is kept).
+The benchmark is the page's made smaller (SMALLER, GATE_BLOCKS): a few seconds per process on
+a loaded 2-core machine. Three jobs: a push to main with nothing cached (no baseline; the run
+becomes it), a pull request of identical code (compare exits 0), a pull request whose
+candidate trains 1.5x slower (compare exits 1, "slower"). Then the gate step again on a
+copy whose candidate trials left no values (exit 3), and with GATE_UNDECIDED=fail.
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
 import shutil
 import sqlite3
 import subprocess
 import sys
+import sysconfig
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,12 +54,35 @@ yaml = pytest.importorskip("yaml", reason="PyYAML reads the workflow (installed 
 
 # What the test changes in the page's BENCH_FLAGS (flag -> value; appended when absent).
 SMALLER = {
-    "--trials": "2",
     "--warmup": "0",
+    "--repeats": "2",
     "--latency-batches": "0",
-    "--train-samples": "512",
-    "--test-samples": "128",
 }
+# Blocks each side adds in turns: 1 + 4 trial medians a side, the fewest with which the exact
+# Mann-Whitney test reaches p < 0.05 with room for one value out of order (4 + 4: 0.029 at best).
+GATE_BLOCKS = "4"
+SLOWDOWN = 1.5
+
+# The candidate's slower code: a site hook run at each start of its interpreter.
+SLOWER_HOOK = f"""
+\"\"\"Candidate code whose numpy trainer takes {SLOWDOWN}x as long: after each train() it sleeps
+for {SLOWDOWN - 1} of the time train() took.\"\"\"
+import time
+
+from dlbench.frameworks import numpy as _reference
+
+_train = _reference.NumpyTrainer.train
+
+
+def _slower(self):
+    t0 = time.perf_counter()
+    out = _train(self)
+    time.sleep({SLOWDOWN - 1} * (time.perf_counter() - t0))
+    return out
+
+
+_reference.NumpyTrainer.train = _slower
+"""
 
 
 def smaller(flags: str) -> str:
@@ -71,7 +103,20 @@ def workflow() -> dict[str, Any]:
     return found[0]
 
 
-def condition(expr: str | None, github: dict[str, str], failed: bool) -> bool:
+def make_venv(path: Path, *, slower: bool = False) -> None:
+    """A virtual environment at `path` whose interpreter imports this environment's packages
+    (this checkout's dlbench): one "commit" installed. slower: with SLOWER_HOOK."""
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", "--without-pip", str(path)], check=True, timeout=60)
+    site = path / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+    # .pth files run in name order: this environment's packages first, then the hook.
+    (site / "_dlbench_env.pth").write_text(f"import site; site.addsitedir({sysconfig.get_paths()['purelib']!r})\n")
+    if slower:
+        (site / "_dlbench_slower.py").write_text(SLOWER_HOOK)
+        (site / "_dlbench_slower.pth").write_text("import _dlbench_slower\n")
+
+
+def condition(expr: str | None, github: dict[str, str], failed: bool, env: dict[str, str] | None = None) -> bool:
     """A step's `if:` as GitHub evaluates the forms used here; anything else fails the test."""
     if expr is None:
         return not failed
@@ -82,12 +127,24 @@ def condition(expr: str | None, github: dict[str, str], failed: bool) -> bool:
     text = re.sub(r"\bfailure\(\)", str(failed), text)
     text = re.sub(r"\bcancelled\(\)", "False", text)
     text = re.sub(r"\bgithub\.(\w+)", lambda m: repr(github[m.group(1)]), text)
+    text = re.sub(r"\benv\.(\w+)", lambda m: repr((env or {}).get(m.group(1), "")), text)  # unset: ''
     text = text.replace("&&", " and ").replace("||", " or ").replace("!=", " != ")
     tree = ast.parse(text, mode="eval")
     allowed = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.Compare, ast.Eq, ast.NotEq, ast.Constant)
     assert all(isinstance(node, allowed) for node in ast.walk(tree)), f"if: {expr!r} is beyond this test's reading"
     value = bool(eval(compile(tree, "if", "eval"), {"__builtins__": {}}, {}))  # only the nodes checked above
     return value if has_status else value and not failed
+
+
+def expand(text: str, github: dict[str, str], env: dict[str, str]) -> str:
+    """`${{ github.X }}` and `${{ env.X }}` in an action's input, as GitHub fills them in."""
+
+    def one(m: re.Match[str]) -> str:
+        scope, _, name = m.group(1).strip().partition(".")
+        assert scope in ("github", "env"), f"{m.group(0)} is beyond this test's reading"
+        return (github if scope == "github" else env).get(name, "")
+
+    return re.sub(r"\$\{\{(.*?)\}\}", one, str(text))
 
 
 @dataclass
@@ -98,34 +155,50 @@ class Step:
     output: str = ""
 
 
+# A stand-in for an install step: (step id, workspace, the job's environment) -> the lines
+# it adds to GITHUB_ENV.
+Install = Callable[[str, Path, dict[str, str]], dict[str, str]]
+
+
 class Runner:
-    """One job of the workflow on this machine: a workspace, the cache and artifact folders."""
+    """Jobs of the workflow on this machine: a workspace each, shared cache and artifact folders."""
 
     def __init__(self, root: Path, flow: dict[str, Any]) -> None:
         self.flow = flow
-        self.cache = root / "cache"
+        self.cache = root / "cache"  # one folder per key, numbered in the order saved
         self.artifacts = root / "artifacts"
         self.cache.mkdir(exist_ok=True)
         self.artifacts.mkdir(exist_ok=True)
+        self.keys: list[str] = []
+        self.job = 0
         (job,) = flow["jobs"].values()
         self.steps: list[dict[str, Any]] = job["steps"]
 
     def run(
-        self, workspace: Path, *, ref: str, event: str, start: str | None = None, env: dict[str, str] | None = None
+        self,
+        workspace: Path,
+        *,
+        ref: str,
+        event: str,
+        install: Install,
+        start: str | None = None,
+        env: dict[str, str] | None = None,
     ) -> dict[str, Step]:
         """The job's steps in order (from the step named `start`, with `env` already set by
         the steps before it), as a `event` on `ref`."""
+        self.job += 1
         workspace.mkdir(exist_ok=True)
-        github = {"ref": ref, "event_name": event}
-        bin_dir = str(Path(sys.executable).parent)
+        temp = workspace.parent / f"{workspace.name}.runner_temp"
+        temp.mkdir(exist_ok=True)
+        github = {"ref": ref, "event_name": event, "run_id": str(1000 + self.job)}
         environ = {
             **os.environ,
-            "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
             "GITHUB_ACTIONS": "true",
             "GITHUB_REF": ref,
             "GITHUB_EVENT_NAME": event,
             "GITHUB_SHA": "0123456789abcdef0123456789abcdef01234567",
             "GITHUB_WORKSPACE": str(workspace),
+            "RUNNER_TEMP": str(temp),
             **{k: str(v) for k, v in self.flow.get("env", {}).items()},
             **(env or {}),
         }
@@ -137,11 +210,14 @@ class Runner:
             started = started or name == start
             if not started:
                 continue
-            if step.get("id") == "install" or not condition(step.get("if"), github, failed):
+            if not condition(step.get("if"), github, failed, environ):
                 done[name] = Step(name, ran=False)
                 continue
-            if "uses" in step:
-                done[name] = self._action(step, workspace)
+            if step.get("id") in ("install", "install-baseline"):
+                environ.update(install(step["id"], workspace, environ))
+                done[name] = Step(name, True, output="stood in for")
+            elif "uses" in step:
+                done[name] = self._action(step, workspace, github, environ)
             else:
                 done[name] = self._shell(step["run"], workspace, environ)
             failed = failed or done[name].rc != 0
@@ -157,27 +233,36 @@ class Runner:
             env={**environ, "GITHUB_ENV": str(env_file)},
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=300,
         )
         for line in env_file.read_text().splitlines():  # what later steps see, as GitHub passes it on
             key, _, value = line.partition("=")
             environ[key] = value
         return Step(script, True, proc.returncode, proc.stdout + proc.stderr)
 
-    def _action(self, step: dict[str, Any], workspace: Path) -> Step:
+    def _action(self, step: dict[str, Any], workspace: Path, github: dict[str, str], env: dict[str, str]) -> Step:
         action = step["uses"].split("@")[0]
-        given = step.get("with", {})
+        given = {k: expand(v, github, env) for k, v in step.get("with", {}).items()}
         if action in ("actions/checkout", "actions/setup-python"):
             return Step(action, True)
         if action == "actions/cache/restore":
-            kept = self.cache / given["path"]
-            if kept.exists():
-                shutil.copytree(kept, workspace / given["path"], dirs_exist_ok=True)
-            return Step(action, True, output="restored" if kept.exists() else "no cache")
+            prefixes = [given["key"], *str(given.get("restore-keys", "")).split()]
+            for prefix in prefixes:
+                hits = [k for k in self.keys if k == given["key"]] or [k for k in self.keys if k.startswith(prefix)]
+                if hits:
+                    key = hits[-1]  # the newest
+                    kept = self.cache / str(self.keys.index(key)) / given["path"]
+                    shutil.copytree(kept, workspace / given["path"], symlinks=True, dirs_exist_ok=True)
+                    return Step(action, True, output=f"restored {key}")
+            return Step(action, True, output="no cache")
         if action == "actions/cache/save":
-            shutil.rmtree(self.cache / given["path"], ignore_errors=True)
-            shutil.copytree(workspace / given["path"], self.cache / given["path"])
-            return Step(action, True, output="saved")
+            if given["key"] in self.keys:  # GitHub keeps the first entry of a key and warns
+                return Step(action, True, output=f"not saved: {given['key']} exists")
+            self.keys.append(given["key"])
+            shutil.copytree(
+                workspace / given["path"], self.cache / str(len(self.keys) - 1) / given["path"], symlinks=True
+            )
+            return Step(action, True, output=f"saved {given['key']}")
         if action == "actions/upload-artifact":
             source = workspace / given["path"]
             if source.exists():
@@ -186,69 +271,138 @@ class Runner:
         raise AssertionError(f"the page uses an action this test does not simulate: {action}")
 
 
-def _runs(db: Path) -> list[tuple[int, str, int]]:
+def _runs(db: Path) -> list[tuple[int, str, int, str]]:
+    """(id, status, trials ok, the interpreter the run recorded) per run."""
     with sqlite3.connect(db) as con:
-        return con.execute(
-            "SELECT r.id, r.status, (SELECT COUNT(*) FROM trials t WHERE t.run_id = r.id AND t.status = 'ok')"
-            " FROM runs r ORDER BY r.id"
+        rows = con.execute(
+            "SELECT r.id, r.status, (SELECT COUNT(*) FROM trials t WHERE t.run_id = r.id AND t.status = 'ok'),"
+            " r.environment_json FROM runs r ORDER BY r.id"
         ).fetchall()
+    return [(i, status, ok, json.loads(env)["python_executable"]) for i, status, ok, env in rows]
 
 
-def test_the_documented_workflow_runs_gates_and_keeps_its_baseline(tmp_path: Path):
+def _verdicts(db: Path, a: int, b: int) -> dict[str, str]:
+    """metric -> compare's verdict of run b against run a, read from compare --format json."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "dlbench", "compare", str(a), str(b), "--band", "0.05", "--format", "json"]
+        + ["--db", str(db)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return {c["metric"]: c["verdict"] for c in json.loads(proc.stdout)["comparisons"]}
+
+
+def stand_in(*, slower: bool, made: list[str]) -> Install:
+    """The install steps, cheaply: the candidate (slower or not) and, where the cache did not
+    bring it, the baseline, as the page's install-baseline step would (BASELINE_INSTALLED)."""
+
+    def install(step: str, workspace: Path, env: dict[str, str]) -> dict[str, str]:
+        if step == "install":
+            make_venv(workspace / env["CANDIDATE"], slower=slower)
+            return {}
+        if (workspace / env["BASELINE"] / "bin" / "python").exists():
+            return {}  # restored from the cache: the page's step stops there too
+        make_venv(workspace / env["BASELINE"])
+        made.append(env["BASELINE_COMMIT"])
+        return {"BASELINE_INSTALLED": "true"}
+
+    return install
+
+
+def test_the_documented_workflow_gates_a_slower_candidate_and_passes_the_same_code(tmp_path: Path):
     flow = workflow()
     runner = Runner(tmp_path, flow)
     names = [s.get("name") or s.get("uses") for s in runner.steps]
-    gate, save = "Compare with the baseline", "Make this run the baseline"
-    assert {gate, save, "Run the benchmark", "Upload the report"} <= set(names)
-    bench = {"BENCH_FLAGS": smaller(flow["env"]["BENCH_FLAGS"])}
-    trials = int(SMALLER["--trials"])
+    gate, save, turns = "Compare with the baseline", "Make this run the baseline", "Take turns"
+    assert {gate, save, turns, "Run the benchmark", "Upload the report", "Find the baseline"} <= set(names)
+    bench = {"BENCH_FLAGS": smaller(flow["env"]["BENCH_FLAGS"]), "GATE_BLOCKS": GATE_BLOCKS}
+    per_side = 1 + int(GATE_BLOCKS)
     html = "benchmark-report-benchmark.html"
+    made: list[str] = []
 
-    # 1. A push to main, nothing cached: no baseline to compare with; this run becomes it.
-    main = runner.run(tmp_path / "main", ref="refs/heads/main", event="push", env=bench)
+    # 1. A push to main, nothing cached: no baseline, nothing to take turns with; this run becomes it.
+    ws = tmp_path / "main"
+    main = runner.run(ws, ref="refs/heads/main", event="push", env=bench, install=stand_in(slower=False, made=made))
     for step in main.values():
         assert step.rc == 0, f"{step.name}\n{step.output}"
-    assert not main["Install dlbench"].ran and main["Restore the results database"].output == "no cache"
-    assert "no baseline saved yet" in main[gate].output
+    assert main["Restore the results database"].output == "no cache"
+    assert "no baseline saved yet" in main["Find the baseline"].output
+    assert not main["Install the baseline"].ran and not main[turns].ran
+    assert "no baseline to compare with" in main[gate].output
     assert "saved baseline 'main': run 1" in main[save].output
-    assert _runs(runner.cache / "bench" / "results.db") == [(1, "finished", trials)]
+    candidate = str(ws / flow["env"]["CANDIDATE"] / "bin" / "python")
+    assert _runs(runner.cache / "0" / "bench" / "results.db") == [(1, "finished", 1, candidate)]
     report = runner.artifacts / html
     assert report.read_text().lstrip().lower().startswith("<!doctype html") and "numpy" in report.read_text()
     report.unlink()
-    cached = (runner.cache / "bench" / "results.db").read_bytes()
+    with sqlite3.connect(ws / "bench" / "results.db") as con:
+        git = json.loads(con.execute("SELECT environment_json FROM runs WHERE id = 1").fetchone()[0])["dlbench_git"]
+    commit = git.removesuffix("+dirty")  # what the baseline's run recorded: this checkout's commit
 
-    # 2. A pull request: the cached database restored, run 2 compared with baseline main (run 1).
-    pr = runner.run(tmp_path / "pr", ref="refs/pull/7/merge", event="pull_request", env=bench)
-    assert pr[gate].rc == 0, pr[gate].output
-    flat = " ".join(pr[gate].output.split())
-    assert "A is baseline 'main': run 1" in flat and "B (2) relative to A (1)" in flat
-    # Two runs taken one after the other: ratios and intervals, no verdict, and the gate passes.
-    assert "2 comparisons, 0 regressions, 0 without values on one side" in flat
-    assert "the runs were taken one after the other" in flat and "REGRESSION" not in flat
+    # 2. A pull request of the same code: the baseline's commit installed (its environment
+    # cached under that commit), both sides measured here in turns; compare exits 0.
+    ws = tmp_path / "same"
+    same = runner.run(
+        ws, ref="refs/pull/7/merge", event="pull_request", env=bench, install=stand_in(slower=False, made=made)
+    )
+    assert same[gate].rc == 0, same[gate].output + same[turns].output
+    assert made == [commit] and runner.keys == ["dlbench-results-1001", f"dlbench-baseline-{commit}-py3.11"]
+    db = ws / "bench" / "results.db"
+    base_python, candidate = (str(ws / flow["env"][k] / "bin" / "python") for k in ("BASELINE", "CANDIDATE"))
+    assert _runs(db)[1:] == [(2, "finished", per_side, base_python), (3, "finished", per_side, candidate)]
+    assert f"block {GATE_BLOCKS}/{GATE_BLOCKS}" in same[turns].output
+    flat = " ".join(same[gate].output.split())
+    assert "B (3) relative to A (2)" in flat and "0 regressions" in flat and "one after the other" not in flat
+    verdicts = _verdicts(db, 2, 3)
+    assert "train time" in verdicts and "slower" not in verdicts.values(), verdicts
     assert report.exists() and "numpy" in report.read_text()
-    assert not pr[save].ran and not pr["Keep the results database"].ran
-    assert (runner.cache / "bench" / "results.db").read_bytes() == cached  # a pull request saves nothing
-    assert _runs(tmp_path / "pr" / "bench" / "results.db") == [(1, "finished", trials), (2, "finished", trials)]
+    assert not same[save].ran and not same["Keep the results database"].ran
 
-    # 3. A push to main whose trials left no values: the gate exits 3 and fails the job; the
-    # report is still uploaded, and the failed run does not become the baseline.
-    db = tmp_path / "pr" / "bench" / "results.db"
-    with sqlite3.connect(db) as con:
-        con.execute("UPDATE trials SET status = 'timeout' WHERE run_id = 2")
+    # The strict gate: GATE_UNDECIDED=fail fails exactly when a comparison was undecided.
+    strict = runner.run(
+        ws,
+        ref="refs/pull/7/merge",
+        event="pull_request",
+        start=gate,
+        env={**bench, "BASE_RUN_ID": "2", "RUN_ID": "3", "GATE_UNDECIDED": "fail"},
+        install=stand_in(slower=False, made=made),
+    )
+    undecided = list(verdicts.values()).count("undecided")
+    assert strict[gate].rc == (1 if undecided else 0), strict[gate].output
+    assert (f"{undecided} comparison(s) undecided" in strict[gate].output) == bool(undecided)
+
+    # 3. A pull request whose candidate trains 1.5x slower: the baseline's environment comes
+    # from the cache; the turns find the regression and compare exits 1.
     report.unlink()
+    ws = tmp_path / "slow"
+    slow = runner.run(
+        ws, ref="refs/pull/8/merge", event="pull_request", env=bench, install=stand_in(slower=True, made=made)
+    )
+    assert slow["Restore the baseline's environment"].output == f"restored dlbench-baseline-{commit}-py3.11"
+    assert made == [commit] and not slow["Keep the baseline's environment"].ran  # nothing installed again
+    assert slow[gate].rc == 1, slow[gate].output + slow[turns].output
+    flat = " ".join(slow[gate].output.split())
+    assert "B (3) relative to A (2)" in flat and "1 regression" in flat
+    db = ws / "bench" / "results.db"
+    verdicts = _verdicts(db, 2, 3)
+    assert verdicts["train time"] == "slower", verdicts
+    assert report.exists()  # the report is written before the gate, and uploaded whatever it says
+
+    # 4. The candidate's trials left no values: the gate exits 3 (no pass on no data).
+    with sqlite3.connect(db) as con:
+        con.execute("UPDATE trials SET status = 'timeout' WHERE run_id = 3")
     broken = runner.run(
-        tmp_path / "pr",
-        ref="refs/heads/main",
-        event="push",
-        start="Write the HTML report",
-        env={**bench, "RUN_ID": "2"},
+        ws,
+        ref="refs/pull/8/merge",
+        event="pull_request",
+        start=gate,
+        env={**bench, "BASE_RUN_ID": "2", "RUN_ID": "3"},
+        install=stand_in(slower=True, made=made),
     )
     assert broken[gate].rc == 3, broken[gate].output
     assert "have no values on one side" in " ".join(broken[gate].output.split())
-    assert broken["Upload the report"].ran and report.exists()
-    assert not broken[save].ran and not broken["Keep the results database"].ran
-    with sqlite3.connect(db) as con:
-        assert con.execute("SELECT name, run_id FROM baselines").fetchall() == [("main", 1)]
+    assert broken["Upload the report"].ran
 
 
 def test_conditions_are_read_as_github_reads_them():
@@ -259,5 +413,7 @@ def test_conditions_are_read_as_github_reads_them():
     assert not condition(main_push, {**github, "event_name": "pull_request"}, failed=False)
     assert condition("always()", github, failed=True) and condition("failure()", github, failed=True)
     assert not condition(None, github, failed=True) and condition(None, github, failed=False)
+    assert condition("env.X != ''", github, failed=False, env={"X": "abc"})
+    assert not condition("env.X != ''", github, failed=False, env={})  # unset reads as ''
     with pytest.raises(AssertionError, match="beyond this test's reading"):
         condition("contains(github.ref, 'main')", github, failed=False)

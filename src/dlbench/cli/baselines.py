@@ -88,6 +88,43 @@ def list_baselines(db: DB = Path("dlbench.db")) -> None:
     show_table(service.table(found))
 
 
+@baseline_app.command("show")
+def show(
+    name: NameArg,
+    field: Annotated[
+        str | None,
+        typer.Option(
+            "--field",
+            help="Print only this, for a script: run (its id), commit (the dlbench commit the run measured), "
+            "python (the interpreter its workers ran under) or version (dlbench's).",
+        ),
+    ] = None,
+    db: DB = Path("dlbench.db"),
+) -> None:
+    """One baseline: its run, who saved it, and the code that measured it (interpreter, dlbench version, commit)."""
+    from dlbench.service import ServiceError
+    from dlbench.service import baselines as service
+
+    _existing(db)
+    store = open_store(db, readonly=True)
+    try:
+        found = service.provenance(store, name)
+        value = None if field is None else service.field_value(found, field)
+    except ServiceError as exc:
+        fail(str(exc))
+    if value is None:
+        show_table(service.provenance_table(found))
+        return
+    if field == "commit" and found.modified:
+        # On stderr: standard output is the commit alone, for the script that reads it.
+        err_console.print(
+            f"baseline {name!r}: run {found.baseline.run_id} ran with uncommitted changes on top of {value}; "
+            "that commit is not exactly the code it measured",
+            highlight=False,
+        )
+    print(value)
+
+
 @baseline_app.command("delete")
 def delete(name: NameArg, db: DB = Path("dlbench.db")) -> None:
     """Forget baseline NAME; its run stays in the database."""

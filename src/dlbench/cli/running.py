@@ -331,12 +331,16 @@ def extend(
         raise typer.Exit(1)
 
 
-def _real(path: str) -> str:
-    return str(Path(path).resolve())
+def _real(path: str) -> tuple[str, str]:
+    """An interpreter's identity: the folder it is invoked from and the file it is. A virtual
+    environment is the folder (its bin/python is a link to the same base interpreter as every
+    other environment's), so two environments' pythons are two interpreters, while
+    bin/python and bin/python3.11 of one environment are one."""
+    return str(Path(os.path.abspath(path)).parent.resolve()), str(Path(path).resolve())
 
 
-def _trusted_interpreters(named: list[str]) -> dict[str, str]:
-    """Resolved path -> the path to run: this dlbench's interpreter and those the user named."""
+def _trusted_interpreters(named: list[str]) -> dict[tuple[str, str], str]:
+    """Identity -> the path to run: this dlbench's interpreter and those the user named."""
     trusted = {_real(sys.executable): sys.executable}
     for path in named:
         if not Path(path).is_file() or not os.access(path, os.X_OK):

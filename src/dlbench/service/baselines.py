@@ -6,6 +6,11 @@ main RUN`) instead of carrying a run id from job to job. The name lives in the s
 baselines table (migration 7), so it travels with the database (a cache, a shared
 PostgreSQL database). The command line (cli.baselines, and compare's --baseline) parses
 and prints; what is checked, saved, resolved and listed is decided here.
+
+A baseline also says which code measured it: its run recorded the interpreter and the
+dlbench version and commit (`provenance`). docs/ci.md's gate reads the commit
+(`dlbench baseline show main --field commit`), installs that commit in a virtual
+environment of its own and measures it again beside the candidate, in turns.
 """
 
 from __future__ import annotations
@@ -29,6 +34,23 @@ if TYPE_CHECKING:
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,99}")
 NAME_RULE = "letters, digits and . _ - /, starting with a letter or digit, at most 100 characters"
 NOTE_MAX = 1000
+
+
+# What `dlbench baseline show NAME --field FIELD` prints alone, for a script.
+FIELDS = ("run", "commit", "python", "version")
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """The code a baseline's run measured, as the run recorded it: the interpreter its
+    workers ran under, dlbench's version, and the commit (the checkout's, or the one the
+    version names: 0.1.dev5+gabc1234 -> abc1234); None where the run recorded nothing."""
+
+    baseline: BaselineRecord
+    python: str | None
+    version: str | None
+    commit: str | None
+    modified: bool | None  # the commit's tree had uncommitted changes (None: not known)
 
 
 @dataclass(frozen=True)
@@ -105,6 +127,72 @@ def resolve(store: Store, name: str) -> BaselineRecord:
         else "it holds no baselines (dlbench baseline save NAME --run ID makes one)"
     )
     raise ServiceError(f"no baseline named {name!r} in {store.path}; {there}")
+
+
+def provenance(store: Store, name: str) -> Provenance:
+    """What baseline `name`'s run recorded about the code that measured it."""
+    from dlbench.version import _from_version
+
+    found = resolve(store, name)
+    env = store.run(found.run_id).environment
+    python, version, git = (env.get(k) for k in ("python_executable", "dlbench_version", "dlbench_git"))
+    commit: str | None = None
+    modified: bool | None = None
+    if isinstance(git, str) and git:  # dlbench ran from a checkout: its commit, +dirty when modified
+        commit, modified = git.removesuffix("+dirty"), git.endswith("+dirty")
+    elif isinstance(version, str) and version:  # installed from a build: the commit its version names
+        recorded = _from_version(version, None, None)
+        commit, modified = recorded.commit, recorded.dirty
+    return Provenance(
+        found,
+        python if isinstance(python, str) and python else None,
+        version if isinstance(version, str) and version else None,
+        commit,
+        modified,
+    )
+
+
+def field_value(p: Provenance, name: str) -> str:
+    """One of FIELDS, as text for a script; one line when it is unknown or was not recorded."""
+    if name not in FIELDS:
+        raise ServiceError(f"--field {name!r}: allowed: {', '.join(FIELDS)}")
+    values = {"run": str(p.baseline.run_id), "commit": p.commit, "python": p.python, "version": p.version}
+    value = values[name]
+    if value is None:
+        what = {
+            "commit": "no dlbench commit (neither a checkout's nor one in its version)",
+            "python": "no interpreter",
+            "version": "no dlbench version",
+        }[name]
+        raise ServiceError(
+            f"baseline {p.baseline.name!r}: its run {p.baseline.run_id} recorded {what}; "
+            "a run made by this dlbench records it (dlbench runs --format json shows a run's environment)"
+        )
+    return value
+
+
+def provenance_table(p: Provenance) -> TableData:
+    """One baseline, a row per fact: the run it names, who saved it, and the code that ran it."""
+    from dlbench.report.render import TableData
+
+    b = p.baseline
+    t = TableData(f"baseline {b.name!r}", ["field", "value"], align=["left", "left"])
+    commit = p.commit and p.commit + (" (with uncommitted changes)" if p.modified else "")
+    for key, value in (
+        ("run", b.run_id),
+        ("run name", b.run_name or "—"),
+        ("run started", b.run_started_at or "—"),
+        ("cases", "—" if b.n_cases is None else b.n_cases),
+        ("saved", b.saved_at),
+        ("saved by", b.saved_by or "—"),
+        ("note", b.note or "—"),
+        ("command", b.command or "—"),
+        ("python", p.python or "not recorded"),
+        ("dlbench", p.version or "not recorded"),
+        ("commit", commit or "not recorded"),
+    ):
+        t.add_row(key, value)
+    return t
 
 
 def delete(store: Store, name: str) -> BaselineRecord:
