@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -45,6 +46,21 @@ def _clean_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in drop}
 
 
+def _copy_of_checkout(dest: Path) -> Path:
+    """The working tree as it is (tracked and new files, not ignored ones) with its git metadata,
+    copied: a build writes build/ and src/dlbench/_version.py into its source folder, and the
+    checkout's own files are left to the editable install that other tests run from."""
+    if not (ROOT / ".git").is_dir():  # a worktree or submodule: its metadata lies elsewhere
+        return ROOT
+    listed = _git("ls-files", "-z", "--cached", "--others", "--exclude-standard").split("\0")
+    for name in filter(None, listed):
+        if (ROOT / name).is_file():  # a tracked file deleted in the working tree is not there
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, dest / name)
+    shutil.copytree(ROOT / ".git", dest / ".git", symlinks=True)
+    return dest
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     """Build the wheel, make a fresh venv, install the wheel with pinned extras: the venv's
@@ -53,8 +69,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     heads = [_git("rev-parse", "HEAD")]
     took: dict[str, float] = {}
     t0 = time.perf_counter()
+    source = _copy_of_checkout(tmp / "source")
     build = subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp / "dist"), str(ROOT)],
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp / "dist"), str(source)],
         capture_output=True,
         text=True,
         timeout=300,
