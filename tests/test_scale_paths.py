@@ -27,6 +27,7 @@ import pytest
 import dlbench
 from dlbench.analysis.rows import latency_percentiles_of
 from dlbench.analysis.summary import latency_percentiles
+from dlbench.report import model
 from dlbench.report.formats import REGISTRY
 from dlbench.report.model import build_report
 from dlbench.store import Measurement, Store
@@ -108,7 +109,8 @@ def test_latency_percentiles_equal_records_and_raw_sql(scale_db: Path) -> None:
 
 def test_every_format_unchanged(scale_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The written formats and the console tables, read column-wise and through the
-    records (Store.latency_samples replaced by a grouping of latency_calls' records)."""
+    records as before: Store.latency_samples replaced by a grouping of latency_calls'
+    records, and the comparisons handed every row instead of their metrics' rows."""
 
     def by_records(store: Store, run_id: int) -> list:
         pooled: dict = {}
@@ -129,9 +131,13 @@ def test_every_format_unchanged(scale_db: Path, monkeypatch: pytest.MonkeyPatch)
 
     columnwise = outputs()
     monkeypatch.setattr(Store, "latency_samples", by_records)
+    monkeypatch.setattr(model, "_by_metric", lambda measurements: lambda metrics: list(measurements))
     assert outputs() == columnwise
     latency = [rows for title, rows in columnwise["console"] if title.startswith("inference latency")]
     assert latency and len(latency[0]) == 36
+    # The comparisons compared: three frameworks per set, each pair both ways, per timed metric.
+    verdicts = [rows for title, rows in columnwise["console"] if title.startswith("framework vs framework")]
+    assert verdicts and len(verdicts[0]) == 72
 
 
 # PostgreSQL: a throwaway server of this module's own (port and folder apart from
