@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import importlib.util
 import io
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -102,6 +103,31 @@ def test_a_file_of_two_outputs_gives_each_its_targets_and_classes_and_says_how_i
     )
     head = arrays.train.head(5)
     assert head.y["price"].shape == (5, 2) and head.y["kind"].shape == (5,)
+
+
+def test_a_large_file_is_described_from_its_headers_and_labels_alike(tmp_path: Path, monkeypatch):
+    path = _write(tmp_path / "shop.npz")
+    monkeypatch.setattr(files, "PLAN_FULL_CHECK_BYTES", 0)  # headers and labels only, as for a large file
+    assert files.describe(path) == ((4,), {"price": 1, "kind": 3}, "heads")
+    bad = _write(tmp_path / "bad.npz", y_test_kind=np.zeros(9, int))
+    with pytest.raises(UserDataError, match="x_test has 10 samples but y_test_kind has 9"):
+        files.describe(bad)
+
+
+def test_named_inputs_and_named_outputs_go_together(tmp_path: Path):
+    rng = np.random.default_rng(0)
+    path = _write(
+        tmp_path / "both.npz",
+        x_train=None,
+        x_test=None,
+        x_train_numeric=rng.random((20, 3), dtype=np.float32),
+        x_test_numeric=rng.random((10, 3), dtype=np.float32),
+        x_train_category=rng.integers(0, 4, (20, 1)),
+        x_test_category=rng.integers(0, 4, (10, 1)),
+    )
+    arrays = files.load(path)
+    assert arrays.input_shape == {"category": (1,), "numeric": (3,)}
+    assert arrays.num_classes == {"price": 1, "kind": 3}
 
 
 @pytest.mark.parametrize(
@@ -231,10 +257,16 @@ def test_each_head_learns_and_is_stored_under_its_own_metric_in_every_framework(
 @frameworks_needed
 def test_the_report_and_the_csv_show_each_head_and_the_api_reads_the_same_numbers(heads_run, cli, tmp_path: Path):
     db, _, _ = heads_run
-    console = cli("report", "--db", db, "--details")
-    for label in ("accuracy (kind)", "test MSE (price)"):
-        assert label in console
-    assert "has the lowest test MSE (price)" in console or "decidedly lower test MSE (price)" in console
+    tables = cli("report", "--db", db, "--details")
+    assert "accuracy (kind) (%)" in tables and "test MSE (price)" in tables
+    answer = " ".join(cli("report", "--db", db).split())  # the answer, its lines unwrapped
+    assert "accuracy (kind):" in answer and "test MSE (price):" in answer
+    assert "has the lowest test MSE (price)" in answer or "decidedly lower test MSE (price)" in answer
+    other = tmp_path / "b.db"
+    shutil.copy(db, other)  # the same numbers as another run: compare refuses a run against itself
+    compared = cli("compare", f"{db}:1", f"{other}:1", "--quality", "--format", "json")
+    for label in ("test MSE (price)", "accuracy (kind)"):
+        assert compared.count(f'"metric": "{label}"') == 3  # one per framework
     out = tmp_path / "r.csv"
     cli("report", "--db", db, "--format", "csv", "--out", out)
     rows = list(csv.DictReader(io.StringIO(out.read_text())))

@@ -120,6 +120,11 @@ def run_repeat(
     spec = model_spec(settings)
     classical = case.optimizer == "none"
     tta = bool(protocol.target_accuracy) and not classical
+    if tta and spec.heads:
+        raise ValueError(
+            f"target_accuracy: model {spec.name} has several outputs ({', '.join(spec.heads)}), each with its own "
+            "quality, and no one accuracy to reach: run it without target_accuracy"
+        )
     max_epochs = settings.epochs or 1
     if tta:  # one epoch per train() call; the configured epochs are the budget
         settings = replace(settings, epochs=1)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -194,7 +195,16 @@ def with_heads(metrics: tuple[tuple[str, str, str], ...], measurements: Rows) ->
     "test MSE (price)"): the heads are named by the user, so the data says which exist."""
     if not any(m in QUALITY for m in metrics):
         return metrics
-    keys = {(m["phase"], m["metric"]) for m in measurements if m["phase"] == quality.PHASE}
+    return with_heads_of(metrics, {(m["phase"], m["metric"]) for m in measurements if m["phase"] == quality.PHASE})
+
+
+def with_heads_of(
+    metrics: Sequence[tuple[str, str, str]], keys: Iterable[tuple[str, str]]
+) -> tuple[tuple[str, str, str], ...]:
+    """with_heads, from the (phase, metric) pairs that are stored (`keys`) rather than the rows."""
+    metrics = tuple(metrics)
+    if not any(m in QUALITY for m in metrics):
+        return metrics
     return (*metrics, *(m for m in quality.comparison_metrics(keys) if m not in metrics))
 
 

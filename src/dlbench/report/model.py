@@ -179,7 +179,10 @@ def _by_metric(measurements: Any) -> Callable[[Sequence[tuple[str, str, str]]], 
         rows.setdefault((m["phase"], m["metric"]), []).append(m)
 
     def of(metrics: Sequence[tuple[str, str, str]]) -> list[Any]:
-        pairs = dict.fromkeys((phase, metric) for phase, metric, _ in metrics)  # each once
+        from dlbench.analysis.comparisons import with_heads_of
+
+        # The quality metrics bring the heads' of a model of several outputs ("mse/price").
+        pairs = dict.fromkeys((phase, metric) for phase, metric, _ in with_heads_of(metrics, rows))  # each once
         return [m for pair in pairs for m in rows.get(pair, ())]
 
     return of
