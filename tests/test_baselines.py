@@ -224,7 +224,8 @@ def test_show_says_which_code_measured_a_baseline_and_prints_one_field_for_a_scr
     assert cli.result("baseline", "show", "clean", "--field", "run", "--db", db).stdout == "1\n"
     line = cli.error_line("baseline", "show", "bare", "--field", "commit", "--db", db)
     assert "baseline 'bare': its run 4 recorded no dlbench commit" in line
-    assert "--field 'sha': allowed: run, commit, python, version" in cli.error_line(
+    assert "saved without a note" in cli.error_line("baseline", "show", "clean", "--field", "note", "--db", db)
+    assert "--field 'sha': allowed: run, commit, python, version, note" in cli.error_line(
         "baseline", "show", "clean", "--field", "sha", "--db", db
     )
     assert "baselines there: bare, clean, dirty, wheel" in cli.error_line("baseline", "show", "main", "--db", db)

@@ -96,7 +96,7 @@ def show(
         typer.Option(
             "--field",
             help="Print only this, for a script: run (its id), commit (the dlbench commit the run measured), "
-            "python (the interpreter its workers ran under) or version (dlbench's).",
+            "python (the interpreter its workers ran under), version (dlbench's) or note (the line saved with it).",
         ),
     ] = None,
     db: DB = Path("dlbench.db"),

@@ -37,7 +37,7 @@ NOTE_MAX = 1000
 
 
 # What `dlbench baseline show NAME --field FIELD` prints alone, for a script.
-FIELDS = ("run", "commit", "python", "version")
+FIELDS = ("run", "commit", "python", "version", "note")
 
 
 @dataclass(frozen=True)
@@ -156,8 +156,16 @@ def field_value(p: Provenance, name: str) -> str:
     """One of FIELDS, as text for a script; one line when it is unknown or was not recorded."""
     if name not in FIELDS:
         raise ServiceError(f"--field {name!r}: allowed: {', '.join(FIELDS)}")
-    values = {"run": str(p.baseline.run_id), "commit": p.commit, "python": p.python, "version": p.version}
+    values = {
+        "run": str(p.baseline.run_id),
+        "commit": p.commit,
+        "python": p.python,
+        "version": p.version,
+        "note": p.baseline.note,
+    }
     value = values[name]
+    if value is None and name == "note":
+        raise ServiceError(f"baseline {p.baseline.name!r} was saved without a note (dlbench baseline save --note)")
     if value is None:
         what = {
             "commit": "no dlbench commit (neither a checkout's nor one in its version)",
