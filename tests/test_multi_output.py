@@ -348,3 +348,42 @@ def test_the_training_loss_is_the_same_weighted_sum_in_the_three_frameworks():
     in_keras = model.compute_loss(y=y, y_pred=out)
     for value in (in_torch, in_jax, in_keras):
         assert float(value) == pytest.approx(by_hand, rel=1e-6)
+
+
+ROLLED_HEADS = """
+import dlbench
+
+
+def build(shape, outputs, hidden=32):
+    import torch
+    from torch import nn
+
+    class Rolled(nn.Module):  # each sample gets its neighbour's outputs: outputs and targets out of step
+        def __init__(self):
+            super().__init__()
+            self.trunk = nn.Linear(shape[0], hidden)
+            self.kind = nn.Linear(hidden, outputs["kind"])
+            self.price = nn.Linear(hidden, outputs["price"])
+
+        def forward(self, x):
+            h = torch.roll(torch.relu(self.trunk(x)), 1, dims=0)
+            return {"price": self.price(h), "kind": self.kind(h)}
+
+    return Rolled()
+
+
+MODEL = dlbench.Model(
+    "rolled_heads", {"torch": build}, input_kind="features", outputs={"price": "regress", "kind": "classify"},
+    options={"hidden": 32},
+)
+"""
+
+
+@frameworks_needed
+def test_check_fails_a_network_whose_heads_are_out_of_step_with_their_targets(tmp_path: Path, cli):
+    (tmp_path / "rolled.py").write_text(ROLLED_HEADS)
+    result = cli.result("check", f"{tmp_path / 'rolled.py'}:MODEL", "--framework", "torch")
+    assert result.exit_code == 1, result.output
+    (line,) = [x for x in result.output.splitlines() if x.startswith("FAIL loss falls")]
+    assert "price: held-out MSE" in line and "needs below 80% of" in line, line
+    assert "kind: held-out accuracy" in line and "outputs and labels out of step" in line, line

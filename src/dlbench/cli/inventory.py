@@ -161,7 +161,8 @@ def check(
         given = f"--dataset {dataset}" if dataset is not None else f"--input-shape {input_shape}"
         fail(f"{given}: {name} {reason}")
     classes = 10 if classes is None else classes
-    if classes < (1 if spec.task == "regress" else 2):
+    # A dataset of several named outputs gives head -> classes or K, each checked when it was read.
+    if not isinstance(classes, dict) and classes < (1 if spec.task == "regress" else 2):
         what = "a regression at least 1 target" if spec.task == "regress" else "a classifier at least 2 classes"
         fail(f"--classes {classes}: {what}")
     try:

@@ -30,6 +30,7 @@ FIXED_BATCH_STEPS = 20
 REPEAT_STEPS = 5
 RELEVANT = 2  # regression: the input values the targets depend on
 HELD_OUT = 64  # samples in the held-out batch, at least (a multiple of the class count)
+HEAD_CLUSTERS = 10  # several outputs: the class means of the check's data, at least
 INIT = "glorot-uniform"  # the harness's default init scheme (dlbench.config's default for `init`)
 
 
@@ -204,7 +205,10 @@ def probe(request: dict[str, Any]) -> dict[str, Any]:
     # head -> classes or K for several named outputs (the check's own choice, in the request).
     given_classes = request["classes"]
     heads: Mapping[str, int] = {h: int(c) for h, c in given_classes.items()} if isinstance(given_classes, dict) else {}
-    classes = max(c for h, c in heads.items() if spec.heads[h] == "classify") if heads else int(given_classes)
+    # Several outputs: data of at least HEAD_CLUSTERS class means, each head's labels a function
+    # of the mean (heads_arrays), so that a head of few classes does not start near its best.
+    classify = [c for h, c in heads.items() if spec.heads[h] == "classify"]
+    classes = max([HEAD_CLUSTERS, *classify]) if heads else int(given_classes)
     info = registry.framework(framework)
     if info.conformance is None:
         raise ValueError(f"{framework} declares no conformance hooks (FrameworkInfo.conformance)")
