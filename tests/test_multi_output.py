@@ -280,6 +280,9 @@ def test_the_report_and_the_csv_show_each_head_and_the_api_reads_the_same_number
     assert sorted(heads["value"]) == pytest.approx(
         sorted(v for (_, m), (v, _) in stored.items() if m == "accuracy/kind")
     )
+    (row,) = dlbench.load(db).compare("torch", "jax", metric="accuracy.mse/price").to_dict("records")
+    assert row["median_a"] == pytest.approx(stored[("torch", "mse/price")][0])
+    assert row["median_b"] == pytest.approx(stored[("jax", "mse/price")][0])
 
 
 @frameworks_needed

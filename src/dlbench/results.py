@@ -471,6 +471,7 @@ class Results:
 
 def _metric(metric: str, measurements: list[Any], rid: int) -> tuple[str, str, str]:
     """'train.time' -> ('train', 'time', 'train time'), checked against what the run measured."""
+    from dlbench.analysis import quality
     from dlbench.analysis.comparisons import ACCURACY, TIMED
 
     measured = sorted({f"{m['phase']}.{m['metric']}" for m in measurements if m["repeat"] is not None})
@@ -478,7 +479,8 @@ def _metric(metric: str, measurements: list[Any], rid: int) -> tuple[str, str, s
         raise ValueError(f"run {rid}: no metric {metric!r}; measured: {', '.join(measured) or 'none'}")
     phase, name = metric.split(".", 1)
     words = {(p, m): w for p, m, w in (*TIMED, *ACCURACY)}.get((phase, name), f"{phase} {name}")
-    return phase, name, words
+    declared = quality.quality(phase, name)  # a head's quality ("mse/price") is labelled "test MSE (price)"
+    return phase, name, declared.label if declared is not None else words
 
 
 def _timed(phase: str, metric: str) -> bool:
