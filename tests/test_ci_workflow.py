@@ -22,8 +22,9 @@ and a regression the gate must find.
   The stand-in for install-baseline does what the page's step does: nothing when the cache
   restored the environment, else makes it and sets BASELINE_INSTALLED.
 
-The benchmark is the page's made smaller (SMALLER, GATE_BLOCKS): a few seconds per process on
-a loaded 2-core machine. Three jobs: a push to main with nothing cached (no baseline; the run
+The benchmark is the page's with fewer repeats and blocks (SMALLER, GATE_BLOCKS) and a lower
+alpha (GATE_ALPHA): 2-3 minutes in all on a loaded 2-core machine, for about 30 processes.
+Three jobs: a push to main with nothing cached (no baseline; the run
 becomes it), a pull request of identical code (compare exits 0), a pull request whose
 candidate trains 1.5x slower (compare exits 1, "slower"). Then the gate step again on a
 copy whose candidate trials left no values (exit 3), and with GATE_UNDECIDED=fail.
@@ -58,9 +59,14 @@ SMALLER = {
     "--repeats": "2",
     "--latency-batches": "0",
 }
-# Blocks each side adds in turns: 1 + 4 trial medians a side, the fewest with which the exact
-# Mann-Whitney test reaches p < 0.05 with room for one value out of order (4 + 4: 0.029 at best).
-GATE_BLOCKS = "4"
+# Blocks each side adds in turns, and the gate's alpha: 1 + 5 trial medians a side, compared
+# unpaired at 0.01 (the exact Mann-Whitney test: p < 0.01 with at most 2 of the 36 pairs of
+# values out of order). Identical code fails that by chance with probability about 0.4% per
+# metric, where 5 a side at 0.05 fails 1.6%: on this shared machine, whose spread between
+# processes is 20-40% (train times of 14-47 ms measured here in one run), the slower job's
+# 1.5x still clears it.
+GATE_BLOCKS = "5"
+GATE_ALPHA = "0.01"
 SLOWDOWN = 1.5
 
 # The candidate's slower code: a site hook run at each start of its interpreter.
@@ -281,11 +287,12 @@ def _runs(db: Path) -> list[tuple[int, str, int, str]]:
     return [(i, status, ok, json.loads(env)["python_executable"]) for i, status, ok, env in rows]
 
 
-def _verdicts(db: Path, a: int, b: int) -> dict[str, str]:
-    """metric -> compare's verdict of run b against run a, read from compare --format json."""
+def _verdicts(db: Path, a: int, b: int, band: str) -> dict[str, str]:
+    """metric -> compare's verdict of run b against run a, read from compare --format json, with
+    the page's band and the test's alpha."""
     proc = subprocess.run(
-        [sys.executable, "-m", "dlbench", "compare", str(a), str(b), "--band", "0.05", "--format", "json"]
-        + ["--db", str(db)],
+        [sys.executable, "-m", "dlbench", "compare", str(a), str(b), "--band", band, "--alpha", GATE_ALPHA]
+        + ["--format", "json", "--db", str(db)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -316,7 +323,7 @@ def test_the_documented_workflow_gates_a_slower_candidate_and_passes_the_same_co
     names = [s.get("name") or s.get("uses") for s in runner.steps]
     gate, save, turns = "Compare with the baseline", "Make this run the baseline", "Take turns"
     assert {gate, save, turns, "Run the benchmark", "Upload the report", "Find the baseline"} <= set(names)
-    bench = {"BENCH_FLAGS": smaller(flow["env"]["BENCH_FLAGS"]), "GATE_BLOCKS": GATE_BLOCKS}
+    bench = {"BENCH_FLAGS": smaller(flow["env"]["BENCH_FLAGS"]), "GATE_BLOCKS": GATE_BLOCKS, "GATE_ALPHA": GATE_ALPHA}
     per_side = 1 + int(GATE_BLOCKS)
     html = "benchmark-report-benchmark.html"
     made: list[str] = []
@@ -384,9 +391,13 @@ def test_the_documented_workflow_gates_a_slower_candidate_and_passes_the_same_co
     assert made == [commit] and not slow["Keep the baseline's environment"].ran  # nothing installed again
     assert slow[gate].rc == 1, slow[gate].output + slow[turns].output
     flat = " ".join(slow[gate].output.split())
-    assert "B (3) relative to A (2)" in flat and "1 regression" in flat
+    regressions = re.search(r"(\d+) comparisons, (\d+) regressions", flat)
+    assert "B (3) relative to A (2)" in flat and regressions is not None and int(regressions[2]) >= 1, flat
     db = ws / "bench" / "results.db"
-    verdicts = _verdicts(db, 2, 3)
+    verdicts = _verdicts(db, 2, 3, flow["env"]["GATE_BAND"])
+    # Train time is what the candidate slowed. Its inference may be found slower too (1.2x,
+    # decided, in one run here on a loaded machine): the hook's sleeps give the core to other
+    # load, which is a likely reason, not one this test established. So only train is asserted.
     assert verdicts["train time"] == "slower", verdicts
     assert report.exists()  # the report is written before the gate, and uploaded whatever it says
 
