@@ -213,6 +213,20 @@ TEST_XLA_FLAGS = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensiv
 
 def pytest_configure(config) -> None:
     os.environ.setdefault("XLA_FLAGS", TEST_XLA_FLAGS)
+    # pytest-xdist's workers start with COLUMNS=80 and LINES=24 where the suite's own process
+    # has none, and the command line's consoles read COLUMNS off a terminal (80 columns
+    # wrap the lines the tests read whole). A worker takes the terminal size the suite
+    # started with: the same output in both phases of scripts/test.sh.
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        for name in ("COLUMNS", "LINES"):
+            started = os.environ.get(f"DLBENCH_SUITE_{name}")
+            if started:
+                os.environ[name] = started
+            else:
+                os.environ.pop(name, None)
+    else:
+        for name in ("COLUMNS", "LINES"):
+            os.environ[f"DLBENCH_SUITE_{name}"] = os.environ.get(name, "")
 
 
 # The test files that must run alone (marked `serial`; scripts/test.sh runs them after the

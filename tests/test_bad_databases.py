@@ -261,7 +261,7 @@ def test_a_copy_that_lost_its_version_is_told_how_to_copy(tmp_path):
     db.close()
     with pytest.raises(
         StoreError,
-        match=r"holds tables \(markers, measurements, .*\) \(a copy made with "
+        match=r"holds tables \(baselines, markers, measurements, .*\) \(a copy made with "
         r"`\.dump` loses the schema version",
     ):
         Store(copy, readonly=True)

@@ -413,8 +413,9 @@ FORMAT = Annotated[
         "--format",
         "-f",
         help="console (default), markdown, latex, html (one "
-        "self-contained file with figures) or csv (the summary rows; "
-        "`dlbench export` writes every raw value).",
+        "self-contained file with figures), csv (the summary rows; "
+        "`dlbench export` writes every raw value) or json (the answer, every comparison and every case "
+        "as data for scripts; docs/json.md).",
     ),
 ]
 

@@ -54,6 +54,39 @@ def plan_of(source: Any, matrix: dict[str, Any], protocol: dict[str, Any], sourc
         exit_on_signal(exc, "nothing was stored")
 
 
+# The dry runs' output: run, plan, study run and study plan share it (a flag of run is one of plan's).
+PlanFormat = Annotated[
+    str,
+    typer.Option(
+        "--format",
+        "-f",
+        help="plan only: console (default: tables) or json (the plan as one JSON document on standard "
+        "output and nothing else; docs/json.md). A run's results as JSON: dlbench report --format json.",
+    ),
+]
+
+
+def check_plan_format(fmt: str, dry: bool, plan_command: str, report_command: str) -> None:
+    """One line for a --format the dry run does not print, or json asked of a real run."""
+    if fmt not in ("console", "json"):
+        fail(f"--format {fmt!r}: allowed: console, json")
+    if fmt == "json" and not dry:
+        fail(
+            f"--format json prints a plan (dlbench {plan_command} --format json); a run's results: "
+            f"dlbench {report_command} --format json"
+        )
+
+
+def show_plan(plan: Any, fmt: str) -> None:
+    """The dry run's output: the plan's tables, or its JSON document alone on standard output."""
+    if fmt == "json":
+        from dlbench.report.json_out import dumps, plan_document
+
+        sys.stdout.write(dumps(plan_document(plan)))
+        return
+    print_plan(plan)
+
+
 @app.command()
 @with_groups(MATRIX, PROTOCOL, EXECUTOR)
 def run(
@@ -63,15 +96,7 @@ def run(
     protocol: Any = None,
     resume: Annotated[int | None, typer.Option(help="Finish the unfinished trials of run ID.")] = None,
     executor: Any = None,
-    fmt: Annotated[
-        str,
-        typer.Option(
-            "--format",
-            "-f",
-            help="plan only: console (default: tables) or json (the plan as one JSON document on standard "
-            "output and nothing else; docs/json.md). A run's results as JSON: dlbench report --format json.",
-        ),
-    ] = "console",
+    fmt: PlanFormat = "console",
     db: DB = Path("dlbench.db"),
 ) -> None:
     """Run an experiment: every trial in a fresh worker process, results into the database."""
@@ -81,10 +106,7 @@ def run(
     # takes, so a stored run's command with run -> plan prints that run's plan, and a flag
     # run gains cannot be missing from it. It stops at the plan.
     dry = ctx.info_name == "plan"
-    if fmt not in ("console", "json"):
-        fail(f"--format {fmt!r}: allowed: console, json")
-    if fmt == "json" and not dry:
-        fail("--format json prints a plan (dlbench plan --format json); a run's results: dlbench report --format json")
+    check_plan_format(fmt, dry, "plan", "report")
     if not dry:
         runner.raise_on_termination()
     if resume is not None:
@@ -113,13 +135,8 @@ def run(
         )
         return
     plan = plan_of(file, matrix, protocol)
-    if dry and fmt == "json":
-        from dlbench.report.json_out import dumps, plan_document
-
-        sys.stdout.write(dumps(plan_document(plan)))
-        return
     if dry:
-        print_plan(plan)
+        show_plan(plan, fmt)
         return
     start_and_run(plan, db, invocation(ctx), executor=executor_settings(plan.experiment.executor, executor))
 

@@ -19,13 +19,12 @@ from dlbench.cli.common import (
     err_console,
     fail,
     invocation,
-    print_plan,
     print_report,
     write_output,
 )
 from dlbench.cli.options import EXECUTOR, MATRIX, PROTOCOL, executor_settings, with_groups
 from dlbench.cli.reporting import collect_runs
-from dlbench.cli.running import plan_of, start_and_run
+from dlbench.cli.running import PlanFormat, check_plan_format, plan_of, show_plan, start_and_run
 from dlbench.service import studies as studies_service
 
 ScaleOpt = Annotated[
@@ -123,6 +122,7 @@ def study_run(
     matrix: Any = None,
     protocol: Any = None,
     executor: Any = None,
+    fmt: PlanFormat = "console",
     db: DB = Path("dlbench.db"),
 ) -> None:
     """Run a study at a scale; the report starts with the paper's numbers beside this run's. The matrix and
@@ -130,12 +130,13 @@ def study_run(
     from dlbench import runner
 
     dry = ctx.info_name == "plan"  # `study plan`: this command's dry run, as `plan` is run's
+    check_plan_format(fmt, dry, f"study plan {name}", f"study report {name}")
     if not dry:
         runner.raise_on_termination()
     study, facts = _study(name)
     plan = _study_plan(study, scale, matrix, protocol)
     if dry:
-        print_plan(plan)
+        show_plan(plan, fmt)
         return
 
     def preface(store, run_id: int):

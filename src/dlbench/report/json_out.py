@@ -174,10 +174,7 @@ def report_document(report: Any) -> dict[str, Any]:
     words = _words()
     env = report.environment or {}
     run = report.run
-    stored = run.get("experiment_json")
-    experiment = (
-        json.loads(stored) if isinstance(stored, str) and stored else stored if isinstance(stored, dict) else {}
-    )
+    experiment = report.experiment
     cases = [_case(s, words, report.units) for s in report.summaries]
     with_values = [c for c in cases if c["metrics"]]
     doc = header("report")

@@ -97,6 +97,7 @@ class Report:
     glance: TableData | None = None  # every case on one row, fastest first (the console's summary)
     energy_note: str = ""  # one line when no energy source measured anything
     samplers_line: str = ""
+    experiment: dict = field(default_factory=dict)  # the run's experiment, decoded by the store
     # A section shown before everything else (a study's paper vs this run); its first line leads.
     preface: Preface | None = None
     # Data-parallel runs: speed-up and scaling efficiency against one process.
@@ -283,6 +284,7 @@ def build_report(
         )
     return Report(
         run=row.columns(),
+        experiment=row.experiment,
         environment=environment,
         manifests=manifests,
         settings=common_settings([s.case for s in summaries], leave_out) if summaries else "",
