@@ -232,7 +232,8 @@ def pytest_configure(config) -> None:
 # The test files that must run alone (marked `serial`; scripts/test.sh runs them after the
 # rest, in one process): their assertions rest on measured time or on the whole machine,
 # so a second test running beside them could fail them or be failed by them. Every other
-# file runs on both cores. A folder's entry covers the files in it.
+# file runs on both cores. A folder's entry covers the files in it; a single test may carry
+# @pytest.mark.serial itself (with why beside it).
 SERIAL: dict[str, str] = {
     "tests/explain/": "verdicts on measured gaps and profiled sums against timed steps",
     "tests/faults/": "signals at measured moments of a trial, timeouts, a full disk",
