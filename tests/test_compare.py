@@ -121,16 +121,19 @@ def test_compare_refuses_bad_references(tmp_path):
     assert result.exit_code == 2 and "--quantile 0.0 must lie strictly between 0 and 1" in result.output
 
 
-def _diff(framework: str, verdict: str, ratio: float, paired: bool = False):
+def _diff(framework: str, verdict: str, ratio: float, paired: bool = False, interleaved: bool = True):
     from dataclasses import replace
 
     from dlbench.analysis import stats
     from dlbench.analysis.comparisons import RunDiff
 
-    c = stats.compare_two([1.0, 1.1, 0.9, 1.05, 0.95, 1.0], [1.0, 1.1, 0.9, 1.05, 0.95, 1.0], paired=paired)
-    return RunDiff(
-        {"framework": framework}, "train time", replace(c, verdict=verdict, ratio=ratio), verdict == "slower"
+    c = stats.compare_two(
+        [1.0, 1.1, 0.9, 1.05, 0.95, 1.0], [1.0, 1.1, 0.9, 1.05, 0.95, 1.0], paired=paired, interleaved=interleaved
     )
+    c = replace(c, verdict=verdict, ratio=ratio)
+    if not interleaved:  # runs taken one after the other: the ratio's CI, no verdict
+        c = replace(c, ratio_ci=(ratio * 0.97, ratio * 1.03))
+    return RunDiff({"framework": framework}, "train time", c, verdict == "slower")
 
 
 ENV = {
@@ -148,10 +151,22 @@ def test_drift_notes_name_what_differs_and_unchanged_cases_that_moved():
     from dlbench.report.drift import drift_notes
 
     # Identical environments (the working directory does not count): a move is the machine's or unrecorded.
+    # Runs taken one after the other: a ratio whose CI clears the band moved, and the advice is to take turns.
+    one_then_other = drift_notes(
+        [_diff("jax", "undecided", 1.23, interleaved=False), _diff("torch", "undecided", 1.01, interleaved=False)],
+        ENV,
+        dict(ENV, cwd="/b"),
+    )
+    assert one_then_other[0] == "nothing dlbench records differs between A and B (machine, packages, settings, dlbench)"
+    assert one_then_other[1].startswith("1 comparison(s) moved (×1.23) although nothing dlbench records differs")
+    assert "add blocks to both runs in turn (`dlbench extend A B`)" in one_then_other[1]
+    # Runs that took turns (a decided verdict needs that), unpaired: no advice to do what was done.
     same = drift_notes([_diff("jax", "slower", 1.23), _diff("torch", "undecided", 1.1)], ENV, dict(ENV, cwd="/b"))
-    assert same[0] == "nothing dlbench records differs between A and B (machine, packages, settings, dlbench)"
     assert same[1].startswith("1 comparison(s) moved (×1.23) although nothing dlbench records differs")
-    assert "add blocks to both runs in turn (`dlbench extend A B`)" in same[1]
+    assert "A and B took turns, so" in same[1] and "dlbench extend" not in same[1]
+    # Two virtual environments: the interpreter is a recorded difference.
+    venvs = drift_notes([_diff("jax", "undecided", 1.0)], dict(ENV, python_executable="/a/bin/python"), ENV)
+    assert venvs == ["recorded differences between A and B: python_executable: /a/bin/python → None"]
     # Runs that took turns block by block: the machine's drift fell on both; no advice to alternate.
     paired = drift_notes([_diff("jax", "slower", 1.9, paired=True)], ENV, ENV)
     assert paired[1].startswith("1 comparison(s) moved (×1.9) although nothing dlbench records differs")

@@ -37,6 +37,9 @@ ENVIRONMENT_FIELDS = (
     "os",
     "kernel",
     "python",
+    # The interpreter the workers ran under: two virtual environments (two commits of the
+    # code under test, as a CI gate measures them) differ here even where versions match.
+    "python_executable",
     "gpus",
     "dlbench_version",
     "dlbench_git",
@@ -107,6 +110,13 @@ def drift_notes(
                 "A and B took turns block by block, so the machine's speed over time fell on both alike: what "
                 "moved them ran with one run's trials only (code or settings dlbench does not record, or other "
                 "load beside that run's blocks)"
+            )
+        elif all(d.comparison is not None and d.comparison.interleaved for d in moved):
+            # Taken in turns, but not block for block (unpaired): the machine's state still fell on both runs.
+            cause = (
+                "A and B took turns, so the machine's speed over time fell on both runs' trials alike: what moved "
+                "them ran with one run's trials only (code or settings dlbench does not record, or other load "
+                "beside that run's blocks)"
             )
         else:
             cause = (

@@ -79,9 +79,17 @@ def compare_table(
     regression = "significantly worse beyond the band" if mixed else f"significant and beyond +{threshold:.0%}"
     # The verdict is what a reader (or a grep in a CI log) looks for: it never wraps,
     # so the reason of an undecided verdict has a column of its own.
+    # Said only where a row has no verdict for that reason: a title that says "no verdict"
+    # above verdicts on several processes per side would be false.
+    undecidable = any(c is not None and not (c.independent and c.interleaved) for c in (d.comparison for d in diffs))
+    rule = (
+        "; rows without several processes per side taken in turns: no verdict (ratio and CI only)"
+        if undecidable
+        else ""
+    )
     t = TableData(
         f"{b_name} relative to {a_name} (ratio of {est}s, {direction}; band ±{threshold:.0%}, alpha {alpha:g}; "
-        f"regression = {regression}; one process per side: no verdict)",
+        f"regression = {regression}{rule})",
         [
             "case",
             "metric",
