@@ -389,25 +389,100 @@ def location(x: NDArray[np.float64], quantile: float, axis: int = -1) -> Any:
     return np.median(x, axis=axis) if quantile == 0.5 else np.quantile(x, quantile, axis=axis)
 
 
+# The bootstrap below draws exactly what scipy.stats.bootstrap(..., vectorized=True,
+# method="percentile", rng=np.random.default_rng(seed)) draws (one batch: a (n_boot, n)
+# index matrix per sample, in order; one shared matrix for paired samples) and takes the
+# same percentiles of the same bootstrap distribution, so its intervals are scipy's.
+# What is faster: the index matrices depend only on the sample sizes and the seed, so
+# they are drawn once per (sizes, n_boot, seed) and kept as counts (how often each value
+# is drawn into each resample); a resample's median is then read off the cumulative
+# counts in the sample's sorted order instead of sorting each of the n_boot resamples.
+# A report of many comparisons of the same sizes (81 trials a side at 10^6
+# measurements) pays for the draw once instead of once per comparison.
+_COUNT_CACHE_CELLS = 4_000_000  # counts kept per key up to this size (16 MB in int32); larger ones are redrawn
+
+
+def _draw_counts(sizes: tuple[int, ...], n_boot: int, seed: int) -> tuple[NDArray[np.int32], ...]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for n in sizes:
+        idx = rng.integers(0, n, (n_boot, n))  # scipy's _bootstrap_resample, in scipy's order
+        flat = (idx + (np.arange(n_boot) * n)[:, None]).ravel()
+        # kept transposed, a row per value: the running sum below then adds whole rows
+        out.append(np.ascontiguousarray(np.bincount(flat, minlength=n_boot * n).reshape(n_boot, n).T, dtype=np.int32))
+    return tuple(out)
+
+
+_cached_counts = lru_cache(maxsize=16)(_draw_counts)
+
+
+def _counts(sizes: tuple[int, ...], n_boot: int, seed: int) -> tuple[NDArray[np.int32], ...]:
+    if n_boot * sum(sizes) > _COUNT_CACHE_CELLS:
+        return _draw_counts(sizes, n_boot, seed)
+    return _cached_counts(sizes, n_boot, seed)
+
+
+def _resampled_location(x: NDArray[np.float64], counts: NDArray[np.int32], quantile: float) -> NDArray[np.float64]:
+    """`location(x[idx], quantile, axis=1)` for every row idx of the index matrix whose
+    counts (transposed: values x resamples) are given, without building x[idx]: the k-th smallest value of a resample is
+    the first value (in sorted order) whose cumulative count exceeds k."""
+    n = x.size
+    order = np.argsort(x, kind="stable")
+    xs = x[order]
+    cum = counts[order]  # (n, n_boot): how often the i-th smallest value is drawn into each resample
+    for i in range(1, n):  # a running sum row by row: several times faster than np.cumsum(axis=0) here
+        cum[i] += cum[i - 1]
+
+    def order_stat(k: int) -> NDArray[np.float64]:
+        picked: NDArray[np.float64] = xs[np.count_nonzero(cum <= k, axis=0)]
+        return picked
+
+    if quantile == 0.5:  # np.median: the middle value, or the mean of the middle two
+        if n % 2:
+            return order_stat(n // 2)
+        middle: NDArray[np.float64] = np.mean(np.stack([order_stat(n // 2 - 1), order_stat(n // 2)]), axis=0)
+        return middle
+    # np.quantile's default ("linear", Hyndman & Fan type 7): between order statistics
+    # floor(h) and floor(h) + 1 at h = q (n - 1)
+    h = quantile * (n - 1)
+    lo = math.floor(h)
+    below = order_stat(lo)
+    if lo + 1 >= n:
+        return below
+    gamma = h - lo
+    above = order_stat(lo + 1)
+    diff = above - below
+    return np.where(gamma >= 0.5, above - diff * (1 - gamma), below + diff * gamma)
+
+
+def _percentile_ci(theta: NDArray[np.float64]) -> tuple[float, float]:
+    alpha = (1 - 0.95) / 2
+    ci = st.quantile(theta, np.asarray([alpha, 1 - alpha], dtype=theta.dtype), axis=-1)
+    if np.any(np.isnan(ci)):
+        import warnings
+
+        warnings.warn(st.DegenerateDataWarning("the bootstrap distribution holds NaN"), stacklevel=3)
+    return float(ci[0]), float(ci[1])
+
+
+def _boot_two(
+    a: NDArray[np.float64], b: NDArray[np.float64], paired: bool, n_boot: int, seed: int, quantile: float
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The bootstrap distributions of location(a) and location(b), resampled as scipy does."""
+    if paired:
+        (c,) = _counts((a.size,), n_boot, seed)
+        return _resampled_location(a, c, quantile), _resampled_location(b, c, quantile)
+    ca, cb = _counts((a.size, b.size), n_boot, seed)
+    return _resampled_location(a, ca, quantile), _resampled_location(b, cb, quantile)
+
+
 def _ratio_ci(
     a: np.ndarray, b: np.ndarray, paired: bool, n_boot: int, seed: int, quantile: float = 0.5
 ) -> tuple[float, float]:
     if min(a.size, b.size) < 2 or location(b, quantile) <= 0:
         return math.nan, math.nan
-
-    def ratio(x: NDArray[np.float64], y: NDArray[np.float64], axis: int = -1) -> Any:
-        return location(x, quantile, axis) / location(y, quantile, axis)
-
-    res = st.bootstrap(
-        (a, b),
-        ratio,
-        paired=paired,
-        vectorized=True,
-        n_resamples=n_boot,
-        method="percentile",
-        rng=np.random.default_rng(seed),
-    )
-    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+    ta, tb = _boot_two(a, b, paired, n_boot, seed, quantile)
+    return _percentile_ci(ta / tb)
 
 
 def ratio_ci(
@@ -648,19 +723,8 @@ def difference_ci(a: ArrayLike, b: ArrayLike, paired: bool, n_boot: int = N_BOOT
     if min(a.size, b.size) < 2:
         return math.nan, math.nan
 
-    def diff(x: NDArray[np.float64], y: NDArray[np.float64], axis: int = -1) -> Any:
-        return np.median(x, axis=axis) - np.median(y, axis=axis)
-
-    res = st.bootstrap(
-        (a, b),
-        diff,
-        paired=paired,
-        vectorized=True,
-        n_resamples=n_boot,
-        method="percentile",
-        rng=np.random.default_rng(seed),
-    )
-    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+    ta, tb = _boot_two(a, b, paired, n_boot, seed, 0.5)
+    return _percentile_ci(ta - tb)
 
 
 def compare_many(
@@ -711,10 +775,8 @@ def median_ci_halfwidth(x: ArrayLike, n_boot: int = N_BOOT, seed: int = 0) -> fl
     med = float(np.median(x)) if x.size else math.nan
     if x.size < 2 or med == 0 or not math.isfinite(med):
         return math.inf
-    res = st.bootstrap(
-        (x,), np.median, vectorized=True, n_resamples=n_boot, method="percentile", rng=np.random.default_rng(seed)
-    )
-    lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    (counts,) = _counts((x.size,), n_boot, seed)
+    lo, hi = _percentile_ci(_resampled_location(x, counts, 0.5))
     return max(med - lo, hi - med) / abs(med)
 
 
