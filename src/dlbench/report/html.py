@@ -6,13 +6,19 @@ be mailed or archived and opens offline; it loads nothing from the network and
 needs no script (fairness manifests collapse with <details>). jinja2
 autoescaping escapes every user string: experiment names, config text, error
 texts and case values.
+
+The answer box has two states: green when every line of the answer stands as it
+is, amber (with the warnings in its head) when the answer carries a warning: a
+case measured on a busy machine, an undecided comparison, a comparison of one
+process per side (no verdict), trials on mixed hardware, a part or sampler that
+failed, a setting that did not apply in full, or nothing to compare.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from dlbench.report.hypotheses import effect_text, p_text
@@ -26,6 +32,46 @@ class InlineFigure:
     title: str
     caption: str
     data_uri: str
+
+
+# Words that make an answer's note a warning (report.answer, report.model, report.coverage
+# word them); a note without any of them is what every line rests on (the test, the band).
+WARNING_NOTE_WORDS = ("busy machine", "MIXED HARDWARE", "FAILED", "did not apply in full", "no verdict")
+# Words that make one line of the answer a warning: it is no verdict, or rests on a busy machine.
+WARNING_LINE_WORDS = ("undecided", "no verdict", "busy machine", "[BUSY]")
+
+
+@dataclass(frozen=True)
+class AnswerState:
+    """How the HTML answer box shows the answer: `warnings` (empty: the green state), the
+    notes that are no warning, and which of the answer's lines carry a warning."""
+
+    warnings: tuple[str, ...]
+    notes: tuple[str, ...]
+    warned_lines: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def state(self) -> str:
+        return "warning" if self.warnings else "ok"
+
+
+def answer_state(answer) -> AnswerState:
+    """The answer's warnings: its notes that warn (busy machine first, as the answer puts
+    it), then how many comparisons are undecided or have no verdict, counted on its lines."""
+    warnings = [n for n in answer.notes if any(w in n for w in WARNING_NOTE_WORDS)]
+    notes = tuple(n for n in answer.notes if n not in warnings)
+    lines = [line for item in answer.items for line in item.others]
+    every = [line for item in answer.items for line in (item.best, *item.others)]
+    warned = frozenset(line for line in every if any(w in line for w in WARNING_LINE_WORDS))
+    undecided = sum("undecided" in line for line in lines)
+    if undecided:
+        warnings.append(
+            f"{undecided} of {len(lines)} comparison(s) undecided: the data cannot yet say which is better "
+            "(each such line says what would decide it)"
+        )
+    if not answer.items and answer.empty:
+        warnings.append(answer.empty)
+    return AnswerState(tuple(warnings), notes, warned)
 
 
 def _read(data: object) -> bytes:
@@ -88,6 +134,7 @@ def render(report, figures=(), figures_note: str = "") -> str:
     hypotheses = [dict(r, p_text=p_text(r), effect_text=effect_text(r)) for r in report.hypotheses]
     return env.get_template("report.html.j2").render(
         report=report,
+        answer_state=answer_state(report.answer),
         run=report.run,
         environment=report.environment_table(),
         manifests=[(m, json.dumps(m.manifest, indent=2, sort_keys=True, default=str)) for m in report.manifests],
