@@ -102,6 +102,18 @@ def _input_check(kind: str, input_shape: Shape | None) -> Callable[[Any], str | 
     return check
 
 
+def _check_array_name(said: str, role: str, name: object, array: str) -> None:
+    """A named input or output becomes the dataset arrays <array>_train_<name> and <array>_test_<name>, so its name
+    must be a plain identifier; anything else is a ValueError that names it and the rule."""
+    from dlbench.datasets.inputs import NAME
+
+    if not isinstance(name, str) or not NAME.fullmatch(name):
+        raise ValueError(
+            f"{said}: {role} name {name!r}: a lowercase letter, then lowercase letters, digits or _ "
+            f"(the dataset's arrays are {array}_train_<name>, {array}_test_<name>)"
+        )
+
+
 def _heads(
     said: str,
     task: str | None,
@@ -111,8 +123,6 @@ def _heads(
 ) -> tuple[dict[str, str], dict[str, str], dict[str, float]]:
     """(head -> task, head -> loss, head -> weight) of a model of several outputs, all
     empty for one output; a declaration that does not fit is a ValueError naming the head."""
-    from dlbench.datasets.inputs import NAME as HEAD_NAME
-
     if outputs is None:
         if weights is not None:
             raise ValueError(f"{said}: loss_weights weigh the heads of outputs={{head: task}}; one output here")
@@ -123,11 +133,7 @@ def _heads(
         raise ValueError(f"{said}: outputs maps at least one head name to its task ({' or '.join(HEAD_TASKS)})")
     heads: dict[str, str] = {}
     for head, head_task in outputs.items():
-        if not isinstance(head, str) or not HEAD_NAME.fullmatch(head):
-            raise ValueError(
-                f"{said}: output name {head!r}: a lowercase letter, then lowercase letters, digits or _ "
-                "(the dataset's arrays are y_train_<name>, y_test_<name>)"
-            )
+        _check_array_name(said, "output", head, "y")
         if head_task not in HEAD_TASKS:
             raise ValueError(f"{said}: output {head}: task {head_task!r}; allowed: {', '.join(HEAD_TASKS)}")
         heads[head] = head_task
@@ -217,16 +223,10 @@ def Model(  # noqa: N802 - a constructor, named like the class it stands for
     kinds: dict[str, str] = {}
     if isinstance(input_kind, Mapping):  # several named inputs: name -> kind
         kinds = dict(input_kind)
-        from dlbench.datasets.inputs import NAME as INPUT_NAME
-
         if not kinds:
             raise ValueError(f"{said}: input_kind as a mapping names at least one input")
         for input_name, kind in kinds.items():
-            if not isinstance(input_name, str) or not INPUT_NAME.fullmatch(input_name):
-                raise ValueError(
-                    f"{said}: input name {input_name!r}: a lowercase letter, then lowercase letters, digits or _ "
-                    "(the dataset's arrays are x_train_<name>, x_test_<name>)"
-                )
+            _check_array_name(said, "input", input_name, "x")
             if kind not in USER_INPUT_KINDS:
                 raise ValueError(f"{said}: input {input_name}: kind {kind!r}; allowed: {USER_INPUT_KINDS}")
         input_kind = "named"
