@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from dlbench.report.plots import make_figures
+from dlbench.report.plots import file_stem, make_figures
 from dlbench.store import Measurement, Store
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -24,12 +24,15 @@ ALL = {
     "06_accuracy_runs",
     "07_energy_runs",
     "08_telemetry",
+    "10_learning_curves",
 }
 
 
 def check_files(figures) -> None:
-    for f in figures:
-        assert f.png.name == f"{f.name}.png" and f.svg.name == f"{f.name}.svg"
+    # Files are numbered 01, 02, ... in order, with no gap for a figure the run has no data for.
+    for number, f in enumerate(figures, start=1):
+        assert f.png.name == f"{file_stem(f.name, number)}.png" and f.svg.name == f"{file_stem(f.name, number)}.svg"
+        assert f.png.name.startswith(f"{number:02d}_")
         assert f.png.read_bytes()[:8] == PNG_MAGIC, f.png
         assert ET.parse(f.svg).getroot().tag.endswith("svg"), f.svg
         assert f.title and f.caption
@@ -54,7 +57,6 @@ def test_real_run_figures(real_run, tmp_path):
     by_name = {f.name: f for f in figures}
     # numpy and sklearn share no model, so no ratio; no energy source was selected.
     assert set(by_name) == ALL - {"04_relative_time", "07_energy_runs"}
-    assert [f.name for f in figures] == sorted(by_name)
     check_files(figures)
 
     rows = store.measurements(run_id)
@@ -94,9 +96,27 @@ def test_real_run_figures(real_run, tmp_path):
         assert line["x"] == [32, 64] and None not in line["y"] and not line["gaps"]
 
     telemetry = by_name["08_telemetry"].data
-    assert {"cpu.process_util:mean | train", "cpu.system_util:mean | infer"} <= set(telemetry)
+    # A series that never changed is named in "constant" rather than drawn.
+    assert {"cpu.process_util:mean | train", "cpu.system_util:mean | infer"} <= set(telemetry) | set(
+        telemetry.get("constant", {})
+    )
     for values in telemetry["cpu.process_util:mean | train"].values():
         assert len(values) == 4  # 2 trials x 2 measured repeats; warm-ups excluded
+
+    # The per-epoch loss of the numpy mlp (knn has no epochs): the median over measured repeats.
+    curves = by_name["10_learning_curves"].data
+    assert set(curves) == {"mlp"}
+    for label, curve in curves["mlp"].items():
+        batch = int(label.split(" b")[-1])
+        losses = [
+            r for r in rows if r["phase"] == "train" and r["metric"] == "loss" and not r["warmup"]
+            and r["batch_size"] == batch and r["framework"] == "numpy"
+        ]  # fmt: skip
+        epochs = sorted({r["seq"] for r in losses})
+        assert curve["epochs"] == [e + 1 for e in epochs] and curve["repeats"] == 4
+        assert curve["median"] == pytest.approx(
+            [statistics.median(r["value"] for r in losses if r["seq"] == e) for e in epochs]
+        )
 
 
 def test_import_is_light_and_files_are_deterministic(real_run, tmp_path):
@@ -210,7 +230,7 @@ def test_synthetic_figures_show_failures_as_gaps(synthetic, tmp_path):
     store, run_id = synthetic
     figures = make_figures(store, run_id, tmp_path)
     by_name = {f.name: f for f in figures}
-    assert set(by_name) == ALL
+    assert set(by_name) == ALL - {"10_learning_curves"}  # no per-epoch loss stored
     check_files(figures)
 
     box = by_name["01_box_train_time"].data
@@ -231,11 +251,13 @@ def test_synthetic_figures_show_failures_as_gaps(synthetic, tmp_path):
     }
 
     relative = by_name["04_relative_time"].data
-    train = relative["train time: torch:eager / tensorflow:default"]
-    assert train[("lenet5", "b128")] == "OOM"
-    assert train[("mlp", "b32")] == pytest.approx(1.5)
-    assert train[("lenet5", "b64")] == pytest.approx(1.5)
-    assert "inference time: torch:eager / tensorflow:default" in relative
+    train = {(r["set"].split()[0], r["set"].split()[2], r["a"], r["b"]): r for r in relative["train time"]}
+    assert train[("mlp", "b32", "torch:eager", "tensorflow:default")]["ratio"] == pytest.approx(1.5)
+    assert train[("lenet5", "b64", "torch:eager", "tensorflow:default")]["ratio"] == pytest.approx(1.5)
+    # torch lenet5 b128 ran out of memory: a row without a ratio, with the status.
+    oom = train[("lenet5", "b128", "torch:eager", "tensorflow:default")]
+    assert oom["ratio"] is None and oom["gap"] == "OOM"
+    assert "inference time" in relative
 
     curves = by_name["05_batch_size"].data["lenet5 | inference throughput"]
     torch_line = curves["torch:eager"]
@@ -256,9 +278,12 @@ def test_baseline_choice(synthetic, tmp_path):
     store, run_id = synthetic
     figures = make_figures(store, run_id, tmp_path, baseline="torch")
     relative = {f.name: f for f in figures}["04_relative_time"].data
-    train = relative["train time: tensorflow:default / torch:eager"]
-    assert train[("mlp", "b32")] == pytest.approx(1 / 1.5)
-    assert train[("lenet5", "b128")] == "base OOM"
+    train = {(r["set"].split()[0], r["set"].split()[2], r["a"], r["b"]): r for r in relative["train time"]}
+    # torch is the denominator now: the same pair, inverted, verdict and interval with it.
+    row = train[("mlp", "b32", "tensorflow:default", "torch:eager")]
+    assert row["ratio"] == pytest.approx(1 / 1.5)
+    assert row["ci"][0] <= row["ratio"] <= row["ci"][1]
+    assert train[("lenet5", "b128", "tensorflow:default", "torch:eager")]["gap"] == "torch:eager OOM"
     with pytest.raises(ValueError, match="baseline 'jax' is not in this run"):
         make_figures(store, run_id, tmp_path, baseline="jax")
 

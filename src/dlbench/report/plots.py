@@ -17,11 +17,12 @@ import statistics
 import textwrap
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from dlbench.analysis import quality
+from dlbench.analysis.busy import BUSY_THRESHOLD
 from dlbench.cases import case_label, stored_case
 from dlbench.store.records import trial_record
 
@@ -50,18 +51,27 @@ class Figure:
     caption: str
     # What was plotted, per panel and series (None = a gap): for tests and other renderers.
     data: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    footer: str = ""  # the line under the figure: n, threads, batch size, machine (and BUSY)
 
 
 # A figure is shown at its own size (figsize, in inches): text is at least 9 pt there and
-# the PNGs have 150 pixels per inch, enough for print at that size.
+# the PNGs have at least 150 pixels per inch, enough for print at that size.
 MIN_FONT = 9
 DPI = 150
+# The HTML report's page is about 1,300 px wide: every PNG has at least that many pixels
+# across (more dots per inch for a narrow figure), so that none is blown up and blurred.
+PAGE_PX = 1300
+# Narrower figures, scaled up to the page's width, had 20 pt text beside 9 pt in the next.
+MIN_WIDTH = 8.0
+BUSY_MARK = "BUSY"
 # A panel whose values span more than this factor gets a log axis: on a linear one a
 # 0.015 s case beside a 7 s one is a flat line at zero.
 LOG_SPAN = 10.0
 # Below this many values a box and whiskers summarize nothing a reader cannot see in
 # the dots themselves (and quartiles of 3 values are interpolation): dots only.
 MIN_BOX = 5
+# A telemetry series whose values all lie within this fraction of their size is constant.
+CONSTANT = 0.01
 
 
 def _flat(values: Any) -> list[float]:
@@ -112,7 +122,9 @@ def _legend(fig: Any, handles: list[Any], labels: list[str]) -> None:
     width_in = fig.get_figwidth()
     entry_in = max((len(label) for label in labels), default=1) * MIN_FONT * 0.55 / 72 + 0.6
     ncols = max(1, min(len(labels), int(width_in // entry_in)))
-    fig.legend(handles, labels, loc="outside lower center", ncols=ncols, fontsize=MIN_FONT)
+    # Placed by _save, under the panels and above the footer: the constrained layout stacks an
+    # "outside" legend over a supxlabel (and an upper one over the suptitle).
+    fig.legend(handles, labels, loc="lower center", ncols=ncols, fontsize=MIN_FONT)
 
 
 def _fmt(name: str, value: Any) -> str:
@@ -167,13 +179,52 @@ class _Run:
         self.order = sorted(self.cases, key=lambda k: (self.group[k], self.cases[k]["batch_size"], self.ident[k]))
         idents = sorted(set(self.ident.values()))
         self.color = {i: PALETTE[n % len(PALETTE)] for n, i in enumerate(idents)}
+        from dlbench.analysis.busy import busy_cases
+
+        # Cases measured while other processes took a large share of the CPU
+        # (analysis.busy): every figure that shows one says so beside its label.
+        self.busy = busy_cases(self.rows)
+        self.machine: str | None = None  # the run's machine in words (make_figures sets it from the store)
 
     def label(self, key: str) -> str:
-        return " ".join(x for x in (self.ident[key], self.group[key], self.sub[key]) if x)
+        return " ".join(x for x in (self.ident[key], self.group[key], self.sub[key], self.busy_mark(key)) if x)
 
     def short(self, key: str) -> str:
         """The label inside a panel already titled with the case's group."""
-        return " ".join(x for x in (self.ident[key], self.sub[key]) if x)
+        return " ".join(x for x in (self.ident[key], self.sub[key], self.busy_mark(key)) if x)
+
+    def busy_mark(self, *keys: str) -> str:
+        return BUSY_MARK if any(k in self.busy for k in keys) else ""
+
+    def footer(self, keys: list[str] | None = None) -> str:
+        """n, threads, batch size and machine of the cases a figure shows, in one line, so
+        that a figure cut out of the report still says what it measured."""
+        keys = list(self.cases) if keys is None else keys
+        trials = [t for k in keys for t in self.trials_of[k]]
+        processes = sorted({sum(t["status"] == "ok" for t in self.trials_of[k]) for k in keys})
+        repeats = sorted({int(trial_record(t).protocol.get("repeats") or 0) for t in trials})
+        threads = sorted({str(self.cases[k].get("threads")) for k in keys})
+        batches = sorted({int(self.cases[k]["batch_size"]) for k in keys})
+        parts = [
+            f"n = {_span(processes)} finished process{'es' if processes[-1:] != [1] else ''} per case"
+            + (f", {_span(repeats)} measured repeat{'s' if repeats[-1:] != [1] else ''} each" if repeats else ""),
+            f"threads {', '.join(threads)}",
+            f"batch {', '.join(map(str, batches))}",
+            f"machine: {self.machine or self._machine_of(trials)}",
+        ]
+        if self.busy_mark(*keys):
+            parts.append(f"{BUSY_MARK}: other processes took \u2265{BUSY_THRESHOLD:g}% of the CPU while it ran")
+        return " · ".join(parts)
+
+    @staticmethod
+    def _machine_of(trials: list) -> str:
+        """Without the run's environment: what the trials' manifests say of the device."""
+        for t in trials:
+            manifest = trial_record(t).manifest or {}
+            if manifest.get("device"):
+                cores = manifest.get("cpu_affinity")
+                return str(manifest["device"]) + (f", {len(cores)} cores" if isinstance(cores, list) else "")
+        return "not recorded"
 
     def gap(self, key: str) -> str:
         """Why a case has no value: the worst status among its trials."""
@@ -199,11 +250,35 @@ class _Run:
         return dict(out)
 
 
+def _span(values: list[int]) -> str:
+    """[5] -> "5"; [3, 4, 5] -> "3-5"."""
+    if not values:
+        return "0"
+    return str(values[0]) if values[0] == values[-1] else f"{values[0]}-{values[-1]}"
+
+
+def machine_words(environment: Mapping[str, Any] | None) -> str | None:
+    """A run's machine in a few words: "vm: AMD EPYC, 2 logical cores, 25 GB" (+ GPUs)."""
+    if not environment:
+        return None
+    parts = [str(environment.get("cpu_model") or "CPU")]
+    if environment.get("logical_cores"):
+        parts.append(f"{environment['logical_cores']} logical cores")
+    if environment.get("memory_total_bytes"):
+        parts.append(f"{environment['memory_total_bytes'] / 1e9:.0f} GB")
+    gpus = environment.get("gpus")
+    if isinstance(gpus, list) and gpus:
+        names = sorted({str(g.get("name", g)) if isinstance(g, dict) else str(g) for g in gpus})
+        parts.append(f"{len(gpus)} GPU ({', '.join(names)})")
+    host = environment.get("hostname")
+    return (f"{host}: " if host else "") + ", ".join(parts)
+
+
 def _canvas(width: float, height: float) -> Any:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure as MplFigure
 
-    fig = MplFigure(figsize=(min(width, 30.0), min(height, 40.0)), layout="constrained")
+    fig = MplFigure(figsize=(min(max(width, MIN_WIDTH), 30.0), min(height, 40.0)), layout="constrained")
     FigureCanvasAgg(fig)  # Agg for this figure only; global matplotlib state is left alone
     return fig
 
@@ -223,6 +298,27 @@ def _mark_gap(ax: Any, x: float, text: str, level: int = 0, color: str = GAP) ->
     ax.text(
         x, 0.06 + 0.1 * level, text, transform=tr, rotation=90, ha="center", va="bottom", fontsize=MIN_FONT, color=color
     )
+
+
+def _plain(ax: Any) -> None:
+    """Axis numbers as plain numbers: no offset ("1e-11+1e2") or scientific notation on a
+    linear axis, and 0.5, 1, 2, 5 rather than 10^-1 on a log one. A formatter set on
+    purpose (the ratio axis' "2×") is kept."""
+    from matplotlib.ticker import FuncFormatter, LogFormatter, LogLocator, NullFormatter, ScalarFormatter
+
+    for axis, scale in ((ax.xaxis, ax.get_xscale()), (ax.yaxis, ax.get_yscale())):
+        formatter = axis.get_major_formatter()
+        if scale == "linear" and isinstance(formatter, ScalarFormatter):
+            formatter.set_useOffset(False)
+            formatter.set_scientific(False)
+        elif scale == "log" and isinstance(formatter, LogFormatter):
+            lo, hi = sorted(axis.get_view_interval())
+            # Within a decade every step, within two 1-2-5, wider the decades alone: a few labels each.
+            wide = hi / max(lo, 1e-300)
+            subs = tuple(range(1, 10)) if wide < 10 else (1.0, 2.0, 5.0) if wide < 100 else (1.0,)
+            axis.set_major_locator(LogLocator(subs=subs))
+            axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+            axis.set_minor_formatter(NullFormatter())
 
 
 def _decorate(ax: Any, title: str, ylabel: str, grid: str = "y") -> None:
@@ -334,7 +430,6 @@ def _draw_case_runs(
     metric: str,
     x: float,
     scale: float,
-    style: str,
     warm_at: list[tuple[float, float]],
 ) -> tuple[float, dict[str, list]]:
     """Every row of one case from x on, trial after trial; returns the next free x and what was drawn."""
@@ -375,34 +470,11 @@ def _draw_case_runs(
     for kind, (xs, vs) in points.items():
         if not xs:
             continue
+        # Dots, never bars: a bar's length means nothing on the log axis these panels get
+        # when values span more than LOG_SPAN.
         face = {"measured": color, "warmup": WARM, "partial": "none"}[kind]
-        if style == "bar":
-            _bars(
-                ax,
-                xs,
-                vs,
-                face=face,
-                edge=color if kind == "partial" else "#666666",
-                hatch={"measured": None, "warmup": "///", "partial": "xx"}[kind],
-            )
-        else:
-            ax.scatter(xs, vs, s=18, facecolors=face, zorder=3, edgecolors="#666666" if kind == "warmup" else color)
+        ax.scatter(xs, vs, s=18, facecolors=face, zorder=3, edgecolors="#666666" if kind == "warmup" else color)
     return x, drawn
-
-
-def _bars(
-    ax: Any, xs: list[float], heights: list[float], *, face: str, edge: str, hatch: str | None, width: float = 0.8
-) -> None:
-    """Bars from 0 as one PolyCollection: ax.bar makes an artist per bar, and 2,000 of
-    them took 2 s to lay out and draw in a report of 100,000 values."""
-    from matplotlib.collections import PolyCollection
-
-    half = width / 2
-    verts = [((x - half, 0.0), (x - half, h), (x + half, h), (x + half, 0.0)) for x, h in zip(xs, heights)]
-    bars = PolyCollection(verts, facecolors=face, edgecolors=edge, linewidths=0.5, hatch=hatch)
-    bars.sticky_edges.y.append(0.0)  # like ax.bar: no margin below the baseline
-    ax.add_collection(bars, autolim=True)
-    ax.autoscale_view()
 
 
 def _clip_warmups(ax: Any, panel: dict[str, dict[str, list]], warm_at: list[tuple[float, float]], unit: str) -> None:
@@ -428,7 +500,12 @@ def _clip_warmups(ax: Any, panel: dict[str, dict[str, list]], warm_at: list[tupl
             )
 
 
-MAX_BARS = 600  # beyond this many repeats per panel, per-run bars become dots
+def _dot(label: str, face: str, edge: str, marker: str = "o") -> Any:
+    """A legend entry drawn as the marker the panels use."""
+    from matplotlib.lines import Line2D
+
+    return Line2D([], [], linestyle="none", marker=marker, markersize=6, markerfacecolor=face, markeredgecolor=edge,
+                  markeredgewidth=2 if marker == "x" else 1, label=label)  # fmt: skip
 
 
 def _per_run_figure(
@@ -437,22 +514,17 @@ def _per_run_figure(
     scale: float,
     unit: str,
     what: str,
-    style: str,
     name: str,
     title: str,
     out: Target,
     axes: Mapping[str, tuple[float, str, str]] | None = None,
 ) -> Figure | None:
-    """Every repeat in execution order (block, then repeat) per case: bars or dots.
+    """Every repeat in execution order (block, then repeat) per case, as dots.
     `axes`: metric -> (scale, unit, what) of panels whose metric is not the figure's own
     (one figure shows every quality metric: accuracy in %, test MSE a plain number)."""
-    from matplotlib.patches import Patch
-
     if not panels:
         return None
     slots = max(sum(len(run.trials_of[k]) * 6 for k in keys) for *_, keys in panels)
-    if style == "bar" and slots > MAX_BARS:
-        style = "dot"  # thousands of hatched bars are unreadable and slow to draw
     panel_width = min(max(6.0, 0.12 * slots + 2.0), 18.0)
     ncols = 2 if len(panels) > 1 and panel_width <= 8.0 else 1
     fig = _canvas(panel_width * ncols, 3.4 * math.ceil(len(panels) / ncols) + 1.0)
@@ -467,7 +539,7 @@ def _per_run_figure(
             if n:
                 ax.axvline(x - 0.8, color="#555555", linewidth=0.8)  # a new case
             start = x
-            x, panel[run.label(k)] = _draw_case_runs(ax, run, k, phase, metric, x, p_scale, style, warm_at)
+            x, panel[run.label(k)] = _draw_case_runs(ax, run, k, phase, metric, x, p_scale, warm_at)
             centers.append((start + x - 1.6) / 2)
             x += 1.0
         _ticks(ax, centers, [run.short(k) for k in keys])
@@ -475,25 +547,44 @@ def _per_run_figure(
         _clip_warmups(ax, panel, warm_at, p_unit)
         logged = log_if_wide(ax, [v for values in panel.values() for v in _flat(values)])
         _decorate(ax, ptitle + (" (log scale)" if logged else ""), f"{p_what} ({p_unit})" if p_unit else p_what)
-    handles = [Patch(facecolor=c, label=i) for i, c in run.color.items()]
-    handles += [
-        Patch(facecolor=WARM, hatch="///", edgecolor="#666666", label="warm-up (not in statistics)"),
-        Patch(facecolor="none", hatch="xx", edgecolor="#666666", label="trial that did not finish"),
-    ]
+    # The legend lists what was drawn, each with its marker: the frameworks shown, and
+    # warm-ups, unfinished trials and gaps only where some are there.
+    series = [s for p in data.values() for s in p.values()]
+    shown = sorted({run.ident[k] for *_, keys in panels for k in keys})
+    handles = [_dot(i, run.color[i], run.color[i]) for i in shown]
+    if any(s["warmup"] for s in series):
+        handles.append(_dot("warm-up (not in statistics)", WARM, "#666666"))
+    if any(s["partial"] for s in series):
+        handles.append(_dot("value of a trial that did not finish", "none", "#666666"))
+    if any(s["gaps"] for s in series):
+        handles.append(_dot("trial without values (status written)", GAP, GAP, "x"))
     _legend(fig, handles, [str(h.get_label()) for h in handles])
     fig.suptitle(title)
-    shown = f"{what.capitalize()} ({unit})" if unit else what.capitalize()
+    shown_what = f"{what.capitalize()} ({unit})" if unit else what.capitalize()
     caption = (
-        f"{shown} of every repeat in execution order (block, then repeat), one group "
-        "per case; dotted lines separate trials (fresh processes). Grey hatched: warm-up (not in statistics); "
-        "hollow cross-hatched: values of a trial that did not finish; red ×: a trial without values, "
+        f"{shown_what} of every repeat in execution order (block, then repeat), one group "
+        "per case; dotted lines separate trials (fresh processes). Grey dots: warm-up (not in statistics); "
+        "hollow dots: values of a trial that did not finish; red ×: a trial without values, "
         "with its status."
     )
-    return _save(fig, out, name, title, caption, data)
+    return _save(fig, out, name, title, caption, data, [k for *_, keys in panels for k in keys])
+
+
+VERDICT_COLORS = {
+    "slower": "#d62728",
+    "faster": "#1f77b4",
+    "no meaningful difference": "#2ca02c",
+    "undecided": "#7f7f7f",
+}
+FLIP = {"faster": "slower", "slower": "faster"}
 
 
 def _relative_figure(run: _Run, baseline: str | None, out: Target) -> Figure | None:
-    import numpy as np
+    """A forest plot: per comparison (set, metric, framework pair) the ratio of medians with
+    its interval on a log axis, a line at 1× and the band of no meaningful difference shaded,
+    each dot coloured by its verdict; the baseline is the denominator wherever it takes part."""
+    from dlbench.analysis import comparisons
+    from dlbench.analysis.criteria import ALPHA, BAND
 
     labels = sorted(set(run.fwv.values()))
     if not labels:
@@ -505,92 +596,138 @@ def _relative_figure(run: _Run, baseline: str | None, out: Target) -> Figure | N
         base = baseline if baseline in labels else next((lab for lab in labels if lab.split(":")[0] == baseline), None)
         if base is None:
             raise ValueError(f"baseline {baseline!r} is not in this run; frameworks here: {', '.join(labels)}")
-    several_datasets = len({c["dataset"] for c in run.cases.values()}) > 1
-    col = {k: (c["dataset"] if several_datasets else "", c["batch_size"]) for k, c in run.cases.items()}
-    cell = {(run.row[k], col[k], run.fwv[k]): k for k in run.cases}
-    panels = [
-        (phase, what, other, medians)
-        for phase, what in (("train", "train time"), ("infer", "inference time"))
-        if (medians := run.medians(phase, "time"))
-        for other in labels
-        if other != base and any(f == other and (r, c, base) in cell for r, c, f in cell)
-    ]
-    if not panels:
+    verdicts, _ = comparisons.within_run(run.trials, run.rows, BAND, ALPHA)
+    by_set: dict[str, dict[str, str]] = defaultdict(dict)  # set label -> framework:variant -> case key
+    for k, c in run.cases.items():
+        by_set[comparisons.set_label(c)][run.fwv[k]] = k
+    rows: dict[str, list[dict[str, Any]]] = defaultdict(list)  # metric -> rows, top to bottom
+    for v in verdicts:
+        comp, a, b = v.comparison, v.a, v.b
+        ratio, (lo, hi), verdict = comp.ratio, comp.ratio_ci, comp.verdict
+        if a == base:  # the baseline below the line: a ratio above 1 reads "slower than the baseline"
+            a, b = b, a
+            ratio, lo, hi = 1 / ratio, 1 / hi, 1 / lo
+            verdict = FLIP.get(verdict, verdict)
+        keys = [by_set[v.set_label][a], by_set[v.set_label][b]]
+        rows[v.metric].append(
+            {"set": v.set_label, "a": a, "b": b, "ratio": ratio, "ci": (lo, hi), "verdict": verdict, "keys": keys,
+             "label": _forest_label(run, a, b, keys), "method": comp.ci_method}
+        )  # fmt: skip
+    # A comparison with the baseline that has no ratio: one side has no values (OOM, failed, ...).
+    for phase, metric in (("train", "train time"), ("infer", "inference time")):
+        medians = run.medians(phase, "time")
+        if not medians:
+            continue
+        for members in by_set.values():
+            for other, k in sorted(members.items()):
+                b_key = members.get(base)
+                if other == base or b_key is None or (k in medians and b_key in medians):
+                    continue
+                text = run.gap(k) if k not in medians else f"{base} {run.gap(b_key)}"
+                rows[metric].append(
+                    {"set": comparisons.set_label(run.cases[k]), "a": other, "b": base, "ratio": None, "ci": None,
+                     "verdict": None, "gap": text, "keys": [k, b_key],
+                     "label": _forest_label(run, other, base, [k, b_key])}
+                )  # fmt: skip
+    if not rows:
         return None
-    rows = sorted({run.row[k] for k in run.cases})
-    cols = sorted(set(col.values()))
-    col_names = [" ".join(filter(None, (d, f"b{b}"))) for d, b in cols]
-    ncols = 2 if len(panels) > 1 else 1
-    fig = _canvas(max(4.5, 1.0 * len(cols) + 2.5) * ncols, (0.5 * len(rows) + 2.0) * math.ceil(len(panels) / ncols))
-    ratios = {}
-    for phase, _what, other, medians in panels:
-        for r in rows:
-            for c in cols:
-                a, b = cell.get((r, c, other)), cell.get((r, c, base))
-                if a in medians and b in medians and medians[b] > 0:
-                    ratios[(phase, other, r, c)] = medians[a] / medians[b]
-    span = max([abs(math.log2(v)) for v in ratios.values() if v > 0] + [math.log2(1.25)])
+    metrics = list(rows)
+    heights = [len(rows[m]) for m in metrics]
+    fig = _canvas(10.0, 0.42 * sum(heights) + 1.1 * len(metrics) + 1.6)
+    axes = fig.subplots(len(metrics), 1, squeeze=False, sharex=True, height_ratios=[h + 1 for h in heights]).ravel()
+    every = [x for m in metrics for r in rows[m] if r["ci"] for x in (*r["ci"], r["ratio"]) if math.isfinite(x)]
+    lo_x = min([1 / (1 + BAND), *(x for x in every if x > 0)]) / 1.25
+    hi_x = max([1 + BAND, *every]) * 1.25
     data: dict[str, Any] = {}
-    image = None
-    for ax, (phase, what, other, medians) in zip(_grid(fig, len(panels), ncols), panels):
-        ptitle = f"{what}: {other} / {base}"
-        panel = data[ptitle] = {}
-        grid = [[math.nan] * len(cols) for _ in rows]
-        for i, r in enumerate(rows):
-            for j, c in enumerate(cols):
-                ratio = ratios.get((phase, other, r, c))
-                a, b = cell.get((r, c, other)), cell.get((r, c, base))
-                if ratio is not None:
-                    grid[i][j] = math.log2(ratio) if ratio > 0 else math.nan
-                    text = f"{ratio:.2f}×"
-                elif a is None or b is None:
-                    text = "x"  # not part of this run
-                else:
-                    text = run.gap(a) if a not in medians else f"base {run.gap(b)}"
-                panel[(r, col_names[j])] = ratio if ratio is not None else text
-                dark = ratio is not None and ratio > 0 and abs(math.log2(ratio)) > 0.6 * span
-                ax.text(
-                    j,
-                    i,
-                    text,
-                    ha="center",
-                    va="center",
-                    fontsize=MIN_FONT,
-                    color=GAP if ratio is None else "white" if dark else "black",
-                )
-        masked = np.ma.masked_invalid(np.array(grid, dtype=float))
-        image = ax.imshow(masked, cmap=_diverging(), vmin=-span, vmax=span, aspect="auto")
-        ax.set_facecolor("#f2f2f2")
-        ax.set_xticks(range(len(cols)))
-        ax.set_xticklabels(col_names, rotation=30 if len(cols) > 4 else 0, fontsize=MIN_FONT)
-        ax.set_yticks(range(len(rows)))
-        ax.set_yticklabels([_wrap(r, 28) for r in rows], fontsize=MIN_FONT)
-        ax.set_title(ptitle, fontsize=9)
-    if image is not None:
-        bar = fig.colorbar(image, ax=fig.axes, shrink=0.8)
-        bar.set_label("time ratio (× baseline, log scale)")
-        bar.ax.yaxis.set_major_formatter(_ratio_formatter())
-    title = f"Median time relative to {base} (ratio, >1 = slower)"
+    for ax, metric in zip(axes, metrics):
+        drawn = rows[metric]
+        data[metric] = [{k: v for k, v in r.items() if k not in ("keys", "label", "method")} for r in drawn]
+        ys = list(range(len(drawn)))[::-1]  # the first row on top
+        ax.axvspan(1 / (1 + BAND), 1 + BAND, color="#e4e4e4", zorder=0)
+        ax.axvline(1.0, color="black", linewidth=0.8, zorder=1)
+        right = []
+        for y, r in zip(ys, drawn):
+            if r["ratio"] is None:
+                _mark_gap_row(ax, y, r["gap"])
+                right.append(r["gap"])
+                continue
+            color = VERDICT_COLORS.get(r["verdict"], "#7f7f7f")
+            lo, hi = r["ci"]
+            ax.plot([r["ratio"]], [y], marker="o", color=color, markersize=7, linestyle="none", zorder=3)
+            if math.isfinite(lo) and math.isfinite(hi):
+                ax.plot([lo, hi], [y, y], color=color, linewidth=2, solid_capstyle="butt", zorder=2)
+                right.append(f"{r['ratio']:.3g}× [{lo:.3g}, {hi:.3g}] {r['verdict']}")
+            else:  # too few values on a side for an interval (one process each)
+                right.append(f"{r['ratio']:.3g}×, no interval (too few values) {r['verdict']}")
+        ax.set_xscale("log")
+        ax.set_xlim(lo_x, hi_x)
+        ax.set_ylim(-0.7, len(drawn) - 0.3)
+        ax.set_yticks(ys, [r["label"] for r in drawn], fontsize=MIN_FONT)
+        numbers = ax.secondary_yaxis("right")
+        numbers.set_yticks(ys, right, fontsize=MIN_FONT)
+        numbers.tick_params(length=0)
+        ax.set_title(f"{metric}: ratio of medians (× {base} where it takes part)", fontsize=9)
+        ax.grid(axis="x", alpha=0.3, which="both")
+    axes[-1].set_xlabel("time ratio (log scale; 1× = the same time, right of it = slower)", fontsize=MIN_FONT)
+    ticks = _ratio_ticks(lo_x, hi_x)
+    for ax in axes:
+        ax.set_xticks(ticks, [f"{t:g}×" for t in ticks], fontsize=MIN_FONT)
+        ax.minorticks_off()
+    verdicts_drawn = sorted({r["verdict"] for m in metrics for r in rows[m] if r["verdict"]})
+    handles = [_interval(f"{v} ({1 - ALPHA:.0%} interval)", VERDICT_COLORS.get(v, "#7f7f7f")) for v in verdicts_drawn]
+    from matplotlib.patches import Patch
+
+    handles.append(Patch(facecolor="#e4e4e4", label=f"±{BAND:.0%}: no meaningful difference"))
+    if any(r["ratio"] is None for m in metrics for r in rows[m]):
+        handles.append(_dot("no ratio: a side without values", GAP, GAP, "x"))
+    _legend(fig, handles, [str(h.get_label()) for h in handles])
+    title = f"Time relative to {base}: ratio of medians with its {1 - ALPHA:.0%} interval (>1× = slower)"
     fig.suptitle(title)
+    methods = sorted({r["method"] for m in metrics for r in rows[m] if r.get("method")})
     caption = (
-        f"Ratio of median times (s/s) of each framework to the baseline {base}, per model (rows) and "
-        "input / batch size (columns); red is slower than the baseline, blue faster. Blank cells have no "
-        "ratio: 'x' = not in this run, otherwise the status of the side without values (OOM, failed, ...)."
+        f"One row per comparison: the ratio of median times (A / B, the baseline {base} as B where it takes "
+        f"part) with its {1 - ALPHA:.0%} confidence interval ({'; '.join(methods) or 'none'}), on a log axis. "
+        f"The shaded band is ±{BAND:.0%}, where a difference counts as none; the colour is the verdict at "
+        f"α = {ALPHA:g} (Holm within each comparison set). A red × is a comparison without a ratio: the side "
+        "without values and its status."
     )
-    return _save(fig, out, "04_relative_time", title, caption, data)
+    shown = sorted({k for m in metrics for r in rows[m] for k in r["keys"]})
+    return _save(fig, out, "04_relative_time", title, caption, data, shown)
 
 
-def _diverging() -> Any:
-    import matplotlib
+def _forest_label(run: _Run, a: str, b: str, keys: list[str]) -> str:
+    """ "torch:eager / jax:jit  mlp b64 BUSY": the pair, then what sets this comparison apart."""
+    where = " ".join(x for x in (run.group[keys[0]], run.sub[keys[0]]) if x)
+    several = len({run.group[k] + run.sub[k] for k in run.cases}) > 1
+    return " ".join(x for x in (f"{a} / {b}", where if several else "", run.busy_mark(*keys)) if x)
 
-    return matplotlib.colormaps["RdBu_r"].with_extremes(bad="#f2f2f2")
+
+def _mark_gap_row(ax: Any, y: float, text: str) -> None:
+    ax.plot([1.0], [y], marker="x", color=GAP, markersize=9, markeredgewidth=2, linestyle="none", zorder=3)
+    ax.annotate(text, (1.0, y), xytext=(8, 0), textcoords="offset points", va="center", fontsize=MIN_FONT, color=GAP)
 
 
-def _ratio_formatter() -> Any:
-    from matplotlib.ticker import FuncFormatter
+def _interval(label: str, color: str) -> Any:
+    """A legend entry drawn as the forest plot's rows are: a dot on its interval."""
+    from matplotlib.lines import Line2D
 
-    # 3 digits: at 2 the colour bar of a 0.8-1.25 range labelled two ticks "1.1×"
-    return FuncFormatter(lambda v, _pos: f"{2**v:.3g}×")
+    return Line2D([], [], color=color, linewidth=2, marker="o", markersize=6, label=label)
+
+
+def _ratio_ticks(lo: float, hi: float) -> list[float]:
+    """Ratios to label inside [lo, hi], always with 1: fine steps (1.1, 1.25, 1.5) on a
+    narrow axis, 2-5-10 steps and their inverses on a wide one."""
+    fine = (1.05, 1.1, 1.25, 1.5, 2.0)
+    coarse = (2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0, 2000.0, 5000.0)
+    steps = fine if hi <= 2.5 and lo >= 0.4 else coarse
+    found = {1.0} | {t for t in steps if t <= hi} | {1 / t for t in steps if 1 / t >= lo}
+    if len(found) > 11:  # very wide: every other step
+        found = (
+            {1.0}
+            | {t for t in found if t > 1}.intersection(steps[1::2])
+            | {t for t in found if t < 1 and round(1 / t, 6) in steps[1::2]}
+        )
+    return sorted(found)
 
 
 def _batch_figure(run: _Run, out: Target) -> Figure | None:
@@ -671,6 +808,17 @@ def _telemetry_figure(run: _Run, out: Target) -> Figure | None:
             units[m["metric"]] = TELEMETRY_UNITS.get(m["unit"], m["unit"])
     if not values:
         return None
+    # A series that never changes (system CPU at 100% in every repeat) is a flat line at a
+    # number: it is said in the caption, not drawn as a panel.
+    constant: dict[tuple[str, str], float] = {}
+    for (metric, phase), per_case in values.items():
+        flat = [v for vs in per_case.values() for v in vs]
+        if max(flat) - min(flat) <= CONSTANT * max(abs(max(flat)), abs(min(flat)), 1.0):
+            constant[(metric, phase)] = statistics.median(flat)
+    for key in constant:
+        del values[key]
+    if not values:
+        return None
     metrics = sorted({m for m, _ in values}, key=lambda m: (not m.startswith("cpu"), m))
     phases = [p for p in ("train", "infer") if any(p == q for _, q in values)]
     keys = run.order
@@ -679,7 +827,11 @@ def _telemetry_figure(run: _Run, out: Target) -> Figure | None:
     data: dict[str, Any] = {}
     for metric in metrics:
         for phase in phases:
-            ax, per_case = next(axes), values.get((metric, phase), {})
+            ax = next(axes)
+            if (metric, phase) not in values:  # constant (said in the caption) or not measured in this phase
+                ax.set_visible(False)
+                continue
+            per_case = values[(metric, phase)]
             panel = data[f"{metric} | {phase}"] = {}
             drawn: tuple[list, list, list] = ([], [], [])  # positions, samples, colours
             for i, k in enumerate(keys, start=1):
@@ -695,13 +847,89 @@ def _telemetry_figure(run: _Run, out: Target) -> Figure | None:
             _decorate(ax, f"{metric_words(metric)}, {PHASE_WORDS.get(phase, phase)}", metric_words(metric))
     has_temp = any("temp" in m for m in metrics)
     title = "Utilization (%) and temperature (°C) per phase" if has_temp else "Utilization (%) per phase"
-    fig.suptitle(title)
+    shown_title = title
+    if constant:
+        shown_title += "\nnot drawn, the same in every repeat: " + "; ".join(
+            f"{metric_words(m)}, {PHASE_WORDS.get(p, p)} {v:.3g}" for (m, p), v in sorted(constant.items())
+        )
+    fig.suptitle(shown_title)
     caption = (
         "Distribution over every measured repeat of the ok trials (warm-ups excluded) of the per-repeat "
         "mean utilization and maximum temperature, for the train and inference phases. A cross marks a case "
         "with no reading."
     )
+    if constant:
+        said = "; ".join(
+            f"{metric_words(m)}, {PHASE_WORDS.get(p, p)}: {v:.3g}" for (m, p), v in sorted(constant.items())
+        )
+        caption += f" Not drawn, the same in every repeat: {said}."
+        # Not a panel: the panels are the other keys, each a dict of cases.
+        data["constant"] = {f"{m} | {p}": v for (m, p), v in constant.items()}
     return _save(fig, out, "08_telemetry", title, caption, data)
+
+
+def _learning_figure(run: _Run, out: Target) -> Figure | None:
+    """Per-epoch training loss (train.loss, one value per epoch: seq = epoch index) per case,
+    one panel per comparison group: every measured repeat a thin line, their median bold."""
+    curves: dict[str, dict[tuple[int, int], dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
+    units: set[str] = set()
+    for m in run.rows:
+        if (
+            m["phase"] == "train"
+            and m["metric"] == "loss"
+            and m["seq"] is not None
+            and not m["warmup"]
+            and m["status"] == "ok"
+            and m["value"] is not None
+        ):
+            curves[m["case_key"]][(m["trial_id"], m["repeat"] or 0)][int(m["seq"])] = float(m["value"])
+            units.add(m["unit"])
+    if not curves:
+        return None
+    groups = run.grouped(list(curves))
+    ncols = min(2, len(groups))
+    fig = _canvas(10.0 if ncols == 1 else 12.0, 3.8 * math.ceil(len(groups) / ncols) + 1.2)
+    data: dict[str, Any] = {}
+    unit = ", ".join(sorted(u for u in units if u)) or "as stored"
+    epochs_seen: set[int] = set()
+    for ax, (gname, keys) in zip(_grid(fig, len(groups), ncols), groups.items()):
+        panel = data[gname] = {}
+        every: list[float] = []
+        for k in keys:
+            color = run.color[run.ident[k]]
+            repeats = list(curves[k].values())
+            epochs = sorted({e for r in repeats for e in r})
+            epochs_seen.update(epochs)
+            for r in repeats:
+                xs = sorted(r)
+                ax.plot([e + 1 for e in xs], [r[e] for e in xs], color=color, alpha=0.3, linewidth=0.8)
+            median = [statistics.median(r[e] for r in repeats if e in r) for e in epochs]
+            ax.plot([e + 1 for e in epochs], median, color=color, linewidth=2, marker="o", markersize=4,
+                    label=run.ident[k])  # fmt: skip
+            panel[run.short(k)] = {"epochs": [e + 1 for e in epochs], "median": median, "repeats": len(repeats)}
+            every += [v for r in repeats for v in r.values()]
+        logged = log_if_wide(ax, every)
+        ax.set_xlabel("epoch", fontsize=MIN_FONT)
+        from matplotlib.ticker import MaxNLocator
+
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        busy = sorted({run.short(k) for k in keys if k in run.busy})
+        where = gname + (" (log scale)" if logged else "") + (f"; {BUSY_MARK}: {', '.join(busy)}" if busy else "")
+        _decorate(ax, where, f"training loss ({unit})", grid="both")
+    # One entry per framework:variant (the same colour in every panel), then the thin line.
+    lines = {label: h for ax in fig.axes for h, label in zip(*ax.get_legend_handles_labels())}
+    from matplotlib.lines import Line2D
+
+    lines["one measured repeat"] = Line2D([], [], color="#777777", alpha=0.5, linewidth=0.8)
+    _legend(fig, list(lines.values()), list(lines))
+    title = f"Training loss per epoch ({unit}): median of the measured repeats, each repeat a thin line"
+    fig.suptitle(title)
+    caption = (
+        "Mean training loss of each epoch (as the framework reports it while training), per case: every "
+        "measured repeat of the finished trials as a thin line, their median per epoch bold with dots. "
+        "Warm-up repeats are left out."
+    )
+    return _save(fig, out, "10_learning_curves", title, caption, data, sorted(curves))
 
 
 def _cases_with(run: _Run, phase: str, metric: str) -> list[str]:
@@ -722,21 +950,51 @@ class Target:
 
     dir: Path
     formats: tuple[str, ...] = ("png", "svg")
+    run: Any = None  # the _Run drawn, for the footer
 
 
-def _save(fig: Any, out: Target, name: str, title: str, caption: str, data: dict) -> Figure:
+def _bottom(fig: Any, footer: str) -> None:
+    """The footer line at the bottom edge, the legend above it, the panels above both: the
+    constrained layout is given the rectangle left over (it places neither of the two)."""
+    renderer = fig.canvas.get_renderer()
+    height = fig.bbox.height
+    pad = MIN_FONT / 72 * fig.dpi * 0.4
+    used = pad
+    if footer:
+        text = "\n".join(textwrap.wrap(footer, int(fig.get_figwidth() * 14)))
+        shown = fig.text(0.5, pad / height, text, ha="center", va="bottom", fontsize=MIN_FONT, color="#333333")
+        used += shown.get_window_extent(renderer).height + pad
+    for legend in fig.legends:
+        legend.set_bbox_to_anchor((0.5, used / height), transform=fig.transFigure)
+        used += legend.get_window_extent(renderer).height + pad
+    if used > pad and fig.get_layout_engine() is not None:
+        fig.get_layout_engine().set(rect=(0.0, used / height, 1.0, 1.0 - used / height))
+
+
+def _save(
+    fig: Any, out: Target, name: str, title: str, caption: str, data: dict, shown: list[str] | None = None
+) -> Figure:
+    """Write the figure with its footer (n, threads, batch, machine of the cases `shown`,
+    default every case) at a resolution that fills the HTML page's width."""
     png, svg = out.dir / f"{name}.png", out.dir / f"{name}.svg"
     formats = out.formats
+    footer = out.run.footer(shown) if out.run is not None else ""
+    _bottom(fig, footer)
+    for ax in fig.axes:
+        _plain(ax)
+    dpi = max(DPI, math.ceil(PAGE_PX / fig.get_figwidth()))
     from dlbench import outputs
 
     # Through dlbench.outputs: never over a database, and whole or not at all.
     if "png" in formats:
         # zlib level 1: a quarter of the encoding time for ~20% larger files.
-        outputs.write_with(png, lambda tmp: fig.savefig(tmp, format="png", dpi=DPI, pil_kwargs={"compress_level": 1}))
+        outputs.write_with(png, lambda tmp: fig.savefig(tmp, format="png", dpi=dpi, pil_kwargs={"compress_level": 1}))
     if "svg" in formats:
         # No timestamp: the same run gives the same file.
         outputs.write_with(svg, lambda tmp: fig.savefig(tmp, format="svg", metadata={"Date": None}))
-    return Figure(name, title, png if "png" in formats else None, svg if "svg" in formats else None, caption, data)
+    return Figure(
+        name, title, png if "png" in formats else None, svg if "svg" in formats else None, caption, data, footer
+    )
 
 
 def index_rows(trials: list, rows: list) -> _Run:
@@ -757,6 +1015,18 @@ FIGURE_NAMES = (
     "08_telemetry",
     "09_scaling",
 )
+# Figures the HTML report's parallel drawing (report.formats.DRAWING_ORDER, which must list
+# FIGURE_NAMES exactly) does not know yet; make_figures draws them with the others.
+EXTRA_FIGURES = ("10_learning_curves",)
+# The order figures are drawn, numbered and listed in: the learning curves beside the quality.
+ORDER = (*FIGURE_NAMES[:6], "10_learning_curves", *FIGURE_NAMES[6:])
+
+
+def file_stem(name: str, number: int) -> str:
+    """A figure's file name without suffix: its place among the figures made (01, 02, ...,
+    without gaps, whichever figures a run has data for), then its name without the number."""
+    slug = name.split("_", 1)[1] if name[:2].isdigit() and "_" in name else name
+    return f"{number:02d}_{slug}"
 
 
 def _drawers(run: _Run, out: Target, baseline: str | None) -> dict[str, Any]:
@@ -771,7 +1041,7 @@ def _drawers(run: _Run, out: Target, baseline: str | None) -> dict[str, Any]:
             for g, ks in run.grouped(_cases_with(run, "train", src)).items()
         ]
         return _per_run_figure(
-            run, panels, 1.0, "J", "train energy", "bar", "07_energy_runs", "Energy of every training repeat (J)", out
+            run, panels, 1.0, "J", "train energy", "07_energy_runs", "Energy of every training repeat (J)", out
         )
 
     def quality_figure() -> Figure | None:
@@ -790,7 +1060,6 @@ def _drawers(run: _Run, out: Target, baseline: str | None) -> dict[str, Any]:
                 q.scale,
                 q.shown,
                 q.label,
-                "dot",
                 "06_accuracy_runs",
                 f"Test {q.label} of every repeat ({q.shown})",
                 out,
@@ -807,7 +1076,6 @@ def _drawers(run: _Run, out: Target, baseline: str | None) -> dict[str, Any]:
             1.0,
             "",
             "test-set quality",
-            "dot",
             "06_accuracy_runs",
             title,
             out,
@@ -827,7 +1095,6 @@ def _drawers(run: _Run, out: Target, baseline: str | None) -> dict[str, Any]:
             1.0,
             "s",
             "train time",
-            "bar",
             "03_runs_train_time",
             "Train time of every repeat (s)",
             out,
@@ -838,6 +1105,7 @@ def _drawers(run: _Run, out: Target, baseline: str | None) -> dict[str, Any]:
         "07_energy_runs": energy,
         "08_telemetry": lambda: _telemetry_figure(run, out),
         "09_scaling": lambda: _scaling_figure(run, out),
+        "10_learning_curves": lambda: _learning_figure(run, out),
     }
 
 
@@ -875,19 +1143,36 @@ def make_figures(
     a caller that draws figures one at a time and would otherwise index the rows each time."""
     import matplotlib
 
-    unknown = set(only or ()) - set(FIGURE_NAMES)
+    unknown = set(only or ()) - set(ORDER)
     if unknown:
-        raise ValueError(f"unknown figures {sorted(unknown)}; known: {', '.join(FIGURE_NAMES)}")
+        raise ValueError(f"unknown figures {sorted(unknown)}; known: {', '.join(ORDER)}")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     run = indexed or _Run(
         store.trials(run_id) if trials is None else trials, store.measurements(run_id) if rows is None else rows
     )
-    drawers = _drawers(run, Target(out_dir, tuple(formats)), baseline)
+    if store is not None and run.machine is None:
+        run.machine = machine_words(store.run(run_id).environment)
+    drawers = _drawers(run, Target(out_dir, tuple(formats), run), baseline)
     made: list[Figure | None] = []
-    style = {"font.size": 9, "svg.hashsalt": "dlbench", "svg.fonttype": "none", "hatch.linewidth": 0.6}
+    style = {"font.size": 9, "svg.hashsalt": "dlbench", "svg.fonttype": "none"}
     with matplotlib.rc_context(style):
-        for name in FIGURE_NAMES:
+        for name in ORDER:
             if only is None or name in only:
                 made.append(drawers[name]())
-    return [f for f in made if f is not None]
+    return _numbered([f for f in made if f is not None])
+
+
+def _numbered(figures: list[Figure]) -> list[Figure]:
+    """Files renamed 01, 02, 03, ... in drawing order, with no gap where a figure had no data.
+    Each target name carries a different figure's slug, so no rename overwrites another's file."""
+    out = []
+    for number, f in enumerate(figures, start=1):
+        stem = file_stem(f.name, number)
+        paths = []
+        for path in (f.png, f.svg):
+            if path is not None and path.stem != stem:
+                path = path.replace(path.with_name(stem + path.suffix))
+            paths.append(path)
+        out.append(replace(f, png=paths[0], svg=paths[1]))
+    return out
