@@ -117,4 +117,4 @@ def test_the_busy_note_does_not_advise_one_thread_to_cases_that_ran_one_thread()
     two = build_answer([], busy={"torch:eager mlp": 40.0}, busy_threads=frozenset({1, 2}))
     assert "--threads 1" not in one.notes[0] and "already ran one intra-op thread" in one.notes[0]
     assert "pin a 1-thread worker (--threads 1 under taskset)" in two.notes[0]
-    assert one.notes[0].startswith("measured on a busy machine: other processes took up to 40% of the CPU")
+    assert one.notes[0].startswith("[BUSY] measured on a busy machine: other processes took up to 40% of the CPU")

@@ -157,11 +157,11 @@ def test_console_leads_with_the_answer_and_details_keep_every_table(real_run, cl
     lines = short.splitlines()
     assert "Answer" in lines[:8], lines[:8]
     assert "summary: medians, fastest first" in short and "train time (s)" not in short
-    assert "telemetry samplers" not in short and "telemetry: " in short  # one line, not the table
+    assert "telemetry samplers" not in short and "telemetry: " in short, short  # one line, not the table
     details = cli("report", "--db", real_run, "--details")
     for title in (
-        "train time (s)",
-        "infer time (ms)",
+        "train time, 1 epoch",  # each time in its own unit, and what one time covers
+        "infer time, a pass over 352 test samples in batches of 32",
         "accuracy (%)",
         "inference latency per call (ms)",
         "telemetry samplers",
@@ -173,7 +173,7 @@ def test_console_leads_with_the_answer_and_details_keep_every_table(real_run, cl
 
 def test_markdown_tables(real_run, render):
     md = render(real_run, "markdown")
-    assert "**train time (s)**" in md and "**accuracy (%)**" in md
+    assert "**train time, 1 epoch**" in md and "**accuracy (%)**" in md
     header = "| framework | variant | model | n | mean ± sd | median | Q1 | Q3 | note |"
     assert header in md
     rule = md.splitlines()[md.splitlines().index(header) + 1]
@@ -264,7 +264,7 @@ def test_latex_booktabs_and_escaping(real_run, render):
     assert (
         tex.count("\\toprule") == tex.count("\\midrule") == tex.count("\\bottomrule") == tex.count("\\begin{tabular}")
     )
-    assert "\\caption{train time (s)}" in tex and "\\caption{accuracy (\\%)}" in tex
+    assert "\\caption{train time, 1 epoch}" in tex and "\\caption{accuracy (\\%)}" in tex
     assert _LATEX_ESCAPED in tex
     assert "<script>" not in tex and "±" not in tex and "—" not in tex
     _check_latex(tex)
@@ -289,7 +289,7 @@ def test_html_is_self_contained_and_escaped(real_run, render):
     assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; R&amp;D_1%$#" in html
     captions = "".join(doc.text)
     for title in (
-        "train time (s)",
+        "train time, 1 epoch",
         "accuracy (%)",
         "inference latency per call (ms): p50 / p90 / p99",
         "telemetry samplers",

@@ -1,6 +1,10 @@
 """Live progress of a run (rich): one unit per repeat, so the ETA moves as work is done.
 
-The runner reports events through a callback; this module only draws them.
+The runner reports events through a callback; this module only draws them. Off a
+terminal (a log, a CI job) no bar is drawn: rich would leave its last frame, cut at the
+width, in the log; the line per finished trial is printed either way. A trial is named
+by what sets it apart from the run's other cases (the settings they share are printed
+once, in the report's "settings shared by every case").
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from dlbench.cases import case_label
+from dlbench.cases import case_label, stored_case
+from dlbench.terminal import drop_shared, duration
 
 
 class RunProgress:
@@ -37,6 +42,7 @@ class RunProgress:
             TimeRemainingColumn(),
             console=console,
             transient=False,
+            disable=not console.is_terminal,
             # No 10 Hz refresh thread: a parent that wakes up while the
             # worker runs steals cycles from OpenMP thread pools (torch
             # spin-waits), so the bar is redrawn only on events.
@@ -46,6 +52,11 @@ class RunProgress:
         self.trial_units = 0
         self.done_in_trial = 0
         self.cluster_counts: tuple[int, int, int] | None = None
+        self.names: dict[str, str] = {}  # full case label -> the words that tell it apart
+
+    def _name(self, case: Any) -> str:
+        label = case_label(case)
+        return self.names.get(label, label)
 
     def __enter__(self) -> RunProgress:
         self.progress.__enter__()
@@ -63,6 +74,8 @@ class RunProgress:
         if kind == "run_start":
             pending = [t for t in self.store.trials(self.run_id) if t.status in ("pending", "running", "interrupted")]
             units = sum(t.protocol["warmup"] + t.protocol["repeats"] for t in pending)
+            labels = sorted({case_label(stored_case(t.case)) for t in self.store.trials(self.run_id)})
+            self.names = dict(zip(labels, drop_shared(labels)))
             if self.task is None:
                 self.task = self.progress.add_task(f"run {self.run_id}", total=units)
             else:  # adaptive mode: a new block of trials extends the bar
@@ -75,7 +88,7 @@ class RunProgress:
             row = next(t for t in self.store.trials(self.run_id) if t.id == info["trial_id"])
             proto = row.protocol
             self.trial_units = proto["warmup"] + proto["repeats"]
-            self.progress.update(self._bar(), description=case_label(case))
+            self.progress.update(self._bar(), description=self._name(case))
             self.progress.refresh()
         elif kind == "worker_event":
             event = info["event"]
@@ -109,7 +122,7 @@ class RunProgress:
             self.progress.console.print(
                 Text.assemble(
                     (f"{outcome.status:>7}", style),
-                    f" {case_label(info['case'])}  {outcome.wall_s:.1f} s",
+                    f" {self._name(info['case'])}  {duration(outcome.wall_s)} (the whole trial)",
                     f"  {first_line}" if first_line else "",
                 ),
                 highlight=False,

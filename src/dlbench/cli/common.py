@@ -18,14 +18,18 @@ from dlbench.terminal import SafeConsole, printable
 # markup=False: error texts, paths and TOML table names ("[protocol]") are printed verbatim.
 
 
+OFF_TERMINAL_WIDTH = 100
+
+
 def _width_off_terminal() -> int:
     """Off a terminal rich would assume 80 columns: COLUMNS when it is set (a pager,
-    a CI log, `COLUMNS=100 dlbench run | tee`), else 150 so that logs keep whole rows."""
+    a CI log, `COLUMNS=100 dlbench run | tee`), else 100 (a log read in a browser or an
+    editor side by side; rich itself reads COLUMNS only, never the width of a pipe)."""
     try:
         columns = int(os.environ.get("COLUMNS", ""))
     except ValueError:
-        return 150
-    return columns if 40 <= columns <= 1000 else 150
+        return OFF_TERMINAL_WIDTH
+    return columns if 40 <= columns <= 1000 else OFF_TERMINAL_WIDTH
 
 
 # SafeConsole: text from a database (run names, commands, errors) prints as text, never as
@@ -91,7 +95,7 @@ def fail(message: str, code: int = 2) -> None:
     from rich.text import Text
 
     # soft_wrap: one error is one line, also off a terminal (a log, a CI job), where
-    # the console is 150 columns wide and would break a long path into several.
+    # the console is 100 columns wide and would break a long path into several.
     err_console.print(Text.assemble(("error: ", "bold red"), printable(message)), highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
@@ -307,10 +311,23 @@ def invocation(ctx: typer.Context, **resolved: Any) -> str:
     return shlex.join(words)
 
 
-def print_samplers(rows) -> None:
-    from dlbench.report.tables import samplers_table
+# The run whose samplers line `dlbench run` printed before the run: the report printed at
+# its end does not say it again (one process prints both). Taken once: a later command in
+# the same process (a test, the API) prints its own.
+_SAMPLERS_SAID: set[int] = set()
 
-    show_table(samplers_table(rows))
+
+def print_samplers(rows, run_id: int | None = None) -> None:
+    """What the telemetry measures here and what not, in one line (the table with reasons and
+    remedies: `dlbench env`, or `dlbench report --details`)."""
+    from dlbench.report.console import say
+    from dlbench.report.tables import samplers_line
+
+    rows = list(rows)
+    run_ids: set[int] = {int(r.run_id) for r in rows if getattr(r, "run_id", None) is not None}
+    _SAMPLERS_SAID.clear()
+    _SAMPLERS_SAID.update(run_ids if run_id is None else {run_id})
+    say(console, samplers_line(rows) + " (why, and how to enable the rest: dlbench env)")
 
 
 def print_skipped(rows) -> None:
@@ -382,6 +399,10 @@ def print_report(
 
     report = build_report(store, run_id, hypotheses=False, band=band, alpha=alpha)
     report.preface = preface
+    if run_id in _SAMPLERS_SAID:
+        _SAMPLERS_SAID.discard(run_id)
+        if not details:
+            report.samplers_line = ""  # said before the run, higher up the same log
     print_report(console, report, details)
 
 

@@ -13,7 +13,6 @@ from dlbench.cli.common import (
     err_console,
     fail,
     named_sources,
-    print_samplers,
     show_table,
     split_values,
 )
@@ -212,5 +211,8 @@ def env_(
     if fmt == "json":
         sys.stdout.write(json_out.dumps(json_out.env_document(machine, samplers.availability())))
         return
+    from dlbench.report.tables import samplers_table
+
     show_table(json_out.env_table(machine))
-    print_samplers(samplers.availability())
+    # The whole table here (the reasons and what would enable each): `run` says it in one line.
+    show_table(samplers_table(samplers.availability()))

@@ -15,13 +15,19 @@ them, as plain data (Answer) that each format lays out.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from dlbench.analysis import quality
 from dlbench.analysis.comparisons import ALPHA, BAND, Ranking, Standing
 from dlbench.analysis.stats import FUTILE_SAMPLES, Comparison
 from dlbench.report.tables import ratio_text
 from dlbench.report.words import reason
+from dlbench.terminal import drop_shared
+from dlbench.terminal import duration as _duration
+
+# The marker on an answer line (and a table row) whose case ran on a busy machine; the
+# answer's notes say once what it means and what to do.
+BUSY_MARK = "[BUSY]"
 
 
 @dataclass(frozen=True)
@@ -51,14 +57,9 @@ class Answer:
         return out or [self.empty]
 
 
-def duration(seconds: float) -> str:
-    """A time with a unit that keeps 3 significant digits readable: 38.2 ms, 1.52 s, 712 µs."""
-    if not math.isfinite(seconds):
-        return "—"
-    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
-        if abs(seconds) >= scale or unit == "µs":
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds:.3g} s"
+def duration(seconds: float, unit: tuple[str, float] | None = None) -> str:
+    """A time in the unit of its quantity (dlbench.terminal.duration): 38.2 ms, 1.52 s, 2.5 min."""
+    return _duration(seconds, unit)
 
 
 def _independent(ranking: Ranking) -> bool:
@@ -171,12 +172,13 @@ def _quality_line(s: Standing, best: Standing, units: str, q: quality.Quality) -
     return f"{words}, {p}: {verdict}"
 
 
-def _head(r: Ranking) -> str:
+def _head(r: Ranking, names: dict[str, str]) -> str:
     """The ranking's first line: "fastest" / "most accurate" / "lowest test MSE" only where
     every other member is decided worse; otherwise the best median, and that nothing is decided."""
     best = r.best
     q = quality.by_label(r.metric) if r.phase == quality.PHASE else None
     value = q.value(best.estimate) if q is not None else duration(best.estimate)
+    best = replace(best, name=names.get(best.name, best.name))
     worse = q.worse_verdict if q is not None else "slower"  # the engine's word for "worse than the best"
     decided = all(s.comparison is not None and s.comparison.verdict == worse for s in r.standings[1:])
     if decided:
@@ -203,32 +205,48 @@ def build_answer(
     band: float = BAND,
     alpha: float = ALPHA,
     busy_threads: frozenset[int] = frozenset(),
+    per: dict[str, str] | None = None,
+    cases: int = 0,
 ) -> Answer:
     """The answer block from the rankings. busy: full case label -> the share of the CPU
     (% of all cores) other processes took while it ran, for the cases measured on a busy
-    machine (dlbench.analysis.busy); their lines and a note say so, with the remedy that
-    fits the thread counts those cases ran with (`busy_threads`; empty: not known)."""
+    machine (dlbench.analysis.busy); their lines carry BUSY_MARK and one note says what it
+    means, with the remedy that fits the thread counts those cases ran with
+    (`busy_threads`; empty: not known). Subjects name only what tells the comparison sets
+    apart (the shared settings are printed once above). per: phase -> what one value
+    of its time covers ("3 epochs over 1,437 samples"); cases: how many the run has."""
     busy = busy or {}
+    per = per or {}
     answer = Answer()
+
+    def named(s: Standing) -> Standing:
+        return replace(s, name=names.get(s.name, s.name))
+
+    set_labels = list(dict.fromkeys(r.set_label for r in rankings))
+    subjects = dict(zip(set_labels, drop_shared(set_labels)))
+    # Framework names without what every member shares ("runtime=all" in each: said once above).
+    members = list(dict.fromkeys(s.name for r in rankings for s in r.standings))
+    names = dict(zip(members, drop_shared(members))) if len(members) > 1 else {}
     for r in rankings:
         units = _units(r)
         best = r.best
-        head = _head(r)
+        head = _head(r, names)
         q = quality.by_label(r.metric) if r.phase == quality.PHASE else None
         if q is not None:
-            others = tuple(_quality_line(s, best, units, q) for s in r.standings[1:])
+            others = tuple(_quality_line(named(s), named(best), units, q) for s in r.standings[1:])
         else:
-            others = tuple(_time_line(s, best.name, units) for s in r.standings[1:])
+            others = tuple(_time_line(named(s), names.get(best.name, best.name), units) for s in r.standings[1:])
         marked = tuple(
-            line + (" — measured on a busy machine" if f"{s.name} {r.set_label}" in busy else "")
+            line + (f" {BUSY_MARK}" if f"{s.name} {r.set_label}" in busy else "")
             for line, s in zip(others, r.standings[1:])
         )
         if f"{best.name} {r.set_label}" in busy:
-            head += " — measured on a busy machine"
-        answer.items.append(AnswerItem(r.set_label, r.metric, head, marked))
+            head += f" {BUSY_MARK}"
+        metric = f"{r.metric} ({per[r.phase]})" if r.phase in per else r.metric
+        answer.items.append(AnswerItem(subjects.get(r.set_label, r.set_label), metric, head, marked))
     # Times first within each subject, quality metrics last, subjects in their first-seen order.
-    subjects = list(dict.fromkeys(i.subject for i in answer.items))
-    answer.items.sort(key=lambda i: (subjects.index(i.subject), quality.by_label(i.metric) is not None))
+    order = list(dict.fromkeys(i.subject for i in answer.items))
+    answer.items.sort(key=lambda i: (order.index(i.subject), quality.by_label(i.metric) is not None))
     if answer.items:
         tests = []
         if any(r.paired for r in rankings):
@@ -253,10 +271,11 @@ def build_answer(
         answer.empty = "nothing to compare: every comparison needs two frameworks or variants with values"
     if busy:
         worst = max(busy.values())
+        of = f" of {cases}" if cases >= len(busy) else ""
         answer.notes.insert(
             0,
-            f"measured on a busy machine: other processes took up to {worst:.0f}% of the CPU "
-            f"during {len(busy)} case(s) ({', '.join(sorted(busy))}); "
-            + (BUSY_WORDS_ONE_THREAD if busy_threads == {1} else BUSY_WORDS),
+            f"{BUSY_MARK} measured on a busy machine: other processes took up to {worst:.0f}% of the CPU "
+            f"during {len(busy)}{of} case{'s' if (cases or len(busy)) > 1 else ''} (the lines and rows marked "
+            "BUSY); " + (BUSY_WORDS_ONE_THREAD if busy_threads == {1} else BUSY_WORDS),
         )
     return answer

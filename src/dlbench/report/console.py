@@ -9,11 +9,48 @@ block comes first; `--details` adds every table of the written formats.
 
 from __future__ import annotations
 
+import re
+import textwrap
+
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from dlbench.report.render import TableData
+from dlbench.terminal import printable
+
+# A sentence too long for the width goes on under itself, this much further in than its
+# first line: a reader sees where one sentence ends and the next begins.
+HANG = 4
+# A number and its unit stay on one line ("302 µs", "0.56 pp", "7 pairs" is free to break).
+_UNIT = re.compile(r"(\d) (µs|ms|s|min|pp|%)(?=\W|$)")
+_KEEP = "\u00a0"  # textwrap breaks at ASCII whitespace only
+
+
+def wrapped(text: str, width: int, hang: int = HANG) -> list[str]:
+    """`text` (its leading spaces are its indent) as lines of at most `width` columns, the
+    lines after the first `hang` columns further in; words are never cut (a word longer
+    than the room keeps its own line)."""
+    body = text.lstrip(" ")
+    indent = " " * (len(text) - len(body))
+    if not body:
+        return [""]
+    lines = textwrap.wrap(
+        _UNIT.sub(lambda m: f"{m.group(1)}{_KEEP}{m.group(2)}", body),
+        width=max(width, len(indent) + hang + 20),
+        initial_indent=indent,
+        subsequent_indent=indent + " " * hang,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    return [line.replace(_KEEP, " ") for line in lines]
+
+
+def say(console: Console, text: str, style: str | None = None, hang: int = HANG) -> None:
+    """Print one sentence (or several on one line) wrapped at the console's width with a hanging indent."""
+    for line in wrapped(printable(text), console.width, hang):
+        console.print(Text(line, style=style or ""), soft_wrap=True, highlight=False)
+
 
 # What a rich table adds around its cells: "│ " before each column, " │" at the end.
 _BORDER_PER_COLUMN, _BORDER_END = 3, 1
@@ -90,13 +127,13 @@ def print_preface(console: Console, preface, details: bool = False) -> None:
     width = console.width
     console.print(Text(preface.title, style="bold"))
     for line in preface.lines:
-        console.print(line, highlight=False)
+        say(console, line)
     shown = preface.tables if details or preface.console_tables is None else preface.tables[: preface.console_tables]
     for table in shown:
         console.print()
         console.print(rich_table(table, width))
         for note in table.notes:
-            console.print(Text(note, style="dim"))
+            say(console, note, style="dim")
     console.print()
 
 
@@ -108,24 +145,24 @@ def print_report(console: Console, report, details: bool = False) -> None:
     if report.preface is not None:
         print_preface(console, report.preface, details)
     for line in report.lead_lines():
-        console.print(line, highlight=False)
+        say(console, line)
     console.print()
     console.print(Text("Answer", style="bold"))
     for line in report.answer.lines():
-        console.print("  " + line, highlight=False)
+        say(console, "  " + line)
     for note in report.answer.notes:
-        console.print(Text("  " + note, style="dim"))
+        say(console, "  " + note, style="dim")
     for table in report.console_tables(details):
         console.print()
         console.print(rich_table(table, width))
     console.print()
-    for line in (report.samplers_line, report.energy_note):
-        if line:
-            console.print(line, highlight=False)
-    console.print("notes: " + report.legend, highlight=False)
+    # The samplers line names why energy was not measured: the energy note would say it twice.
+    if report.samplers_line:
+        say(console, report.samplers_line)
+    say(console, "notes: " + report.legend)
     if not details:
-        console.print(
+        say(
+            console,
             f"more: dlbench report --run {report.run['id']} --details (every table), "
             "--format html --out report.html (with figures)",
-            highlight=False,
         )

@@ -222,6 +222,7 @@ def build_report(
         energy_note,
         glance_table,
         latency_table,
+        per_what,
         samplers_line,
         skipped_table,
         summary_tables,
@@ -253,12 +254,15 @@ def build_report(
     rows = hypothesis_rows(trials, measurements, alpha=alpha, band=band, analysed=analysed) if hypotheses else []
     scaled = scaling(trials, measurements)
     ranked = rankings(analysed, accuracy)
+    per = per_what(summaries, measurements)
     answer = build_answer(
         ranked,
         {labels[k]: v for k, v in busy.items() if k in labels},
         band=band,
         alpha=alpha,
         busy_threads=frozenset(int(s.case.get("threads") or 0) for s in summaries if s.case_key in busy),
+        per=per,
+        cases=len(summaries),
     )
     if scaled:
         answer.items.extend(scaling_answer(scaled))
@@ -289,7 +293,7 @@ def build_report(
         manifests=manifests,
         settings=common_settings([s.case for s in summaries], leave_out) if summaries else "",
         legend=LEGEND,
-        summary=summary_tables(summaries, busy, case_notes),
+        summary=summary_tables(summaries, busy, case_notes, per),
         latency=latency_table(summaries, latency_percentiles_of(store.latency_samples(run_id))),
         telemetry=telemetry_tables(summaries, measurements, sampler_rows),
         omnibus=omnibus_table(omnibus) if omnibus else None,
@@ -302,7 +306,7 @@ def build_report(
         summaries=summaries,
         answer=answer,
         scaling=scaling_table(scaled),
-        glance=glance_table(summaries, busy, case_notes),
+        glance=glance_table(summaries, busy, case_notes, per),
         energy_note=energy_note(summaries, measurements, sampler_rows),
         samplers_line=samplers_line(sampler_rows) if sampler_rows else "",
         rankings=ranked,

@@ -18,6 +18,7 @@ from dlbench.cases import case_label, stored_case
 from dlbench.plan import Plan
 from dlbench.report.render import TableData
 from dlbench.store.records import trial_record
+from dlbench.terminal import drop_shared, duration, number, time_unit
 
 PLAN_ROWS = 1000  # trials a plan table lists
 
@@ -87,6 +88,40 @@ def with_heads(rows: tuple[tuple[Any, ...], ...], summaries: Iterable[CaseSummar
     return (*rows[: last + 1], *added, *rows[last + 1 :])
 
 
+def per_what(summaries: Iterable[CaseSummary], measurements: Iterable[Any]) -> dict[str, str]:
+    """phase -> what one of its times covers, where every case agrees: "3 epochs" (train),
+    "a pass over 352 test samples" (infer: samples per pass, read off the stored
+    throughput × time). A phase whose cases differ says nothing here: each row's
+    columns (epochs, dataset) tell it."""
+    cases = [s.case for s in summaries]
+    out: dict[str, str] = {}
+    # A case that trains no epochs (a k-NN fit) has none: it does not make the others differ.
+    epochs = {c.get("epochs") for c in cases} - {None}
+    steps = {c.get("steps") for c in cases} - {None, 0}
+    if len(steps) == 1 and next(iter(steps)):
+        n = int(next(iter(steps)) or 0)
+        out["train"] = f"{n} step{'s' if n != 1 else ''}"
+    elif len(epochs) == 1 and next(iter(epochs)):
+        n = int(next(iter(epochs)) or 0)
+        out["train"] = f"{n} epoch{'s' if n != 1 else ''}"
+    pass_time: dict[tuple[Any, Any], float] = {}
+    rate: dict[tuple[Any, Any], float] = {}
+    for m in measurements:
+        if m["phase"] != "infer" or m["value"] is None or m["repeat"] is None or m["warmup"]:
+            continue
+        if m["metric"] == "time":
+            pass_time[(m["trial_id"], m["repeat"])] = m["value"]
+        elif m["metric"] == "throughput":
+            rate[(m["trial_id"], m["repeat"])] = m["value"]
+    samples = {round(pass_time[k] * rate[k]) for k in pass_time.keys() & rate.keys()}
+    batches = {c.get("batch_size") for c in cases}
+    if len(samples) == 1:
+        n = samples.pop()
+        batch = f" in batches of {next(iter(batches))}" if len(batches) == 1 and next(iter(batches)) else ""
+        out["infer"] = f"a pass over {n:,} test samples{batch}"
+    return out
+
+
 def _title(label: str, unit: str) -> str:
     """ "train time (s)"; a plain number's label alone ("test MSE")."""
     return f"{label} ({unit})" if unit else label
@@ -121,6 +156,23 @@ def format_stat(stats: Summary | None, scale: float, digits: int = 3, fixed: boo
         "median": f(stats.median),
         "Q1": f(stats.q1),
         "Q3": f(stats.q3),
+    }
+
+
+# The units the time metrics are stored in (×1) or were shown in (×1000): such a time is
+# shown with its own unit instead (dlbench.terminal.duration), the same in every format.
+TIME_SHOWN = ("s", "ms")
+
+
+def time_stat(stats: Summary) -> dict[str, str]:
+    """format_stat for a time: every cell of the row in the unit its median reads best in."""
+    unit = time_unit([stats.median])
+    return {
+        "n": str(stats.n),
+        "mean ± sd": f"{duration(stats.mean, unit)} ± {duration(stats.sd, unit)}",
+        "median": duration(stats.median, unit),
+        "Q1": duration(stats.q1, unit),
+        "Q3": duration(stats.q3, unit),
     }
 
 
@@ -206,9 +258,11 @@ def summary_tables(
     summaries: list[CaseSummary],
     busy: dict[str, float] | None = None,
     case_notes: Mapping[str, list[str]] | None = None,
+    per: Mapping[str, str] | None = None,
 ) -> list[TableData]:
     """One table per headline metric, one row per case: n, mean ± sd, median, Q1, Q3.
-    `case_notes`: more words for a case's note cell, by case key (a setting applied in part)."""
+    `case_notes`: more words for a case's note cell, by case key (a setting applied in part);
+    `per`: phase -> what one time of it covers (per_what)."""
     # Rows grouped the way the seed tables are: by model and dataset, then framework.
     order = ("model", "dataset", "batch_size", "init", "optimizer", "lr", "framework", "variant")
     summaries = sorted(summaries, key=lambda s: tuple(json.dumps(s.case.get(k)) for k in order))
@@ -222,8 +276,10 @@ def summary_tables(
         if measures_quality and not _quality_shown(summaries, phase, metric):
             continue
         stat_cols = ["n", "mean ± sd", "median", "Q1", "Q3"]
+        covers = (per or {}).get(phase) if metric == "time" else None
         t = TableData(
-            _title(label, unit),
+            (label if metric == "time" and unit in TIME_SHOWN else _title(label, unit))
+            + (f", {covers}" if covers else ""),
             [*_case_columns(columns), *stat_cols, "note"],
             align=["left"] * len(columns) + ["right"] * len(stat_cols) + ["left"],
             nowrap=frozenset(stat_cols),
@@ -237,6 +293,8 @@ def summary_tables(
                 continue  # a case of another task: its quality has a table of its own
             if stats is None:
                 cells = format_stat(None, scale)
+            elif metric == "time" and unit in TIME_SHOWN:
+                cells = time_stat(stats)
             elif unit == "%":
                 cells = format_stat(stats, scale, digits=2, fixed=True)
             else:
@@ -290,6 +348,7 @@ def glance_table(
     summaries: list[CaseSummary],
     busy: dict[str, float] | None = None,
     case_notes: Mapping[str, list[str]] | None = None,
+    per: Mapping[str, str] | None = None,
 ) -> TableData | None:
     """Every case on one row, fastest first within its comparison set: median train
     time, inference time and accuracy, each time with its ratio to the fastest case
@@ -311,20 +370,26 @@ def glance_table(
     for s in timed:
         sets.setdefault(_set_key(s.case), []).append(s)
     head = []
-    for phase, _, label, _, unit in present:
-        head.append(f"{label} {unit}" if unit else label)
+    for phase, metric, label, _, unit in present:
+        head.append(f"{label} {unit}" if unit and not (metric == "time" and unit in TIME_SHOWN) else label)
         if phase != quality.PHASE:
             head.append(f"{label} ×")
+    covers = "; ".join(f"{label}: {(per or {})[phase]}" for phase, _, label, *_ in present if phase in (per or {}))
     t = TableData(
-        "summary: medians, fastest first (× = time relative to the fastest of the same setting)",
+        "summary: medians, fastest first (× = time relative to the fastest of the same setting)"
+        + (f"; one time = {covers}" if covers else ""),
         ["framework", *_case_columns(columns), *head, "n", "note"],
         align=["left"] * (len(columns) + 1) + ["right"] * (len(head) + 1) + ["left"],
         optional=("n",),
+        nowrap=frozenset(label for phase, metric, label, *_ in present if metric == "time"),
     )
     everywhere_one_process = all(s.within_process and any(st.n > 1 for st in s.stats.values()) for s in timed)
     if everywhere_one_process:  # said once under the table, not on every row
         t.caption = "every case: repeats in 1 process (correlated; --trials 2+ for independent samples)"
     order = ("model", "dataset", "batch_size", "input_shape", "init", "optimizer", "lr", "epochs", "steps")
+    # "runtime=all" on every row is a shared setting, printed once above the table.
+    frameworks = sorted({case_label(s.case, setting=False) for s in timed})
+    shown_names = dict(zip(frameworks, drop_shared(frameworks))) if len(frameworks) > 1 else {}
     for key in sorted(sets, key=lambda k: tuple(json.dumps(sets[k][0].case.get(f), default=str) for f in order)):
         members = sets[key]
         if first_timed is not None:
@@ -337,14 +402,18 @@ def glance_table(
             cells = []
             for phase, metric, _, scale, unit in present:
                 value = median(s, phase, metric)
-                digits = ".2f" if unit == "%" else ".4g"
-                cells.append("—" if value is None else format(value * scale, digits))
+                if value is None:
+                    cells.append("—")
+                elif metric == "time" and unit in TIME_SHOWN:  # each time in the unit its size reads best in
+                    cells.append(duration(value))
+                else:
+                    cells.append(format(value * scale, ".2f") if unit == "%" else number(value * scale, 4))
                 if phase != quality.PHASE:
                     best = fastest[(phase, metric)]
                     cells.append("—" if value is None or not best else ratio_text(value / best))
             notes = []
             if busy and s.case_key in busy:
-                notes.append("BUSY")
+                notes.append("[BUSY]")
             if any(st.noisy for (ph, _), st in s.stats.items() if ph != quality.PHASE):
                 notes.append("noisy")
             if s.within_process and any(st.n > 1 for st in s.stats.values()) and not everywhere_one_process:
@@ -356,7 +425,11 @@ def glance_table(
             first = s.stats.get(first_timed[:2]) if first_timed else None
             n = first.n if first is not None else max(st.n for st in s.stats.values())
             t.add_row(
-                case_label(s.case, setting=False), *(cell(s.case, c) for c in columns), *cells, str(n), "; ".join(notes)
+                shown_names.get(fw := case_label(s.case, setting=False), fw),
+                *(cell(s.case, c) for c in columns),
+                *cells,
+                str(n),
+                "; ".join(notes),
             )
     return t
 
@@ -498,16 +571,26 @@ def energy_note(summaries: list[CaseSummary], measurements, sampler_rows) -> str
 
 
 def samplers_line(sampler_rows) -> str:
-    """The telemetry sources in one line: which measured, which could not (details: the samplers table)."""
+    """The telemetry sources in one line: which measured, which could not and why, cut at
+    the reason's first colon (the samplers table, `dlbench env` or --details, has the rest
+    and what would enable each)."""
     if not sampler_rows:
         return "telemetry: none selected"
-    on = [r["name"] for r in sampler_rows if r["available"]]
-    off = [r["name"] for r in sampler_rows if not r["available"]]
+
+    def get(r: Any, key: str) -> Any:
+        return r[key] if hasattr(r, "keys") or isinstance(r, dict) else getattr(r, key)
+
+    on = [get(r, "name") for r in sampler_rows if get(r, "available")]
+    off = [
+        f"{get(r, 'name')} ({str(get(r, 'reason') or 'unavailable').split(':')[0].strip()})"
+        for r in sampler_rows
+        if not get(r, "available")
+    ]
     return (
         "telemetry: "
         + (", ".join(on) or "nothing")
         + " measured"
-        + (f"; unavailable here: {', '.join(off)}" if off else "")
+        + (f"; not measured here: {', '.join(off)}" if off else "")
     )
 
 
