@@ -913,7 +913,7 @@ def _learning_figure(run: _Run, out: Target) -> Figure | None:
         from matplotlib.ticker import MaxNLocator
 
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        busy = sorted({run.short(k) for k in keys if k in run.busy})
+        busy = sorted({" ".join(filter(None, (run.ident[k], run.sub[k]))) for k in keys if k in run.busy})
         where = gname + (" (log scale)" if logged else "") + (f"; {BUSY_MARK}: {', '.join(busy)}" if busy else "")
         _decorate(ax, where, f"training loss ({unit})", grid="both")
     # One entry per framework:variant (the same colour in every panel), then the thin line.
