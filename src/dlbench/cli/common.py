@@ -86,9 +86,14 @@ EXIT_BUSY = 4  # run --resume / extend: another live dlbench process is executin
 
 def show_table(table: Any) -> None:
     """Print a report TableData on the console (rich draws it; the data does not draw itself)."""
-    from dlbench.report.console import rich_table
+    from dataclasses import replace
 
-    console.print(rich_table(table))
+    from dlbench.report.console import rich_table, say
+
+    # The notes under it wrap at the console's width with a hanging indent, like every sentence.
+    console.print(rich_table(replace(table, notes=[])))
+    for note in table.notes:
+        say(console, note)
 
 
 def fail(message: str, code: int = 2) -> None:

@@ -360,6 +360,7 @@ def compare(
     3 when a case has no values on one side (unless --allow-missing); 2 on bad input."""
     from dlbench.analysis.comparisons import run_vs_run, setting_changes
     from dlbench.analysis.stats import min_trials
+    from dlbench.report.console import say
     from dlbench.report.drift import drift_notes
     from dlbench.report.json_out import compare_document
     from dlbench.report.verdict_tables import compare_table
@@ -406,12 +407,10 @@ def compare(
     single = [
         d for d in diffs if d.comparison is not None and not (d.comparison.independent and d.comparison.interleaved)
     ]
-    console.print(
-        f"{len(diffs)} comparisons, {len(regressions)} regressions, {len(missing)} without values on one side",
-        highlight=False,
-    )
+    say(console, f"{len(diffs)} comparisons, {len(regressions)} regressions, {len(missing)} without values on one side")
     if single:
-        console.print(
+        say(
+            console,
             f"no verdict for {len(single)} comparison(s): "
             + (
                 "a case ran in one process on a side, and a test on one process's repeats compares two processes, "
@@ -422,11 +421,10 @@ def compare(
             )
             + f". `dlbench extend {a} {b} --blocks N` runs both in turns, one process per block, and decides "
             f"with {min_trials(alpha)} or more blocks a run.",
-            highlight=False,
         )
     env_a, env_b = (r.environment for r in (ra, rb))
     for note in drift_notes(diffs, env_a, env_b, setting_changes(a_trials, b_trials)):
-        console.print(note, highlight=False)
+        say(console, note)
     if regressions:
         raise typer.Exit(1)
     if missing and not allow_missing:

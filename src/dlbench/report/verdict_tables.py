@@ -7,6 +7,7 @@ from dlbench.analysis.stats import estimator_name
 from dlbench.cases import case_label
 from dlbench.report.render import TableData
 from dlbench.report.words import reason
+from dlbench.terminal import drop_shared, duration
 
 
 def _p(c) -> str:
@@ -93,8 +94,8 @@ def compare_table(
         [
             "case",
             "metric",
-            f"{est} A" if mixed else f"{est} A (s)",
-            f"{est} B" if mixed else f"{est} B (s)",
+            f"{est} A",
+            f"{est} B",
             ratio_col,
             "p",
             "verdict",
@@ -108,22 +109,27 @@ def compare_table(
         ],
         nowrap=frozenset({ratio_col, "verdict"}),
     )
+    # Cases named by what tells them apart; what they share is said once under the table.
+    labels = sorted({case_label(d.case) for d in diffs})
+    names = dict(zip(labels, drop_shared(labels))) if len(labels) > 1 else {}
+    shared = [w for w in (labels[0].split() if labels else []) if all(w in x.split() for x in labels)]
+    if names and shared:
+        t.notes.append("every case: " + " ".join(shared))
     for d in diffs:
         c = d.comparison
         if c is None:
-            t.add_row(case_label(d.case), d.metric, "—", "—", "—", "—", "no values on one side", "", "—")
+            t.add_row(names.get(label := case_label(d.case), label), d.metric, "—", "—", "—", "—", "no values on one side", "", "—")
             continue
         q = d.declared
         # run_vs_run compares B relative to A: the comparison's b is run A.
+        # A time in the unit its size reads best in, the same function as report and run use.
         a_value, b_value = (
             (q.value(c.estimate_b), q.value(c.estimate_a))
             if q is not None
-            else (f"{c.estimate_b:.4g}", f"{c.estimate_a:.4g}")
+            else (duration(c.estimate_b), duration(c.estimate_a))
         )
-        if mixed and q is None:
-            a_value, b_value = f"{a_value} s", f"{b_value} s"
         t.add_row(
-            case_label(d.case),
+            names.get(label := case_label(d.case), label),
             d.metric,
             a_value,
             b_value,
@@ -133,4 +139,24 @@ def compare_table(
             reason(c) if c.verdict == "undecided" else "",
             d.sample,
         )
+    return _said_once(t, ("reason", "sample"))
+
+
+def _said_once(t: TableData, columns: tuple[str, ...]) -> TableData:
+    """`t` without those of `columns` whose every row holds one and the same text: that text
+    is said once, in a note under the table, instead of on every row (a paragraph of
+    reason repeated per row made the table too wide to read at 100 columns)."""
+    for name in columns:
+        i = t.columns.index(name)
+        values = {row[i] for row in t.rows}
+        if len(t.rows) < 2 or len(values) != 1:
+            continue
+        value = values.pop()
+        t.columns.pop(i)
+        for row in t.rows:
+            row.pop(i)
+        if i < len(t.align):
+            t.align.pop(i)
+        if value:
+            t.notes.insert(0, f"{name}, every row: {value}")
     return t
