@@ -41,7 +41,7 @@ def loss(fw: str, block: int, repeat: int, epoch: int) -> float:
     return (2.0 + 0.1 * "abc".index(fw)) / (epoch + 1) + 0.01 * block + 0.001 * repeat
 
 
-def make_store(path, *, failure: bool) -> tuple[Store, int]:
+def make_store(path, *, failure: bool, batches: tuple[int, ...] = (32,)) -> tuple[Store, int]:
     store = Store(path)
     run_id = store.create_run(
         name="rules", command="test", config_source="test", config_text="", experiment={},
@@ -49,9 +49,10 @@ def make_store(path, *, failure: bool) -> tuple[Store, int]:
     )  # fmt: skip
     position = 0
     for block in range(BLOCKS):
-        for fw, seconds in SECONDS.items():
+        for fw, seconds, batch in ((fw, s, b) for fw, s in SECONDS.items() for b in batches):
+            case = {**CASE, "framework": fw, "variant": "v", "batch_size": batch}
             tid = store.add_trial(
-                run_id, case_key=fw, block=block, position=position, case={**CASE, "framework": fw, "variant": "v"},
+                run_id, case_key=fw if batch == 32 else f"{fw}{batch}", block=block, position=position, case=case,
                 protocol={"repeats": REPEATS, "warmup": 1},
             )  # fmt: skip
             position += 1
@@ -64,6 +65,8 @@ def make_store(path, *, failure: bool) -> tuple[Store, int]:
                 rows += [
                     Measurement(r, warm, "train", "time", t * (3 if warm else 1), "s"),
                     Measurement(r, warm, "infer", "time", t / 10, "s"),
+                    Measurement(r, warm, "train", "throughput", 1000 * batch / 32 / t, "samples/s"),
+                    Measurement(r, warm, "infer", "throughput", 10000 / t, "samples/s"),
                     Measurement(r, warm, "accuracy", "accuracy", 0.9 + 0.001 * r, "fraction"),
                     Measurement(r, warm, "train", "cpu.system_util:mean", 100.0, "%"),
                     Measurement(r, warm, "train", "cpu.process_util:mean", 150.0 + 5 * r, "%"),
@@ -240,6 +243,23 @@ def test_busy_cases_marked_in_every_figure(drawn):
     assert curves.get_title().endswith("BUSY: c:v")
     for f in made:
         assert "BUSY: other processes took ≥15% of the CPU" in f.footer, f.name
+
+
+def test_busy_points_ringed_in_the_batch_size_figure(tmp_path):
+    store, run_id = make_store(tmp_path / "b.db", failure=False, batches=(32, 64))
+    made, figures = draw(tmp_path / "figs", store, run_id, only=("05_batch_size",))
+    store.close()
+    (figure,) = made
+    assert figure.png.name == "01_batch_size.png"
+    for panel in figure.data.values():
+        assert {ident: line["busy"] for ident, line in panel.items()} == {"a:v": [], "b:v": [], "c:v": [32, 64]}
+    fig = figures["05_batch_size"]
+    for ax in axes_of(fig):
+        rings = [c for c in ax.collections if len(c.get_offsets()) and not c.get_facecolor().any()]
+        assert len(rings) == 1 and [x for x, _ in rings[0].get_offsets()] == [32, 64]
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == ["a:v", "b:v", "c:v", "BUSY: measured on a busy machine"]
+    assert "batch 32, 64" in figure.footer
 
 
 def test_footer_names_n_threads_batch_and_machine(drawn):

@@ -760,7 +760,14 @@ def _batch_figure(run: _Run, out: Target) -> Figure | None:
                 gaps = {b: run.gap(at[b]) for b in batches if b in at and at[b] not in medians}
                 for b, status in gaps.items():
                     _mark_gap(ax, b, status, level=n, color=run.color[ident])
-                panel[ident] = {"x": batches, "y": [None if math.isnan(y) else y for y in ys], "gaps": gaps}
+                # A point measured on a busy machine gets a black ring (and the legend says so).
+                busy = [(b, y) for b, y in zip(batches, ys) if at.get(b) in run.busy and not math.isnan(y)]
+                if busy:
+                    ax.scatter(*zip(*busy), s=110, facecolors="none", edgecolors="black", linewidths=1.2, zorder=4)
+                panel[ident] = {
+                    "x": batches, "y": [None if math.isnan(y) else y for y in ys], "gaps": gaps,
+                    "busy": [b for b, _ in busy],
+                }  # fmt: skip
             ax.set_xscale("log", base=2)
             ax.set_xticks(batches)
             ax.set_xticklabels([str(b) for b in batches])
@@ -770,6 +777,8 @@ def _batch_figure(run: _Run, out: Target) -> Figure | None:
     # One legend for all panels (the same lines in each): a legend per panel placed by
     # loc="best" was a sixth of this figure's drawing time.
     lines = {label: handle for ax in fig.axes for handle, label in zip(*ax.get_legend_handles_labels())}
+    if any(line["busy"] for panel in data.values() for line in panel.values()):
+        lines[f"{BUSY_MARK}: measured on a busy machine"] = _dot("", "none", "black")
     _legend(fig, list(lines.values()), list(lines))
     title = "Train time per sample (ms/sample) and inference throughput (samples/s) vs batch size"
     fig.suptitle(title)
