@@ -118,7 +118,8 @@ def compare_table(
     for d in diffs:
         c = d.comparison
         if c is None:
-            t.add_row(names.get(label := case_label(d.case), label), d.metric, "—", "—", "—", "—", "no values on one side", "", "—")
+            name = names.get(label := case_label(d.case), label)
+            t.add_row(name, d.metric, "—", "—", "—", "—", "no values on one side", "", "—")
             continue
         q = d.declared
         # run_vs_run compares B relative to A: the comparison's b is run A.
