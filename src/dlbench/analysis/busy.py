@@ -25,7 +25,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 
-from dlbench.analysis.rows import Rows
+from dlbench.analysis.rows import Rows, columns
 
 BUSY_THRESHOLD = 15.0  # % of all cores that other processes took, median over a trial's measured windows
 METRIC = "cpu.others_util:mean"
@@ -36,15 +36,10 @@ def others_share(measurements: Rows) -> dict[int, float]:
     """Trial id -> the larger of its train and inference medians of the others' share
     (% of all cores) over measured repeats of ok trials; trials without the metric are absent."""
     per: dict[tuple[int, str], list[float]] = defaultdict(list)
-    for m in measurements:
-        if (
-            m["metric"] == METRIC
-            and m["phase"] in PHASES
-            and not m["warmup"]
-            and m["value"] is not None
-            and m["status"] == "ok"
-        ):
-            per[(m["trial_id"], m["phase"])].append(float(m["value"]))
+    names = ("metric", "phase", "warmup", "value", "status", "trial_id")
+    for metric, phase, warmup, value, status, trial in zip(*columns(measurements, names), strict=True):
+        if metric == METRIC and phase in PHASES and not warmup and value is not None and status == "ok":
+            per[(trial, phase)].append(float(value))
     out: dict[int, float] = {}
     for (trial, _), values in per.items():
         out[trial] = max(out.get(trial, 0.0), statistics.median(values))
@@ -58,9 +53,10 @@ def busy_trials(measurements: Rows, threshold: float = BUSY_THRESHOLD) -> dict[i
 
 def busy_cases(measurements: Rows, threshold: float = BUSY_THRESHOLD) -> dict[str, float]:
     """Case key -> the largest share among its busy trials."""
+    measurements = measurements if isinstance(measurements, list) else list(measurements)
     trial_case: dict[int, str] = {}
-    for m in measurements:
-        trial_case.setdefault(m["trial_id"], m["case_key"])
+    for trial, key in zip(*columns(measurements, ("trial_id", "case_key")), strict=True):
+        trial_case.setdefault(trial, key)
     out: dict[str, float] = {}
     for trial, share in busy_trials(measurements, threshold).items():
         key = trial_case[trial]

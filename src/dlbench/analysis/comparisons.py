@@ -35,7 +35,7 @@ from dlbench.analysis import quality, stats
 # The verdict criteria, the same for every sentence dlbench prints (re-exported here).
 from dlbench.analysis.criteria import ALPHA as ALPHA
 from dlbench.analysis.criteria import BAND as BAND
-from dlbench.analysis.rows import Case, Row, Rows
+from dlbench.analysis.rows import Case, Row, Rows, columns
 from dlbench.cases import case_label, stored_case
 from dlbench.store.records import trial_record
 
@@ -53,16 +53,17 @@ def samples(trials: Rows, measurements: Rows, phase: str, metric: str) -> dict[s
     """case_key -> the sample of (phase, metric) used for statistics."""
     block_of = {t["id"]: t["block"] for t in trials if t["status"] == "ok"}
     per_trial: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for m in measurements:
+    names = ("phase", "metric", "warmup", "repeat", "trial_id", "value", "case_key")
+    for ph, me, warmup, repeat, trial, value, key in zip(*columns(measurements, names), strict=True):
         if (
-            m["phase"] == phase
-            and m["metric"] == metric
-            and not m["warmup"]
-            and m["repeat"] is not None
-            and m["trial_id"] in block_of
-            and m["value"] is not None
+            ph == phase
+            and me == metric
+            and not warmup
+            and repeat is not None
+            and trial in block_of
+            and value is not None
         ):
-            per_trial[m["case_key"]][m["trial_id"]].append(m["value"])
+            per_trial[key][trial].append(value)
     out = {}
     for key, trials_values in per_trial.items():
         if len(trials_values) >= 2:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dlbench.analysis.rows import Case, Rows
+from dlbench.analysis.rows import Case, Rows, columns
 from dlbench.analysis.stats import Summary as Stats
 from dlbench.analysis.stats import summary
 from dlbench.cases import stored_case
@@ -48,13 +48,14 @@ def summarize(trials: Rows, measurements: Rows) -> list[CaseSummary]:
         s.trials += 1
         s.statuses[t["status"]] = s.statuses.get(t["status"], 0) + 1
     values: dict[tuple[str, str, str], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for m in measurements:
+    names = ("warmup", "status", "repeat", "value", "case_key", "phase", "metric", "trial_id")
+    for warmup, status, repeat, value, key, phase, metric, trial in zip(*columns(measurements, names), strict=True):
         # A value that could not be measured (None: e.g. a test split smaller than one
         # batch has no inference pass) is no sample; with several trials it made the
         # per-trial median fail ("'<' not supported between NoneType and NoneType").
-        if m["warmup"] or m["status"] != "ok" or m["repeat"] is None or m["value"] is None:
+        if warmup or status != "ok" or repeat is None or value is None:
             continue
-        values[(m["case_key"], m["phase"], m["metric"])][m["trial_id"]].append(m["value"])
+        values[(key, phase, metric)][trial].append(value)
     for (key, phase, metric), per_trial in values.items():
         s = by_case[key]
         if len(per_trial) >= 2:
