@@ -40,6 +40,8 @@ from dlbench.protocol_settings import (  # noqa: F401
     MAX_LATENCY_BATCHES,
     MAX_LR,
     MAX_MEMORY,
+    MAX_MLFLOW_NAME,
+    MAX_MLFLOW_URI,
     MAX_PROFILE_CALLS,
     MAX_PROFILE_STEPS,
     MAX_REPEATS,
@@ -51,7 +53,9 @@ from dlbench.protocol_settings import (  # noqa: F401
     MAX_TRIALS,
     MAX_TTA_BUDGET_S,
     MAX_WARMUP,
+    MlflowSettings,
     declared,
+    mlflow_settings,
 )
 from dlbench.protocol_settings import Protocol as Protocol
 from dlbench.protocol_settings import TrialProtocol as TrialProtocol
@@ -135,6 +139,8 @@ class Experiment:
     sources: dict[str, str] = field(default_factory=dict)
     # [executor]: where the trials' workers run (dlbench.executors); not part of any case.
     executor: ExecutorSettings = ExecutorSettings()
+    # [mlflow]: where the finished run is logged (dlbench.tracking); not part of any case.
+    mlflow: MlflowSettings = MlflowSettings()
 
 
 MATRIX_DEFAULTS: dict[str, tuple[Any, ...]] = {
@@ -161,7 +167,7 @@ MATRIX_DEFAULTS: dict[str, tuple[Any, ...]] = {
 # cores or devices, and the launcher would start that many processes.
 MAX_WORLD_SIZE = 1024
 
-_TOP_KEYS = ("experiment", "matrix", "protocol", "synthetic", "include", "exclude", "models", "executor")
+_TOP_KEYS = ("experiment", "matrix", "protocol", "synthetic", "include", "exclude", "models", "executor", "mlflow")
 
 
 def _allowed(names: Any) -> str:
@@ -590,7 +596,7 @@ def from_dict(data: Any, source: str = "<dict>", base: Path | None = None, text:
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: an experiment is a table (dict) of [experiment], [matrix], [protocol], ...")
     _check_keys(source, data, _TOP_KEYS)
-    for key in ("experiment", "matrix", "protocol", "synthetic", "models", "executor"):
+    for key in ("experiment", "matrix", "protocol", "synthetic", "models", "executor", "mlflow"):
         if key in data and not isinstance(data[key], dict):
             raise ConfigError(f"{source}: [{key}] must be a table")
     exp = data.get("experiment", {})
@@ -622,6 +628,7 @@ def from_dict(data: Any, source: str = "<dict>", base: Path | None = None, text:
         text=text,
         sources=refs.sources,
         executor=_executor(source, data.get("executor", {})),
+        mlflow=parse_mlflow(f"{source} [mlflow]", data.get("mlflow", {})),
     )
 
 
@@ -632,6 +639,28 @@ def _executor(source: str, table: dict[str, Any]) -> ExecutorSettings:
         return parse_settings(source, table)
     except ExecutorError as exc:
         raise ConfigError(str(exc)) from None
+
+
+def parse_mlflow(where: str, table: dict[str, Any], base: MlflowSettings | None = None) -> MlflowSettings:
+    """The [mlflow] table (or the --mlflow flag's {"uri": ...} with `where` naming the flag) over
+    `base`, each key as declared in dlbench.protocol_settings.MlflowSettings."""
+    names = tuple(f.name for f in mlflow_settings())
+    _check_keys(where, table, names)
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        if key == "uri":
+            # Empty: no logging. Otherwise a URL or path MLflow resolves itself (http(s)://, file:, a folder).
+            if not isinstance(value, str) or len(value) > MAX_MLFLOW_URI or (value and not value.isprintable()):
+                raise ConfigError(
+                    f"{where}: uri = {_show(value)}: expected a tracking URI (e.g. http://127.0.0.1:5000) of printable "
+                    f'characters, at most {MAX_MLFLOW_URI} long, or "" for no logging'
+                )
+            values[key] = value.strip()
+        elif key == "run_name" and value == "":
+            values[key] = value
+        else:
+            values[key] = _text(where, key, value, limit=MAX_MLFLOW_NAME, free=False)
+    return replace(base or MlflowSettings(), **values)
 
 
 def _model_options(where: str, table: dict[str, Any], sources: Mapping[str, str]) -> dict[str, dict[str, Any]]:

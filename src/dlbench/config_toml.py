@@ -17,6 +17,7 @@ from typing import Any
 
 from dlbench.config import FACTORS, Experiment, Protocol
 from dlbench.executor_settings import ExecutorSettings
+from dlbench.protocol_settings import MlflowSettings
 
 EMBEDDED = "<embedded default.toml>"
 
@@ -82,6 +83,10 @@ def to_toml(exp: Experiment) -> str:
             "[executor]",
             *(f"{k} = {value(list(v) if isinstance(v, tuple) else v)}" for k, v in executor.items()),
         ]
+    # [mlflow] as the file gave it (the --mlflow flag is not part of the experiment, like --db).
+    mlflow = {k: v for k, v in asdict(exp.mlflow).items() if v != getattr(MlflowSettings(), k)}
+    if mlflow:
+        lines += ["", "[mlflow]", *(f"{k} = {value(v)}" for k, v in mlflow.items())]
     return "\n".join(lines) + "\n"
 
 

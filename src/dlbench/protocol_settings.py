@@ -306,3 +306,29 @@ def protocol_settings() -> tuple[Field[Any], ...]:
 
 def default_of(f: Field[Any]) -> Any:
     return None if f.default is MISSING else f.default
+
+
+# -- [mlflow]: where a finished run is logged (dlbench.tracking) -----------------------------
+# Declared here like the protocol, once: the experiment file's [mlflow] keys, their checks
+# (dlbench.config) and their help (docs/mlflow.md) read these fields. Not part of any case
+# and never sent to a worker: the parent process logs the stored run after it finished.
+MAX_MLFLOW_URI = 4096  # a URL or a path
+MAX_MLFLOW_NAME = 250  # MLflow's own limit on a run name; experiment names are held to it too
+
+
+@dataclass(frozen=True)
+class MlflowSettings:
+    """The experiment file's [mlflow] table; `dlbench run --mlflow URI` gives `uri` over it."""
+
+    uri: str = setting(
+        "",
+        "MLflow tracking URI (e.g. http://127.0.0.1:5000) to log the finished run to: one parent run, one nested "
+        "run per case (docs/mlflow.md). Empty: no logging. Needs the mlflow extra: pip install 'dlbench[mlflow]'.",
+    )
+    experiment: str = setting("dlbench", "The MLflow experiment the runs are logged under (created if missing).")
+    run_name: str = setting("", "The parent MLflow run's name (default: 'dlbench run ID: NAME').")
+
+
+def mlflow_settings() -> tuple[Field[Any], ...]:
+    """Every key of an experiment's [mlflow] table."""
+    return fields(MlflowSettings)

@@ -20,6 +20,7 @@ from dlbench.cli.common import (
     data_readings,
     db_text,
     design_note,
+    err_console,
     execute,
     exit_on_signal,
     fail,
@@ -32,6 +33,7 @@ from dlbench.cli.common import (
     print_samplers,
     print_skipped,
     resolve_run,
+    stored_run,
 )
 from dlbench.cli.options import EXECUTOR, FILE, MATRIX, PROTOCOL, executor_settings, with_groups
 from dlbench.terminal import printable
@@ -66,6 +68,66 @@ PlanFormat = Annotated[
 ]
 
 
+# MLflow logging (dlbench.tracking.mlflow_log; docs/mlflow.md): the run is logged after it finished.
+MlflowOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--mlflow",
+        metavar="URI",
+        help="After the run, log it to this MLflow tracking server (e.g. http://127.0.0.1:5000): one parent "
+        "MLflow run, one nested run per case with its factors, protocol, measured values, verdicts and the "
+        "reports as artifacts. Overrides uri of the experiment file's [mlflow] table. Needs the mlflow extra "
+        "(pip install 'dlbench[mlflow]'). A server that cannot be reached is one line; the run is unaffected. "
+        "plan ignores it.",
+    ),
+]
+
+
+def mlflow_settings(base: Any, uri: str | None) -> Any:
+    """The [mlflow] table (`base`; None: none) with --mlflow over it, checked: a bad value or a
+    tracking URI without the mlflow extra installed is one line and exit 2, before anything runs."""
+    from dlbench import config
+    from dlbench.tracking.mlflow_log import TrackingError, require_installed
+
+    try:
+        settings = config.parse_mlflow("--mlflow", {"uri": uri}, base) if uri is not None else base
+        if settings is not None and settings.uri:
+            require_installed("--mlflow" if uri is not None else "[mlflow] uri")
+    except (config.ConfigError, TrackingError) as exc:
+        fail(str(exc))
+    return settings
+
+
+def log_to_mlflow(store: Any, run_id: int, db: Path, settings: Any) -> bool:
+    """Log the finished run (dlbench.tracking.mlflow_log): one line saying where, or one line on
+    standard error saying why not. The run, its store and the exit status are never touched."""
+    from dlbench.tracking.mlflow_log import TrackingError, log_run, run_url
+
+    try:
+        logged = log_run(store, run_id, settings)
+    except TrackingError as exc:
+        again = (
+            f"dlbench mlflow-log --run {run_id} --db {shlex.quote(db_text(db))} --mlflow {shlex.quote(settings.uri)}"
+        )
+        err_console.print(
+            f"mlflow: not logged: {printable(str(exc))}; run {run_id} is stored, log it later with: {again}",
+            highlight=False,
+            soft_wrap=True,
+            markup=False,
+        )
+        return False
+    except KeyboardInterrupt as exc:
+        exit_on_signal(exc, f"while logging to MLflow; run {run_id} is finished and stored")
+    console.print(
+        f"mlflow: logged run {run_id} ({len(logged.case_runs)} cases, {len(logged.artifacts)} artifacts) to "
+        f"experiment {settings.experiment!r}: {run_url(settings, logged)}",
+        highlight=False,
+        soft_wrap=True,
+        markup=False,
+    )
+    return True
+
+
 def check_plan_format(fmt: str, dry: bool, plan_command: str, report_command: str) -> None:
     """One line for a --format the dry run does not print, or json asked of a real run."""
     if fmt not in ("console", "json"):
@@ -97,6 +159,7 @@ def run(
     resume: Annotated[int | None, typer.Option(help="Finish the unfinished trials of run ID.")] = None,
     executor: Any = None,
     fmt: PlanFormat = "console",
+    mlflow: MlflowOpt = None,
     db: DB = Path("dlbench.db"),
 ) -> None:
     """Run an experiment: every trial in a fresh worker process, results into the database."""
@@ -115,6 +178,7 @@ def run(
         if dry:
             fail(f"--resume {resume} finishes a stored run (dlbench run --resume {resume}); there is no plan to print")
 
+        tracking = mlflow_settings(_default_mlflow(), mlflow)
         store = open_store(db)
         try:
             store.run(resume)
@@ -132,20 +196,36 @@ def run(
             named_sources(",".join(named["model"] or []) or None, ",".join(named["dataset"] or []) or None),
             executor=executor_settings(None, executor),
             traces=traces,
+            tracking=tracking,
         )
         return
     plan = plan_of(file, matrix, protocol)
     if dry:
         show_plan(plan, fmt)
         return
-    start_and_run(plan, db, invocation(ctx), executor=executor_settings(plan.experiment.executor, executor))
+    tracking = mlflow_settings(plan.experiment.mlflow, mlflow)
+    start_and_run(
+        plan, db, invocation(ctx), executor=executor_settings(plan.experiment.executor, executor), tracking=tracking
+    )
 
 
-def start_and_run(plan: Any, db: Path, command_line: str, preface: Any = None, executor: Any = None) -> None:
+def _default_mlflow() -> Any:
+    from dlbench.protocol_settings import MlflowSettings
+
+    return MlflowSettings()
+
+
+def start_and_run(
+    plan: Any, db: Path, command_line: str, preface: Any = None, executor: Any = None, tracking: Any = None
+) -> None:
     """Store a new run of `plan` (after its data is in place), execute it and print its
     report (with `preface` first, a study's paper vs this run): dlbench.service.runs does
-    the work, this says what happens."""
+    the work, this says what happens. `tracking`: where to log the finished run (MLflow
+    settings; None: the experiment's [mlflow] table)."""
     from dlbench.service import ServiceError, runs
+
+    if tracking is None:
+        tracking = mlflow_settings(plan.experiment.mlflow, None)
 
     run_id = None
     store = None
@@ -201,7 +281,14 @@ def start_and_run(plan: Any, db: Path, command_line: str, preface: Any = None, e
             f"--db {shlex.quote(db_text(db))}",
         )
     _execute_and_report(
-        store, run_id, db, plan.experiment.sources, preface, executor, plan.experiment.protocol.profile_traces
+        store,
+        run_id,
+        db,
+        plan.experiment.sources,
+        preface,
+        executor,
+        plan.experiment.protocol.profile_traces,
+        tracking=tracking,
     )
 
 
@@ -234,9 +321,11 @@ def _execute_and_report(
     preface: Any = None,
     executor: Any = None,
     traces: str = "",
+    tracking: Any = None,
 ) -> None:
     """Execute (or resume) run_id, print its report, exit 1 when a trial did not end ok or oom.
-    `traces`: the profile-trace folder named in this invocation (a stored one is not obeyed)."""
+    `traces`: the profile-trace folder named in this invocation (a stored one is not obeyed);
+    `tracking`: MLflow settings, the finished run is logged there when its uri is set."""
     counts = execute(store, run_id, db, sources, executor, traces)
     try:
         print_report(store, run_id, preface=preface(store, run_id) if callable(preface) else preface)
@@ -247,6 +336,8 @@ def _execute_and_report(
             f"dlbench report --run {run_id} --db {shlex.quote(db_text(db))}",
         )
     console.print("trials: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+    if tracking is not None and tracking.uri:
+        log_to_mlflow(store, run_id, db, tracking)
     # An out-of-memory cell is a result of a sweep (its gap is data); a failed,
     # timed-out or interrupted trial is not, and makes the exit status 1; so does a
     # part of a trial that failed (a profile), though its timed measurements stand.
@@ -364,3 +455,42 @@ def _trusted_interpreters(named: list[str]) -> dict[tuple[str, str], str]:
             fail(f"--python {path}: not an executable file")
         trusted[_real(path)] = path
     return trusted
+
+
+@app.command("mlflow-log")
+def mlflow_log(
+    run_id: Annotated[int | None, typer.Option("--run", help="Run id (default: the latest).")] = None,
+    mlflow: Annotated[
+        str | None,
+        typer.Option(
+            "--mlflow",
+            metavar="URI",
+            help="MLflow tracking URI (e.g. http://127.0.0.1:5000); default: uri of the run's [mlflow] table.",
+        ),
+    ] = None,
+    experiment: Annotated[
+        str | None, typer.Option(help="MLflow experiment (default: the run's [mlflow] table's, else dlbench).")
+    ] = None,
+    run_name: Annotated[
+        str | None, typer.Option(help="The parent MLflow run's name (default: 'dlbench run ID: NAME').")
+    ] = None,
+    db: DB = Path("dlbench.db"),
+) -> None:
+    """Log a stored run to MLflow, as run --mlflow logs a run when it finishes (docs/mlflow.md): one parent
+    MLflow run, one nested run per case. Exit status 1 when it could not be logged (one line says why)."""
+    from dlbench import config
+
+    store = open_store(db, readonly=True)
+    row = stored_run(store, run_id)
+    try:
+        # The [mlflow] table the run stored with its experiment, if any; the flags over it.
+        base = config.parse_mlflow("[mlflow]", dict(row.experiment.get("mlflow") or {}))
+        given = {"uri": mlflow, "experiment": experiment, "run_name": run_name}
+        settings = config.parse_mlflow("command line", {k: v for k, v in given.items() if v is not None}, base)
+    except config.ConfigError as exc:
+        fail(str(exc))
+    if not settings.uri:
+        fail(f"run {row['id']}: no MLflow tracking URI: give --mlflow URI")
+    settings = mlflow_settings(settings, None)
+    if not log_to_mlflow(store, row["id"], db, settings):
+        raise typer.Exit(1)

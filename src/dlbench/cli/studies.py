@@ -24,7 +24,15 @@ from dlbench.cli.common import (
 )
 from dlbench.cli.options import EXECUTOR, MATRIX, PROTOCOL, executor_settings, with_groups
 from dlbench.cli.reporting import collect_runs
-from dlbench.cli.running import PlanFormat, check_plan_format, plan_of, show_plan, start_and_run
+from dlbench.cli.running import (
+    MlflowOpt,
+    PlanFormat,
+    check_plan_format,
+    mlflow_settings,
+    plan_of,
+    show_plan,
+    start_and_run,
+)
 from dlbench.service import studies as studies_service
 
 ScaleOpt = Annotated[
@@ -123,6 +131,7 @@ def study_run(
     protocol: Any = None,
     executor: Any = None,
     fmt: PlanFormat = "console",
+    mlflow: MlflowOpt = None,
     db: DB = Path("dlbench.db"),
 ) -> None:
     """Run a study at a scale; the report starts with the paper's numbers beside this run's. The matrix and
@@ -144,7 +153,14 @@ def study_run(
 
     # The device the study ran on is said in its command (it is the study's own choice, cpu, when not named).
     command = invocation(ctx, device=plan.experiment.protocol.device)
-    start_and_run(plan, db, command, preface=preface, executor=executor_settings(plan.experiment.executor, executor))
+    start_and_run(
+        plan,
+        db,
+        command,
+        preface=preface,
+        executor=executor_settings(plan.experiment.executor, executor),
+        tracking=mlflow_settings(plan.experiment.mlflow, mlflow),
+    )
 
 
 study_app.command(
