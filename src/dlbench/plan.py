@@ -133,19 +133,53 @@ def physical_cores() -> int:
         return physical
 
 
+def _distinct(values: Any) -> list[Any]:
+    """The values in order, each once (a repeated value would repeat its cells)."""
+    out: list[Any] = []
+    for v in values:
+        if v not in out:
+            out.append(v)
+    return out
+
+
+def _cell_key(cell: dict[str, Any]) -> Any:
+    try:
+        return tuple(cell[k] for k in FACTORS)
+    except TypeError:  # pragma: no cover - factor values are scalars; a list would not hash
+        return json.dumps(cell, sort_keys=True)
+
+
 def _cells(exp: Experiment) -> list[dict[str, Any]]:
-    def product(m: dict[str, Any]) -> list[dict[str, Any]]:
-        full = {k: m.get(k, exp.matrix[k]) for k in FACTORS}
-        return [dict(zip(FACTORS, combo)) for combo in itertools.product(*(full[k] for k in FACTORS))]
+    """The matrix's cells less the excluded ones, then the included ones, each once, in
+    the matrix's order. An exclusion marks a box (the product of its values' positions)
+    in a boolean grid over the matrix, so its cost is the cells it names, not cells x
+    rules; a cell is built only if it survives."""
+    import numpy as np
 
-    def matches(cell: dict[str, Any], rule: dict[str, Any]) -> bool:
-        return all(cell[k] in values for k, values in rule.items())
-
-    cells = [c for c in product(exp.matrix) if not any(matches(c, r) for r in exp.exclude)]
+    full = {k: _distinct(exp.matrix[k]) for k in FACTORS}
+    shape = tuple(len(full[k]) for k in FACTORS)
+    dropped = np.zeros(shape, dtype=bool)
+    for rule in exp.exclude:
+        box = []
+        for k in FACTORS:
+            if k in rule:
+                box.append(np.array([i for i, v in enumerate(full[k]) if v in rule[k]], dtype=np.intp))
+            else:
+                box.append(np.arange(len(full[k]), dtype=np.intp))
+        if all(b.size for b in box):
+            dropped[np.ix_(*box)] = True
+    cells: dict[Any, dict[str, Any]] = {}
+    kept = np.unravel_index(np.flatnonzero(~dropped.ravel()), shape)
+    columns = [[full[k][i] for i in positions.tolist()] for k, positions in zip(FACTORS, kept, strict=True)]
+    for combo in zip(*columns, strict=True):
+        cell = dict(zip(FACTORS, combo, strict=True))
+        cells.setdefault(_cell_key(cell), cell)
     for inc in exp.include:
-        cells.extend(product(inc))
-    unique = {json.dumps(c, sort_keys=True): c for c in cells}
-    return list(unique.values())
+        values = [inc.get(k, exp.matrix[k]) for k in FACTORS]
+        for combo in itertools.product(*values):
+            cell = dict(zip(FACTORS, combo, strict=True))
+            cells.setdefault(_cell_key(cell), cell)
+    return list(cells.values())
 
 
 def synthetic_sample(exp: Experiment, spec: Any, options: dict[str, Any], size: int) -> tuple[tuple[int, ...], int]:
@@ -340,45 +374,81 @@ def expand(exp: Experiment) -> Plan:
     plan = Plan(exp)
     frameworks = registry.frameworks()
     runnable: list[Case] = []
-    for cell in _cells(exp):
-        name, _, variant = cell["framework"].partition(":")
-        if not strategy_applies(name, cell["strategy"], cell["world_size"]):
-            plan.not_applicable += 1
-            continue
-        info = frameworks[name]
-        spec = registry.model(cell["model"], exp.sources)
-        options = spec.resolve_options(exp.model_options.get(cell["model"]))
-        size = cell["input_shape"]
-        synthetic = None
-        reason = None
-        if cell["dataset"] == "synthetic":
+    # What a cell's checks read depends on a few of its factors (the model, the dataset,
+    # the framework): each is worked out once per distinct value, not once per cell. A
+    # framework's unavailable_reason looks its modules up on disk (importlib find_spec):
+    # per cell, 10,000 cells took a minute.
+    memo: dict[tuple[Any, ...], Any] = {}
+
+    def once(key: tuple[Any, ...], make: Any) -> Any:
+        if key not in memo:
+            memo[key] = make()
+        return memo[key]
+
+    def model_of(model: str) -> tuple[Any, dict[str, Any]]:
+        spec = registry.model(model, exp.sources)
+        return spec, spec.resolve_options(exp.model_options.get(model))
+
+    def input_of(model: str, dataset: str, size: int) -> tuple[Any, Any, str | None]:
+        spec, options = once(("model", model), lambda: model_of(model))
+        if dataset == "synthetic":
             shape, classes = synthetic_sample(exp, spec, options, size)
-            synthetic = (*shape, classes, exp.synthetic.train_size, exp.synthetic.test_size)
-        elif size:
-            fixed, _ = registry.dataset(cell["dataset"], exp.sources).shape(None)
-            reason = (
-                f"input_shape {size} applies to the synthetic dataset; {cell['dataset']} has a fixed "
-                f"{'x'.join(map(str, fixed))} input"
+            return shape, (*shape, classes, exp.synthetic.train_size, exp.synthetic.test_size), None
+        fixed, _ = registry.dataset(dataset, exp.sources).shape(None)
+        if size:
+            side = "x".join(map(str, fixed))
+            return (
+                fixed,
+                None,
+                f"input_shape {size} applies to the synthetic dataset; {dataset} has a fixed {side} input",
             )
-            shape = fixed
-        else:
-            shape, _ = registry.dataset(cell["dataset"], exp.sources).shape(None)
+        return fixed, None, None
+
+    def other_reason(name: str, model: str, dataset: str, shape: Any, cell: dict[str, Any], world: int) -> str | None:
+        spec, _ = once(("model", model), lambda: model_of(model))
+        info = frameworks[name]
         classical = spec.kind == "classical"
-        world = cell["world_size"]
-        global_batch = cell["batch_size"] * (world if p.batch_scope == "per-replica" else 1)
-        reason = (
-            reason
-            or strategy_reason(name, cell["strategy"], world, classical, p.device, global_batch, variant)
-            or oversubscription_reason(world, threads, cores)
-            or info.unavailable_reason()
+        return (
+            oversubscription_reason(world, threads, cores)
+            or once(("unavailable", name), info.unavailable_reason)
             or device_reason(name, p.device)
             or spec.unsupported_reason(name, shape, info.models)
-            or task_reason(spec, cell["dataset"], exp.sources)
+            or task_reason(spec, dataset, exp.sources)
             or layout_reason(name, cell["layout"], spec.input_kind)
             or pipeline_reason(name, cell["pipeline"], spec.input_kind, shape)
             or precision_reason(name, cell["precision"], p.device, classical)
             or runtime_settings.reason(name, cell["runtime"])
         )
+
+    for cell in _cells(exp):
+        name, _, variant = cell["framework"].partition(":")
+        if not once(
+            ("applies", name, cell["strategy"], cell["world_size"]),
+            lambda: strategy_applies(name, cell["strategy"], cell["world_size"]),
+        ):
+            plan.not_applicable += 1
+            continue
+        info = frameworks[name]
+        spec, options = once(("model", cell["model"]), lambda: model_of(cell["model"]))
+        size = cell["input_shape"]
+        shape, synthetic, reason = once(
+            ("input", cell["model"], cell["dataset"], size), lambda: input_of(cell["model"], cell["dataset"], size)
+        )
+        classical = spec.kind == "classical"
+        world = cell["world_size"]
+        global_batch = cell["batch_size"] * (world if p.batch_scope == "per-replica" else 1)
+        reason = (
+            reason
+            or once(
+                ("strategy", name, cell["strategy"], world, classical, global_batch, variant),
+                lambda: strategy_reason(name, cell["strategy"], world, classical, p.device, global_batch, variant),
+            )
+            or once(
+                ("other", name, cell["model"], cell["dataset"], shape, cell["layout"], cell["pipeline"],
+                 cell["precision"], cell["runtime"], world),
+                lambda: other_reason(name, cell["model"], cell["dataset"], shape, cell, world),
+            )
+        )  # fmt: skip
         if reason is not None:
             plan.skipped.append(Skipped(cell, reason))
             continue
