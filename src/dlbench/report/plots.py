@@ -202,7 +202,16 @@ class _Run:
         keys = list(self.cases) if keys is None else keys
         trials = [t for k in keys for t in self.trials_of[k]]
         processes = sorted({sum(t["status"] == "ok" for t in self.trials_of[k]) for k in keys})
-        repeats = sorted({int(trial_record(t).protocol.get("repeats") or 0) for t in trials})
+        # Measured (not warm-up) training repeats of each finished trial, as stored: an adaptive
+        # protocol (--until-ci) may have taken more than it asked for at first.
+        repeats = sorted(
+            {
+                n
+                for t in trials
+                if t["status"] == "ok"
+                and (n := sum(not m["warmup"] for m in self.points.get((t["id"], "train", "time"), [])))
+            }
+        )
         threads = sorted({str(self.cases[k].get("threads")) for k in keys})
         batches = sorted({int(self.cases[k]["batch_size"]) for k in keys})
         parts = [
@@ -715,19 +724,19 @@ def _interval(label: str, color: str) -> Any:
 
 
 def _ratio_ticks(lo: float, hi: float) -> list[float]:
-    """Ratios to label inside [lo, hi], always with 1: fine steps (1.1, 1.25, 1.5) on a
-    narrow axis, 2-5-10 steps and their inverses on a wide one."""
-    fine = (1.05, 1.1, 1.25, 1.5, 2.0)
-    coarse = (2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0, 2000.0, 5000.0)
-    steps = fine if hi <= 2.5 and lo >= 0.4 else coarse
-    found = {1.0} | {t for t in steps if t <= hi} | {1 / t for t in steps if 1 / t >= lo}
-    if len(found) > 11:  # very wide: every other step
-        found = (
-            {1.0}
-            | {t for t in found if t > 1}.intersection(steps[1::2])
-            | {t for t in found if t < 1 and round(1 / t, 6) in steps[1::2]}
-        )
-    return sorted(found)
+    """Ratios to label inside [lo, hi], always with 1, about evenly spaced on the log axis:
+    1.1-1.25-1.5 steps on a narrow axis, 1.5-2-3-5 on a middling one, 3-10-30 on a wide one
+    (an axis of 0.03-600x labelled 0.05, 0.2, 1, 5, 20: steps of 4 and 5 mixed)."""
+    if hi <= 2.5 and lo >= 0.4:
+        above = (1.05, 1.1, 1.25, 1.5, 2.0)
+        below = (0.95, 0.9, 0.8, 0.67, 0.5)
+    elif hi <= 12 and lo >= 1 / 12:
+        above = (1.5, 2.0, 3.0, 5.0, 10.0)
+        below = (0.67, 0.5, 0.33, 0.2, 0.1)
+    else:
+        above = (3.0, 10.0, 30.0, 100.0, 300.0, 1000.0, 3000.0, 10000.0)
+        below = (0.3, 0.1, 0.03, 0.01, 0.003, 0.001, 0.0003, 0.0001)
+    return sorted({1.0} | {t for t in above if t <= hi} | {t for t in below if t >= lo})
 
 
 def _batch_figure(run: _Run, out: Target) -> Figure | None:
