@@ -1,12 +1,21 @@
 """Figures of one stored run (matplotlib, Agg canvas), saved as PNG and SVG.
 
-Each figure is made only when the run holds its data, under a fixed file name.
-Statistics follow comparisons.samples (one median per trial when a case has
-several trials, else the measured repeats); warm-ups never enter a statistic
-(the per-run figures show them hatched grey). A case whose trials failed, ran
-out of memory or timed out is drawn as a gap marked with its status, never as
-a zero. Every Figure also carries the plotted numbers (`data`) so that tests
-and other reports can check what was drawn.
+Each figure is made only when the run holds its data; the files are numbered
+01, 02, ... in drawing order without gaps (file_stem), while Figure.name keeps the
+figure's fixed key (FIGURE_NAMES). Statistics follow comparisons.samples (one
+median per trial when a case has several trials, else the measured repeats);
+warm-ups never enter a statistic (the per-run figures show them as grey dots). A
+case whose trials failed, ran out of memory or timed out is drawn as a gap marked
+with its status, never as a zero.
+
+Rules every figure keeps (tests/test_figure_rules.py checks them): values are dots,
+boxes or lines, never bars (a bar's length means nothing on a log axis); the
+relative-time figure is a forest plot of ratios with their intervals; a constant
+telemetry series is named, not drawn; axis numbers are plain; a legend lists only
+what was drawn, with its marker; a case measured on a busy machine is marked BUSY;
+a footer gives n, threads, batch size and the machine; a PNG is at least PAGE_PX
+wide. Every Figure also carries the plotted numbers (`data`) so that tests and
+other reports can check what was drawn.
 """
 
 from __future__ import annotations
@@ -1153,9 +1162,10 @@ def make_figures(
     rows: list | None = None,
     indexed: Any = None,
 ) -> list[Figure]:
-    """Draw every figure the run has data for into out_dir; return those made, in name order.
+    """Draw every figure the run has data for into out_dir; return those made, in ORDER,
+    their files numbered 01, 02, ... without gaps.
 
-    `only` restricts the figures drawn (names from FIGURE_NAMES); `formats` the files
+    `only` restricts the figures drawn (names from ORDER); `formats` the files
     written; `trials`/`rows` are the run's trials and measurements when the caller has
     them loaded already (then `store` is not read); `indexed`: index_rows(trials, rows), for
     a caller that draws figures one at a time and would otherwise index the rows each time."""
