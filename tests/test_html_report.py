@@ -117,7 +117,7 @@ def test_a_run_of_one_process_per_case_warns_that_there_is_no_verdict(pages):
     section = _answer_section(pages["one_process"])
     assert _state(pages["one_process"]) == "warning"
     warnings = re.findall(r'<p class="warning"><strong>Warning:</strong> (.*?)</p>', section, re.S)
-    assert any(w.startswith("no verdict where a case ran in one process") for w in warnings), warnings
+    assert any("no verdict" in w and "one process" in w for w in warnings), warnings
     # Each comparison line (train time, accuracy) is marked.
     assert section.count('<li class="warned">') == section.count("<li") == 2
 

@@ -36,7 +36,7 @@ class InlineFigure:
 
 # Words that make an answer's note a warning (report.answer, report.model, report.coverage
 # word them); a note without any of them is what every line rests on (the test, the band).
-WARNING_NOTE_WORDS = ("busy machine", "MIXED HARDWARE", "FAILED", "did not apply in full", "no verdict")
+WARNING_NOTE_WORDS = ("busy machine", "MIXED HARDWARE", "FAILED", "did not apply in full", "no verdict", "one process")
 # Words that make one line of the answer a warning: it is no verdict, or rests on a busy machine.
 WARNING_LINE_WORDS = ("undecided", "no verdict", "busy machine", "[BUSY]")
 
