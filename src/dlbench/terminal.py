@@ -66,11 +66,11 @@ def duration(seconds: float | None, unit: tuple[str, float] | None = None) -> st
 
 
 def number(value: float, digits: int = 3) -> str:
-    """`digits` significant digits, without an exponent below 10^6 (5032, not 5.03e+03)."""
+    """`digits` significant digits, never an exponent for a large value (5032, 1,259,000)."""
     if not math.isfinite(value):
         return "—"
-    if abs(value) >= 10**digits and abs(value) < 1e6:
-        return f"{value:.0f}"
+    if abs(value) >= 10**digits:
+        return f"{value:,.0f}"
     return f"{value:.{digits}g}"
 
 

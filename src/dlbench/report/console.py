@@ -102,7 +102,9 @@ def rich_table(data: TableData, width: int | None = None) -> RenderableType:
     columns get fixed widths no narrower than that."""
     kept, mins = _fitted(data, width)
     fixed = _widths(data, kept, mins, width) if width is not None else None
-    t = Table(title=data.title, caption=data.caption or None)
+    # With a width, the caption is a sentence under the table like the notes, left-aligned and
+    # wrapped with a hanging indent (rich centres a caption and wraps it flush).
+    t = Table(title=data.title, caption=(data.caption or None) if width is None else None)
     for n, (i, minimum) in enumerate(zip(kept, mins)):
         col = data.columns[i]
         t.add_column(
@@ -117,9 +119,13 @@ def rich_table(data: TableData, width: int | None = None) -> RenderableType:
         t.add_row(*(row[i] for i in kept))
     dropped = [data.columns[i] for i in range(len(data.columns)) if i not in kept]
     notes = [*data.notes, *([f"(left out to fit {width} columns: {', '.join(dropped)})"] if dropped else [])]
+    if width is not None and data.caption:
+        notes.insert(0, data.caption)
     if not notes:
         return t
-    return Group(t, *(Text(note) for note in notes))
+    if width is None:
+        return Group(t, *(Text(note) for note in notes))
+    return Group(t, *(Text("\n".join(wrapped(printable(note), width))) for note in notes))
 
 
 def print_preface(console: Console, preface, details: bool = False) -> None:

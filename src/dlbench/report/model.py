@@ -109,6 +109,9 @@ class Report:
     band: float = BAND  # the verdict criteria the report was built with
     alpha: float = ALPHA
     units: dict = field(default_factory=dict)  # (phase, metric) -> the unit its values were stored in
+    # Compile time, throughput, peak memory, final loss per case: the console shows it under
+    # the summary; the written formats (and HTML's summary section) have it last in `summary`.
+    measured: TableData | None = None
 
     def lead_lines(self) -> list[str]:
         """What shows before any table: the run, the settings every case shares."""
@@ -148,8 +151,10 @@ class Report:
                 *self.telemetry,
                 *(t for t in (self.omnibus, self.verdicts, self.failed, self.skipped) if t),
             ]
+        from dlbench.report.tables import footnoted
+
         return [
-            *(t for t in (self.glance, self.scaling) if t),
+            *(t for t in (self.glance, footnoted(self.measured) if self.measured else None, self.scaling) if t),
             *self.sweeps,
             *(t for t in (self.latency, self.failed) if t),
         ]
@@ -222,6 +227,7 @@ def build_report(
         energy_note,
         glance_table,
         latency_table,
+        measured_table,
         per_what,
         samplers_line,
         skipped_table,
@@ -255,6 +261,7 @@ def build_report(
     scaled = scaling(trials, measurements)
     ranked = rankings(analysed, accuracy)
     per = per_what(summaries, measurements)
+    measured = measured_table(summaries, measurements, trials)
     answer = build_answer(
         ranked,
         {labels[k]: v for k, v in busy.items() if k in labels},
@@ -293,7 +300,8 @@ def build_report(
         manifests=manifests,
         settings=common_settings([s.case for s in summaries], leave_out) if summaries else "",
         legend=LEGEND,
-        summary=summary_tables(summaries, busy, case_notes, per),
+        summary=[*summary_tables(summaries, busy, case_notes, per), *([measured] if measured else [])],
+        measured=measured,
         latency=latency_table(summaries, latency_percentiles_of(store.latency_samples(run_id))),
         telemetry=telemetry_tables(summaries, measurements, sampler_rows),
         omnibus=omnibus_table(omnibus) if omnibus else None,

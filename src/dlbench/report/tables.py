@@ -696,3 +696,135 @@ def telemetry_tables(summaries: list[CaseSummary], measurements, sampler_rows) -
     if util is not None:
         out.append(util)
     return out
+
+
+def _mib(value: float) -> str:
+    return f"{value / 2**20:,.0f} MiB" if value >= 2**20 else f"{value / 2**10:,.0f} KiB"
+
+
+def _final_losses(measurements: Iterable[Any]) -> dict[str, list[float]]:
+    """case key -> the last epoch's train loss of each measured repeat (the highest seq)."""
+    last: dict[tuple[str, Any, Any], tuple[int, float]] = {}
+    for m in measurements:
+        if m["phase"] != "train" or m["metric"] != "loss" or m["value"] is None or m["warmup"] or m["status"] != "ok":
+            continue
+        key = (m["case_key"], m["trial_id"], m["repeat"])
+        seq = m["seq"] if m["seq"] is not None else -1
+        if key not in last or seq >= last[key][0]:
+            last[key] = (seq, float(m["value"]))
+    out: dict[str, list[float]] = {}
+    for (case_key, _, _), (_, value) in last.items():
+        out.setdefault(case_key, []).append(value)
+    return out
+
+
+def _memory_notes(trials: Iterable[Any]) -> dict[str, str]:
+    """case key -> why the device memory peak was not read (the worker's note), where it said."""
+    out: dict[str, str] = {}
+    for t in map(trial_record, trials):
+        notes = (t.telemetry_notes or {}).get("memory") if isinstance(t.telemetry_notes, dict) else None
+        for note in notes or []:
+            if isinstance(note, str) and note.startswith("device memory peak: "):
+                out.setdefault(t.case_key, note.removeprefix("device memory peak: "))
+    return out
+
+
+MEASURED_TITLE = "what else was measured (medians per case)"
+
+
+def measured_table(
+    summaries: list[CaseSummary], measurements: Iterable[Any], trials: Iterable[Any]
+) -> TableData | None:
+    """The stored measurements no other table shows, one row per case: compile (or trace)
+    time and its share of the first epoch, training throughput, peak memory of the
+    process and of the device, and the final train loss. A case without a value says
+    "not measured" and why, never a blank or a zero."""
+    timed = [s for s in summaries if s.stats]
+    if not timed:
+        return None
+    measurements = list(measurements)
+    losses = _final_losses(measurements)
+    device_why = _memory_notes(trials)
+    columns = [c for c in varying_fields([s.case for s in timed]) if c not in ("framework", "variant")]
+    frameworks = sorted({case_label(s.case, setting=False) for s in timed})
+    shown_names = dict(zip(frameworks, drop_shared(frameworks))) if len(frameworks) > 1 else {}
+    heads = [
+        "compile",
+        "% epoch 1",
+        "samples/s",
+        "peak RSS",
+        "device",
+        "final loss",
+    ]
+    t = TableData(
+        MEASURED_TITLE,
+        ["framework", *_case_columns(columns), *heads],
+        align=["left"] * (len(columns) + 1) + ["right"] * len(heads),
+        caption="compile: the first step's graph build or trace, before training; % epoch 1: its share of the "
+        "first epoch, compile / (compile + train time / epochs), as epochs are not timed one by one; samples/s: "
+        "training throughput; peak RSS: the worker process's resident memory at its highest over the phases; "
+        "device: the framework's own peak of accelerator memory; final loss: the last epoch's train loss",
+    )
+
+    def median(s: CaseSummary, phase: str, metric: str) -> float | None:
+        st = s.stats.get((phase, metric))
+        return st.median if st is not None and math.isfinite(st.median) else None
+
+    for s in sorted(timed, key=lambda s: (json.dumps(s.case.get("model")), case_label(s.case))):
+        framework = s.case.get("framework", "")
+        compile_s, train_s = median(s, "compile", "time"), median(s, "train", "time")
+        epochs = s.case.get("epochs") or 0
+        if compile_s is None:
+            compile_cell = share = NOT_MEASURED + "no compile phase stored"
+        else:
+            compile_cell = duration(compile_s)
+            share = (
+                f"{compile_s / (compile_s + train_s / epochs):.0%}"
+                if train_s is not None and epochs and compile_s + train_s > 0
+                else NOT_MEASURED + "no epoch timed (this case trains no epochs)"
+            )
+        rate = median(s, "train", "throughput")
+        # The peak over the phases: each phase's peak is stored apart (VmHWM reset at its start).
+        rss = [v for ph, m in s.stats if m == "memory.peak_rss" and (v := median(s, ph, m)) is not None]
+        device = [v for ph, m in s.stats if m == "memory.device_peak" and (v := median(s, ph, m)) is not None]
+        final = losses.get(s.case_key)
+        memory_off = "no memory peak stored (the memory sampler was off)"
+        device_cell = (
+            _mib(max(device))
+            if device
+            else NOT_MEASURED
+            + (device_why.get(s.case_key) or (f"{framework} reports no device memory here" if rss else memory_off))
+        )
+        t.add_row(
+            shown_names.get(fw := case_label(s.case, setting=False), fw),
+            *(cell(s.case, c) for c in columns),
+            compile_cell,
+            share,
+            number(rate, 4) if rate is not None else NOT_MEASURED + "no train phase stored",
+            _mib(max(rss)) if rss else NOT_MEASURED + memory_off,
+            device_cell,
+            f"{_median(final):.4g}" if final else NOT_MEASURED + f"{framework} reports no train loss",
+        )
+    return t
+
+
+NOT_MEASURED = "not measured: "
+
+
+def footnoted(table: TableData) -> TableData:
+    """`table` for the console: each "not measured: why" cell as "— (a)", and each distinct
+    why once under the table ("(a) not measured: ..."), so that a reason said for six
+    cases does not make six rows eight lines tall."""
+    from dataclasses import replace
+
+    marks: dict[str, str] = {}
+    rows = []
+    for row in table.rows:
+        cells = []
+        for text in row:
+            if text.startswith(NOT_MEASURED):
+                mark = marks.setdefault(text, chr(ord("a") + len(marks)) if len(marks) < 26 else str(len(marks)))
+                text = f"— ({mark})"
+            cells.append(text)
+        rows.append(cells)
+    return replace(table, rows=rows, notes=[*table.notes, *(f"({mark}) {text}" for text, mark in marks.items())])
