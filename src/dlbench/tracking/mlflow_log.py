@@ -251,8 +251,12 @@ def _log(store: Any, run_id: int, settings: MlflowSettings, say: Callable[[str],
         params = [Param(_key(f"case.{k}"), _text(v)) for k, v in sorted(case.items()) if v is not None]
         for chunk in _chunks(params + protocol_params, _BATCH_PARAMS):
             client.log_batch(cid, params=chunk)
+        # One millisecond apart per value of a metric: MLflow keeps one of several values that share
+        # a key, step, value and timestamp (two repeats with the same loss at an epoch would be one).
         values = [
-            Metric(name, value, now, step) for name, series in metrics.get(key, {}).items() for step, value in series
+            Metric(name, value, now + i, step)
+            for name, series in metrics.get(key, {}).items()
+            for i, (step, value) in enumerate(series)
         ]
         for chunk in _chunks(values, _BATCH_METRICS):
             client.log_batch(cid, metrics=chunk)
