@@ -431,13 +431,39 @@ def _box_figure(
             for i in independent
         )
     )
-    title = f"{what.capitalize()} per case ({unit})"
+    per = f" per {p}" if (p := per_what(run, phase)) else ""
+    title = f"{what.capitalize()} per case ({unit}{per})"
     fig.suptitle(title)
     caption = (
-        f"{what.capitalize()} in {unit}; each box and its dots are the sample used for statistics: {how}. "
+        f"{what.capitalize()} in {unit}{per}; each box and its dots are the sample used for statistics: {how}. "
         "Warm-up repeats are excluded. A red × marks a case without values (its status: OOM, failed, ...)."
     )
     return _save(fig, out, name, title, caption, data)
+
+
+def per_what(run: _Run, phase: str) -> str:
+    """What one stored time covers, where every case agrees: "3 epochs" (train), "pass over
+    360 test samples" (infer: samples per pass, read off the stored throughput × time);
+    "" where cases differ (their labels tell)."""
+    if phase == "train":
+        steps = {c.get("steps") for c in run.cases.values()} - {None, 0}
+        epochs = {c.get("epochs") for c in run.cases.values()} - {None, 0}
+        if len(steps) == 1:
+            n = int(next(iter(steps)) or 0)
+            return f"{n} step{'s' if n != 1 else ''}"
+        if len(epochs) == 1 and not steps:
+            n = int(next(iter(epochs)) or 0)
+            return f"{n} epoch{'s' if n != 1 else ''}"
+        return ""
+    if phase != "infer":
+        return ""
+    samples = set()
+    for (trial, row_phase, metric), rows in run.points.items():
+        if row_phase != "infer" or metric != "time":
+            continue
+        rates = {m["repeat"]: m["value"] for m in run.points.get((trial, "infer", "throughput"), []) if m["value"]}
+        samples |= {round(m["value"] * rates[m["repeat"]]) for m in rows if m["value"] and m["repeat"] in rates}
+    return f"pass over {samples.pop():,} test samples" if len(samples) == 1 else ""
 
 
 def _draw_case_runs(
@@ -736,6 +762,8 @@ def _ratio_ticks(lo: float, hi: float) -> list[float]:
     """Ratios to label inside [lo, hi], always with 1, about evenly spaced on the log axis:
     1.1-1.25-1.5 steps on a narrow axis, 1.5-2-3-5 on a middling one, 3-10-30 on a wide one
     (an axis of 0.03-600x labelled 0.05, 0.2, 1, 5, 20: steps of 4 and 5 mixed)."""
+    above: tuple[float, ...]
+    below: tuple[float, ...]
     if hi <= 2.5 and lo >= 0.4:
         above = (1.05, 1.1, 1.25, 1.5, 2.0)
         below = (0.95, 0.9, 0.8, 0.67, 0.5)
