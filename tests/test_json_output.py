@@ -135,6 +135,12 @@ def test_report_json_holds_the_analysis_numbers(db, cli, validator):
     t = next(m for m in torch["metrics"] if (m["phase"], m["metric"]) == ("train", "time"))
     per_block = sorted((1 + 0.01 * b) * 1.001 for b in range(BLOCKS))
     assert t["n"] == BLOCKS and t["unit"] == "s" and t["median"] == pytest.approx(sum(per_block[3:5]) / 2)
+    # Its interval: 8 trial medians; the 1st and 8th order statistics cover the median with
+    # 1 - 2 * 2**-8 = 99.2% (the 2nd and 7th only 93.0%, short of 95%).
+    ci = t["median_ci"]
+    assert ci["low"] == pytest.approx(per_block[0]) and ci["high"] == pytest.approx(per_block[-1])
+    assert ci["coverage"] == pytest.approx(1 - 2 / 2**BLOCKS) and ci["level"] == 0.95 and ci["why"] is None
+    assert ci["method"].startswith("distribution-free order-statistic interval")
     assert torch["independent"] is True and torch["trials"] == BLOCKS
     assert doc["design"] == {
         "independent_processes": True,
@@ -157,6 +163,11 @@ def test_report_json_to_a_file_and_of_a_run_with_failures(db, cli, validator, tm
     assert said.exit_code == 0 and f"wrote the json report of run 3 to {out}" in said.stdout
     doc = _valid(validator, json.loads(out.read_text(encoding="utf-8")), "report")
     assert [t["status"] for t in doc["failed_trials"]] == ["failed", "failed"]
+    # torch's 2 trial medians are too few for a 95% interval of the median: null bounds, and why.
+    (torch,) = [c for c in doc["cases"] if c["metrics"]]
+    ci = next(m for m in torch["metrics"] if m["metric"] == "time")["median_ci"]
+    assert ci["low"] is ci["high"] is ci["coverage"] is None
+    assert ci["why"] == "2 value(s): an order-statistic interval at 95% needs 6"
     assert doc["answer"]["rankings"] == [] and doc["answer"]["empty"]
 
 

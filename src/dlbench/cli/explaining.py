@@ -203,4 +203,4 @@ def _explain_report(store, run_id: int, fmt: str, out: Path | None, band: float 
         sys.stdout.write(text)
     else:
         write_output(out, text, [store.path])
-        console.print(f"wrote {out}", highlight=False)
+        console.print(f"wrote {out}", highlight=False, soft_wrap=True)

@@ -139,7 +139,8 @@ def report(
         sys.stdout.write(text)  # not rich: its markup and wrapping would alter the document
         return
     write_output(out, text, list(paths))
-    console.print(f"wrote the {fmt} report of run {row['id']} to {out}", highlight=False)
+    # soft_wrap: a path is never cut across lines (a script or a test reads it whole).
+    console.print(f"wrote the {fmt} report of run {row['id']} to {out}", highlight=False, soft_wrap=True)
 
 
 def collect_runs(paths: list[Path], ids: list[int], default) -> list[tuple[Any, int]]:
@@ -298,7 +299,7 @@ def export(
         fail(f"export {exc}")
     except OSError as exc:
         fail(f"export {out}: cannot write: {exc.strerror or exc} (the previous file, if any, is unchanged)")
-    console.print(f"wrote {len(frame)} measurements of run {row['id']} to {out} ({fmt})")
+    console.print(f"wrote {len(frame)} measurements of run {row['id']} to {out} ({fmt})", soft_wrap=True)
 
 
 @app.command()
@@ -383,9 +384,9 @@ def compare(
     a_trials, b_trials = sa.trials(ra["id"]), sb.trials(rb["id"])
     diffs = run_vs_run(
         a_trials,
-        sa.measurements(ra["id"]),
+        sa.measurements(ra["id"], latency=False),
         b_trials,
-        sb.measurements(rb["id"]),
+        sb.measurements(rb["id"], latency=False),
         threshold=threshold,
         alpha=alpha,
         quantile=quantile,

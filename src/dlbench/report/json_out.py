@@ -130,10 +130,11 @@ def _ranking(r: Any) -> dict[str, Any]:
     }
 
 
-def _case(s: Any, words: dict[tuple[str, str], str], units: dict) -> dict[str, Any]:
+def _case(s: Any, words: dict[tuple[str, str], str], units: dict, cis: dict | None = None) -> dict[str, Any]:
     from dlbench.cases import case_label
 
     metrics = []
+    cis = cis or {}
     for (phase, metric), st in s.stats.items():
         metrics.append(
             {
@@ -142,6 +143,8 @@ def _case(s: Any, words: dict[tuple[str, str], str], units: dict) -> dict[str, A
                 "label": words.get((phase, metric), f"{phase} {metric}"),
                 "unit": units.get((phase, metric)),
                 **{k: getattr(st, k) for k in ("n", "mean", "sd", "median", "q1", "q3", "min", "max")},
+                # The median's interval (Report.median_cis), or null bounds and why where none is.
+                "median_ci": cis.get((s.case_key, phase, metric)),
             }
         )
     return {
@@ -175,7 +178,7 @@ def report_document(report: Any) -> dict[str, Any]:
     env = report.environment or {}
     run = report.run
     experiment = report.experiment
-    cases = [_case(s, words, report.units) for s in report.summaries]
+    cases = [_case(s, words, report.units, report.median_cis) for s in report.summaries]
     with_values = [c for c in cases if c["metrics"]]
     doc = header("report")
     doc.update(

@@ -7,6 +7,7 @@ TableData. The renderers (console, markdown, latex, html, csv_out) only lay it o
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -112,6 +113,8 @@ class Report:
     # Compile time, throughput, peak memory, final loss per case: the console shows it under
     # the summary; the written formats (and HTML's summary section) have it last in `summary`.
     measured: TableData | None = None
+    # (case key, phase, metric) -> the interval of that summary's median (median_interval).
+    median_cis: dict = field(default_factory=dict)
 
     def lead_lines(self) -> list[str]:
         """What shows before any table: the run, the settings every case shares."""
@@ -192,6 +195,59 @@ def _by_metric(measurements: Any) -> Callable[[Sequence[tuple[str, str, str]]], 
         return [m for pair in pairs for m in rows.get(pair, ())]
 
     return of
+
+
+MEDIAN_CI_METHOD = "distribution-free order-statistic interval (binomial, exact coverage at least the level)"
+MEDIAN_CI_LEVEL = 0.95
+
+
+def median_interval(sample: Sequence[float], level: float = MEDIAN_CI_LEVEL) -> dict[str, Any]:
+    """The confidence interval of a sample's median from its order statistics: the r-th
+    smallest and r-th largest values, r the largest for which the binomial(n, 1/2) chance
+    of the median lying outside is at most 1 - level. It assumes nothing of the
+    distribution (times are skewed and often bimodal). With fewer than 6 values no pair
+    reaches 95%: low and high are None and `why` says so."""
+    from scipy.stats import binom
+
+    xs = sorted(v for v in sample if v is not None and math.isfinite(v))
+    n = len(xs)
+    out: dict[str, Any] = {"level": level, "method": MEDIAN_CI_METHOD, "low": None, "high": None}
+    best = None
+    for r in range(1, n // 2 + 1):
+        coverage = 1.0 - 2.0 * float(binom.cdf(r - 1, n, 0.5))
+        if coverage < level:
+            break
+        best = (r, coverage)
+    if best is None:
+        need = next(m for m in range(1, 64) if 1.0 - 2.0 * 0.5**m >= level)
+        out.update(coverage=None, why=f"{n} value(s): an order-statistic interval at {level:.0%} needs {need}")
+        return out
+    r, coverage = best
+    out.update(low=xs[r - 1], high=xs[n - r], coverage=coverage, why=None)
+    return out
+
+
+def median_intervals(measurements: Any, level: float = MEDIAN_CI_LEVEL) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """(case key, phase, metric) -> the median's interval over the sample its summary
+    describes (dlbench.analysis.summary: one median per trial with 2+ trials, else the
+    repeats of the one trial), measured values of ok trials only."""
+    import statistics
+    from collections import defaultdict
+
+    values: dict[tuple[str, str, str], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for m in measurements:
+        if m["warmup"] or m["status"] != "ok" or m["repeat"] is None or m["value"] is None:
+            continue
+        values[(m["case_key"], m["phase"], m["metric"])][m["trial_id"]].append(m["value"])
+    out = {}
+    for key, per_trial in values.items():
+        sample = (
+            [statistics.median(v) for v in per_trial.values()]
+            if len(per_trial) >= 2
+            else next(iter(per_trial.values()))
+        )
+        out[key] = median_interval(sample, level)
+    return out
 
 
 def build_report(
@@ -302,6 +358,7 @@ def build_report(
         legend=LEGEND,
         summary=[*summary_tables(summaries, busy, case_notes, per), *([measured] if measured else [])],
         measured=measured,
+        median_cis=median_intervals(measurements),
         latency=latency_table(summaries, latency_percentiles_of(store.latency_samples(run_id))),
         telemetry=telemetry_tables(summaries, measurements, sampler_rows),
         omnibus=omnibus_table(omnibus) if omnibus else None,
