@@ -299,5 +299,6 @@ def test_times_say_per_what(drawn):
     _, _, made, _ = drawn
     titles = {f.name: f.title for f in made}
     assert titles["01_box_train_time"] == "Train time per case (s per 3 epochs)"
+    assert titles["03_runs_train_time"] == "Train time of every repeat (s per 3 epochs)"
     # Samples per pass read off the stored throughput x time: 10000/t samples/s x t/10 s.
     assert titles["02_box_infer_time"] == "Inference time per case (ms per pass over 1,000 test samples)"

@@ -1085,6 +1085,9 @@ def file_stem(name: str, number: int) -> str:
 
 
 def _drawers(run: _Run, out: Target, baseline: str | None) -> dict[str, Any]:
+    def per(phase: str) -> str:
+        return f" per {p}" if (p := per_what(run, phase)) else ""
+
     def runs_panels(phase: str, metric: str) -> list:
         return [(g, phase, metric, ks) for g, ks in run.grouped(_cases_with(run, phase, metric)).items()]
 
@@ -1151,7 +1154,7 @@ def _drawers(run: _Run, out: Target, baseline: str | None) -> dict[str, Any]:
             "s",
             "train time",
             "03_runs_train_time",
-            "Train time of every repeat (s)",
+            f"Train time of every repeat (s{per('train')})",
             out,
         ),
         "04_relative_time": lambda: _relative_figure(run, baseline, out),
