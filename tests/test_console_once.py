@@ -78,6 +78,18 @@ def test_the_busy_warning_is_said_once_with_its_remedy_and_marks_the_lines_it_co
     assert "adam" not in answer.notes[0]
 
 
+def test_where_every_case_ran_busy_the_note_says_every_and_no_line_is_marked():
+    fast = [1.0, 1.1, 0.9, 1.05, 0.95, 1.02]
+    values = {"torch:eager": [5 * v for v in fast], "jax:jit": fast}
+    groups = [
+        (Groups("mlp digits", "train", "train time", values, paired=False), stats.compare_many(values, paired=False))
+    ]
+    busy = {"torch:eager mlp digits": 40.0, "jax:jit mlp digits": 90.0}
+    answer = build_answer(rankings(groups), busy=busy, cases=2)
+    assert not [line for line in answer.lines() if BUSY_MARK in line]
+    assert "up to 90% of the CPU during every case (2): every number here" in answer.notes[0]
+
+
 @pytest.fixture(scope="module")
 def stored(small_db):
     from dlbench.report.model import build_report

@@ -217,6 +217,9 @@ def build_answer(
     of its time covers ("3 epochs over 1,437 samples"); cases: how many the run has."""
     busy = busy or {}
     per = per or {}
+    # Where every case ran on a busy machine a marker on every line tells nothing: the note says "every".
+    everywhere = bool(busy) and cases > 0 and len(busy) >= cases
+    marks = {} if everywhere else busy
     answer = Answer()
 
     def named(s: Standing) -> Standing:
@@ -237,10 +240,10 @@ def build_answer(
         else:
             others = tuple(_time_line(named(s), names.get(best.name, best.name), units) for s in r.standings[1:])
         marked = tuple(
-            line + (f" {BUSY_MARK}" if f"{s.name} {r.set_label}" in busy else "")
+            line + (f" {BUSY_MARK}" if f"{s.name} {r.set_label}" in marks else "")
             for line, s in zip(others, r.standings[1:])
         )
-        if f"{best.name} {r.set_label}" in busy:
+        if f"{best.name} {r.set_label}" in marks:
             head += f" {BUSY_MARK}"
         metric = f"{r.metric} ({per[r.phase]})" if r.phase in per else r.metric
         answer.items.append(AnswerItem(subjects.get(r.set_label, r.set_label), metric, head, marked))
@@ -271,11 +274,15 @@ def build_answer(
         answer.empty = "nothing to compare: every comparison needs two frameworks or variants with values"
     if busy:
         worst = max(busy.values())
-        of = f" of {cases}" if cases >= len(busy) else ""
+        which = (
+            f"every case ({cases}): every number here"
+            if everywhere
+            else f"{len(busy)}{f' of {cases}' if cases >= len(busy) else ''} case{'s' if len(busy) > 1 else ''} "
+            f"(the lines and rows marked {BUSY_MARK})"
+        )
         answer.notes.insert(
             0,
             f"{BUSY_MARK} measured on a busy machine: other processes took up to {worst:.0f}% of the CPU "
-            f"during {len(busy)}{of} case{'s' if (cases or len(busy)) > 1 else ''} (the lines and rows marked "
-            "BUSY); " + (BUSY_WORDS_ONE_THREAD if busy_threads == {1} else BUSY_WORDS),
+            f"during {which}; " + (BUSY_WORDS_ONE_THREAD if busy_threads == {1} else BUSY_WORDS),
         )
     return answer

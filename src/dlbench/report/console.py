@@ -104,7 +104,11 @@ def rich_table(data: TableData, width: int | None = None) -> RenderableType:
     fixed = _widths(data, kept, mins, width) if width is not None else None
     # With a width, the caption is a sentence under the table like the notes, left-aligned and
     # wrapped with a hanging indent (rich centres a caption and wraps it flush).
-    t = Table(title=data.title, caption=(data.caption or None) if width is None else None)
+    t = Table(
+        title=data.title,
+        caption=(data.caption or None) if width is None else None,
+        title_justify="center" if width is None else "left",
+    )
     for n, (i, minimum) in enumerate(zip(kept, mins)):
         col = data.columns[i]
         t.add_column(

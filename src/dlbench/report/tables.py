@@ -440,9 +440,12 @@ def latency_table(summaries: list[CaseSummary], latencies: dict) -> TableData | 
     if not rows:
         return None
     columns = varying_fields([s.case for s, _ in rows])
+    # Per what: one call on a batch of B (the run's batch size, where every case shares it) or of 1.
+    batches = {s.case.get("batch_size") for s, _ in rows}
+    at_b = f"a batch of {next(iter(batches))}" if len(batches) == 1 else "at batch B"
     t = TableData(
         "inference latency per call (ms): p50 / p90 / p99",
-        [*_case_columns(columns), "at batch B", "at batch 1"],
+        [*_case_columns(columns), at_b, "a batch of 1" if len(batches) == 1 else "at batch 1"],
         align=["left"] * len(columns) + ["right", "right"],
     )
     for s, phases in sorted(
