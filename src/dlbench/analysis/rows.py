@@ -20,16 +20,18 @@ Case: TypeAlias = dict[str, Any]
 
 def columns(rows: Rows, names: tuple[str, ...]) -> tuple[list[Any], ...]:
     """The named columns of `rows`, one list each, in row order. Records of the store
-    (NamedTuples) are transposed with zip at C speed: reading 120,000 records by column
-    name (record["phase"]) one value at a time took most of an analysis's time at 10^6
-    measurements. Dicts (as tests build them) are read by key."""
+    (NamedTuples) are read through their fields' C accessors (operator.attrgetter):
+    reading 120,000 records by column name (record["phase"], a Python __getitem__) one
+    value at a time took most of an analysis's time at 10^6 measurements, and a zip(*rows)
+    of all 21 columns 0.6 s. Dicts (as tests build them) are read by key."""
+    from operator import attrgetter
+
     rows = rows if isinstance(rows, list) else list(rows)
     if not rows:
         return tuple([] for _ in names)
     fields = getattr(rows[0], "_fields", None)
     if fields is not None and len(set(map(type, rows))) == 1:
-        transposed = list(zip(*rows, strict=True))
-        return tuple(list(transposed[fields.index(n)]) for n in names)
+        return tuple(list(map(attrgetter(n), rows)) for n in names)
     return tuple([r[n] for r in rows] for n in names)
 
 
