@@ -41,14 +41,14 @@ def loss(fw: str, block: int, repeat: int, epoch: int) -> float:
     return (2.0 + 0.1 * "abc".index(fw)) / (epoch + 1) + 0.01 * block + 0.001 * repeat
 
 
-def make_store(path, *, failure: bool, batches: tuple[int, ...] = (32,)) -> tuple[Store, int]:
+def make_store(path, *, failure: bool, batches: tuple[int, ...] = (32,), blocks: int = BLOCKS) -> tuple[Store, int]:
     store = Store(path)
     run_id = store.create_run(
         name="rules", command="test", config_source="test", config_text="", experiment={},
         environment=ENVIRONMENT, version="0",
     )  # fmt: skip
     position = 0
-    for block in range(BLOCKS):
+    for block in range(blocks):
         for fw, seconds, batch in ((fw, s, b) for fw, s in SECONDS.items() for b in batches):
             case = {**CASE, "framework": fw, "variant": "v", "batch_size": batch}
             tid = store.add_trial(
@@ -57,7 +57,7 @@ def make_store(path, *, failure: bool, batches: tuple[int, ...] = (32,)) -> tupl
             )  # fmt: skip
             position += 1
             store.start_trial(tid)
-            failed = failure and fw == "c" and block == BLOCKS - 1
+            failed = failure and fw == "c" and block == blocks - 1
             rows = []
             for r in range(2 if failed else REPEATS + 1):
                 t = seconds * (1 + 0.03 * ((block * 7 + r) % 5))
@@ -302,3 +302,13 @@ def test_times_say_per_what(drawn):
     assert titles["03_runs_train_time"] == "Train time of every repeat (s per 3 epochs)"
     # Samples per pass read off the stored throughput x time: 10000/t samples/s x t/10 s.
     assert titles["02_box_infer_time"] == "Inference time per case (ms per pass over 1,000 test samples)"
+
+
+def test_one_process_per_case_gets_no_verdict_word(tmp_path):
+    store, run_id = make_store(tmp_path / "one.db", failure=False, blocks=1)
+    made, figures = draw(tmp_path / "figs", store, run_id, only=("04_relative_time",))
+    store.close()
+    rows = made[0].data["train time"]
+    assert rows and {r["verdict"] for r in rows} == {plots.NO_VERDICT}
+    (legend,) = figures["04_relative_time"].legends
+    assert [t.get_text() for t in legend.get_texts()][0] == "no verdict (within-process 95% interval)"

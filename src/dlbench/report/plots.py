@@ -614,13 +614,14 @@ def _per_run_figure(
     return _save(fig, out, name, title, caption, data, [k for *_, keys in panels for k in keys])
 
 
+NO_VERDICT = "no verdict (within-process interval)"
 VERDICT_COLORS = {
     "slower": "#d62728",
     "faster": "#1f77b4",
     "no meaningful difference": "#2ca02c",
     "undecided": "#7f7f7f",
+    NO_VERDICT: "#9467bd",
 }
-FLIP = {"faster": "slower", "slower": "faster"}
 
 
 def _relative_figure(run: _Run, baseline: str | None, out: Target) -> Figure | None:
@@ -645,13 +646,17 @@ def _relative_figure(run: _Run, baseline: str | None, out: Target) -> Figure | N
     for k, c in run.cases.items():
         by_set[comparisons.set_label(c)][run.fwv[k]] = k
     rows: dict[str, list[dict[str, Any]]] = defaultdict(list)  # metric -> rows, top to bottom
+    from dlbench.analysis.stats import reverse
+
     for v in verdicts:
         comp, a, b = v.comparison, v.a, v.b
-        ratio, (lo, hi), verdict = comp.ratio, comp.ratio_ci, comp.verdict
         if a == base:  # the baseline below the line: a ratio above 1 reads "slower than the baseline"
-            a, b = b, a
-            ratio, lo, hi = 1 / ratio, 1 / hi, 1 / lo
-            verdict = FLIP.get(verdict, verdict)
+            comp, a, b = reverse(comp), b, a
+        ratio, (lo, hi), verdict = comp.ratio, comp.ratio_ci, comp.verdict
+        if not (comp.independent and comp.interleaved):
+            # Repeats inside one process per side (or runs one after the other): a ratio and
+            # its interval, never a verdict word (analysis.stats.compare_two).
+            verdict = NO_VERDICT
         keys = [by_set[v.set_label][a], by_set[v.set_label][b]]
         rows[v.metric].append(
             {"set": v.set_label, "a": a, "b": b, "ratio": ratio, "ci": (lo, hi), "verdict": verdict, "keys": keys,
@@ -718,7 +723,14 @@ def _relative_figure(run: _Run, baseline: str | None, out: Target) -> Figure | N
         ax.set_xticks(ticks, [f"{t:g}×" for t in ticks], fontsize=MIN_FONT)
         ax.minorticks_off()
     verdicts_drawn = sorted({r["verdict"] for m in metrics for r in rows[m] if r["verdict"]})
-    handles = [_interval(f"{v} ({1 - ALPHA:.0%} interval)", VERDICT_COLORS.get(v, "#7f7f7f")) for v in verdicts_drawn]
+    level = f"{1 - ALPHA:.0%} interval"
+    handles = [
+        _interval(
+            f"no verdict (within-process {level})" if v == NO_VERDICT else f"{v} ({level})",
+            VERDICT_COLORS.get(v, "#7f7f7f"),
+        )
+        for v in verdicts_drawn
+    ]
     from matplotlib.patches import Patch
 
     handles.append(Patch(facecolor="#e4e4e4", label=f"±{BAND:.0%}: no meaningful difference"))
