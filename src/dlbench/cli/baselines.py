@@ -176,5 +176,6 @@ def compare_pair(baseline: str | None, a: str | None, b: str | None, db: Path) -
         f"A is baseline {found.name!r}: run {found.run_id} ({found.run_name}, started {found.run_started_at}), "
         f"saved {found.saved_at} by {found.saved_by or 'unknown'}" + (f": {found.note}" if found.note else ""),
         highlight=False,
+        soft_wrap=True,  # one line also in a 100-column log: what follows it is the plain comparison
     )
     return str(found.run_id), a

@@ -332,7 +332,7 @@ def print_samplers(rows, run_id: int | None = None) -> None:
     run_ids: set[int] = {int(r.run_id) for r in rows if getattr(r, "run_id", None) is not None}
     _SAMPLERS_SAID.clear()
     _SAMPLERS_SAID.update(run_ids if run_id is None else {run_id})
-    say(console, samplers_line(rows) + " (why, and how to enable the rest: dlbench env)")
+    say(console, samplers_line(rows) + "; why, and what would enable the rest: dlbench env")
 
 
 def print_skipped(rows) -> None:
