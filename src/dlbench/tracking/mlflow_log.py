@@ -195,14 +195,12 @@ def log_run(
         raise
     except Exception as exc:  # the client's errors (MlflowException, requests, OSError) are many
         first = (str(exc).strip().splitlines() or [""])[0][:300]
-        raise TrackingError(f"MLflow at {settings.uri} refused the run: {type(exc).__name__}: {first}") from None
+        raise TrackingError(f"logging to MLflow at {settings.uri} failed: {type(exc).__name__}: {first}") from None
 
 
 def _log(store: Any, run_id: int, settings: MlflowSettings, say: Callable[[str], None]) -> Logged:
-    from mlflow.entities import Metric, Param
     from mlflow.tracking import MlflowClient
 
-    from dlbench.cases import case_label
     from dlbench.report.model import build_report
     from dlbench.report.plots import machine_words
 
@@ -230,17 +228,48 @@ def _log(store: Any, run_id: int, settings: MlflowSettings, say: Callable[[str],
         tags={**common, "dlbench.run_name": row.name, "dlbench.status": row.status},
     )
     logged = Logged(experiment_id, parent.info.run_id)
+    try:
+        _log_cases(client, store, run_id, row, report, cases, metrics, protocol, common, logged, say)
+    except Exception:
+        # A parent left RUNNING would read as a run still going: it is marked FAILED if the server still answers.
+        try:
+            client.set_terminated(parent.info.run_id, "FAILED")
+        except Exception:
+            pass
+        raise
+    return logged
+
+
+def _log_cases(
+    client: Any,
+    store: Any,
+    run_id: int,
+    row: Any,
+    report: Any,
+    cases: dict[str, dict[str, Any]],
+    metrics: dict[str, dict[str, list[tuple[int, float]]]],
+    protocol: dict[str, Any],
+    common: dict[str, str],
+    logged: Logged,
+    say: Callable[[str], None],
+) -> None:
+    """The parent's params and artifacts, and one nested run per case (see the module's docstring)."""
+    from mlflow.entities import Metric, Param
+
+    from dlbench.cases import case_label
+
+    experiment_id, parent_id = logged.experiment_id, logged.parent_run_id
     now = int(time.time() * 1000)
     protocol_params = [Param(_key(f"protocol.{k}"), _text(v)) for k, v in sorted(protocol.items()) if v is not None]
     for chunk in _chunks(protocol_params, _BATCH_PARAMS):
-        client.log_batch(parent.info.run_id, params=chunk)
+        client.log_batch(parent_id, params=chunk)
     for key, case in cases.items():
         label = case_label(case)
         child = client.create_run(
             experiment_id,
             run_name=label[:250],
             tags={
-                "mlflow.parentRunId": parent.info.run_id,
+                "mlflow.parentRunId": parent_id,
                 **common,
                 "dlbench.case_key": key,
                 "dlbench.case": label,
@@ -266,10 +295,9 @@ def _log(store: Any, run_id: int, settings: MlflowSettings, say: Callable[[str],
     with tempfile.TemporaryDirectory(prefix="dlbench-mlflow-") as tmp:
         folder = Path(tmp)
         _render_artifacts(store, run_id, folder)
-        client.log_artifacts(parent.info.run_id, str(folder))
+        client.log_artifacts(parent_id, str(folder))
         logged.artifacts = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
-    client.set_terminated(parent.info.run_id, "FINISHED" if row.status == "finished" else "FAILED")
-    return logged
+    client.set_terminated(parent_id, "FINISHED" if row.status == "finished" else "FAILED")
 
 
 def run_url(settings: MlflowSettings, logged: Logged) -> str:
