@@ -183,31 +183,32 @@ def test_a_stored_run_logged_reads_back_through_the_client(server, verdict_db, c
     assert "dlbench run 1: two frameworks" in html
 
 
-def test_run_with_mlflow_logs_it_and_an_unreachable_server_leaves_the_run_alone(server, cli, stored, tmp_path):
+def test_run_logs_per_its_mlflow_table_and_an_unreachable_server_leaves_the_run_alone(server, cli, stored, tmp_path):
     db = tmp_path / "r.db"
-    words = [
-        "run", "--framework", "numpy", "--model", "mlp", "--dataset", "digits", "--epochs", str(EPOCHS),
-        "--repeats", "1", "--warmup", "0", "--trials", "1", "--samplers", "none", "--train-samples", "128",
-        "--test-samples", "64", "--db", db,
-    ]  # fmt: skip
-    out = cli(*words, "--mlflow", server)
-    assert "mlflow: logged run 1 (1 cases, " in out, out
+    experiment = tmp_path / "e.toml"
+    experiment.write_text(
+        '[matrix]\nframework = "numpy"\nmodel = "mlp"\ndataset = "digits"\n'
+        f'[protocol]\nepochs = {EPOCHS}\nrepeats = 1\nwarmup = 0\ntrials = 1\nsamplers = "none"\n'
+        "train_samples = 128\ntest_samples = 64\n"
+        f'[mlflow]\nuri = "{server}"\nexperiment = "from the table"\nrun_name = "table run"\n'
+    )
+    out = cli("run", experiment, "--db", db)
+    assert "mlflow: logged run 1 (1 cases, " in out and "experiment 'from the table'" in out, out
     client = MlflowClient(tracking_uri=server)
-    parent, children = _runs(client, "dlbench")
+    parent, children = _runs(client, "from the table")
     (child,) = children.values()
-    assert parent.data.tags["dlbench.run_id"] == "1" and child.data.params["case.framework"] == "numpy"
-    assert child.data.params["protocol.epochs"] == str(EPOCHS)
-    _, trials = stored(db, 1)
+    assert parent.info.run_name == "table run" and parent.data.tags["dlbench.run_id"] == "1"
+    assert child.data.params["case.framework"] == "numpy" and child.data.params["protocol.epochs"] == str(EPOCHS)
     loss = client.get_metric_history(child.info.run_id, "train.loss")
     assert [m.step for m in loss] == list(range(EPOCHS))
     with Store(db) as store:
         losses = [m.value for m in store.measurements(1) if m.metric == "loss" and not m.warmup]
     assert [m.value for m in loss] == pytest.approx(losses, rel=1e-12)
 
-    # Nothing listens on this port: one line on stderr, exit 0, the run stored as finished.
+    # --mlflow over the table's uri, where nothing listens: one line on stderr, exit 0, the run stored.
     closed = f"http://127.0.0.1:{_free_port()}"
     started = time.monotonic()
-    result = cli.result(*words, "--mlflow", closed)
+    result = cli.result("run", experiment, "--db", db, "--mlflow", closed)
     assert result.exit_code == 0, result.output
     assert time.monotonic() - started < 120
     lines = [line for line in result.stderr.splitlines() if line.strip()]
@@ -216,6 +217,7 @@ def test_run_with_mlflow_logs_it_and_an_unreachable_server_leaves_the_run_alone(
     assert f"dlbench mlflow-log --run 2 --db {db} --mlflow {closed}" in lines[0]
     run, trials = stored(db, 2)
     assert run["status"] == "finished" and [t["status"] for t in trials] == ["ok"]
+    assert len(client.search_runs([parent.info.experiment_id])) == 2  # nothing more reached the server
 
 
 def test_without_mlflow_the_flag_is_one_line_naming_the_extra(tmp_path):
