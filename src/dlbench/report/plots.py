@@ -909,7 +909,9 @@ def _telemetry_figure(run: _Run, out: Target) -> Figure | None:
                 for part, item in zip(drawn, (i, vs, run.color[run.ident[k]])):
                     part.append(item)
             _boxes(ax, *drawn, dots=False)
-            _ticks(ax, list(range(1, len(keys) + 1)), [run.label(k) for k in keys])
+            # The model in each label only where the run has several (one group: it says nothing).
+            named = run.label if len(set(run.group.values())) > 1 else run.short
+            _ticks(ax, list(range(1, len(keys) + 1)), [named(k) for k in keys])
             ax.set_xlim(0.4, len(keys) + 0.6)
             _decorate(ax, f"{metric_words(metric)}, {PHASE_WORDS.get(phase, phase)}", metric_words(metric))
     has_temp = any("temp" in m for m in metrics)
