@@ -89,7 +89,8 @@ def test_console_and_markdown_name_a_partial_init_on_the_row_and_in_the_answer(
     (shared,) = [line for line in console.splitlines() if line.startswith("settings shared by every case:")]
     assert "dataset=digits" in shared and "optimizer=adam" in shared and "precision=float32" in shared
     assert "init=" not in shared  # it used to say init=glorot-uniform
-    (row,) = [line for line in console.splitlines() if line.startswith("│ torch:eager │ rowconv")]
+    # The summary's row (the table of compile, memory and loss below it names the case too).
+    row = next(line for line in console.splitlines() if line.startswith("│ torch:eager │ rowconv"))
     assert ROW_NOTE in row
     assert "init did not apply in full to every case: torch:eager rowconv digits b32 glorot-uniform" in console
     out = tmp_path / "r.md"

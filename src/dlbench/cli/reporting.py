@@ -116,7 +116,7 @@ def report(
             f"wrote {len(made)} figures (PNG and SVG) to {figures}: " + ", ".join(f.name for f in made), highlight=False
         )
     if fmt == "console":
-        console.print(f"command: {row['command']}", highlight=False)
+        console.print(f"command: {row['command']}", highlight=False, soft_wrap=True)  # one line, to copy
         print_report(store, row["id"], details, preface=preface, band=band, alpha=alpha)
         return
     from dlbench.report.formats import render

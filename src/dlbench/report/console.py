@@ -109,14 +109,17 @@ def rich_table(data: TableData, width: int | None = None) -> RenderableType:
         caption=(data.caption or None) if width is None else None,
         title_justify="center" if width is None else "left",
     )
+    # Where even every column's longest word cannot fit, the width wins: rich folds words
+    # (a cut word reads better than a log line past its width, which a viewer wraps anyway).
+    squeezed = width is not None and fixed is None
     for n, (i, minimum) in enumerate(zip(kept, mins)):
         col = data.columns[i]
         t.add_column(
             col,
             justify="right" if data.alignment(i) == "right" else "left",
             overflow="fold",
-            no_wrap=col in data.nowrap,
-            min_width=minimum,
+            no_wrap=col in data.nowrap and not squeezed,
+            min_width=None if squeezed else minimum,
             width=fixed[n] if fixed else None,
         )
     for row in data.rows:

@@ -145,17 +145,17 @@ class Report:
         table of the written formats too (per-metric statistics, telemetry, verdicts).
         The samplers table is left out unless details: `dlbench run` printed it before
         the run, and samplers_line says the same in one line."""
+        from dlbench.report.tables import footnoted
+
         if details:
             return [
-                *self.summary,
+                *(footnoted(t) if t is self.measured else t for t in self.summary),
                 *(t for t in (self.scaling,) if t),
                 *self.sweeps,
                 *(t for t in (self.latency,) if t),
                 *self.telemetry,
                 *(t for t in (self.omnibus, self.verdicts, self.failed, self.skipped) if t),
             ]
-        from dlbench.report.tables import footnoted
-
         return [
             *(t for t in (self.glance, footnoted(self.measured) if self.measured else None, self.scaling) if t),
             *self.sweeps,

@@ -495,7 +495,12 @@ def placements_table(trials: Iterable) -> TableData:
 
 
 def runs_table(runs: Iterable) -> TableData:
-    t = TableData("runs", ["id", "name", "status", "started", "trials", "ok", "ran on (executor:host=trials)"])
+    # A run's name and start are one value each: never cut across lines (the other cells wrap).
+    t = TableData(
+        "runs",
+        ["id", "name", "status", "started", "trials", "ok", "ran on (executor:host=trials)"],
+        nowrap=frozenset({"name", "started"}),
+    )
     for r in runs:
         where = r["placements"] if "placements" in r.keys() else None
         t.add_row(
