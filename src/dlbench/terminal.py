@@ -55,14 +55,14 @@ def time_unit(seconds: Iterable[float | None]) -> tuple[str, float]:
     return TIME_UNITS[-1]
 
 
-def duration(seconds: float | None, unit: tuple[str, float] | None = None) -> str:
-    """ "171 ms", "1.73 s", "2.5 min": three significant digits (four from 1000 up, never
-    1e+03); in `unit` when given (the unit of the quantity the value belongs to)."""
+def duration(seconds: float | None, unit: tuple[str, float] | None = None, digits: int = 3) -> str:
+    """ "171 ms", "1.73 s", "2.5 min": `digits` significant digits (all of them from 10^digits
+    up, never 1e+03); in `unit` when given (the unit of the quantity the value belongs to)."""
     if seconds is None or not math.isfinite(seconds):
         return "—"
     name, scale = unit or time_unit([seconds])
     value = seconds / scale
-    return f"{value:.0f} {name}" if abs(value) >= 1000 else f"{value:.3g} {name}"
+    return f"{value:.0f} {name}" if abs(value) >= 10**digits else f"{value:.{digits}g} {name}"
 
 
 def number(value: float, digits: int = 3) -> str:

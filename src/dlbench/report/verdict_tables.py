@@ -123,11 +123,12 @@ def compare_table(
             continue
         q = d.declared
         # run_vs_run compares B relative to A: the comparison's b is run A.
-        # A time in the unit its size reads best in, the same function as report and run use.
+        # A time in the unit its size reads best in, the same function as report and run use;
+        # four digits, as a regression gate reads differences of a few percent.
         a_value, b_value = (
             (q.value(c.estimate_b), q.value(c.estimate_a))
             if q is not None
-            else (duration(c.estimate_b), duration(c.estimate_a))
+            else (duration(c.estimate_b, digits=4), duration(c.estimate_a, digits=4))
         )
         t.add_row(
             names.get(label := case_label(d.case), label),
@@ -140,7 +141,7 @@ def compare_table(
             reason(c) if c.verdict == "undecided" else "",
             d.sample,
         )
-    return _said_once(t, ("reason", "sample"))
+    return _said_once(t, ("reason",))
 
 
 def _said_once(t: TableData, columns: tuple[str, ...]) -> TableData:
