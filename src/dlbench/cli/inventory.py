@@ -57,8 +57,10 @@ def list_(
         title="models: trainable parameters at the input shown, as each framework builds them, "
         "beside the spec's formula and the published count"
     )
+    # A count is one number: it never wraps (the description takes what room is left).
+    numbers = {"formula", *counts, "published"}
     for col in ("name", "input, classes", "formula", *counts, "published", "description", "from"):
-        t.add_column(col, overflow="fold")
+        t.add_column(col, overflow="fold", no_wrap=col in numbers)
     for spec in registry.models({}):
         if spec.kind == "classical":
             t.add_row(spec.name, "—", "—", *("—" for _ in counts), "—", spec.description, spec.origin)
