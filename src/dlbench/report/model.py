@@ -206,7 +206,8 @@ def median_interval(sample: Sequence[float], level: float = MEDIAN_CI_LEVEL) -> 
     smallest and r-th largest values, r the largest for which the binomial(n, 1/2) chance
     of the median lying outside is at most 1 - level. It assumes nothing of the
     distribution (times are skewed and often bimodal). With fewer than 6 values no pair
-    reaches 95%: low and high are None and `why` says so."""
+    reaches 95%: the interval is [min, max] with the coverage it has, and `why` says so
+    (with fewer than 2, no interval at all)."""
     from scipy.stats import binom
 
     xs = sorted(v for v in sample if v is not None and math.isfinite(v))
@@ -220,7 +221,17 @@ def median_interval(sample: Sequence[float], level: float = MEDIAN_CI_LEVEL) -> 
         best = (r, coverage)
     if best is None:
         need = next(m for m in range(1, 64) if 1.0 - 2.0 * 0.5**m >= level)
-        out.update(coverage=None, why=f"{n} value(s): an order-statistic interval at {level:.0%} needs {need}")
+        if n < 2:
+            out.update(coverage=None, why=f"{n} value(s): no interval; {need} values reach {level:.0%}")
+            return out
+        # The widest interval there is, [min, max], with the coverage it has: short of the level.
+        coverage = 1.0 - 2.0 * 0.5**n
+        out.update(
+            low=xs[0],
+            high=xs[-1],
+            coverage=coverage,
+            why=f"{n} values: [min, max] covers {coverage:.1%}, short of {level:.0%} ({need} values reach it)",
+        )
         return out
     r, coverage = best
     out.update(low=xs[r - 1], high=xs[n - r], coverage=coverage, why=None)
