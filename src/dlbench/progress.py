@@ -53,6 +53,7 @@ class RunProgress:
         self.done_in_trial = 0
         self.cluster_counts: tuple[int, int, int] | None = None
         self.names: dict[str, str] = {}  # full case label -> the words that tell it apart
+        self.said_per_trial = False  # what a trial's time covers: said on the first line only
 
     def _name(self, case: Any) -> str:
         label = case_label(case)
@@ -118,11 +119,13 @@ class RunProgress:
             self.progress.advance(self._bar(), max(0, self.trial_units - self.done_in_trial))
             self.progress.refresh()
             style = "green" if outcome.status == "ok" else "red"
+            said, self.said_per_trial = self.said_per_trial, True
             first_line = (outcome.error or "").splitlines()[0][:150] if outcome.error else ""
             self.progress.console.print(
                 Text.assemble(
                     (f"{outcome.status:>7}", style),
-                    f" {self._name(info['case'])}  {duration(outcome.wall_s)} (the whole trial)",
+                    f" {self._name(info['case'])}  {duration(outcome.wall_s)}",
+                    "" if said else " (the whole trial, start to end)",
                     f"  {first_line}" if first_line else "",
                 ),
                 highlight=False,

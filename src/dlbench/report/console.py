@@ -165,14 +165,19 @@ def print_report(console: Console, report, details: bool = False) -> None:
         say(console, "  " + line)
     for note in report.answer.notes:
         say(console, "  " + note, style="dim")
-    for table in report.console_tables(details):
+    tables = report.console_tables(details)
+    for table in tables:
         console.print()
         console.print(rich_table(table, width))
     console.print()
     # The samplers line names why energy was not measured: the energy note would say it twice.
     if report.samplers_line:
         say(console, report.samplers_line)
-    say(console, "notes: " + report.legend)
+    from dlbench.report.model import legend_for
+
+    legend = legend_for(tables)
+    if legend:
+        say(console, "notes: " + legend)
     if not details:
         say(
             console,

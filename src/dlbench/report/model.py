@@ -19,12 +19,27 @@ from dlbench.report.answer import Answer, build_answer
 from dlbench.report.render import Preface, TableData
 from dlbench.store.records import trial_record
 
-LEGEND = (
-    "'1 process' = repeats inside one worker process (correlated: a ratio, never a verdict; "
-    "--trials N gives N independent processes per case); 'noisy' or IQR/median>10% = high variance; "
-    "BUSY = other processes took "
-    f"at least {BUSY_THRESHOLD:g}% of the CPU while the case ran (re-measure it)"
+# (what a table cell says, what it means): the notes line explains the words the tables use.
+LEGEND_PARTS = (
+    (
+        ("1 process",),
+        "'1 process' = repeats inside one worker process (correlated: a ratio, never a verdict; "
+        "--trials N gives N independent processes per case)",
+    ),
+    (("noisy", "IQR/median>10%"), "'noisy' or IQR/median>10% = high variance"),
+    (
+        ("BUSY",),
+        f"BUSY = other processes took at least {BUSY_THRESHOLD:g}% of the CPU while the case ran (re-measure it)",
+    ),
 )
+LEGEND = "; ".join(text for _, text in LEGEND_PARTS)
+
+
+def legend_for(tables: Sequence[TableData]) -> str:
+    """The part of LEGEND whose words appear in `tables` (their cells or captions): the console
+    explains what it printed, not every word a report can print."""
+    shown = " ".join([t.caption for t in tables] + [cell for t in tables for row in t.rows for cell in row])
+    return "; ".join(text for words, text in LEGEND_PARTS if any(w in shown for w in words))
 
 
 @dataclass
