@@ -176,3 +176,26 @@ def test_no_progress_bar_is_drawn_off_a_terminal():
     terminal = Console(file=io.StringIO(), width=WIDTH, force_terminal=True)
     assert RunProgress(log, None, 1).progress.disable
     assert not RunProgress(terminal, None, 1).progress.disable
+
+
+def test_threads_a_framework_did_not_run_leave_the_shared_settings_line():
+    import json
+
+    from dlbench.report.coverage import partial_settings, row_notes
+    from dlbench.report.tables import common_settings
+
+    def trial(key: str, manifest: dict) -> dict:
+        return {"case_key": key, "manifest_json": json.dumps(manifest)}
+
+    partial = partial_settings(
+        [
+            trial("a", {"threads_requested": 2, "intra_op_threads": 2}),
+            trial("b", {"threads_requested": 2, "intra_op_threads": 1}),
+            trial("c", {"threads_requested": 2, "intra_op_threads": "shared with intra-op pool"}),
+        ]
+    )
+    assert partial == {"b": {"threads": "ran 1 intra-op thread"}}
+    cases = [{"framework": "torch", "threads": 2}, {"framework": "jax", "threads": 2}]
+    assert "threads=2" in common_settings(cases)
+    assert "threads=" not in common_settings(cases, leave_out={"threads"})
+    assert row_notes(partial, {"b": cases[1]}) == {"b": ["threads=2 (ran 1 intra-op thread)"]}

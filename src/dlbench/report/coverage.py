@@ -41,15 +41,25 @@ def _init(manifest: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _threads(manifest: Mapping[str, Any]) -> str | None:
+    """The intra-op threads the framework ran with, where they are not the threads asked for."""
+    ran, asked = manifest.get("intra_op_threads"), manifest.get("threads_requested")
+    if isinstance(ran, int) and isinstance(asked, int) and asked > 0 and ran != asked:
+        return f"ran {ran} intra-op thread{'s' if ran != 1 else ''}"
+    return None
+
+
 def partial_settings(trials: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, str]]:
     """Case key -> {setting: how it applied, in words}, for each setting that some
-    trial's manifest says did not apply in full."""
+    trial's manifest says did not apply in full: the init scheme, and the threads where
+    the framework's own count (intra_op_threads) is not the count asked for. The shared
+    settings line then says only what the manifests bear out."""
     out: dict[str, dict[str, str]] = {}
     for t in trials:
         manifest = trial_record(t).manifest or {}
-        how = _init(manifest)
-        if how:
-            out.setdefault(t["case_key"], {})["init"] = how
+        for setting, how in (("init", _init(manifest)), ("threads", _threads(manifest))):
+            if how:
+                out.setdefault(t["case_key"], {})[setting] = how
     return out
 
 
