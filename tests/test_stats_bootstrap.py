@@ -106,3 +106,19 @@ def test_two_value_sample_interval_by_hand() -> None:
     lo, hi = stats.ratio_ci([1.0, 3.0], [1.0, 1.0])
     assert (lo, hi) == (1.0, 3.0)
     assert math.isnan(stats.ratio_ci([1.0], [2.0, 3.0])[0])
+
+
+def test_median_of_is_numpys_median() -> None:
+    """The trial medians the analyses take without numpy are np.median's floats: odd and
+    even sizes, ties, infinities, integers, and NaN (numpy's answer: nan)."""
+    rng = np.random.default_rng(11)
+    for n in range(1, 13):
+        for _ in range(50):
+            x = rng.lognormal(0, 1, n)
+            if n > 3:
+                x[: n // 3] = x[-1]  # ties
+            assert stats.median_of(list(x)) == float(np.median(x))
+    assert stats.median_of([1.0, math.inf]) == math.inf
+    assert stats.median_of([3, 1, 2, 10]) == 2.5
+    assert stats.median_of([0.1, 0.2]) == float(np.median([0.1, 0.2]))
+    assert math.isnan(stats.median_of([1.0, math.nan, 2.0]))

@@ -67,7 +67,7 @@ def samples(trials: Rows, measurements: Rows, phase: str, metric: str) -> dict[s
     out = {}
     for key, trials_values in per_trial.items():
         if len(trials_values) >= 2:
-            out[key] = Sample({block_of[t]: float(np.median(v)) for t, v in trials_values.items()}, True)
+            out[key] = Sample({block_of[t]: stats.median_of(v) for t, v in trials_values.items()}, True)
         else:
             (values,) = trials_values.values()
             out[key] = Sample(dict(enumerate(values)), False)

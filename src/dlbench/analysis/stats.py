@@ -43,7 +43,7 @@ Pure functions over numpy arrays; scipy.stats does every test it has. Decisions:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cache, lru_cache
 from itertools import combinations
@@ -235,6 +235,21 @@ def finite_pairs(a: ArrayLike, b: ArrayLike) -> tuple[NDArray[np.float64], NDArr
         raise ValueError(f"paired samples need equal lengths, got {a.size} and {b.size}")
     keep = np.isfinite(a) & np.isfinite(b)  # a pair with a missing side is no pair
     return a[keep], b[keep]
+
+
+def median_of(values: Sequence[float]) -> float:
+    """float(np.median(values)) for a short list of floats, without numpy's per-call cost
+    (25 us; a report at 10^6 measurements takes 20,000 trial medians): the middle value,
+    or the two middle values' sum halved, which is how np.median averages them, so the
+    result is the same float. NaN (no order) goes to numpy."""
+    ordered = sorted(float(v) for v in values)  # float first: np.median averages in float64
+    n = len(ordered)
+    if n == 0 or any(v != v for v in ordered):
+        return float(np.median(np.asarray(values, dtype=float)))
+    half = n // 2
+    if n % 2:
+        return float(ordered[half])
+    return float((ordered[half - 1] + ordered[half]) / 2)
 
 
 def summary(x: ArrayLike) -> Summary:

@@ -17,7 +17,7 @@ import numpy as np
 
 from dlbench.analysis.rows import Case, Rows, columns
 from dlbench.analysis.stats import Summary as Stats
-from dlbench.analysis.stats import summary
+from dlbench.analysis.stats import median_of, summary
 from dlbench.cases import stored_case
 from dlbench.store.records import trial_record
 
@@ -61,7 +61,7 @@ def summarize(trials: Rows, measurements: Rows) -> list[CaseSummary]:
         if len(per_trial) >= 2:
             # Independent samples: one median per trial.
             s.within_process = False
-            sample = [float(np.median(v)) for v in per_trial.values()]
+            sample = [median_of(v) for v in per_trial.values()]
         else:
             sample = next(iter(per_trial.values()))
         stats = describe(sample)
