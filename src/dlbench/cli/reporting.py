@@ -113,7 +113,7 @@ def report(
         except OSError as exc:
             fail(f"cannot write figures to {figures}: {exc}")
         say.print(
-            f"wrote {len(made)} figures (PNG and SVG) to {figures}: " + ", ".join(f.name for f in made), highlight=False
+            f"wrote {len(made)} figures (PNG and SVG) to {figures}: " + ", ".join(f.stem for f in made), highlight=False
         )
     if fmt == "console":
         console.print(f"command: {row['command']}", highlight=False, soft_wrap=True)  # one line, to copy

@@ -76,6 +76,7 @@ DRAWING_ORDER = (
     "01_box_train_time",
     "04_relative_time",
     "08_telemetry",
+    "10_learning_curves",
     "07_energy_runs",
     "09_scaling",
 )

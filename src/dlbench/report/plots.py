@@ -62,6 +62,12 @@ class Figure:
     data: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
     footer: str = ""  # the line under the figure: n, threads, batch size, machine (and BUSY)
 
+    @property
+    def stem(self) -> str:
+        """The name its files carry (01_..., numbered among the figures made), or its key when none was written."""
+        written = self.png or self.svg
+        return written.stem if written else self.name
+
 
 # A figure is shown at its own size (figsize, in inches): text is at least 9 pt there and
 # the PNGs have at least 150 pixels per inch, enough for print at that size.
@@ -1071,8 +1077,9 @@ def index_rows(trials: list, rows: list) -> _Run:
     return _Run(trials, rows)
 
 
-# Every figure, by the name its file gets; a function draws it or returns None
-# when the run has nothing to plot for it.
+# Every figure by its fixed key, in the order figures are drawn, numbered and listed (the
+# learning curves beside the quality); a function draws it or returns None when the run has
+# nothing to plot for it. The file gets its place among the figures made (file_stem).
 FIGURE_NAMES = (
     "01_box_train_time",
     "02_box_infer_time",
@@ -1080,15 +1087,11 @@ FIGURE_NAMES = (
     "04_relative_time",
     "05_batch_size",
     "06_accuracy_runs",
+    "10_learning_curves",
     "07_energy_runs",
     "08_telemetry",
     "09_scaling",
 )
-# Figures the HTML report's parallel drawing (report.formats.DRAWING_ORDER, which must list
-# FIGURE_NAMES exactly) does not know yet; make_figures draws them with the others.
-EXTRA_FIGURES = ("10_learning_curves",)
-# The order figures are drawn, numbered and listed in: the learning curves beside the quality.
-ORDER = (*FIGURE_NAMES[:6], "10_learning_curves", *FIGURE_NAMES[6:])
 
 
 def file_stem(name: str, number: int) -> str:
@@ -1207,18 +1210,18 @@ def make_figures(
     rows: list | None = None,
     indexed: Any = None,
 ) -> list[Figure]:
-    """Draw every figure the run has data for into out_dir; return those made, in ORDER,
+    """Draw every figure the run has data for into out_dir; return those made, in FIGURE_NAMES,
     their files numbered 01, 02, ... without gaps.
 
-    `only` restricts the figures drawn (names from ORDER); `formats` the files
+    `only` restricts the figures drawn (names from FIGURE_NAMES); `formats` the files
     written; `trials`/`rows` are the run's trials and measurements when the caller has
     them loaded already (then `store` is not read); `indexed`: index_rows(trials, rows), for
     a caller that draws figures one at a time and would otherwise index the rows each time."""
     import matplotlib
 
-    unknown = set(only or ()) - set(ORDER)
+    unknown = set(only or ()) - set(FIGURE_NAMES)
     if unknown:
-        raise ValueError(f"unknown figures {sorted(unknown)}; known: {', '.join(ORDER)}")
+        raise ValueError(f"unknown figures {sorted(unknown)}; known: {', '.join(FIGURE_NAMES)}")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     run = indexed or _Run(
@@ -1230,7 +1233,7 @@ def make_figures(
     made: list[Figure | None] = []
     style = {"font.size": 9, "svg.hashsalt": "dlbench", "svg.fonttype": "none"}
     with matplotlib.rc_context(style):
-        for name in ORDER:
+        for name in FIGURE_NAMES:
             if only is None or name in only:
                 made.append(drawers[name]())
     return _numbered([f for f in made if f is not None])
