@@ -43,6 +43,14 @@ class Answer:
     items: list[AnswerItem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what every line rests on, and warnings (busy machine)
     empty: str = ""  # why there is nothing to answer (one framework only, no values)
+    # The notes that warn (a busy machine, one process a side, mixed hardware, failed parts, settings that
+    # did not apply in full): renderers show them as warnings, not as the method's fine print.
+    warnings: list[str] = field(default_factory=list)
+
+    def warn(self, note: str, first: bool = False) -> None:
+        """Add a note that warns; `first` puts it above the others (it concerns every line)."""
+        self.notes.insert(0, note) if first else self.notes.append(note)
+        self.warnings.append(note)
 
     def lines(self) -> list[str]:
         """The block as plain text lines (console and anything line-based)."""
@@ -269,7 +277,7 @@ def build_answer(
             if s.comparison is not None and not s.comparison.independent
         ]
         if single:
-            answer.notes.append(one_process_note(max((c.why.need or 0) for c in single if c.why) or None))
+            answer.warn(one_process_note(max((c.why.need or 0) for c in single if c.why) or None))
     else:
         answer.empty = "nothing to compare: every comparison needs two frameworks or variants with values"
     if busy:
@@ -280,9 +288,9 @@ def build_answer(
             else f"{len(busy)}{f' of {cases}' if cases >= len(busy) else ''} case{'s' if len(busy) > 1 else ''} "
             f"(the lines and rows marked {BUSY_MARK})"
         )
-        answer.notes.insert(
-            0,
+        answer.warn(
             f"{BUSY_MARK} measured on a busy machine: other processes took up to {worst:.0f}% of the CPU "
             f"during {which}; " + (BUSY_WORDS_ONE_THREAD if busy_threads == {1} else BUSY_WORDS),
+            first=True,
         )
     return answer

@@ -21,6 +21,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dlbench.report.answer import BUSY_MARK
 from dlbench.report.hypotheses import effect_text, p_text
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -34,11 +35,9 @@ class InlineFigure:
     data_uri: str
 
 
-# Words that make an answer's note a warning (report.answer, report.model, report.coverage
-# word them); a note without any of them is what every line rests on (the test, the band).
-WARNING_NOTE_WORDS = ("busy machine", "MIXED HARDWARE", "FAILED", "did not apply in full", "no verdict", "one process")
-# Words that make one line of the answer a warning: it is no verdict, or rests on a busy machine.
-WARNING_LINE_WORDS = ("undecided", "no verdict", "busy machine", "[BUSY]")
+# Words that make one line of the answer a warning: it is no verdict, or rests on a busy machine
+# (report.answer words them so; the notes that warn come marked, Answer.warnings).
+WARNING_LINE_WORDS = ("undecided", "no verdict", "busy machine", BUSY_MARK)
 
 
 @dataclass(frozen=True)
@@ -58,7 +57,7 @@ class AnswerState:
 def answer_state(answer) -> AnswerState:
     """The answer's warnings: its notes that warn (busy machine first, as the answer puts
     it), then how many comparisons are undecided or have no verdict, counted on its lines."""
-    warnings = [n for n in answer.notes if any(w in n for w in WARNING_NOTE_WORDS)]
+    warnings = list(answer.warnings)
     notes = tuple(n for n in answer.notes if n not in warnings)
     lines = [line for item in answer.items for line in item.others]
     every = [line for item in answer.items for line in (item.best, *item.others)]

@@ -359,21 +359,20 @@ def build_report(
     # A setting that did not apply in full to a case (a user's layers that kept the
     # builder's init) is no setting "shared by every case": the row and the answer say so.
     partial = partial_settings(trials)
-    answer.notes.extend(answer_notes(partial, labels))
-    answer.notes.extend(failed_parts(manifests))
-    answer.notes.extend(failed_samplers(trials))
+    for warning in (*answer_notes(partial, labels), *failed_parts(manifests), *failed_samplers(trials)):
+        answer.warn(warning)
     case_notes = row_notes(partial, {s.case_key: s.case for s in summaries})
     leave_out = {setting for settings in partial.values() for setting in settings}
     environment = row.environment
     kinds = machine_kinds(trials, environment)
     if len(kinds) > 1:
         # A cluster run can land on several node types: never pool them silently.
-        answer.notes.insert(
-            0,
+        answer.warn(
             f"MIXED HARDWARE: the ok trials ran on {len(kinds)} kinds of machine ("
             + "; ".join(f"{label}: {len(ids)} trial(s)" for label, ids in sorted(kinds.items()))
             + "), and every comparison below pools them. Pin the run to one kind (Ray uses one node kind "
             "per run; Slurm: --slurm-partition or --slurm-option constraint=...) or compare per machine.",
+            first=True,
         )
     return Report(
         run=row.columns(),
