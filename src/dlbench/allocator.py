@@ -7,7 +7,7 @@ allocates its tensors thus depends on what the process allocated and freed befor
 on this project's 2-core VM, torch's ResNet-18 (batch 16, 32x32) trained its first
 repeat at 29 ms/step and the next ones at 40-45, while with the thresholds fixed at
 their ceiling every repeat ran at 27 ms; LeNet-5 was unchanged (0.99x), TensorFlow
-and JAX within the machine's noise (benchmarks/torch_step_settings.py, README
+and JAX within the machine's noise (benchmarks/torch_step_settings.py, docs/measurement.md
 "Why your own timing differs"). Fixing the mmap threshold alone is a trap: glibc
 then keeps its 128 KiB trim threshold and gives the heap's top back to the kernel
 at every free, which made the LeNet-5 step 2.1x slower.

@@ -452,7 +452,7 @@ def _measure(
         "num_classes": arrays.num_classes,
         "last_batch": "drop",
         "timer": "time.perf_counter_ns after device synchronization",
-        # What a hand-timed figure must match to compare (README "Why your own timing
+        # What a hand-timed figure must match to compare (docs/measurement.md "Why your own timing
         # differs"): torch.utils.benchmark.Timer, for one, times with 1 thread by default.
         "timed_threads": case.threads if dist is None else dist.threads,
         "allocator": allocator.facts(),

@@ -42,7 +42,7 @@ def explained(tmp_path_factory):
     Threads, because the other settings dlbench controls do not slow this case down on
     this CPU (measured, 1 thread, batch 128: the numpy pipeline 0.80x and bf16-mixed
     0.79x of preloaded float32's train time). Two OpenMP threads are at the mercy of
-    anything else running on the machine (README, "A busy machine"): run this alone.
+    anything else running on the machine (docs/troubleshooting.md, "A busy machine"): run this alone.
     Ten blocks: with eight, a CI run found threads closing 0.97 of the gap, CI [0.90, 1.17],
     yet not decided by the paired test (its projection asked for nine blocks)."""
     if len(os.sched_getaffinity(0)) < 2:

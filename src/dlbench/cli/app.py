@@ -26,7 +26,8 @@ EXIT_STATUSES: tuple[ExitStatus, ...] = (
     ExitStatus(
         "1",
         "a failure found: a trial failed or timed out (run, extend, explain, study run), a significant "
-        "regression (compare), not the same network (check), a database error mid-command",
+        "regression (compare), not the same network (check), a database error mid-command, an MLflow server "
+        "that could not take the run (mlflow-log; run --mlflow only warns: the run is stored and exits as it ran)",
     ),
     ExitStatus("2", "bad input: a flag, key, value or file that is not allowed, told in one `error:` line"),
     ExitStatus(
