@@ -77,6 +77,22 @@ def test_measurement_columns_equal_the_records(scale_db: Path) -> None:
         assert any(r.retired for r in store.measurements(1, retired=True))
 
 
+def test_parts_the_same_whoever_numbers_the_kinds(scale_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """measurement_parts numbers each row's (phase, metric, unit, method, flag) in SQL (a
+    CASE over the run's distinct kinds) or, past CASE_KINDS kinds, in Python as before:
+    the same arrays and kinds either way."""
+    from dlbench.store import core
+
+    with Store(scale_db, readonly=True) as store:
+        in_sql = store.measurement_parts(1, retired=True)
+        monkeypatch.setattr(core, "CASE_KINDS", 0)
+        in_python = store.measurement_parts(1, retired=True)
+    assert len(in_sql["texts"]) >= 8 and in_sql["texts"] == in_python["texts"]
+    for name in ("trial", "repeat", "warmup", "text", "value", "seq", "id"):
+        assert np.array_equal(in_sql[name], in_python[name], equal_nan=name == "value"), name
+    assert (in_sql["text"] >= 0).all()
+
+
 def test_load_measurements_equal_the_record_path(scale_db: Path) -> None:
     with dlbench.load(scale_db) as results:
         frame = results.measurements()

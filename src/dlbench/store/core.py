@@ -47,6 +47,7 @@ STATUSES = ("pending", "running", "ok", "failed", "oom", "timeout", "interrupted
 
 # The per-call latency phases (latency_b<B>); "_" escaped, or LIKE would take it for any character.
 LATENCY_PHASE = r"m.phase LIKE 'latency\_b%' ESCAPE '\'"
+CASE_KINDS = 64  # kinds of value (phase, metric, unit, method, flag) numbered by the database up to this many
 
 
 def database_url(path: str | os.PathLike[str]) -> str | None:
@@ -951,33 +952,48 @@ class Store:
         # A row's trial as its place in execution order, found by numpy in the sorted ids.
         ids = np.array([t[0] for t in trials], dtype=np.int64)
         by_id = np.argsort(ids)
-        kinds: dict[tuple[Any, ...], int] = {}  # (phase, metric, unit, method, flag) -> its number
-        parts: dict[str, list[Any]] = {c: [] for c in ("trial", "repeat", "warmup", "text", "value", "seq", "id")}
-        for rows in self._chunks(
-            "SELECT m.trial_id, m.repeat, m.warmup, m.value, m.seq, m.id, m.phase, m.metric, m.unit, m.method,"
-            f" m.flag FROM measurements m WHERE m.trial_id IN (SELECT id FROM trials WHERE run_id=?{keep})"
-            + ("" if latency else f" AND NOT {LATENCY_PHASE}"),
-            (run_id,),
-        ):
-            n = len(rows)
-            table = np.empty((n, 6), dtype=object)
-            table[:] = [r[:6] for r in rows]
-            trial_id = table[:, 0].astype(np.int64)
-            parts["trial"].append(by_id[np.searchsorted(ids, trial_id, sorter=by_id)])
-            parts["repeat"].append(table[:, 1])
-            parts["warmup"].append(table[:, 2].astype(np.int64))
-            value = table[:, 3]
-            parts["value"].append(np.where(value == None, np.nan, value).astype(np.float64))  # noqa: E711 (per element)
-            parts["seq"].append(table[:, 4])
-            parts["id"].append(table[:, 5].astype(np.int64))
-            parts["text"].append(np.fromiter((kinds.setdefault(r[6:], len(kinds)) for r in rows), np.int64, n))
+        # (phase, metric, unit, method, flag) -> its number: the distinct ones first (one scan
+        # in the database), then each row's number computed there (CASE): a row then brings
+        # one small int instead of five strings, 0.3 s less of Python per 10^6 rows.
+        rows_of_run = f"FROM measurements m WHERE m.trial_id IN (SELECT id FROM trials WHERE run_id=?{keep})" + (
+            "" if latency else f" AND NOT {LATENCY_PHASE}"
+        )
+        texts = ("m.phase", "m.metric", "m.unit", "m.method", "m.flag")
+        kinds = [tuple(k) for k in self._tuples(f"SELECT DISTINCT {', '.join(texts)} {rows_of_run}", (run_id,))]
+        # A CASE tries its WHENs in turn: with many kinds (a run of many metrics) the rows
+        # bring their strings, numbered here as before; so does a second read when a kind
+        # appeared between the two statements (a run still writing: ELSE -1).
+        same = " AND ".join(f"{c} IS NOT DISTINCT FROM ?" for c in texts)
+        code = f"CASE {' '.join(f'WHEN {same} THEN {i}' for i in range(len(kinds)))} ELSE -1 END" if kinds else "-1"
+        for in_sql in (True, False) if len(kinds) <= CASE_KINDS else (False,):
+            number = {k: i for i, k in enumerate(kinds)}
+            parts: dict[str, list[Any]] = {c: [] for c in ("trial", "repeat", "warmup", "text", "value", "seq", "id")}
+            for rows in self._chunks(
+                f"SELECT m.trial_id, m.repeat, m.warmup, m.value, m.seq, m.id, {code if in_sql else ', '.join(texts)} "
+                + rows_of_run,
+                (*(v for k in kinds for v in k), run_id) if in_sql else (run_id,),
+            ):
+                n = len(rows)
+                table = np.empty((n, 7), dtype=object)
+                table[:] = rows if in_sql else [(*r[:6], number.setdefault(r[6:], len(number))) for r in rows]
+                trial_id = table[:, 0].astype(np.int64)
+                parts["trial"].append(by_id[np.searchsorted(ids, trial_id, sorter=by_id)])
+                parts["repeat"].append(table[:, 1])
+                parts["warmup"].append(table[:, 2].astype(np.int64))
+                value = table[:, 3]
+                parts["value"].append(np.where(value == None, np.nan, value).astype(np.float64))  # noqa: E711
+                parts["seq"].append(table[:, 4])
+                parts["id"].append(table[:, 5].astype(np.int64))
+                parts["text"].append(table[:, 6].astype(np.int64))
+            if not (in_sql and any((t < 0).any() for t in parts["text"])):
+                break
         empty = {"repeat": object, "seq": object, "value": np.float64}
         col = {c: np.concatenate(v) if v else np.empty(0, dtype=empty.get(c, np.int64)) for c, v in parts.items()}
         # Execution order: by trial, then by id (the order records are read in).
         order = np.lexsort((col["id"], col["trial"]))
         out: dict[str, Any] = {c: v[order] for c, v in col.items()}
         out["trials"] = trials
-        out["texts"] = list(kinds)
+        out["texts"] = list(number)
         return out
 
     def measurement_columns(self, run_id: int, latency: bool = True, retired: bool = False) -> dict[str, Any]:
