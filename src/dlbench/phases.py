@@ -1,6 +1,6 @@
 """The measured phases, written once against the Framework/Trainer protocol.
 
-One repeat (DESIGN.md "Repeat"): a fresh model initialized with the repeat's
+One repeat (docs/design.md): a fresh model initialized with the repeat's
 seed (`repeat_seed`: seed + repeat in block 0, offset per block, so that the trials
 of a case are independent samples of accuracy as well as of time), then
 

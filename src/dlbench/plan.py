@@ -352,7 +352,7 @@ def strategy_reason(
 def oversubscription_reason(world_size: int, threads: int, cores: int) -> str | None:
     """Replicas x threads per replica above the cores a trial may use: an OpenMP pool
     that waits at each barrier for a descheduled thread runs tens of times slower
-    (DESIGN.md, "A busy core collapses an OpenMP pool"), so such a case is refused."""
+    (docs/design.md, "A busy core collapses an OpenMP pool"), so such a case is refused."""
     if world_size * threads > cores:
         return (
             f"oversubscribed: {world_size} replicas x {threads} threads = {world_size * threads} > {cores} cores "

@@ -372,7 +372,7 @@ def measure_idle(
 
 
 def adaptive_decision(store: Store, run_id: int, started: float) -> str | None:
-    """None: add another block. Otherwise why adding blocks stops (DESIGN.md:
+    """None: add another block. Otherwise why adding blocks stops (docs/design.md:
     "adaptive mode adds interleaved blocks until the 95% CI of each median is
     within ±PCT or a budget runs out"). Samples are per-trial medians."""
     from dlbench.analysis import stats

@@ -10,7 +10,7 @@ Two uses:
   the trial medians are compared unpaired (Mann-Whitney / Kruskal-Wallis), which
   decides with fewer processes (5 + 5 for three frameworks, against 7 pairs). The
   choice depends on the design alone, never on the data. With one trial per case
-  the sample is the repeats of that trial: a ratio and no verdict (DESIGN.md
+  the sample is the repeats of that trial: a ratio and no verdict (docs/design.md
   "Independence").
 - Run vs run (`dlbench compare A B`): the same case key in both runs, B
   relative to A; a significant slowdown beyond the threshold is a regression.

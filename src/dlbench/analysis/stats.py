@@ -1,6 +1,6 @@
 """Statistics for comparing frameworks: summaries, normality diagnostics, paired and
 unpaired rank tests, effect sizes, Holm correction, bootstrap ratio intervals, and the
-stopping rule for adaptive repetition (DESIGN.md "Statistics").
+stopping rule for adaptive repetition (docs/design.md).
 
 Pure functions over numpy arrays; scipy.stats does every test it has. Decisions:
 - Tests are rank tests whatever the normality diagnostics say (Wilcoxon signed-rank for

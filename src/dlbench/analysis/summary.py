@@ -2,7 +2,7 @@
 
 Warm-up repeats are excluded. With one trial per case the sample is the
 repeats of that trial (within-process, correlated: flagged); with several
-trials each trial's median is one sample (DESIGN.md "Independence").
+trials each trial's median is one sample (docs/design.md).
 Nothing here is stored: summaries are always recomputed from the raw rows.
 """
 

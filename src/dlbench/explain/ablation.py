@@ -9,7 +9,7 @@ settings only where A and B differ in them, or with --only runtime). Each
 toggle is a case of its own; with more than one toggle, B with all of them is one
 more (what remains of the gap after every toggle is then measured, not assumed).
 A and B are rerun too, so that every case of the pair is measured in the same
-interleaved blocks (DESIGN.md "Interleaving") on the same state of the machine.
+interleaved blocks (docs/design.md) on the same state of the machine.
 
 The statistic is the step time (train.time / train.steps of each repeat). The
 share of the gap a toggle closes is

@@ -8,7 +8,7 @@ each point is the average over the interval that ends at its timestamp
   in % of one core (200% = two cores busy).
 - cpu.system_util: busy share of all cores, in % (100% = every core busy).
 - cpu.steal: share of time the hypervisor gave this VM's vCPUs to others, in %
-  of all cores. Noisy neighbours show up here (DESIGN.md measured 26%).
+  of all cores. Noisy neighbours show up here (measured: 26%, docs/design.md).
 - cpu.others_util: the share of all cores that other processes (and the
   hypervisor, as steal) took while the worker ran: system_util minus the worker's
   own share, in % of all cores. A trial measured while this is high was measured on

@@ -1,7 +1,7 @@
 """The results store: every raw value, committed as it arrives, in SQLite (a file) or,
 for teams that share one database, PostgreSQL (`--db postgresql://...`, dlbench.store.postgres).
 
-Tables (DESIGN.md "Storage"): runs (config text verbatim, environment
+Tables (docs/design.md): runs (config text verbatim, environment
 fingerprint, an explain run's pairs), trials (full case and fairness manifest, status,
 error text), measurements (long format: trial, repeat, warm-up flag, phase, metric,
 value, unit), series (polled time series, for telemetry), skipped (cells not run,
