@@ -199,3 +199,18 @@ def test_threads_a_framework_did_not_run_leave_the_shared_settings_line():
     assert "threads=2" in common_settings(cases)
     assert "threads=" not in common_settings(cases, leave_out={"threads"})
     assert row_notes(partial, {"b": cases[1]}) == {"b": ["threads=2 (ran 1 intra-op thread)"]}
+
+
+def test_settings_a_knn_lacks_are_shared_only_by_the_cases_that_have_them():
+    from dlbench.report.tables import common_settings
+
+    nn = {"framework": "torch", "variant": "eager", "model": "mlp", "dataset": "digits", "batch_size": 32}
+    nn |= {"threads": 2, "device": "cpu", "init": "glorot-uniform", "optimizer": "adam", "lr": 0.001, "epochs": 3}
+    knn = {"framework": "sklearn", "variant": "default", "model": "knn", "dataset": "digits", "batch_size": 32}
+    knn |= {"threads": 2, "device": "cpu", "init": None, "optimizer": "none", "lr": None, "epochs": None}
+    both = common_settings([nn, knn, nn | {"framework": "jax", "variant": "jit"}])
+    every, some = both.split("; by every case but knn (which takes none of them): ")
+    assert "init=" not in every and "optimizer=" not in every and "threads=2" in every
+    assert "init=glorot-uniform" in some and "optimizer=adam" in some and "epochs=3" in some
+    # Without the k-NN every setting is every case's.
+    assert "; by every case but" not in common_settings([nn, nn | {"framework": "jax"}])

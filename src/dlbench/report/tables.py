@@ -211,13 +211,11 @@ def _applicable(cases: list[dict], field: str) -> set[str]:
             per_model.setdefault(str(x.get("model")), set()).add(json.dumps(x.get(field), sort_keys=True))
         widest = max(per_model.values(), key=len, default=set())
         return widest if len(widest) > 1 else (widest if len(per_model) == 1 else set())
-    return {
-        json.dumps(x.get(field))
-        for x in cases
-        if x.get(field) not in NOT_APPLICABLE
-        and x.get("optimizer") != "none"
-        or field in ("framework", "variant", "model", "dataset", "batch_size", "threads", "device")
-    }
+    return {json.dumps(x.get(field)) for x in cases if _applies(x, field)}
+
+
+# Settings every case has, whatever it trains.
+ALWAYS_APPLICABLE = ("framework", "variant", "model", "dataset", "batch_size", "threads", "device")
 
 
 def varying_fields(cases: list[dict]) -> list[str]:
@@ -235,19 +233,30 @@ def cell(case: dict, field: str) -> str:
 
 
 def common_settings(cases: list[dict], leave_out: Collection[str] = ()) -> str:
-    """The settings every case shares, printed once above the tables. `leave_out`: the
-    settings that did not apply in full to some case (dlbench.report.coverage), which
+    """The settings every case shares, printed once above the tables. A setting that does
+    not apply to some cases (a k-NN has no init, optimizer, lr or epochs) is said to be
+    shared only by the cases it applies to, which are named by what they lack. `leave_out`:
+    the settings that did not apply in full to some case (dlbench.report.coverage), which
     every case asked for but not every case got."""
     varying = varying_fields(cases)
-    out = []
+    every: list[str] = []
+    some: list[str] = []
     for c in CASE_COLUMNS:
         values = _applicable(cases, c)
         if c not in varying and len(values) == 1 and c not in leave_out:
             value = json.loads(values.pop())
             if value in (None, 0, {}, "") and c in ("input_shape", "model_options", "steps"):
                 continue  # not set: saying so adds nothing
-            out.append(f"{c}={value}")
-    return ", ".join(out)
+            (every if all(_applies(x, c) for x in cases) else some).append(f"{c}={value}")
+    if not some:
+        return ", ".join(every)
+    without = sorted({str(x.get("model")) for x in cases if not all(_applies(x, c.split("=")[0]) for c in some)})
+    return ", ".join(every) + f"; by every case but {', '.join(without)} (which takes none of them): " + ", ".join(some)
+
+
+def _applies(case: dict, field: str) -> bool:
+    """Whether a case has the setting at all (a k-NN fit has no optimizer, lr or epochs)."""
+    return field in ALWAYS_APPLICABLE or (case.get(field) not in NOT_APPLICABLE and case.get("optimizer") != "none")
 
 
 def _case_columns(columns: list[str]) -> list[str]:
@@ -784,6 +793,9 @@ def measured_table(
         epochs = s.case.get("epochs") or 0
         if compile_s is None:
             compile_cell = share = NOT_MEASURED + "no compile phase stored"
+        elif not epochs:
+            # A k-NN fit has no step to build or trace: its "compile" phase times an empty call.
+            compile_cell = share = NOT_MEASURED + "no step to compile (this case trains no epochs)"
         else:
             compile_cell = duration(compile_s)
             share = (
