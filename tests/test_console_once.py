@@ -76,6 +76,12 @@ def test_the_busy_warning_is_said_once_with_its_remedy_and_marks_the_lines_it_co
     assert all(i.metric == "train time (3 epochs)" for i in answer.items)
     # No full case label in the note: "adam 3 ep" is said once, in the shared settings.
     assert "adam" not in answer.notes[0]
+    # One busy case of several: "1 of 3 cases", not "1 of 3 case".
+    fast = [1.0, 1.1, 0.9, 1.05, 0.95, 1.02]
+    values = {"torch:eager": [5 * v for v in fast], "jax:jit": fast}
+    groups = [(Groups("mlp", "train", "train time", values, paired=False), stats.compare_many(values, paired=False))]
+    one = build_answer(rankings(groups), busy={"torch:eager mlp": 40.0}, cases=3)
+    assert "during 1 of 3 cases (" in one.notes[0], one.notes[0]
 
 
 def test_where_every_case_ran_busy_the_note_says_every_and_no_line_is_marked():

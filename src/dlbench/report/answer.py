@@ -285,7 +285,7 @@ def build_answer(
         which = (
             f"every case ({cases}): every number here"
             if everywhere
-            else f"{len(busy)}{f' of {cases}' if cases >= len(busy) else ''} case{'s' if len(busy) > 1 else ''} "
+            else f"{len(busy)}{f' of {cases}' if cases >= len(busy) else ''} case{'s' if max(len(busy), cases) > 1 else ''} "
             f"(the lines and rows marked {BUSY_MARK})"
         )
         answer.warn(
