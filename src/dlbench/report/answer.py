@@ -282,11 +282,12 @@ def build_answer(
         answer.empty = "nothing to compare: every comparison needs two frameworks or variants with values"
     if busy:
         worst = max(busy.values())
+        of = f" of {cases}" if cases >= len(busy) else ""
+        plural = "s" if max(len(busy), cases) > 1 else ""  # "1 of 3 cases"
         which = (
             f"every case ({cases}): every number here"
             if everywhere
-            else f"{len(busy)}{f' of {cases}' if cases >= len(busy) else ''} case{'s' if max(len(busy), cases) > 1 else ''} "
-            f"(the lines and rows marked {BUSY_MARK})"
+            else f"{len(busy)}{of} case{plural} (the lines and rows marked {BUSY_MARK})"
         )
         answer.warn(
             f"{BUSY_MARK} measured on a busy machine: other processes took up to {worst:.0f}% of the CPU "
