@@ -47,6 +47,15 @@ def test_trials_are_flagged_on_the_median_of_their_measured_windows():
     assert busy_trials(rows, threshold=4.0) == {1: 5.0, 2: 25.0}
 
 
+def test_windows_too_short_for_the_cpu_counters_do_not_make_a_trial_busy():
+    short = "unreliable: window 11.0 ms is shorter than 10 x the source's resolution (10 ms)"
+    rows = [_row(1, "train", 100.0) | {"flag": short}, _row(1, "infer", 4.0)]
+    rows += [_row(2, "train", 100.0, case="k2") | {"flag": short}]  # only short windows: no share at all
+    rows += [_row(3, "train", 40.0, case="k3") | {"flag": None}]
+    assert others_share(rows) == {1: 4.0, 3: 40.0}
+    assert busy_cases(rows) == {"k3": 40.0}
+
+
 def _run(tiny_run, db, pinned_loop: bool) -> str:
     loop = None
     if pinned_loop:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from typing import Any
 
 from dlbench.analysis.rows import Rows, columns
 
@@ -34,16 +35,34 @@ PHASES = ("train", "infer")
 
 def others_share(measurements: Rows) -> dict[int, float]:
     """Trial id -> the larger of its train and inference medians of the others' share
-    (% of all cores) over measured repeats of ok trials; trials without the metric are absent."""
+    (% of all cores) over measured repeats of ok trials; trials without the metric are absent.
+
+    Windows the slicer flagged unreliable (shorter than ten ticks of the CPU-time counters,
+    dlbench.telemetry) are left out: a 1 ms k-NN fit or an 11 ms jax mlp training read 0%
+    or 100% by where the tick fell, and on a quiet machine flagged such cases BUSY at
+    "100%". A trial whose every window is that short has no share: not known, not quiet."""
+    measurements = measurements if isinstance(measurements, list) else list(measurements)
     per: dict[tuple[int, str], list[float]] = defaultdict(list)
     names = ("metric", "phase", "warmup", "value", "status", "trial_id")
-    for metric, phase, warmup, value, status, trial in zip(*columns(measurements, names), strict=True):
-        if metric == METRIC and phase in PHASES and not warmup and value is not None and status == "ok":
+    flags = _flags(measurements)
+    for (metric, phase, warmup, value, status, trial), flag in zip(
+        zip(*columns(measurements, names), strict=True), flags, strict=True
+    ):
+        if metric != METRIC or (flag and flag.startswith("unreliable")):
+            continue
+        if phase in PHASES and not warmup and value is not None and status == "ok":
             per[(trial, phase)].append(float(value))
     out: dict[int, float] = {}
     for (trial, _), values in per.items():
         out[trial] = max(out.get(trial, 0.0), statistics.median(values))
     return out
+
+
+def _flags(measurements: list[Any]) -> list[str | None]:
+    """Each row's flag; rows built as dicts without one (tests) have none."""
+    if measurements and isinstance(measurements[0], dict):
+        return [m.get("flag") for m in measurements]
+    return columns(measurements, ("flag",))[0]
 
 
 def busy_trials(measurements: Rows, threshold: float = BUSY_THRESHOLD) -> dict[int, float]:
