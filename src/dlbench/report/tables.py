@@ -385,13 +385,14 @@ def glance_table(
             head.append(f"{label} ×")
     covers = "; ".join(f"{label}: {(per or {})[phase]}" for phase, _, label, *_ in present if phase in (per or {}))
     t = TableData(
-        "summary: medians, fastest first (× = time relative to the fastest of the same setting)"
-        + (f"; one time = {covers}" if covers else ""),
+        "summary: medians, fastest first (× = time relative to the fastest of the same setting)",
         ["framework", *_case_columns(columns), *head, "n", "note"],
         align=["left"] * (len(columns) + 1) + ["right"] * (len(head) + 1) + ["left"],
         optional=("n",),
         nowrap=frozenset(label for phase, metric, label, *_ in present if metric == "time"),
     )
+    if covers:
+        t.notes.append(f"one time = {covers}")
     everywhere_one_process = all(s.within_process and any(st.n > 1 for st in s.stats.values()) for s in timed)
     if everywhere_one_process:  # said once under the table, not on every row
         t.caption = "every case: repeats in 1 process (correlated; --trials 2+ for independent samples)"
