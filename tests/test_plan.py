@@ -107,3 +107,18 @@ def test_threads_0_never_means_more_threads_than_the_cores_allowed(monkeypatch):
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
     assert plan.physical_cores() == 1
+
+
+def test_a_long_skipped_list_is_cut_and_its_reasons_counted():
+    from dlbench.report.tables import PLAN_ROWS, skipped_table
+
+    cells = [
+        ({"framework": "sklearn", "model": "mlp", "dataset": "digits", "lr": i}, "no such model") for i in range(2500)
+    ]
+    cells += [({"framework": "numpy", "model": "cnn", "dataset": "digits", "lr": i}, "not built") for i in range(500)]
+    t = skipped_table(cells)
+    assert t is not None and t.title == "3000 skipped cells"
+    assert len(t.rows) == PLAN_ROWS + 1 and t.rows[-1][-1] == f"{3000 - PLAN_ROWS} more (the first {PLAN_ROWS} shown)"
+    assert t.notes[:2] == ["2500 cells: no such model", "500 cells: not built"]
+    short = skipped_table(cells[:3])
+    assert short is not None and len(short.rows) == 3 and not short.notes

@@ -20,7 +20,8 @@ from dlbench.report.render import TableData
 from dlbench.store.records import trial_record
 from dlbench.terminal import drop_shared, duration, number, time_unit
 
-PLAN_ROWS = 1000  # trials a plan table lists
+PLAN_ROWS = 1000  # trials (and skipped cells) a plan table lists
+SKIPPED_REASONS = 10  # the most common reasons counted under a cut skipped table
 
 
 def plan_table(plan: Plan) -> TableData:
@@ -51,8 +52,22 @@ def skipped_table(skipped: Iterable[tuple[dict, str]]) -> TableData | None:
         if len({json.dumps(cell.get(k)) for cell, _ in rows}) > 1
     ]
     t = TableData(f"{len(rows)} skipped cells", [*fixed, *extra, "reason"])
-    for cell, reason in rows:
+    for cell, reason in rows[:PLAN_ROWS]:
         t.add_row(*(str(cell.get(k, "")) for k in (*fixed, *extra)), reason)
+    if len(rows) > PLAN_ROWS:
+        # 25,000 skipped cells took 20 s of CPU to print, for a list nobody reads to its end;
+        # each reason is counted below, and plan --format json lists every cell.
+        t.add_row(
+            "…", *[""] * (len(fixed) + len(extra) - 1), f"{len(rows) - PLAN_ROWS} more (the first {PLAN_ROWS} shown)"
+        )
+        reasons: dict[str, int] = {}
+        for _, reason in rows:
+            reasons[reason] = reasons.get(reason, 0) + 1
+        common = sorted(reasons.items(), key=lambda r: -r[1])
+        t.notes.extend(f"{n} cells: {reason}" for reason, n in common[:SKIPPED_REASONS])
+        if len(common) > SKIPPED_REASONS:
+            t.notes.append(f"{len(common) - SKIPPED_REASONS} other reasons")
+        t.notes.append("every skipped cell: dlbench plan ... --format json")
     return t
 
 
