@@ -29,11 +29,29 @@ def test_more_exclusion_tables_than_the_limit_are_refused_with_the_limit():
         config.parse(_toml(2, 2, excludes=config.MAX_RULES + 1), "t.toml")
 
 
-def test_cells_times_exclusions_beyond_the_limit_are_refused_before_expanding():
-    # 101 x 100 cells x 1000 exclusions = 10,100,000 checks > 10,000,000.
-    with pytest.raises(config.ConfigError, match=r"10100 matrix cells x 1000 \[\[exclude\]\] tables = 10100000 checks"):
-        config.parse(_toml(101, 100, excludes=1000), "t.toml")
-    assert len(expand(config.parse(_toml(10, 10, excludes=1000), "t.toml")).trials) == 100  # under it: planned
+def test_exclusions_naming_too_many_cells_in_all_are_refused_before_expanding():
+    # Each of 1000 exclusions names lr = 0.001 (all 2000 batch sizes): 2,000,000 marks, fine; naming
+    # every lr (10 values) makes each name 20,000 cells: 20,000,000 > 10,000,000.
+    lines = _toml(2000, 10).replace("[protocol]", "[protocol]")
+    wide = lines + "".join(f"[[exclude]]\nlr = {[round(0.001 * i, 4) for i in range(1, 11)]}\n" for _ in range(1000))
+    with pytest.raises(config.ConfigError, match=r"1000 \[\[exclude\]\] tables name 20000000 matrix cells in all"):
+        config.parse(wide, "t.toml")
+    narrow = lines + "".join("[[exclude]]\nlr = 0.001\nbatch_size = 1\n" for _ in range(1000))
+    assert len(expand(config.parse(narrow, "t.toml")).trials) == 2000 * 10 - 1  # under it: planned
+
+
+def test_a_million_cell_matrix_narrowed_by_exclusions_plans():
+    # 1000 batch sizes x 1000 learning rates = 10^6 cells; the exclusions keep 10 learning rates.
+    lrs = [round(0.0001 * i, 4) for i in range(1, 1001)]
+    toml = _toml(1000, 1000).replace(f"lr = {[round(0.001 * i, 4) for i in range(1, 1001)]}", f"lr = {lrs}")
+    toml += f"[[exclude]]\nlr = {lrs[10:]}\n"
+    plan = expand(config.parse(toml, "t.toml"))
+    assert len(plan.trials) == 1000 * 10 and {t.case.lr for t in plan.trials} == set(lrs[:10])
+    # Without the exclusion the same matrix is 10^6 trials: refused, counted before expanding.
+    with pytest.raises(config.ConfigError, match=r"1000000 matrix cells x 1 trials = 1000000 trials: at most"):
+        config.parse(_toml(1000, 1000), "t.toml")
+    with pytest.raises(config.ConfigError, match=r"10000 matrix cells \(of 1000000, after exclusions\) x 20 trials"):
+        config.parse(toml.replace("trials = 1", "trials = 20"), "t.toml")
 
 
 def test_trials_per_run_are_bounded_before_expanding():

@@ -92,12 +92,17 @@ DEVICES = ("cpu", "cuda")
 
 MAX_BATCH_SIZE = 2**20
 MAX_INPUT_SHAPE = 2**14  # a 16384 x 16384 float32 image is 1 GiB per channel
-# Matrix cells x trials: a plan expands each cell in ~50 us on this project's 2-core VM, so
-# 100,000 plan in about 5 s (1,000,000 took minutes and a GB); each trial is a process
-# of seconds at least, so a run this size is days already.
+# Cells left after exclusions (and added by inclusions) x trials: a plan builds each trial in
+# ~40 us on this project's 2-core VM, so 100,000 plan in seconds; each trial is a process of
+# seconds at least, so a run this size is days already.
 MAX_TRIALS_PER_RUN = 100_000
-# [[include]] and [[exclude]] tables, and every cell checked against every exclusion:
-# 10 million checks are a few seconds (10,000 cells x 200,000 rules ran for minutes).
+# The matrix before exclusions: exclusions mark boxes in a boolean grid of this many cells
+# (one byte each), so a 10^6-cell matrix narrowed by exclusions is counted in milliseconds
+# before any cell is built; 10^7 bounds that grid at 10 MB.
+MAX_MATRIX_CELLS = 10_000_000
+# [[include]] and [[exclude]] tables, and the cells the exclusions name in all (each one a
+# mark in the grid above; when every cell was checked against every rule, 10,000 cells x
+# 200,000 rules ran for minutes).
 MAX_RULES = 1_000
 MAX_RULE_CHECKS = 10_000_000
 MAX_SYNTHETIC_SIDE = MAX_INPUT_SHAPE
@@ -567,20 +572,59 @@ def _text(where: str, key: str, value: Any, *, limit: int, free: bool) -> str:
 
 
 def _check_size(where: str, matrix: dict[str, tuple[Any, ...]], include: Any, trials: int, exclude: Any = ()) -> None:
-    """Refuse a run of more than MAX_TRIALS_PER_RUN trials (cells before exclusions x trials),
-    or more than MAX_RULE_CHECKS cell-against-exclusion checks; counted before expanding."""
-    cells = math.prod(len(matrix[k]) for k in FACTORS)
-    cells += sum(math.prod(len(inc.get(k, matrix[k])) for k in FACTORS) for inc in include)
-    if cells * trials > MAX_TRIALS_PER_RUN:
+    """Refuse a matrix of more than MAX_MATRIX_CELLS cells, more than MAX_RULE_CHECKS cells
+    named by the exclusions in all, or a run of more than MAX_TRIALS_PER_RUN trials (the
+    cells left after exclusions, plus the inclusions', x trials); counted before expanding."""
+    full = {k: distinct(matrix[k]) for k in FACTORS}
+    cells = math.prod(len(full[k]) for k in FACTORS)
+    if cells > MAX_MATRIX_CELLS:
         raise ConfigError(
-            f"{where}: {cells} matrix cells x {trials} trials = {cells * trials} trials: at most "
+            f"{where}: {cells} matrix cells before exclusions: at most {MAX_MATRIX_CELLS}; narrow the matrix"
+        )
+    marks = sum(math.prod(len(b) for b in _box(full, rule)) for rule in exclude)
+    if marks > MAX_RULE_CHECKS:
+        raise ConfigError(
+            f"{where}: {len(exclude)} [[exclude]] tables name {marks} matrix cells in all: at most "
+            f"{MAX_RULE_CHECKS}; merge exclusions (each factor takes a list) or narrow the matrix"
+        )
+    kept = int(kept_grid(full, exclude).sum()) if exclude else cells
+    kept += sum(math.prod(len(inc.get(k, matrix[k])) for k in FACTORS) for inc in include)
+    if kept * trials > MAX_TRIALS_PER_RUN:
+        narrowed = f" (of {cells}, after exclusions)" if kept != cells else ""
+        raise ConfigError(
+            f"{where}: {kept} matrix cells{narrowed} x {trials} trials = {kept * trials} trials: at most "
             f"{MAX_TRIALS_PER_RUN} in one run; narrow the matrix or lower trials"
         )
-    if cells * len(exclude) > MAX_RULE_CHECKS:
-        raise ConfigError(
-            f"{where}: {cells} matrix cells x {len(exclude)} [[exclude]] tables = {cells * len(exclude)} checks: "
-            f"at most {MAX_RULE_CHECKS}; merge exclusions (each factor takes a list) or narrow the matrix"
-        )
+
+
+def distinct(values: Any) -> list[Any]:
+    """The values in order, each once (a repeated value would repeat its cells)."""
+    out: list[Any] = []
+    for v in values:
+        if v not in out:
+            out.append(v)
+    return out
+
+
+def _box(full: dict[str, list[Any]], rule: Mapping[str, Any]) -> list[list[int]]:
+    """The positions, per factor, of the values an exclusion names (every value where it names none)."""
+    return [
+        [i for i, v in enumerate(full[k]) if v in rule[k]] if k in rule else list(range(len(full[k]))) for k in FACTORS
+    ]
+
+
+def kept_grid(full: dict[str, list[Any]], exclude: Any) -> Any:
+    """A boolean grid over the matrix (factors in FACTORS order, values as in `full`), True
+    where a cell survives the exclusions. Each exclusion marks a box (the product of its
+    values' positions), so its cost is the cells it names, not cells x rules."""
+    import numpy as np
+
+    dropped = np.zeros(tuple(len(full[k]) for k in FACTORS), dtype=bool)
+    for rule in exclude:
+        box = _box(full, rule)
+        if all(box):
+            dropped[np.ix_(*(np.array(b, dtype=np.intp) for b in box))] = True
+    return ~dropped
 
 
 def parse(text: str, source: str = "<string>", base: Path | None = None) -> Experiment:

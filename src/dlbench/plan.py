@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from dlbench import registry, runtime_settings
-from dlbench.config import FACTORS, Experiment
+from dlbench.config import FACTORS, Experiment, distinct, kept_grid
 
 
 @dataclass(frozen=True)
@@ -133,15 +133,6 @@ def physical_cores() -> int:
         return physical
 
 
-def _distinct(values: Any) -> list[Any]:
-    """The values in order, each once (a repeated value would repeat its cells)."""
-    out: list[Any] = []
-    for v in values:
-        if v not in out:
-            out.append(v)
-    return out
-
-
 def _cell_key(cell: dict[str, Any]) -> Any:
     try:
         return tuple(cell[k] for k in FACTORS)
@@ -156,20 +147,11 @@ def _cells(exp: Experiment) -> list[dict[str, Any]]:
     rules; a cell is built only if it survives."""
     import numpy as np
 
-    full = {k: _distinct(exp.matrix[k]) for k in FACTORS}
+    full = {k: distinct(exp.matrix[k]) for k in FACTORS}
     shape = tuple(len(full[k]) for k in FACTORS)
-    dropped = np.zeros(shape, dtype=bool)
-    for rule in exp.exclude:
-        box = []
-        for k in FACTORS:
-            if k in rule:
-                box.append(np.array([i for i, v in enumerate(full[k]) if v in rule[k]], dtype=np.intp))
-            else:
-                box.append(np.arange(len(full[k]), dtype=np.intp))
-        if all(b.size for b in box):
-            dropped[np.ix_(*box)] = True
+    survives = kept_grid(full, exp.exclude)
     cells: dict[Any, dict[str, Any]] = {}
-    kept = np.unravel_index(np.flatnonzero(~dropped.ravel()), shape)
+    kept = np.unravel_index(np.flatnonzero(survives.ravel()), shape)
     columns = [[full[k][i] for i in positions.tolist()] for k, positions in zip(FACTORS, kept, strict=True)]
     for combo in zip(*columns, strict=True):
         cell = dict(zip(FACTORS, combo, strict=True))
