@@ -312,3 +312,39 @@ def test_one_process_per_case_gets_no_verdict_word(tmp_path):
     assert rows and {r["verdict"] for r in rows} == {plots.NO_VERDICT}
     (legend,) = figures["04_relative_time"].legends
     assert [t.get_text() for t in legend.get_texts()][0] == "no verdict (within-process 95% interval)"
+
+
+def test_svg_files_do_not_depend_on_the_last_bit_of_a_clip_rectangle():
+    """matplotlib names a clip path by a hash of its rectangle's floats; a layout computed
+    again can move one by a last bit, and the same run's figure then differed byte for byte."""
+    import io
+    import re
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from dlbench.report.plots import _svg_bytes
+
+    def drawn(nudge: float, raw: bool = False) -> bytes:
+        with matplotlib.rc_context({"svg.hashsalt": "dlbench"}):
+            fig, ax = plt.subplots()
+            ax.plot([1, 2, 3], [3, 1, 2])
+            left, bottom, width, height = ax.get_position().bounds
+            ax.set_position((left, bottom, width + nudge, height))
+            try:
+                if raw:
+                    buffer = io.BytesIO()
+                    fig.savefig(buffer, format="svg", metadata={"Date": None})
+                    return buffer.getvalue()
+                return _svg_bytes(fig)
+            finally:
+                plt.close(fig)
+
+    # One last bit of the axes' width: matplotlib's own file changes (its clip path's id), ours does not.
+    assert drawn(0.0, raw=True) != drawn(1e-16, raw=True)
+    a, b = drawn(0.0), drawn(1e-16)
+    assert a == b
+    assert b'clip-path="url(#clip1)"' in a and b'id="clip1"' in a
+    assert not re.search(rb"url\(#p[0-9a-f]{10}\)", a)
