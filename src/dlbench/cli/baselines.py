@@ -70,6 +70,7 @@ def save(
         f"saved baseline {b.name!r}: run {b.run_id} of {db_text(db)} "
         f"({b.n_cases} case{'' if b.n_cases == 1 else 's'}){before}",
         highlight=False,
+        soft_wrap=True,  # one line, whatever the path's length: a script or a log reads it whole
     )
 
 
@@ -82,7 +83,9 @@ def list_baselines(db: DB = Path("dlbench.db")) -> None:
     found = service.listing(store)
     if not found:
         console.print(
-            f"no baselines in {db_text(db)}; save one with: dlbench baseline save NAME --run ID", highlight=False
+            f"no baselines in {db_text(db)}; save one with: dlbench baseline save NAME --run ID",
+            highlight=False,
+            soft_wrap=True,
         )
         return
     show_table(service.table(found))
@@ -137,7 +140,9 @@ def delete(name: NameArg, db: DB = Path("dlbench.db")) -> None:
         gone = service.delete(store, name)
     except ServiceError as exc:
         fail(str(exc))
-    console.print(f"deleted baseline {gone.name!r} (it named run {gone.run_id}, which stays)", highlight=False)
+    console.print(
+        f"deleted baseline {gone.name!r} (it named run {gone.run_id}, which stays)", highlight=False, soft_wrap=True
+    )
 
 
 def _refuse(message: str) -> NoReturn:
