@@ -10,6 +10,7 @@ metric and read back through the Python API with the same numbers.
 from __future__ import annotations
 
 import importlib.util
+import json
 import sqlite3
 from pathlib import Path
 
@@ -118,12 +119,12 @@ def test_a_series_model_on_an_undeclared_3d_array_is_told_to_declare_its_layout(
     path = tmp_path / "raw.npz"
     x = np.zeros((8, 64, 3), dtype=np.float32)  # (N, L, C) saved without a layout
     np.savez(path, x_train=x, y_train=np.arange(8) % 2, x_test=x, y_test=np.arange(8) % 2)
-    out = " ".join(
-        cli("plan", "--model", f"{EXAMPLES / 'series_cnn' / 'series_cnn.py'}:MODEL", "--dataset", path).split()
-    )
-    assert "series_cnn takes series input, (L, C) per sample; the data gives 64x3x1" in out
-    assert "save it with layout='NLC' (or 'NCL')" in out
-    assert "layout NHW, inferred from its rank" in out
+    args = ("plan", "--model", f"{EXAMPLES / 'series_cnn' / 'series_cnn.py'}:MODEL", "--dataset", path)
+    # The reason as data (a table cell wraps it at the terminal's width), the data line as printed.
+    (reason,) = {s["reason"] for s in json.loads(cli(*args, "--format", "json"))["skipped"]}
+    assert "series_cnn takes series input, (L, C) per sample; the data gives 64x3x1" in reason
+    assert "save it with layout='NLC' (or 'NCL')" in reason
+    assert "layout NHW, inferred from its rank" in " ".join(cli(*args).split())
 
 
 # -- the three examples, end to end -----------------------------------------------------

@@ -363,6 +363,10 @@ def expand(exp: Experiment) -> Plan:
     memo: dict[tuple[Any, ...], Any] = {}
 
     def once(key: tuple[Any, ...], make: Any) -> Any:
+        try:
+            hash(key)
+        except TypeError:  # a model of several named inputs has a dict of shapes
+            key = (json.dumps(key, sort_keys=True, default=repr),)
         if key not in memo:
             memo[key] = make()
         return memo[key]
