@@ -57,10 +57,11 @@ def list_(
         title="models: trainable parameters at the input shown, as each framework builds them, "
         "beside the spec's formula and the published count"
     )
-    # A count is one number: it never wraps (the description takes what room is left).
-    numbers = {"formula", *counts, "published"}
+    # A count is one number and an origin one name ("plugin dsconv-models"): they never wrap
+    # (the description takes what room is left).
+    whole = {"formula", *counts, "published", "from"}
     for col in ("name", "input, classes", "formula", *counts, "published", "description", "from"):
-        t.add_column(col, overflow="fold", no_wrap=col in numbers)
+        t.add_column(col, overflow="fold", no_wrap=col in whole)
     for spec in registry.models({}):
         if spec.kind == "classical":
             t.add_row(spec.name, "—", "—", *("—" for _ in counts), "—", spec.description, spec.origin)
