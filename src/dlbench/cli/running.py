@@ -411,9 +411,12 @@ def extend(
         targets.append(runner.Target(store, row["id"], trialspec.worker_command(interpreter), sources))
     names = {id(t): ref for t, ref in zip(targets, refs)}
 
+    # Event lines and the command to copy stay one line each, whatever the paths' length.
     def on_block(target, block, done):
         console.print(
-            f"block {done}/{blocks}: {names[id(target)]} (run {target.run_id}) block {block} done", highlight=False
+            f"block {done}/{blocks}: {names[id(target)]} (run {target.run_id}) block {block} done",
+            highlight=False,
+            soft_wrap=True,
         )
 
     from dlbench.store import StoreError
@@ -432,9 +435,11 @@ def extend(
     except StoreError as exc:
         fail(str(exc), code=1)
     for ref, t, c in zip(refs, targets, counts):
-        console.print(f"{ref} (run {t.run_id}): " + ", ".join(f"{v} {k}" for k, v in c.items()), highlight=False)
+        console.print(
+            f"{ref} (run {t.run_id}): " + ", ".join(f"{v} {k}" for k, v in c.items()), highlight=False, soft_wrap=True
+        )
     if len(refs) == 2:
-        console.print(f"compare them with: dlbench compare {refs[0]} {refs[1]}", highlight=False)
+        console.print(f"compare them with: dlbench compare {refs[0]} {refs[1]}", highlight=False, soft_wrap=True)
     if any(status not in ("ok", "oom") for c in counts for status in c):
         raise typer.Exit(1)
 
