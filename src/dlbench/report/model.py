@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from dlbench.analysis.busy import BUSY_THRESHOLD
@@ -128,8 +129,15 @@ class Report:
     # Compile time, throughput, peak memory, final loss per case: the console shows it under
     # the summary; the written formats (and HTML's summary section) have it last in `summary`.
     measured: TableData | None = None
-    # (case key, phase, metric) -> the interval of that summary's median (median_interval).
-    median_cis: dict = field(default_factory=dict)
+    # How to get (case key, phase, metric) -> the interval of that summary's median
+    # (median_interval): only the JSON format states them, and at 10^6 measurements they cost
+    # 0.5 s that a console report would spend for nothing, so they are made on first use.
+    median_cis_from: Callable[[], dict] | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def median_cis(self) -> dict:
+        """(case key, phase, metric) -> the interval of that summary's median."""
+        return self.median_cis_from() if self.median_cis_from is not None else {}
 
     def lead_lines(self) -> list[str]:
         """What shows before any table: the run, the settings every case shares."""
@@ -383,7 +391,7 @@ def build_report(
         legend=LEGEND,
         summary=[*summary_tables(summaries, busy, case_notes, per), *([measured] if measured else [])],
         measured=measured,
-        median_cis=median_intervals(measurements),
+        median_cis_from=lambda: median_intervals(measurements),
         latency=latency_table(summaries, latency_percentiles_of(store.latency_samples(run_id))),
         telemetry=telemetry_tables(summaries, measurements, sampler_rows),
         omnibus=omnibus_table(omnibus) if omnibus else None,
