@@ -220,3 +220,37 @@ def test_settings_a_knn_lacks_are_shared_only_by_the_cases_that_have_them():
     assert "init=glorot-uniform" in some and "optimizer=adam" in some and "epochs=3" in some
     # Without the k-NN every setting is every case's.
     assert "; by every case but" not in common_settings([nn, nn | {"framework": "jax"}])
+
+
+def test_a_table_printed_by_a_command_fits_the_width_without_losing_its_last_column():
+    """show_table fits a table to the console: unfitted, compare's 8 columns rendered past 100
+    columns and the log cut the last one off (its border and the 'sample' column gone)."""
+    import io
+
+    from rich.console import Console
+
+    from dlbench.cli import common
+    from dlbench.report.render import TableData
+
+    t = TableData(
+        "B relative to A",
+        ["case", "metric", "median A", "median B", "ratio B/A [95% CI]", "p", "verdict", "sample"],
+        nowrap=frozenset({"ratio B/A [95% CI]", "verdict", "median A", "median B"}),
+        optional=("sample",),
+    )
+    t.add_row("tensorflow:graph", "inference time", "3.606 ms", "4.323 ms", "1.199 [0.917, 1.369]",
+              "— (not in turns)", "no verdict", "5+5 trial medians, unpaired")  # fmt: skip
+    out = io.StringIO()
+    console = Console(file=out, width=100, force_terminal=False, color_system=None)
+    original = common.console
+    common.console = console
+    try:
+        common.show_table(t)
+    finally:
+        common.console = original
+    lines = out.getvalue().splitlines()
+    assert max(map(len, lines)) <= 100
+    table = [line for line in lines if line[:1] in "┏┃┡│└"]
+    assert table and all(line[-1] in "┓┃┩│┘" for line in table), table  # every row closed: nothing cut off
+    assert "4.323 ms" in out.getvalue()  # a value keeps its unit on its line
+    assert "(left out to fit 100 columns: sample)" in out.getvalue()

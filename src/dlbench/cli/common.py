@@ -90,8 +90,10 @@ def show_table(table: Any) -> None:
 
     from dlbench.report.console import rich_table, say
 
-    # The notes under it wrap at the console's width with a hanging indent, like every sentence.
-    console.print(rich_table(replace(table, notes=[])))
+    # Fitted to the console's width (optional columns dropped, words kept whole where they fit):
+    # unfitted, a compare table of 8 columns rendered past 100 columns and the log cut its
+    # last column off. The notes under it wrap with a hanging indent, like every sentence.
+    console.print(rich_table(replace(table, notes=[]), width=console.width))
     for note in table.notes:
         say(console, note)
 

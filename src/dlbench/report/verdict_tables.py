@@ -107,7 +107,10 @@ def compare_table(
             "block k of B (Wilcoxon signed-rank, pairs resampled jointly); unpaired: Mann-Whitney U, "
             "samples resampled independently"
         ],
-        nowrap=frozenset({ratio_col, "verdict"}),
+        nowrap=frozenset({ratio_col, "verdict", f"{est} A", f"{est} B"}),  # a value keeps its unit
+        # At a log's 100 columns the sample's words are what gives way (the note above says
+        # what paired and unpaired mean), so that case names and numbers stay whole.
+        optional=("sample",),
     )
     # Cases named by what tells them apart; what they share is said once under the table.
     labels = sorted({case_label(d.case) for d in diffs})
@@ -151,7 +154,7 @@ def _said_once(t: TableData, columns: tuple[str, ...]) -> TableData:
     for name in columns:
         i = t.columns.index(name)
         values = {row[i] for row in t.rows}
-        if len(t.rows) < 2 or len(values) != 1:
+        if len(values) != 1 or (len(t.rows) < 2 and values != {""}):  # an empty column goes whatever the rows
             continue
         value = values.pop()
         t.columns.pop(i)
