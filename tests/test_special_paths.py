@@ -36,8 +36,13 @@ def test_a_run_compared_with_itself_is_refused(db, tmp_path, cli):
     assert "are the same run" not in cli("compare", db, copy, code=None)
 
 
-def test_control_characters_from_a_database_print_as_visible_escapes(db, tmp_path, cli):
+def test_control_characters_from_a_database_print_as_visible_escapes(db, tmp_path, cli, monkeypatch):
+    from dlbench.cli import common
     from dlbench.terminal import printable
+
+    # Wide enough for the 28-character escaped name to stay whole in its table cell: this test
+    # reads the escapes, and a table fitted to 100 columns folds a long name across rows.
+    monkeypatch.setattr(common.console, "width", 400)
 
     assert printable("a\x1b]0;pwned\x07b\x1b[2J\tc\nd\x9b") == "a\\x1b]0;pwned\\x07b\\x1b[2J\tc\nd\\x9b"
     # The experiment file refuses such a name; a database someone sent can hold anything.

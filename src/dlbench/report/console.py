@@ -100,6 +100,11 @@ def rich_table(data: TableData, width: int | None = None) -> RenderableType:
     """A rich Table; with notes, the table followed by the note lines. With a width,
     optional columns are dropped until every column fits its longest word, and the
     columns get fixed widths no narrower than that."""
+    from dataclasses import replace
+
+    # Measured as printed: a database's text shows its control characters as escapes
+    # ("\\x1b", four characters for one), and a width taken from the raw text cut it.
+    data = replace(data, rows=[[printable(c) if isinstance(c, str) else c for c in row] for row in data.rows])
     kept, mins = _fitted(data, width)
     fixed = _widths(data, kept, mins, width) if width is not None else None
     # With a width, the caption is a sentence under the table like the notes, left-aligned and
