@@ -255,18 +255,22 @@ def common_settings(cases: list[dict], leave_out: Collection[str] = ()) -> str:
     every case asked for but not every case got."""
     varying = varying_fields(cases)
     every: list[str] = []
-    some: list[str] = []
+    some: dict[str, str] = {}  # setting -> "setting=value", for the settings some cases lack
     for c in CASE_COLUMNS:
         values = _applicable(cases, c)
         if c not in varying and len(values) == 1 and c not in leave_out:
             value = json.loads(values.pop())
             if value in (None, 0, {}, "") and c in ("input_shape", "model_options", "steps"):
                 continue  # not set: saying so adds nothing
-            (every if all(_applies(x, c) for x in cases) else some).append(f"{c}={value}")
+            if all(_applies(x, c) for x in cases):
+                every.append(f"{c}={value}")
+            else:
+                some[c] = f"{c}={value}"
     if not some:
         return ", ".join(every)
-    without = sorted({str(x.get("model")) for x in cases if not all(_applies(x, c.split("=")[0]) for c in some)})
-    return ", ".join(every) + f"; by every case but {', '.join(without)} (which takes none of them): " + ", ".join(some)
+    without = sorted({str(x.get("model")) for x in cases if not all(_applies(x, c) for c in some)})
+    shared = ", ".join(some.values())
+    return ", ".join(every) + f"; by every case but {', '.join(without)} (which takes none of them): " + shared
 
 
 def _applies(case: dict, field: str) -> bool:
