@@ -903,17 +903,24 @@ class Store:
     def latency_samples(self, run_id: int) -> list[tuple[str, str, Any]]:
         """The per-call latency values a percentile reads, pooled per case and latency
         phase: (case_key, phase, float64 array) for every case and phase latency_b<B> that
-        has any, from the run's current, ok trials, warm-ups and NULL values left out,
-        metric time. The same values latency_calls() gives, filtered in SQL and read in
-        batches into arrays (memory: 16 bytes a value)."""
+        has any, in the order they first appear, from the run's current, ok trials,
+        warm-ups and NULL values left out, metric time. The same values latency_calls()
+        gives, filtered in SQL and read in batches into arrays (memory: 24 bytes a value)."""
+        from operator import itemgetter
+
         import numpy as np
 
-        case_of = dict(
-            self._tuples("SELECT id, case_key FROM trials WHERE run_id=? AND retired=0 AND status='ok'", (run_id,))
+        trial_case = self._tuples(
+            "SELECT id, case_key FROM trials WHERE run_id=? AND retired=0 AND status='ok' ORDER BY id", (run_id,)
         )
-        # (case, phase) -> a group number; the values then sort into their groups in numpy.
-        groups: dict[tuple[str, str], int] = {}
-        codes, values = [], []
+        cases = {key: i for i, key in enumerate(dict.fromkeys(c for _, c in trial_case))}
+        trial_ids = np.array([t for t, _ in trial_case], dtype=np.int64)
+        case_of_trial = np.array([cases[c] for _, c in trial_case], dtype=np.int64)
+        phases: dict[str, int] = {}
+        # Each column is taken out of a batch's tuples by C-level map(): a Python expression
+        # per row (a (case, phase) key and a dict lookup) was half of this read at 10^6 rows.
+        first, second, third = itemgetter(0), itemgetter(1), itemgetter(2)
+        case_parts, phase_parts, value_parts = [], [], []
         for rows in self._chunks(
             "SELECT m.trial_id, m.phase, m.value FROM measurements m"
             " WHERE m.trial_id IN (SELECT id FROM trials WHERE run_id=? AND retired=0 AND status='ok')"
@@ -921,17 +928,31 @@ class Store:
             (run_id,),
         ):
             n = len(rows)
-            codes.append(
-                np.fromiter((groups.setdefault((case_of[r[0]], r[1]), len(groups)) for r in rows), np.int64, n)
-            )
-            values.append(np.fromiter((r[2] for r in rows), np.float64, n))
-        if not groups:
+            for phase in dict.fromkeys(map(second, rows)):
+                phases.setdefault(phase, len(phases))
+            trial = np.fromiter(map(first, rows), np.int64, n)
+            case_parts.append(case_of_trial[np.searchsorted(trial_ids, trial)])
+            phase_parts.append(np.fromiter(map(phases.__getitem__, map(second, rows)), np.int64, n))
+            value_parts.append(np.fromiter(map(third, rows), np.float64, n))
+        if not value_parts:
             return []
-        code, value = np.concatenate(codes), np.concatenate(values)
-        order = np.argsort(code, kind="stable")
-        bounds = np.searchsorted(code[order], np.arange(len(groups) + 1))
-        value = value[order]
-        return [(key[0], key[1], value[bounds[i] : bounds[i + 1]]) for key, i in groups.items()]
+        group = np.concatenate(case_parts) * len(phases) + np.concatenate(phase_parts)
+        value = np.concatenate(value_parts)
+        order = np.argsort(group, kind="stable")  # stable: a group's values keep their read order
+        group, value = group[order], value[order]
+        present, start = np.unique(group, return_index=True)
+        stop = np.append(start[1:], group.size)
+        case_key, phase_name = list(cases), list(phases)
+        # Groups in the order their first value was read (order[start] is that row's place).
+        firsts = np.argsort(order[start], kind="stable")
+        return [
+            (
+                case_key[int(present[i]) // len(phases)],
+                phase_name[int(present[i]) % len(phases)],
+                value[start[i] : stop[i]],
+            )
+            for i in firsts
+        ]
 
     def measurement_parts(self, run_id: int, latency: bool = True, retired: bool = False) -> dict[str, Any]:
         """measurements() encoded, for a reader that builds its own columns: "trials", the
