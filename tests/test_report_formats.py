@@ -505,3 +505,20 @@ def test_latex_tables_are_bare_tabulars_to_input(real_run, tmp_path, cli):
         assert text.count("\\begin{tabular}") == 1 and text.rstrip().endswith("\\end{tabular}")
     wrong = cli("report", "--db", real_run, "--format", "markdown", "--latex-tables", tables, code=2)
     assert "--latex-tables" in wrong and "--format latex" in wrong
+
+
+def test_figures_line_wraps_with_a_hanging_indent(real_run, tmp_path, cli):
+    """The list of figures written is one sentence: wrapped at the console's width, each
+    continuation indented under its start, no figure name split across lines."""
+    out = cli("report", "--db", real_run, "--figures", tmp_path / "a-long-folder-name-for-figures" / "figs")
+    lines = out.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("wrote "))
+    sentence = [lines[first]]
+    for line in lines[first + 1 :]:
+        if not line.startswith("    "):
+            break
+        sentence.append(line)
+    made = sorted(p.stem for p in (tmp_path / "a-long-folder-name-for-figures" / "figs").glob("*.png"))
+    # A line runs past the width only when it is one word (a path longer than the console).
+    assert len(sentence) > 1 and all(len(line) <= 100 or len(line.split()) == 1 for line in sentence)
+    assert sorted(" ".join(sentence).split(": ", 1)[1].replace(",", " ").split()) == made

@@ -103,7 +103,7 @@ def report(
     row = stored_run(store, run_id)
     made: list[Any] = []
     # A document on standard output keeps stdout for itself: messages go to stderr.
-    say = err_console if fmt != "console" and out is None else console
+    messages = err_console if fmt != "console" and out is None else console
     if figures is not None:
         from dlbench.report.plots import make_figures
 
@@ -112,9 +112,9 @@ def report(
             made = make_figures(store, row["id"], figures)
         except OSError as exc:
             fail(f"cannot write figures to {figures}: {exc}")
-        say.print(
-            f"wrote {len(made)} figures (PNG and SVG) to {figures}: " + ", ".join(f.stem for f in made), highlight=False
-        )
+        from dlbench.report.console import say
+
+        say(messages, f"wrote {len(made)} figures (PNG and SVG) to {figures}: " + ", ".join(f.stem for f in made))
     if fmt == "console":
         console.print(f"command: {row['command']}", highlight=False, soft_wrap=True)  # one line, to copy
         print_report(store, row["id"], details, preface=preface, band=band, alpha=alpha)
@@ -134,7 +134,7 @@ def report(
                 write_output(latex_tables / name, body, list(paths))
         except OSError as exc:
             fail(f"cannot write LaTeX tables to {latex_tables}: {exc}")
-        say.print(f"wrote {len(written)} bare LaTeX tables to {latex_tables}", highlight=False)
+        messages.print(f"wrote {len(written)} bare LaTeX tables to {latex_tables}", highlight=False)
     if out is None:
         sys.stdout.write(text)  # not rich: its markup and wrapping would alter the document
         return
