@@ -41,7 +41,9 @@ def loss(fw: str, block: int, repeat: int, epoch: int) -> float:
     return (2.0 + 0.1 * "abc".index(fw)) / (epoch + 1) + 0.01 * block + 0.001 * repeat
 
 
-def make_store(path, *, failure: bool, batches: tuple[int, ...] = (32,), blocks: int = BLOCKS) -> tuple[Store, int]:
+def make_store(
+    path, *, failure: bool, batches: tuple[int, ...] = (32,), blocks: int = BLOCKS, accuracy: float = 0.9
+) -> tuple[Store, int]:
     store = Store(path)
     run_id = store.create_run(
         name="rules", command="test", config_source="test", config_text="", experiment={},
@@ -67,7 +69,7 @@ def make_store(path, *, failure: bool, batches: tuple[int, ...] = (32,), blocks:
                     Measurement(r, warm, "infer", "time", t / 10, "s"),
                     Measurement(r, warm, "train", "throughput", 1000 * batch / 32 / t, "samples/s"),
                     Measurement(r, warm, "infer", "throughput", 10000 / t, "samples/s"),
-                    Measurement(r, warm, "accuracy", "accuracy", 0.9 + 0.001 * r, "fraction"),
+                    Measurement(r, warm, "accuracy", "accuracy", accuracy + 0.001 * r, "fraction"),
                     Measurement(r, warm, "train", "cpu.system_util:mean", 100.0, "%"),
                     Measurement(r, warm, "train", "cpu.process_util:mean", 150.0 + 5 * r, "%"),
                     Measurement(r, warm, "train", "cpu.others_util:mean", 40.0 if fw == "c" else 2.0 + r, "%"),
@@ -348,3 +350,21 @@ def test_svg_files_do_not_depend_on_the_last_bit_of_a_clip_rectangle():
     assert a == b
     assert b'clip-path="url(#clip1)"' in a and b'id="clip1"' in a
     assert not re.search(rb"url\(#p[0-9a-f]{10}\)", a)
+
+
+def test_a_share_that_reaches_100_percent_ends_its_axis_there(tmp_path):
+    """Accuracy of 100% (k-NN on digits reaches it) ends the axis at 100, not at a 102% tick,
+    and the dots on that line are not cut in half."""
+    store, run_id = make_store(tmp_path / "r.db", failure=False, accuracy=0.997)
+    _, figures = draw(tmp_path / "figs", store, run_id)
+    store.close()
+    (fig,) = [fig for name, fig in figures.items() if name.endswith("accuracy_runs")]
+    fig.canvas.draw()
+    for ax in axes_of(fig):
+        assert ax.get_ylim()[1] == 100
+        assert max(float(t.get_text().replace("−", "-")) for t in ax.get_yticklabels() if t.get_text()) <= 100
+        assert not any(c.get_clip_on() for c in ax.collections)
+    # Below 100% the axis is matplotlib's own.
+    (fig,) = [fig for name, fig in draw(tmp_path / "low", *make_store(tmp_path / "low.db", failure=False))[1].items()
+              if name.endswith("accuracy_runs")]  # fmt: skip
+    assert all(ax.get_ylim()[1] < 100 for ax in axes_of(fig))
