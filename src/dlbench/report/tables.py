@@ -12,6 +12,7 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from dlbench.analysis import quality
+from dlbench.analysis.rows import columns
 from dlbench.analysis.stats import Summary
 from dlbench.analysis.summary import CaseSummary
 from dlbench.cases import case_label, stored_case
@@ -121,13 +122,14 @@ def per_what(summaries: Iterable[CaseSummary], measurements: Iterable[Any]) -> d
         out["train"] = f"{n} epoch{'s' if n != 1 else ''}"
     pass_time: dict[tuple[Any, Any], float] = {}
     rate: dict[tuple[Any, Any], float] = {}
-    for m in measurements:
-        if m["phase"] != "infer" or m["value"] is None or m["repeat"] is None or m["warmup"]:
+    names = ("phase", "metric", "value", "repeat", "warmup", "trial_id")
+    for phase, metric, value, repeat, warmup, trial in zip(*columns(measurements, names), strict=True):
+        if phase != "infer" or value is None or repeat is None or warmup:
             continue
-        if m["metric"] == "time":
-            pass_time[(m["trial_id"], m["repeat"])] = m["value"]
-        elif m["metric"] == "throughput":
-            rate[(m["trial_id"], m["repeat"])] = m["value"]
+        if metric == "time":
+            pass_time[(trial, repeat)] = value
+        elif metric == "throughput":
+            rate[(trial, repeat)] = value
     samples = {round(pass_time[k] * rate[k]) for k in pass_time.keys() & rate.keys()}
     batches = {c.get("batch_size") for c in cases}
     if len(samples) == 1:
@@ -742,13 +744,16 @@ def _mib(value: float) -> str:
 def _final_losses(measurements: Iterable[Any]) -> dict[str, list[float]]:
     """case key -> the last epoch's train loss of each measured repeat (the highest seq)."""
     last: dict[tuple[str, Any, Any], tuple[int, float]] = {}
-    for m in measurements:
-        if m["phase"] != "train" or m["metric"] != "loss" or m["value"] is None or m["warmup"] or m["status"] != "ok":
+    names = ("phase", "metric", "value", "warmup", "status", "case_key", "trial_id", "repeat", "seq")
+    for phase, metric, value, warmup, status, case_key, trial, repeat, seq in zip(
+        *columns(measurements, names), strict=True
+    ):
+        if phase != "train" or metric != "loss" or value is None or warmup or status != "ok":
             continue
-        key = (m["case_key"], m["trial_id"], m["repeat"])
-        seq = m["seq"] if m["seq"] is not None else -1
+        key = (case_key, trial, repeat)
+        seq = seq if seq is not None else -1
         if key not in last or seq >= last[key][0]:
-            last[key] = (seq, float(m["value"]))
+            last[key] = (seq, float(value))
     out: dict[str, list[float]] = {}
     for (case_key, _, _), (_, value) in last.items():
         out.setdefault(case_key, []).append(value)
