@@ -293,3 +293,39 @@ def test_package_stays_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_digits_read_without_scikit_learn_are_scikit_learns_split_bit_for_bit(monkeypatch) -> None:
+    """The shipped split and the file read directly give exactly what load_digits() and
+    train_test_split give (the path a worker took before), and no scikit-learn module is
+    imported on the way; a data file other than the one the split was drawn for falls
+    back to scikit-learn's split."""
+    import subprocess
+    import sys
+
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    from dlbench.datasets import digits
+
+    bunch = load_digits()
+    x = (bunch.images / 16.0).astype(np.float32).reshape(-1, 8, 8, 1)
+    expected = train_test_split(x, bunch.target.astype(np.int64), test_size=0.2, stratify=bunch.target, random_state=0)
+    got = digits.load()
+    for want, have in zip(expected, (got.train.x, got.test.x, got.train.y, got.test.y), strict=True):
+        assert want.dtype == have.dtype
+        np.testing.assert_array_equal(want, have)
+    code = (
+        "import sys; from dlbench.datasets import digits; digits.load(); "
+        "print(sorted(m for m in sys.modules if m.startswith('sklearn')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+    # Another release's file: scikit-learn draws the split (here: the same file, so the same split).
+    monkeypatch.setattr(digits, "DATA_SHA256", "0" * 64)
+    drawn = []
+    real = digits._sklearn_split
+    monkeypatch.setattr(digits, "_sklearn_split", lambda *a: drawn.append(1) or real(*a))
+    again = digits.load()
+    assert drawn == [1]
+    np.testing.assert_array_equal(again.test.x, got.test.x)
