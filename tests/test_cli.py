@@ -164,7 +164,9 @@ def test_run_stores_telemetry_and_says_what_is_unavailable(finished_run):
             for metric in ("cpu.process_util:mean", "cpu.system_util:mean", "cpu.steal:mean", "memory.peak_rss"):
                 assert metric in train, (fw, metric)
             assert 0 <= train["cpu.steal:mean"]["value"] <= 100
-            assert train["memory.peak_rss"]["value"] > 50 * 2**20  # a Python worker with numpy loaded
+            # A Python worker with numpy loaded holds 30-50 MB (the numpy one 47 MB on this VM);
+            # the peak is read, not a default: at least the interpreter and numpy, at most a few GB.
+            assert 25 * 2**20 < train["memory.peak_rss"]["value"] < 4 * 2**30
             assert train["memory.peak_rss"]["method"] == "VmHWM reset at phase start"
             if table["rapl"]["available"] == 0 and table["nvml"]["available"] == 0:
                 assert not [r for r in rows if r["metric"].startswith("energy")]
