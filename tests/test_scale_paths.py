@@ -25,12 +25,13 @@ import pandas as pd
 import pytest
 
 import dlbench
-from dlbench.analysis.rows import latency_percentiles_of
+from dlbench.analysis.rows import columns, latency_percentiles_of
 from dlbench.analysis.summary import latency_percentiles
 from dlbench.report import model
 from dlbench.report.formats import REGISTRY
 from dlbench.report.model import build_report
 from dlbench.store import Measurement, Store
+from dlbench.store.records import Records
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from report_scale import populate  # type: ignore[import-not-found]  # noqa: E402
@@ -123,6 +124,37 @@ def test_latency_percentiles_equal_records_and_raw_sql(scale_db: Path) -> None:
         assert got[0] == n and got[1] == pytest.approx(median, rel=1e-12) and got[3] == pytest.approx(p99, rel=1e-12)
 
 
+def test_a_stored_list_keeps_its_columns_until_it_changes(scale_db: Path) -> None:
+    """Store.measurements' list keeps the columns analyses read from it (Records), the same
+    as a plain list's, and any in-place change of the list drops them."""
+    with Store(scale_db, readonly=True) as store:
+        rows = store.measurements(1)
+    assert isinstance(rows, Records) and len(rows) > 100
+    plain = list(rows)
+    names = ("phase", "value", "trial_id")
+    first = columns(rows, names)
+    assert [list(c) for c in first] == [list(c) for c in columns(plain, names)]
+    assert columns(rows, names)[0] is first[0]  # read once, handed back after
+    assert set(rows.column_cache) == set(names)
+    changes = [
+        lambda r: r.append(r[0]),
+        lambda r: r.sort(key=lambda m: -m.id),
+        lambda r: r.__setitem__(0, r[-1]),
+        lambda r: r.__delitem__(slice(0, 3)),
+        lambda r: r.reverse(),
+        lambda r: r.pop(),
+        lambda r: r.extend(r[:2]),
+        lambda r: r.__iadd__(r[:1]),
+        lambda r: r.insert(1, r[5]),
+        lambda r: r.remove(r[3]),
+    ]
+    for change in changes:
+        columns(rows, names)
+        change(rows)
+        assert rows.column_cache == {}
+        assert list(columns(rows, ("id",))[0]) == [m.id for m in rows]
+
+
 def test_every_format_unchanged(scale_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The written formats and the console tables, read column-wise and through the
     records as before: Store.latency_samples replaced by a grouping of latency_calls'
@@ -146,6 +178,10 @@ def test_every_format_unchanged(scale_db: Path, monkeypatch: pytest.MonkeyPatch)
         return out
 
     columnwise = outputs()
+    with monkeypatch.context() as plain:
+        # The records as plain lists: every analysis reads its columns anew (no column cache).
+        plain.setattr(Store, "_records", staticmethod(lambda kind, rows: [tuple.__new__(kind, r) for r in rows]))
+        assert outputs() == columnwise
     monkeypatch.setattr(Store, "latency_samples", by_records)
     monkeypatch.setattr(model, "_by_metric", lambda measurements: lambda metrics: list(measurements))
     assert outputs() == columnwise

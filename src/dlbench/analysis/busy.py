@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 from dlbench.analysis.rows import Rows, columns
@@ -58,7 +59,7 @@ def others_share(measurements: Rows) -> dict[int, float]:
     return out
 
 
-def _flags(measurements: list[Any]) -> list[str | None]:
+def _flags(measurements: list[Any]) -> Sequence[str | None]:
     """Each row's flag; rows built as dicts without one (tests) have none."""
     if measurements and isinstance(measurements[0], dict):
         return [m.get("flag") for m in measurements]

@@ -10,7 +10,7 @@ variant, model, ...).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, TypeAlias
 
 Row: TypeAlias = Any
@@ -18,21 +18,34 @@ Rows: TypeAlias = Iterable[Row]
 Case: TypeAlias = dict[str, Any]
 
 
-def columns(rows: Rows, names: tuple[str, ...]) -> tuple[list[Any], ...]:
-    """The named columns of `rows`, one list each, in row order. Records of the store
+def columns(rows: Rows, names: tuple[str, ...]) -> tuple[Sequence[Any], ...]:
+    """The named columns of `rows`, one sequence each, in row order. Records of the store
     (NamedTuples) are read through their fields' C accessors (operator.attrgetter):
     reading 120,000 records by column name (record["phase"], a Python __getitem__) one
     value at a time took most of an analysis's time at 10^6 measurements, and a zip(*rows)
-    of all 21 columns 0.6 s. Dicts (as tests build them) are read by key."""
-    from operator import attrgetter
+    of all 21 columns 0.6 s. A list the store returned (store.records.Records) keeps the
+    columns read from it, so the next analysis that reads one gets it back. Dicts (as
+    tests build them) are read by key."""
 
+    cache: dict[str, tuple[Any, ...]] | None = getattr(rows, "column_cache", None)
     rows = rows if isinstance(rows, list) else list(rows)
     if not rows:
-        return tuple([] for _ in names)
+        return tuple(() for _ in names)
+    if cache is not None:
+        missing = [n for n in names if n not in cache]
+        if missing:
+            cache.update(zip(missing, _read(rows, tuple(missing)), strict=True))
+        return tuple(cache[n] for n in names)
+    return _read(rows, names)
+
+
+def _read(rows: list[Row], names: tuple[str, ...]) -> tuple[tuple[Any, ...], ...]:
+    from operator import attrgetter
+
     fields = getattr(rows[0], "_fields", None)
     if fields is not None and len(set(map(type, rows))) == 1:
-        return tuple(list(map(attrgetter(n), rows)) for n in names)
-    return tuple([r[n] for r in rows] for n in names)
+        return tuple(tuple(map(attrgetter(n), rows)) for n in names)
+    return tuple(tuple(r[n] for r in rows) for n in names)
 
 
 def latency_percentiles_of(

@@ -846,7 +846,7 @@ class Store:
     @staticmethod
     def _records(kind: type[_Record], rows: list[Any]) -> list[_Record]:
         new = tuple.__new__
-        return [new(kind, r) for r in rows]
+        return records.Records(new(kind, r) for r in rows)
 
     def measurements(self, run_id: int, latency: bool = True, retired: bool = False) -> list[MeasurementRecord]:
         """Every measurement of a run in execution order, each with the few trial columns
