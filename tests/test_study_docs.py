@@ -83,3 +83,28 @@ def test_study_excerpt_keeps_the_paper_section_through_the_command() -> None:
     )
     with pytest.raises(docs.GenerationError):
         docs.study_excerpt("# title\n\n## Summary\n")
+
+
+def test_study_report_judges_every_verdict_at_the_band_and_alpha_it_is_given(tmp_path: Path) -> None:
+    """`study report --band --alpha` sets the criteria of the paper's claims (the rule above
+    them), the hypotheses and the run's own report alike: no default survives anywhere."""
+    import lzma
+
+    db = tmp_path / "g.db"
+    db.write_bytes(lzma.decompress((ROOT / "docs" / "studies" / "data" / "germino-smoke.db.xz").read_bytes()))
+
+    def report(*flags: str) -> str:
+        proc = subprocess.run(
+            [sys.executable, "-m", "dlbench", "study", "report", "germino", "--db", str(db), "--format", "markdown",
+             *flags],
+            cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return proc.stdout
+
+    default, strict = report(), report("--band", "0.05", "--alpha", "0.01")
+    assert "Holm; alpha 0.05, band ±2%)" in default and "verdicts (band ±2%, alpha 0.05)" in default
+    assert "Holm; alpha 0.01, band ±5%)" in strict and "verdicts (band ±5%, alpha 0.01)" in strict
+    assert "alpha 0.05" not in strict and "±2%" not in strict
+    # alpha 0.01 needs more processes per side for the exact test to reach it: the advice follows.
+    assert "4 or more independent trials per side" in default and "5 or more independent trials per side" in strict

@@ -382,25 +382,39 @@ class Results:
                     )
         return _frame(rows, SUMMARY_COLUMNS)
 
-    def compare(self, a: str | int, b: str | int, metric: str = "train.time", run: int | None = None) -> pd.DataFrame:
+    def compare(
+        self,
+        a: str | int,
+        b: str | int,
+        metric: str = "train.time",
+        run: int | None = None,
+        band: float | None = None,
+        alpha: float | None = None,
+    ) -> pd.DataFrame:
         """Two frameworks (or framework:variant labels) of one run (default: the latest),
         per comparison set (cases equal in every factor but framework and variant); or,
         with two run ids, run a against run b per matching case (dlbench compare A B).
         metric is 'phase.metric'. Medians, both ratios with their 95% CIs, the rank test's
         p-value (Holm-adjusted within a set, as in the report) and the verdict of a relative
         to b: faster or slower for times, lower or higher for other metrics, no meaningful
-        difference, or undecided. COMPARE_COLUMNS, then option.*."""
+        difference, or undecided, at `band` and `alpha` (default: dlbench.analysis.criteria's;
+        two frameworks only). COMPARE_COLUMNS, then option.*."""
         if isinstance(a, int) and isinstance(b, int):
             if run is not None:
                 raise ValueError(f"compare({a}, {b}) compares two runs; leave run out")
             return self._run_vs_run(a, b, metric)
         if isinstance(a, int) or isinstance(b, int):
             raise ValueError(f"compare({a!r}, {b!r}): give two frameworks, or two run ids")
-        return self._frameworks(a, b, metric, self._latest(run))
+        return self._frameworks(a, b, metric, self._latest(run), band, alpha)
 
-    def _frameworks(self, a: str, b: str, metric: str, rid: int) -> pd.DataFrame:
+    def _frameworks(
+        self, a: str, b: str, metric: str, rid: int, band: float | None, alpha: float | None
+    ) -> pd.DataFrame:
         from dlbench.analysis import stats
         from dlbench.analysis.comparisons import ALPHA, BAND, comparison_groups, comparison_sets, label
+
+        band = BAND if band is None else band
+        alpha = ALPHA if alpha is None else alpha
 
         trials, measurements = self.store.trials(rid), self.store.measurements(rid, latency=False)
         phase, name, words = _metric(metric, measurements, rid)
@@ -422,9 +436,9 @@ class Results:
             set_trials = [t for k in keys for t in trials_of[k]]
             set_rows = [m for k in keys for m in rows_of[k]]
             factors = {**_case_columns(cases[keys[0]]), "framework": None, "variant": None}
-            for g in comparison_groups(set_trials, set_rows, ((phase, name, words),)):
+            for g in comparison_groups(set_trials, set_rows, ((phase, name, words),), alpha=alpha):
                 result = stats.compare_many(
-                    g.values, paired=g.paired, alpha=ALPHA, band=BAND, independent=g.independent
+                    g.values, paired=g.paired, alpha=alpha, band=band, independent=g.independent
                 )
                 for x, y, comp in result.pairwise:
                     if x in side_a and y in side_b:

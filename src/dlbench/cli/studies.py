@@ -8,11 +8,15 @@ from typing import Annotated, Any
 
 import typer
 
+from dlbench.analysis.criteria import ALPHA, BAND
 from dlbench.cli.app import study_app
 from dlbench.cli.common import (
+    ALPHA_OPT,
+    BAND_OPT,
     DB,
     DB_DEFAULT_HELP,
     FORMAT,
+    check_criteria,
     check_output,
     console,
     default_db,
@@ -186,10 +190,15 @@ def study_report(
     fmt: FORMAT = "console",
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the report to this file.")] = None,
     details: Annotated[bool, typer.Option("--details", help="Console: every table of the run's report.")] = False,
+    band: BAND_OPT = BAND,
+    alpha: ALPHA_OPT = ALPHA,
 ) -> None:
     """The paper vs this run (every number of the paper beside ours, framework ratios and their direction,
-    the paper's claims checked; one column group per machine), then the run's own report."""
+    the paper's claims checked; one column group per machine), then the run's own report; every verdict
+    at --band and --alpha."""
     from dlbench.report.formats import REGISTRY
+
+    check_criteria(band, alpha)
 
     # A study report opens with the paper beside the run: a format without figures holds the summary only.
     if fmt not in REGISTRY or REGISTRY[fmt].figures == "none":
@@ -208,14 +217,14 @@ def study_report(
         return [max(r["id"] for r in found)]
 
     runs = collect_runs(paths, list(run_ids or []), latest_of_study)
-    preface = studies_service.paper_section(study, facts, runs)
+    preface = studies_service.paper_section(study, facts, runs, band=band, alpha=alpha)
     store, first = runs[0]
     if fmt == "console":
-        print_report(store, first, details, preface=preface)
+        print_report(store, first, details, preface=preface, band=band, alpha=alpha)
         return
     from dlbench.report.formats import render
 
-    text = render(store, first, fmt, preface=preface)
+    text = render(store, first, fmt, preface=preface, band=band, alpha=alpha)
     if out is None:
         sys.stdout.write(text)
     else:

@@ -15,7 +15,7 @@ from typing import Any
 from dlbench.env import framework_software
 from dlbench.report.render import Preface, TableData
 from dlbench.studies.facts import Facts
-from dlbench.studies.paper_vs_run import ALPHA, BAND, Comparison, Rule, Value, agreement, direction
+from dlbench.studies.paper_vs_run import Comparison, Rule, Value, agreement, direction
 from dlbench.studies.spec import Study
 
 NAMES = {
@@ -91,7 +91,7 @@ def _opening(study: Study, facts: Facts, comparison: Comparison, scale: str) -> 
 def build(study: Study, facts: Facts, comparison: Comparison, scale: str, changes: tuple[str, ...]) -> Preface:
     """The section for `comparison` (dlbench.studies.paper_vs_run.compare) of a run at `scale`."""
     columns = _columns(comparison)
-    rule = Rule(study.size_factor, BAND, ALPHA)
+    rule = Rule(study.size_factor, comparison.band, comparison.alpha)
     lines = [_opening(study, facts, comparison, scale)]
     if scale != "paper":
         lines.append(f"Scale {scale} changes the paper's design: " + "; ".join(changes) + ".")
@@ -243,20 +243,20 @@ def _claims_table(comparison: Comparison, columns: list[tuple[str, str]], rule: 
     return t
 
 
-def _decision(p: float | None) -> str:
+def _decision(p: float | None, alpha: float) -> str:
     if p is None:
         return "—"
-    return "H0 rejected" if p < ALPHA else "H0 not rejected"
+    return "H0 rejected" if p < alpha else "H0 not rejected"
 
 
 def _decisions(comparison: Comparison, columns: list[tuple[str, str]]) -> TableData | None:
     """The paper's paired tests laid out as its hypotheses: H0 (no difference between the
-    frameworks) rejected or not at the 5% level, the paper's p beside ours."""
+    frameworks) rejected or not at the report's alpha (5% unless --alpha), the paper's p beside ours."""
     rows = [r for r in comparison.facts if r.fact.quantity == "p_value" and r.fact.framework == "both"]
     if not rows:
         return None
     t = TableData(
-        f"Hypotheses: H0 = no difference between PyTorch and TensorFlow (paired Wilcoxon, alpha {ALPHA:g})",
+        f"Hypotheses: H0 = no difference between PyTorch and TensorFlow (paired Wilcoxon, alpha {comparison.alpha:g})",
         [
             "variable",
             "phase",
@@ -274,9 +274,9 @@ def _decisions(comparison: Comparison, columns: list[tuple[str, str]]) -> TableD
             f.where.get("variable", "?"),
             f.where.get("phase", "?"),
             f.paper_number(),
-            _decision(f.value),
+            _decision(f.value, comparison.alpha),
             *(f"{v.value:.3g} (n={v.n})" if v.value is not None else f"— ({v.why})" for v in ours),
-            *(_decision(v.value) for v in ours),
+            *(_decision(v.value, comparison.alpha) for v in ours),
         )
     t.caption = (
         "H1: the medians differ. Ours: the exact paired Wilcoxon test over trial medians paired by block (one "

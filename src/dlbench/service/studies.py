@@ -16,13 +16,19 @@ def runs_of(store: Any, study: Any) -> list[Any]:
     return [r for r in store.runs() if str(r["name"]).startswith(prefix)]
 
 
-def paper_section(study: Any, facts: Any, runs: list[tuple[Any, int]]) -> Any:
-    """The paper vs this run section for one or more (store, run id), one machine each."""
+def paper_section(
+    study: Any, facts: Any, runs: list[tuple[Any, int]], band: float | None = None, alpha: float | None = None
+) -> Any:
+    """The paper vs this run section for one or more (store, run id), one machine each; its
+    verdicts at `band` and `alpha` (default: dlbench.analysis.criteria's)."""
+    from dlbench.analysis.criteria import ALPHA, BAND
     from dlbench.env import machine_label
     from dlbench.report import study_section
     from dlbench.results import Results
     from dlbench.studies import paper_vs_run
 
+    band = BAND if band is None else band
+    alpha = ALPHA if alpha is None else alpha
     machines: list[paper_vs_run.Machine] = []
     scales: list[str] = []
     for store, run_id in runs:
@@ -35,14 +41,21 @@ def paper_section(study: Any, facts: Any, runs: list[tuple[Any, int]]) -> Any:
             label += f" (run {run_id})"
 
         def compare(a: str, b: str, metric: str, results=results, run_id=run_id):
-            return results.compare(a, b, metric=metric, run=run_id)
+            return results.compare(a, b, metric=metric, run=run_id, band=band, alpha=alpha)
 
         machines.append(
             paper_vs_run.Machine(
-                label, run_id, results.summary(run_id), compare, fingerprint, results.measurements(run_id)
+                label,
+                run_id,
+                results.summary(run_id),
+                compare,
+                fingerprint,
+                results.measurements(run_id),
+                band=band,
+                alpha=alpha,
             )
         )
-    comparison = paper_vs_run.compare(study, facts, machines)
+    comparison = paper_vs_run.compare(study, facts, machines, band=band, alpha=alpha)
     scale = scales[0] if len(set(scales)) == 1 else "/".join(scales)
     changes = study.scales[scales[0]].changes if scales[0] in study.scales else ()
     preface = study_section.build(study, facts, comparison, scale, changes)

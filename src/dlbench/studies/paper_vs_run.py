@@ -92,6 +92,8 @@ class Machine:
     compare: Any  # callable (a, b, metric) -> Results.compare frame, or None when one side is missing
     fingerprint: dict[str, Any]
     measurements: Any = None  # Results.measurements(run) frame: per-repeat values for the paper's tests
+    band: float = BAND  # the verdicts' band and alpha (dlbench.analysis.criteria; --band, --alpha)
+    alpha: float = ALPHA
 
 
 @dataclass
@@ -138,6 +140,8 @@ class Comparison:
     claims: list[ClaimRow]
     settings: list[str]
     machines: list[Machine]
+    band: float = BAND
+    alpha: float = ALPHA
 
 
 def setting_names(study: Study) -> list[str]:
@@ -409,7 +413,7 @@ def _across_sets(machine: Machine, study: Study, ratio: RatioRow, setting: Setti
                                                                        "tensorflow")))}  # fmt: skip
         if min(len(v) for v in groups.values()) < 2:
             return {}
-    result = stats.compare_many(groups, paired=paired, alpha=ALPHA, band=BAND, independent=independent)
+    result = stats.compare_many(groups, paired=paired, alpha=machine.alpha, band=machine.band, independent=independent)
     ((a, _, comp),) = result.pairwise
     comp = comp if a == "torch" else stats.reverse(comp)
     return {
@@ -601,8 +605,11 @@ def _present(setting: Setting, machines: list[Machine]) -> bool:
     return False
 
 
-def compare(study: Study, facts: Facts, machines: list[Machine]) -> Comparison:
-    """Every fact, ratio and claim of the paper beside each machine's run and each setting."""
+def compare(
+    study: Study, facts: Facts, machines: list[Machine], band: float = BAND, alpha: float = ALPHA
+) -> Comparison:
+    """Every fact, ratio and claim of the paper beside each machine's run and each setting,
+    judged at `band` and `alpha` (the machines' own, as paper_section builds them)."""
     # A setting no machine ran (the smoke scale runs only the matched one) is left out.
     settings = [s for s in _settings(study) if _present(s, machines)] or [Setting("this run", {})]
     fact_rows = []
@@ -634,4 +641,4 @@ def compare(study: Study, facts: Facts, machines: list[Machine]) -> Comparison:
         )
         for c in facts.claims
     ]
-    return Comparison(fact_rows, ratios, claims, [s.name for s in settings], machines)
+    return Comparison(fact_rows, ratios, claims, [s.name for s in settings], machines, band, alpha)
