@@ -30,6 +30,7 @@ from typing import Any
 
 import pandas as pd
 
+from dlbench.analysis.criteria import ALPHA, BAND
 from dlbench.cases import stored_case
 from dlbench.plan import DISTRIBUTION_DEFAULTS, Case
 from dlbench.store import Store, database_url
@@ -388,8 +389,8 @@ class Results:
         b: str | int,
         metric: str = "train.time",
         run: int | None = None,
-        band: float | None = None,
-        alpha: float | None = None,
+        band: float = BAND,
+        alpha: float = ALPHA,
     ) -> pd.DataFrame:
         """Two frameworks (or framework:variant labels) of one run (default: the latest),
         per comparison set (cases equal in every factor but framework and variant); or,
@@ -397,8 +398,7 @@ class Results:
         metric is 'phase.metric'. Medians, both ratios with their 95% CIs, the rank test's
         p-value (Holm-adjusted within a set, as in the report) and the verdict of a relative
         to b: faster or slower for times, lower or higher for other metrics, no meaningful
-        difference, or undecided, at `band` and `alpha` (default: dlbench.analysis.criteria's;
-        two frameworks only). COMPARE_COLUMNS, then option.*."""
+        difference, or undecided, at `band` and `alpha` (two frameworks only). COMPARE_COLUMNS, then option.*."""
         if isinstance(a, int) and isinstance(b, int):
             if run is not None:
                 raise ValueError(f"compare({a}, {b}) compares two runs; leave run out")
@@ -407,14 +407,9 @@ class Results:
             raise ValueError(f"compare({a!r}, {b!r}): give two frameworks, or two run ids")
         return self._frameworks(a, b, metric, self._latest(run), band, alpha)
 
-    def _frameworks(
-        self, a: str, b: str, metric: str, rid: int, band: float | None, alpha: float | None
-    ) -> pd.DataFrame:
+    def _frameworks(self, a: str, b: str, metric: str, rid: int, band: float, alpha: float) -> pd.DataFrame:
         from dlbench.analysis import stats
-        from dlbench.analysis.comparisons import ALPHA, BAND, comparison_groups, comparison_sets, label
-
-        band = BAND if band is None else band
-        alpha = ALPHA if alpha is None else alpha
+        from dlbench.analysis.comparisons import comparison_groups, comparison_sets, label
 
         trials, measurements = self.store.trials(rid), self.store.measurements(rid, latency=False)
         phase, name, words = _metric(metric, measurements, rid)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from dlbench.analysis.criteria import ALPHA, BAND
+
 
 def runs_of(store: Any, study: Any) -> list[Any]:
     """The study's stored runs in `store` (the study names them "study NAME vN ...")."""
@@ -16,19 +18,14 @@ def runs_of(store: Any, study: Any) -> list[Any]:
     return [r for r in store.runs() if str(r["name"]).startswith(prefix)]
 
 
-def paper_section(
-    study: Any, facts: Any, runs: list[tuple[Any, int]], band: float | None = None, alpha: float | None = None
-) -> Any:
+def paper_section(study: Any, facts: Any, runs: list[tuple[Any, int]], band: float = BAND, alpha: float = ALPHA) -> Any:
     """The paper vs this run section for one or more (store, run id), one machine each; its
-    verdicts at `band` and `alpha` (default: dlbench.analysis.criteria's)."""
-    from dlbench.analysis.criteria import ALPHA, BAND
+    verdicts at `band` and `alpha`."""
     from dlbench.env import machine_label
     from dlbench.report import study_section
     from dlbench.results import Results
     from dlbench.studies import paper_vs_run
 
-    band = BAND if band is None else band
-    alpha = ALPHA if alpha is None else alpha
     machines: list[paper_vs_run.Machine] = []
     scales: list[str] = []
     for store, run_id in runs:
@@ -55,7 +52,7 @@ def paper_section(
                 alpha=alpha,
             )
         )
-    comparison = paper_vs_run.compare(study, facts, machines, band=band, alpha=alpha)
+    comparison = paper_vs_run.compare(study, facts, machines)
     scale = scales[0] if len(set(scales)) == 1 else "/".join(scales)
     changes = study.scales[scales[0]].changes if scales[0] in study.scales else ()
     preface = study_section.build(study, facts, comparison, scale, changes)

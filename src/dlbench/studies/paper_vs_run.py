@@ -140,8 +140,16 @@ class Comparison:
     claims: list[ClaimRow]
     settings: list[str]
     machines: list[Machine]
-    band: float = BAND
-    alpha: float = ALPHA
+
+    # The criteria the machines' verdicts were judged at (paper_section gives every machine
+    # the same), for the rule and the hypotheses printed above them.
+    @property
+    def band(self) -> float:
+        return self.machines[0].band if self.machines else BAND
+
+    @property
+    def alpha(self) -> float:
+        return self.machines[0].alpha if self.machines else ALPHA
 
 
 def setting_names(study: Study) -> list[str]:
@@ -605,11 +613,9 @@ def _present(setting: Setting, machines: list[Machine]) -> bool:
     return False
 
 
-def compare(
-    study: Study, facts: Facts, machines: list[Machine], band: float = BAND, alpha: float = ALPHA
-) -> Comparison:
+def compare(study: Study, facts: Facts, machines: list[Machine]) -> Comparison:
     """Every fact, ratio and claim of the paper beside each machine's run and each setting,
-    judged at `band` and `alpha` (the machines' own, as paper_section builds them)."""
+    judged at each machine's band and alpha."""
     # A setting no machine ran (the smoke scale runs only the matched one) is left out.
     settings = [s for s in _settings(study) if _present(s, machines)] or [Setting("this run", {})]
     fact_rows = []
@@ -641,4 +647,4 @@ def compare(
         )
         for c in facts.claims
     ]
-    return Comparison(fact_rows, ratios, claims, [s.name for s in settings], machines, band, alpha)
+    return Comparison(fact_rows, ratios, claims, [s.name for s in settings], machines)
