@@ -85,10 +85,10 @@ def test_a_database_made_before_baselines_gains_the_table_and_keeps_its_runs(tmp
         assert "baselines" not in {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     before = path.read_bytes()
     with Store(path, readonly=True) as reader:  # a reader upgrades a copy in memory, the file stays as it was
-        assert reader.version == len(MIGRATIONS) == 7 and reader.baselines() == []
+        assert reader.version == len(MIGRATIONS) == 8 and reader.baselines() == []
     assert path.read_bytes() == before
     with Store(path) as store:
-        assert store.version == 7
+        assert store.version == 8
         assert [t["status"] for t in store.trials(run_id)] == ["ok"] * 6
         columns = [r[1] for r in store.db.execute("PRAGMA table_info(baselines)")]
         assert columns == ["id", "name", "run_id", "saved_at", "saved_by", "command", "note"]
@@ -258,7 +258,7 @@ def test_baselines_on_postgresql_migrate_and_behave_as_on_sqlite(pg_url, tmp_pat
         run_id = _run(old, BASE)
         _run(old, BASE, 2)
     with Store(pg_url) as store, Store(tmp_path / "ref.db") as lite:
-        assert store.version == lite.version == 7
+        assert store.version == lite.version == 8
         columns = [
             r[0]
             for r in store.db.execute(

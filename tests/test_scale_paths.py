@@ -234,3 +234,19 @@ def test_postgres_reads_column_wise_as_records(pg_url: str) -> None:
         frame = results.measurements()
         pd.testing.assert_frame_equal(frame, results._measurements_by_record())
     assert len(frame) == 2 * 36 * 6 * 7 + 36 * 6 * 3 + 36 * 6 * 2 + 1
+    # The latency packs (migration 8) on PostgreSQL: every trial packed as written; an edit
+    # of a latency row by another client (plain SQL) sends its trial back to its rows.
+    with Store(pg_url) as store:
+        flags = store.db.execute("SELECT latency_packed FROM trials WHERE run_id=1 ORDER BY id").fetchall()
+        assert [f[0] for f in flags] == [1] * 36
+        first = store.trials(1)[0].id
+        before = latency_percentiles_of(store.latency_samples(1))
+        with store.db:
+            store.db.execute(
+                "UPDATE measurements SET value = 100 WHERE trial_id = ? AND phase LIKE 'latency%' AND warmup = 0",
+                (first,),
+            )
+        flags = store.db.execute("SELECT latency_packed FROM trials WHERE run_id=1 ORDER BY id").fetchall()
+        assert [f[0] for f in flags] == [0] + [1] * 35
+        after = latency_percentiles_of(store.latency_samples(1))
+        assert after == latency_percentiles(store.latency_calls(1)) and after != before

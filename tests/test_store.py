@@ -121,7 +121,7 @@ def test_migration_4_rebuilds_trials_with_attempts_and_keeps_every_row(tmp_path)
                 (tid, 1.5 + block),
             )
     with Store(path) as s:
-        assert s.version == len(MIGRATIONS) == 7
+        assert s.version == len(MIGRATIONS) == 8
         trials = s.trials(run_id)
         assert [(t["id"], t["block"], t["attempt"], t["retired"], t["telemetry_notes"]) for t in trials] == [
             (1, 0, 1, 0, "n"),

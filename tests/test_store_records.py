@@ -182,10 +182,10 @@ def test_migration_6_moves_the_explain_pairs_into_their_column(tmp_path: Path):
     _old_database(path)
     before = path.read_bytes()
     with Store(path, readonly=True) as s:  # an older file read: upgraded in a copy in memory
-        assert s.version == len(MIGRATIONS) == 7 and s.explain(1) == PAIRS
+        assert s.version == len(MIGRATIONS) == 8 and s.explain(1) == PAIRS
     assert path.read_bytes() == before
     with Store(path) as s:
-        assert s.version == 7
+        assert s.version == 8
         assert [s.explain(i) for i in (1, 2, 3)] == [PAIRS, None, None]
         assert [r.explain for r in s.runs()] == [PAIRS, None, None]
     with sqlite3.connect(path) as con:

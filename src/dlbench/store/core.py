@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from dlbench.store import records
+from dlbench.store import latency_packs, records
 from dlbench.store.base import SQLITE, StoreError
 from dlbench.store.migrations import MIGRATIONS, apply_sqlite, schema_of
 from dlbench.store.records import (
@@ -142,6 +142,9 @@ class Store:
             self._refuse_special()
             self.db = (self._open_readonly if readonly else self._open_readwrite)(list(migrations))
             self.db.row_factory = sqlite3.Row
+        # Packs (migration 8) are written where the schema has them: a Store given an older
+        # list of migrations (the tests' databases of earlier versions) writes that schema.
+        self._packs = "latency_packs" in schema_of(tuple(migrations))
         # The id create_run gave its run, set inside its transaction: a signal that lands
         # during or just after the commit is handled where the id was never returned, and
         # the handler asks committed_run() whether the run was stored.
@@ -642,7 +645,10 @@ class Store:
     def _insert_trials(self, run_id: int, trials: Iterable[dict[str, Any]]) -> None:
         self.db.executemany(
             "INSERT INTO trials (run_id, case_key, block, position, framework, variant, model,"
-            " dataset, batch_size, case_json, protocol_json, status, attempt) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " dataset, batch_size, case_json, protocol_json, status, attempt"
+            + (", latency_packed" if self._packs else "")
+            + ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?"
+            + (",1)" if self._packs else ")"),
             [
                 (
                     run_id,
@@ -724,9 +730,12 @@ class Store:
                 )
                 self.db.execute(
                     "INSERT INTO trials (run_id, case_key, block, position, framework, variant, model, dataset,"
-                    " batch_size, case_json, protocol_json, status, attempt) SELECT run_id, case_key, block,"
-                    " position, framework, variant, model, dataset, batch_size, case_json, protocol_json,"
-                    " 'pending', attempt + 1 FROM trials WHERE id=?",
+                    " batch_size, case_json, protocol_json, status, attempt"
+                    + (", latency_packed" if self._packs else "")
+                    + ") SELECT run_id, case_key, block, position, framework, variant, model, dataset, batch_size,"
+                    " case_json, protocol_json, 'pending', attempt + 1"
+                    + (", 1" if self._packs else "")
+                    + " FROM trials WHERE id=?",
                     (t["id"],),
                 )
                 retired += 1
@@ -779,16 +788,33 @@ class Store:
 
     # -- measurements -----------------------------------------------------
     def add_measurements(self, trial_id: int, rows: Iterable[Measurement]) -> int:
+        """The rows, and their per-call latency times packed (dlbench.store.latency_packs), in
+        one transaction. The triggers clear the trial's latency_packed flag as its latency
+        rows go in; it is set again only if it was set before: then the packs, this write's
+        included, still hold every time of the trial's rows."""
+        rows = list(rows)
         values = [
             (trial_id, m.repeat, int(m.warmup), m.phase, m.metric, m.value, m.unit, m.seq, m.method, m.flag)
             for m in rows
         ]
+        latency = self._packs and any(latency_packs.is_latency_phase(m.phase) for m in rows)
         with self.db:
+            complete = False
+            if latency:
+                flag = self.db.execute("SELECT latency_packed FROM trials WHERE id=?", (trial_id,)).fetchone()
+                complete = flag is not None and flag[0] == 1
             self.db.executemany(
                 "INSERT INTO measurements (trial_id, repeat, warmup, phase, metric, value, unit, seq, method, flag)"
                 " VALUES (?,?,?,?,?,?,?,?,?,?)",
                 values,
             )
+            if latency:
+                self.db.executemany(
+                    "INSERT INTO latency_packs (trial_id, phase, n, times) VALUES (?,?,?,?)",
+                    [(trial_id, *p) for p in latency_packs.pack(rows)],
+                )
+                if complete:
+                    self.db.execute("UPDATE trials SET latency_packed=1 WHERE id=?", (trial_id,))
         return len(values)
 
     def add_telemetry(
@@ -903,41 +929,41 @@ class Store:
     def latency_samples(self, run_id: int) -> list[tuple[str, str, Any]]:
         """The per-call latency values a percentile reads, pooled per case and latency
         phase: (case_key, phase, float64 array) for every case and phase latency_b<B> that
-        has any, in the order they first appear, from the run's current, ok trials,
-        warm-ups and NULL values left out, metric time. The same values latency_calls()
-        gives, filtered in SQL and read in batches into arrays (memory: 24 bytes a value)."""
-        from operator import itemgetter
-
+        has any, in the order they first appear (trials by id, each in its rows' order),
+        from the run's current, ok trials, warm-ups and NULL values left out, metric time.
+        The same values latency_calls() gives: a trial whose packs are complete
+        (dlbench.store.latency_packs) is read from them, one blob per phase and write;
+        any other from its rows, filtered in SQL and read in batches into arrays."""
         import numpy as np
 
         trial_case = self._tuples(
-            "SELECT id, case_key FROM trials WHERE run_id=? AND retired=0 AND status='ok' ORDER BY id", (run_id,)
+            "SELECT id, case_key, latency_packed FROM trials WHERE run_id=? AND retired=0 AND status='ok' ORDER BY id",
+            (run_id,),
         )
-        cases = {key: i for i, key in enumerate(dict.fromkeys(c for _, c in trial_case))}
-        trial_ids = np.array([t for t, _ in trial_case], dtype=np.int64)
-        case_of_trial = np.array([cases[c] for _, c in trial_case], dtype=np.int64)
+        cases = {key: i for i, key in enumerate(dict.fromkeys(c for _, c, _ in trial_case))}
+        trial_ids = np.array([t for t, _, _ in trial_case], dtype=np.int64)
+        case_of_trial = np.array([cases[c] for _, c, _ in trial_case], dtype=np.int64)
         phases: dict[str, int] = {}
-        # Each column is taken out of a batch's tuples by C-level map(): a Python expression
-        # per row (a (case, phase) key and a dict lookup) was half of this read at 10^6 rows.
-        first, second, third = itemgetter(0), itemgetter(1), itemgetter(2)
-        case_parts, phase_parts, value_parts = [], [], []
-        for rows in self._chunks(
-            "SELECT m.trial_id, m.phase, m.value FROM measurements m"
-            " WHERE m.trial_id IN (SELECT id FROM trials WHERE run_id=? AND retired=0 AND status='ok')"
-            f" AND m.warmup=0 AND m.metric='time' AND m.value IS NOT NULL AND {LATENCY_PHASE}",
+        trial_parts, phase_parts, value_parts = [], [], []
+        ok = "SELECT id FROM trials WHERE run_id=? AND retired=0 AND status='ok'"
+        for trial, phase, blob in self._tuples(
+            f"SELECT trial_id, phase, times FROM latency_packs WHERE trial_id IN ({ok} AND latency_packed=1)"
+            " ORDER BY trial_id, id",
             (run_id,),
         ):
-            n = len(rows)
-            for phase in dict.fromkeys(map(second, rows)):
-                phases.setdefault(phase, len(phases))
-            trial = np.fromiter(map(first, rows), np.int64, n)
-            case_parts.append(case_of_trial[np.searchsorted(trial_ids, trial)])
-            phase_parts.append(np.fromiter(map(phases.__getitem__, map(second, rows)), np.int64, n))
-            value_parts.append(np.fromiter(map(third, rows), np.float64, n))
+            times = latency_packs.unpack(blob)
+            trial_parts.append(np.full(times.size, trial, dtype=np.int64))
+            phase_parts.append(np.full(times.size, phases.setdefault(phase, len(phases)), dtype=np.int64))
+            value_parts.append(times)
+        if any(packed != 1 for _, _, packed in trial_case):
+            self._latency_rows(run_id, ok, phases, trial_parts, phase_parts, value_parts)
         if not value_parts:
             return []
-        group = np.concatenate(case_parts) * len(phases) + np.concatenate(phase_parts)
-        value = np.concatenate(value_parts)
+        trial = np.concatenate(trial_parts)
+        by_trial = np.argsort(trial, kind="stable")  # the packed and the unpacked trials, merged by id
+        case = case_of_trial[np.searchsorted(trial_ids, trial[by_trial])]
+        group = case * len(phases) + np.concatenate(phase_parts)[by_trial]
+        value = np.concatenate(value_parts)[by_trial]
         order = np.argsort(group, kind="stable")  # stable: a group's values keep their read order
         group, value = group[order], value[order]
         present, start = np.unique(group, return_index=True)
@@ -953,6 +979,31 @@ class Store:
             )
             for i in firsts
         ]
+
+    def _latency_rows(
+        self, run_id: int, ok: str, phases: dict[str, int], trials: list[Any], kinds: list[Any], values: list[Any]
+    ) -> None:
+        """latency_samples' read of the trials whose packs are incomplete, from their rows,
+        appended to its parts."""
+        from operator import itemgetter
+
+        import numpy as np
+
+        # Each column is taken out of a batch's tuples by C-level map(): a Python expression
+        # per row (a (case, phase) key and a dict lookup) was half of this read at 10^6 rows.
+        first, second, third = itemgetter(0), itemgetter(1), itemgetter(2)
+        for rows in self._chunks(
+            f"SELECT m.trial_id, m.phase, m.value FROM measurements m WHERE m.trial_id IN ({ok} AND latency_packed<>1)"
+            f" AND m.warmup=0 AND m.metric='time' AND m.value IS NOT NULL AND {LATENCY_PHASE}"
+            " ORDER BY m.trial_id, m.id",
+            (run_id,),
+        ):
+            n = len(rows)
+            for phase in dict.fromkeys(map(second, rows)):
+                phases.setdefault(phase, len(phases))
+            trials.append(np.fromiter(map(first, rows), np.int64, n))
+            kinds.append(np.fromiter(map(phases.__getitem__, map(second, rows)), np.int64, n))
+            values.append(np.fromiter(map(third, rows), np.float64, n))
 
     def measurement_parts(self, run_id: int, latency: bool = True, retired: bool = False) -> dict[str, Any]:
         """measurements() encoded, for a reader that builds its own columns: "trials", the

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from dlbench.store.base import sqlite_tables, statements
+from dlbench.store.latency_packs import pack_existing
 from dlbench.store.records import explain_of_description
 
 MIGRATIONS: list[str] = [
@@ -192,6 +193,22 @@ MIGRATIONS: list[str] = [
         note TEXT
     );
     """,
+    # 8: the per-call latency times packed, one float64 blob per trial, phase and write
+    # (dlbench.store.latency_packs): a percentile over 10^6 of them reads a few thousand
+    # blobs instead of 10^6 rows. The rows stay; trials.latency_packed says whether a
+    # trial's packs hold all its rows' times (triggers, installed by the data step, clear it
+    # when another tool inserts, changes or deletes a latency row).
+    """
+    CREATE TABLE latency_packs (
+        id INTEGER PRIMARY KEY,
+        trial_id INTEGER NOT NULL REFERENCES trials(id),
+        phase TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        times BLOB NOT NULL
+    );
+    CREATE INDEX latency_packs_trial ON latency_packs(trial_id);
+    ALTER TABLE trials ADD COLUMN latency_packed INTEGER NOT NULL DEFAULT 0;
+    """,
 ]
 
 
@@ -207,7 +224,7 @@ def _move_explain_pairs(db: Any) -> None:
 
 # A data step runs right after its migration's SQL (keyed by that SQL, wherever the
 # migration sits in a list: tests build lists of their own).
-DATA_STEPS: dict[str, Callable[[Any], None]] = {MIGRATIONS[5]: _move_explain_pairs}
+DATA_STEPS: dict[str, Callable[[Any], None]] = {MIGRATIONS[5]: _move_explain_pairs, MIGRATIONS[7]: pack_existing}
 
 
 def data_step(script: str) -> Callable[[Any], None] | None:

@@ -1,0 +1,138 @@
+"""The per-call latency times packed: one float64 blob per trial, phase and write.
+
+A run at paper scale is mostly per-call latency rows (phases latency_b<B>, one row per
+timed call: 729,000 of a 10^6-measurement run), and a latency percentile needs only their
+times. Reading them as rows made three Python objects per value (half a second at 10^6).
+So each write of a trial's rows (Store.add_measurements) also stores, in the same
+transaction, the times a percentile reads (warm-ups, NULL values and metrics other than
+time left out) as little-endian float64, one blob per phase of that write, in the table
+latency_packs; a reader turns a blob into an array without a Python object per value.
+
+The rows stay the record: every value is still a row of measurements, for SQL and for
+every other reader. The packs are a copy, and a copy can go stale when someone edits the
+rows with another tool. trials.latency_packed says whether a trial's packs are complete:
+dlbench sets it when it creates a trial (no rows yet) and keeps it across its own writes;
+database triggers clear it whenever a latency row is inserted, changed or deleted by
+anyone, and a reader takes the rows, not the packs, of every trial whose flag is clear.
+A trial written by another tool (its flag defaults to 0) is read from its rows too.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+# As the SQL filter LATENCY_PHASE in dlbench.store.core: the phases dlbench writes are lower case.
+PHASE_PREFIX = "latency_b"
+DTYPE = "<f8"  # the blob's bytes: little-endian float64, whatever the machine that reads them
+
+
+def is_latency_phase(phase: str) -> bool:
+    return phase.startswith(PHASE_PREFIX)
+
+
+def pack(rows: Iterable[Any]) -> list[tuple[str, int, bytes]]:
+    """(phase, n, blob) for each latency phase of rows (objects with phase, metric, warmup
+    and value), in the order the phases first appear, with the times a percentile reads:
+    metric time, not a warm-up, value not NULL, in the rows' order."""
+    import numpy as np
+
+    times: dict[str, list[float]] = {}
+    for m in rows:
+        if m.metric == "time" and not m.warmup and m.value is not None and is_latency_phase(m.phase):
+            times.setdefault(m.phase, []).append(m.value)
+    return [(phase, len(v), np.asarray(v, dtype=DTYPE).tobytes()) for phase, v in times.items()]
+
+
+def unpack(blob: bytes | memoryview) -> Any:
+    """The float64 array a pack holds (read-only: it shares the blob's memory)."""
+    import numpy as np
+
+    return np.frombuffer(blob, dtype=DTYPE)
+
+
+# -- the triggers that clear trials.latency_packed -----------------------------------
+# Each marks the trial of a latency row inserted or deleted, and both trials of any row
+# updated (rare, never by dlbench). "<> 0" skips rewriting a trial already marked: a
+# batch of 10^5 latency rows rewrites its trial's row once.
+_MARK = "UPDATE trials SET latency_packed = 0 WHERE id = {row}.trial_id AND latency_packed <> 0;"
+_LATENCY = r"{row}.phase LIKE 'latency\_b%' ESCAPE '\'"
+
+SQLITE_TRIGGERS = (
+    f"CREATE TRIGGER IF NOT EXISTS latency_unpacked_insert AFTER INSERT ON measurements"
+    f" WHEN {_LATENCY.format(row='new')} BEGIN {_MARK.format(row='new')} END",
+    f"CREATE TRIGGER IF NOT EXISTS latency_unpacked_delete AFTER DELETE ON measurements"
+    f" WHEN {_LATENCY.format(row='old')} BEGIN {_MARK.format(row='old')} END",
+    f"CREATE TRIGGER IF NOT EXISTS latency_unpacked_update AFTER UPDATE ON measurements"
+    f" BEGIN {_MARK.format(row='old')} {_MARK.format(row='new')} END",
+)
+
+# PostgreSQL runs a trigger's work in a function; one function serves the three triggers.
+POSTGRES_TRIGGERS = (
+    "CREATE OR REPLACE FUNCTION dlbench_latency_unpacked() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+    f" IF TG_OP <> 'INSERT' THEN {_MARK.format(row='OLD')} END IF;"
+    f" IF TG_OP <> 'DELETE' THEN {_MARK.format(row='NEW')} END IF;"
+    " RETURN NULL; END $$",
+    f"CREATE TRIGGER latency_unpacked_insert AFTER INSERT ON measurements FOR EACH ROW"
+    f" WHEN ({_LATENCY.format(row='NEW')}) EXECUTE FUNCTION dlbench_latency_unpacked()",
+    f"CREATE TRIGGER latency_unpacked_delete AFTER DELETE ON measurements FOR EACH ROW"
+    f" WHEN ({_LATENCY.format(row='OLD')}) EXECUTE FUNCTION dlbench_latency_unpacked()",
+    "CREATE TRIGGER latency_unpacked_update AFTER UPDATE ON measurements FOR EACH ROW"
+    " EXECUTE FUNCTION dlbench_latency_unpacked()",
+)
+
+
+def install_triggers(db: Any) -> None:
+    for statement in SQLITE_TRIGGERS if isinstance(db, sqlite3.Connection) else POSTGRES_TRIGGERS:
+        db.execute(statement)
+
+
+class _Row:
+    """One measurement row as pack() reads it."""
+
+    __slots__ = ("phase", "metric", "warmup", "value")
+
+    def __init__(self, phase: str, metric: str, warmup: int, value: float | None) -> None:
+        self.phase, self.metric, self.warmup, self.value = phase, metric, warmup, value
+
+
+def _rows_by_trial(db: Any) -> Iterator[tuple[int, list[_Row]]]:
+    """Every latency-phase row of the database, grouped by trial, in each trial's row order.
+    Read in batches (a server's 10^7 rows are never all in memory)."""
+    sql = (
+        "SELECT trial_id, phase, metric, warmup, value FROM measurements"
+        f" WHERE {_LATENCY.format(row='measurements')} ORDER BY trial_id, id"
+    )
+    if isinstance(db, sqlite3.Connection):
+        cursor = db.execute(sql)
+        batches: Iterable[list[Any]] = iter(lambda: cursor.fetchmany(100_000), [])
+    else:
+        batches = db.chunks(sql, (), 100_000)
+    trial: int | None = None
+    rows: list[_Row] = []
+    for batch in batches:
+        for trial_id, *row in batch:
+            if trial_id != trial:
+                if rows:
+                    assert trial is not None
+                    yield trial, rows
+                trial, rows = trial_id, []
+            rows.append(_Row(*row))
+    if rows:
+        assert trial is not None
+        yield trial, rows
+
+
+def pack_existing(db: Any) -> None:
+    """Migration 8's data step: the packs of every trial already stored, every trial then
+    marked complete, and the triggers installed (after the packing, which writes no row)."""
+    for trial_id, rows in _rows_by_trial(db):
+        packs = pack(rows)
+        if packs:
+            db.executemany(
+                "INSERT INTO latency_packs (trial_id, phase, n, times) VALUES (?,?,?,?)",
+                [(trial_id, *p) for p in packs],
+            )
+    db.execute("UPDATE trials SET latency_packed = 1")
+    install_triggers(db)

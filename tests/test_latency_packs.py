@@ -1,0 +1,209 @@
+"""The packed per-call latency times (schema version 8, dlbench.store.latency_packs).
+
+A percentile reads the packs of a trial only while they hold every time its rows hold:
+these tests write trials in several batches, edit the rows with another client (sqlite3,
+as a user would), migrate a version-7 file, and each time compare what the report reads
+(Store.latency_samples) with the rows themselves (Store.latency_calls, and raw SQL).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dlbench.analysis.rows import latency_percentiles_of
+from dlbench.analysis.summary import latency_percentiles
+from dlbench.store import MIGRATIONS, Measurement, Store
+from dlbench.store.latency_packs import pack, unpack
+
+CASE = {"framework": "torch", "variant": "eager", "model": "mlp", "dataset": "digits", "batch_size": 32}
+
+
+def _store(path: Path) -> list[int]:
+    """A run of three ok trials (two cases), written the way a worker writes: several
+    batches per trial, warm-up calls, a NULL call, an energy row in a latency phase."""
+    with Store(path) as store:
+        run = store.create_run(
+            name="packs", command="-", config_source="-", config_text="", experiment={}, environment={}, version="0"
+        )
+        ids = []
+        for block, (key, batch) in enumerate([("a", 32), ("b", 1), ("a", 32)]):
+            case = {**CASE, "batch_size": batch}
+            tid = store.add_trial(run, case_key=key, block=block, position=0, case=case, protocol={})
+            store.start_trial(tid)
+            base = 0.01 * (block + 1)
+            for part in range(3):  # three batches, each with both phases
+                store.add_measurements(
+                    tid,
+                    [Measurement(0, True, "latency_b1", "time", 9.0, "s", 0)]  # a warm-up call
+                    + [Measurement(1, False, "latency_b1", "time", base + part + i / 7, "s", i) for i in range(5)]
+                    + [
+                        Measurement(1, False, f"latency_b{batch}", "time", base * 2 + part + i / 3, "s", i)
+                        for i in range(4)
+                    ]
+                    + [Measurement(1, False, "latency_b1", "time", None, "s", 5)]
+                    + [Measurement(1, False, "latency_b1", "energy", 3.0, "J")]
+                    + [Measurement(1, False, "train", "time", 1.5, "s")],
+                )
+            store.finish_trial(tid, status="ok", error=None, returncode=0, wall_s=1.0, stderr="")
+            ids.append(tid)
+    return ids
+
+
+def _from_rows(path: Path) -> dict[str, dict[str, tuple[float, ...]]]:
+    with Store(path, readonly=True) as store:
+        return latency_percentiles(store.latency_calls(1))
+
+
+def _from_samples(path: Path) -> dict[str, dict[str, tuple[float, ...]]]:
+    with Store(path, readonly=True) as store:
+        return latency_percentiles_of(store.latency_samples(1))
+
+
+def _flags(path: Path) -> list[int]:
+    with sqlite3.connect(path) as db:
+        return [f for (f,) in db.execute("SELECT latency_packed FROM trials ORDER BY id")]
+
+
+def test_pack_keeps_the_times_a_percentile_reads_in_order() -> None:
+    rows = [
+        Measurement(0, True, "latency_b1", "time", 5.0, "s"),
+        Measurement(1, False, "latency_b8", "time", 0.25, "s"),
+        Measurement(1, False, "latency_b1", "time", 0.5, "s"),
+        Measurement(1, False, "latency_b1", "time", None, "s"),
+        Measurement(1, False, "latency_b1", "energy", 2.0, "J"),
+        Measurement(1, False, "infer", "time", 7.0, "s"),
+        Measurement(1, False, "latency_b8", "time", 0.125, "s"),
+    ]
+    packs = pack(rows)
+    assert [(phase, n) for phase, n, _ in packs] == [("latency_b8", 2), ("latency_b1", 1)]
+    assert unpack(packs[0][2]).tolist() == [0.25, 0.125] and unpack(packs[1][2]).tolist() == [0.5]
+    assert len(packs[0][2]) == 16  # 8 bytes a value, nothing else
+
+
+def test_batches_keep_the_trial_packed_and_the_packs_equal_the_rows(tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    _store(db)
+    assert _flags(db) == [1, 1, 1]
+    with sqlite3.connect(db) as con:
+        # 3 trials x 3 batches x 2 phases (one phase in trial b: latency_b1 twice in a batch's pack)
+        n_packs = con.execute("SELECT COUNT(*) FROM latency_packs").fetchone()[0]
+        packed = con.execute("SELECT SUM(n) FROM latency_packs").fetchone()[0]
+        rows = con.execute(
+            "SELECT COUNT(*) FROM measurements WHERE phase LIKE 'latency%' AND metric='time' AND warmup=0"
+            " AND value IS NOT NULL"
+        ).fetchone()[0]
+    assert n_packs == 3 * 3 * 2 - 3 and packed == rows == 3 * 3 * 9
+    got = _from_samples(db)
+    assert got == _from_rows(db)
+    assert got["b"]["latency_b1"][0] == 3 * 9  # trial b's two sets of latency_b1 calls pooled
+
+
+def test_samples_read_no_row_while_every_trial_is_packed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "r.db"
+    _store(db)
+
+    def refuse(*args: object) -> None:
+        raise AssertionError("read the latency rows of a packed trial")
+
+    monkeypatch.setattr(Store, "_latency_rows", refuse)
+    assert _from_samples(db)["a"]["latency_b32"][0] == 2 * 3 * 4
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        "UPDATE measurements SET value = 100.0 WHERE id = (SELECT MIN(id) FROM measurements"
+        " WHERE trial_id = 2 AND phase = 'latency_b1' AND warmup = 0)",
+        "DELETE FROM measurements WHERE trial_id = 2 AND phase = 'latency_b1' AND seq = 4",
+        "INSERT INTO measurements (trial_id, repeat, warmup, phase, metric, value, unit, seq)"
+        " VALUES (2, 1, 0, 'latency_b1', 'time', 50.0, 's', 9)",
+        "UPDATE measurements SET warmup = 0 WHERE trial_id = 2 AND warmup = 1",
+        "UPDATE measurements SET trial_id = 2 WHERE trial_id = 3 AND phase = 'train'",
+    ],
+    ids=["update-value", "delete", "insert", "update-warmup", "update-other-phase"],
+)
+def test_an_edit_by_another_client_sends_that_trial_back_to_its_rows(tmp_path: Path, edit: str) -> None:
+    db = tmp_path / "r.db"
+    _store(db)
+    before = _from_samples(db)
+    with sqlite3.connect(db) as con:
+        con.execute(edit)
+    # Only the edited trial(s) lose their flag (an update marks the old and the new row's trial).
+    assert _flags(db) == ([1, 0, 0] if "trial_id = 2 WHERE" in edit else [1, 0, 1])
+    after = _from_samples(db)
+    assert after == _from_rows(db)
+    if "phase = 'train'" not in edit:
+        assert after["b"] != before["b"] and after["a"] == before["a"]
+
+
+def test_rows_of_another_phase_leave_the_flag_alone(tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    _store(db)
+    with sqlite3.connect(db) as con:
+        con.execute(
+            "INSERT INTO measurements (trial_id, warmup, phase, metric, value, unit)"
+            " VALUES (2, 0, 'train', 'x', 1, 's')"
+        )
+        con.execute("DELETE FROM measurements WHERE trial_id = 1 AND phase = 'train'")
+    assert _flags(db) == [1, 1, 1]
+
+
+def test_a_trial_written_by_another_tool_is_read_from_its_rows(tmp_path: Path) -> None:
+    """A trial inserted without the flag (its default is 0) has no packs: its rows count."""
+    db = tmp_path / "r.db"
+    _store(db)
+    with sqlite3.connect(db) as con:
+        con.execute(
+            "INSERT INTO trials (run_id, case_key, block, position, framework, variant, model, dataset,"
+            " batch_size, case_json, protocol_json, status) SELECT run_id, 'c', 9, 0, framework, variant,"
+            " model, dataset, batch_size, case_json, protocol_json, 'ok' FROM trials WHERE id = 1"
+        )
+        con.executemany(
+            "INSERT INTO measurements (trial_id, repeat, warmup, phase, metric, value, unit, seq)"
+            " VALUES (4, 1, 0, 'latency_b1', 'time', ?, 's', ?)",
+            [(0.5 + i, i) for i in range(6)],
+        )
+    assert _flags(db) == [1, 1, 1, 0]
+    got = _from_samples(db)
+    assert got == _from_rows(db) and got["c"]["latency_b1"][:2] == (6, 3.0)
+
+
+def _downgrade_to_7(path: Path) -> None:
+    """The file as dlbench wrote it at schema version 7: no packs, no flag, no triggers."""
+    with sqlite3.connect(path) as con:
+        for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type='trigger'").fetchall():
+            con.execute(f"DROP TRIGGER {name}")
+        con.execute("DROP TABLE latency_packs")
+        con.execute("ALTER TABLE trials DROP COLUMN latency_packed")
+        con.execute("PRAGMA user_version = 7")
+
+
+def test_a_version_7_file_is_packed_on_upgrade(tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    _store(db)
+    expected = _from_rows(db)
+    with sqlite3.connect(db) as con:
+        packs = con.execute("SELECT trial_id, phase, n, times FROM latency_packs ORDER BY id").fetchall()
+    _downgrade_to_7(db)
+    assert len(MIGRATIONS) == 8
+    # A reader upgrades a copy in memory: the file stays at version 7.
+    assert _from_samples(db) == expected
+    with sqlite3.connect(db) as con:
+        assert con.execute("PRAGMA user_version").fetchone()[0] == 7
+    # A writer upgrades the file: one pack per trial and phase now, the same times.
+    with Store(db) as store:
+        assert store.version == 8
+    assert _flags(db) == [1, 1, 1] and _from_samples(db) == expected
+    with sqlite3.connect(db) as con:
+        migrated = con.execute("SELECT trial_id, phase, n, times FROM latency_packs ORDER BY id").fetchall()
+        triggers = {n for (n,) in con.execute("SELECT name FROM sqlite_master WHERE type='trigger'")}
+    assert triggers == {"latency_unpacked_insert", "latency_unpacked_delete", "latency_unpacked_update"}
+    for trial in (1, 2, 3):
+        for phase in {p for t, p, _, _ in packs if t == trial}:
+            written = np.concatenate([unpack(b) for t, p, _, b in packs if (t, p) == (trial, phase)])
+            [(n, blob)] = [(n, b) for t, p, n, b in migrated if (t, p) == (trial, phase)]
+            assert n == written.size and unpack(blob).tolist() == written.tolist()
