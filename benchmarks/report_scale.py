@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -147,34 +146,34 @@ CHILD_ENV = {
 def timed(name: str, cmd: list[str], repeats: int, size: Any = None) -> tuple[float, float]:
     """Median wall and CPU seconds of `cmd` in a fresh process, printed with the ratio of
     wall time to the reference kernel."""
-    times, kernel, cpu = [], [], []
+    times, kernel, cpu, peak = [], [], [], []
     # One untimed run first: it writes the bytecode cache, as pip's install would have.
     subprocess.run(cmd, capture_output=True, cwd=ROOT, env=CHILD_ENV)
     for _ in range(repeats):  # the median of a few: this VM's speed drifts by +-25%
         kernel.append(reference_kernel())
         # CPU seconds beside wall time: on a machine shared with other work, waiting for a
-        # core inflates wall time, not CPU time (HTML's figure children count in CPU time).
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t0 = time.perf_counter()
-        done = subprocess.run(
-            cmd,
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            env=CHILD_ENV,
-        )
-        times.append(time.perf_counter() - t0)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
-        if done.returncode != 0:
-            raise SystemExit(f"{' '.join(cmd)} failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+        # core inflates wall time, not CPU time. os.wait4 gives this child's own rusage, its
+        # reaped children (HTML's figure processes) included: CPU and its peak RSS.
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            t0 = time.perf_counter()
+            child = subprocess.Popen(cmd, stdout=out, stderr=err, cwd=ROOT, env=CHILD_ENV)
+            _, status, usage = os.wait4(child.pid, 0)
+            times.append(time.perf_counter() - t0)
+            child.returncode = os.waitstatus_to_exitcode(status)
+            out.seek(0)
+            err.seek(0)
+            output = out.read()
+            if child.returncode != 0:
+                raise SystemExit(f"{' '.join(cmd)} failed:\n{(output + err.read())[-4000:].decode(errors='replace')}")
+        cpu.append(usage.ru_utime + usage.ru_stime)
+        peak.append(usage.ru_maxrss / 1024)  # Linux: KiB
     median = statistics.median(times)
     relative = statistics.median(t / k for t, k in zip(times, kernel, strict=True))
-    shown = f" ({size(done):,} bytes)" if size else ""
+    shown = f" ({size(output):,} bytes)" if size else ""
     print(
         f"{name:38s}: median {median:6.2f} s of {', '.join(f'{t:.2f}' for t in times)}{shown}; "
         f"{relative:5.1f} x the reference kernel (median {statistics.median(kernel):.3f} s); "
-        f"CPU {statistics.median(cpu):.2f} s",
+        f"CPU {statistics.median(cpu):.2f} s; peak RSS {max(peak):,.0f} MiB",
         flush=True,
     )
     return median, statistics.median(cpu)
@@ -231,12 +230,12 @@ def main() -> None:
             out = Path(tmp) / f"report.{fmt}"
             cmd = [*base, "report", "--run", str(run_id), "--format", fmt, "--db", db]
             cmd += [] if fmt == "console" else ["--out", str(out)]
-            size = (lambda d: len(d.stdout)) if fmt == "console" else (lambda d, out=out: out.stat().st_size)
+            size = len if fmt == "console" else (lambda _, out=out: out.stat().st_size)
             results[fmt] = timed(f"dlbench report --format {fmt}", cmd, args.repeats, size)
         results["load"] = timed("dlbench.load(db).measurements()", [sys.executable, "-c", LOAD, db], args.repeats)
         out = Path(tmp) / "export.parquet"
         cmd = [*base, "export", str(out), "--run", str(run_id), "--format", "parquet", "--db", db]
-        results["parquet"] = timed("dlbench export --format parquet", cmd, args.repeats, lambda d: out.stat().st_size)
+        results["parquet"] = timed("dlbench export --format parquet", cmd, args.repeats, lambda _: out.stat().st_size)
     # The targets are set at 10^6 measurements; at 10^7 (a shared PostgreSQL) within ten times them.
     scale = 10 if n >= 3_000_000 else 1
     if n < 300_000:

@@ -63,6 +63,13 @@ def _from_samples(path: Path) -> dict[str, dict[str, tuple[float, ...]]]:
         return latency_percentiles_of(store.latency_samples(1))
 
 
+def _edit(path: Path, *statements: str) -> None:
+    """Statements run by another client, as a user with the sqlite3 shell would."""
+    with sqlite3.connect(path) as con:
+        for statement in statements:
+            con.execute(statement)
+
+
 def _flags(path: Path) -> list[int]:
     with sqlite3.connect(path) as db:
         return [f for (f,) in db.execute("SELECT latency_packed FROM trials ORDER BY id")]
@@ -130,8 +137,7 @@ def test_an_edit_by_another_client_sends_that_trial_back_to_its_rows(tmp_path: P
     db = tmp_path / "r.db"
     _store(db)
     before = _from_samples(db)
-    with sqlite3.connect(db) as con:
-        con.execute(edit)
+    _edit(db, edit)
     # Only the edited trial(s) lose their flag (an update marks the old and the new row's trial).
     assert _flags(db) == ([1, 0, 0] if "trial_id = 2 WHERE" in edit else [1, 0, 1])
     after = _from_samples(db)
@@ -143,12 +149,11 @@ def test_an_edit_by_another_client_sends_that_trial_back_to_its_rows(tmp_path: P
 def test_rows_of_another_phase_leave_the_flag_alone(tmp_path: Path) -> None:
     db = tmp_path / "r.db"
     _store(db)
-    with sqlite3.connect(db) as con:
-        con.execute(
-            "INSERT INTO measurements (trial_id, warmup, phase, metric, value, unit)"
-            " VALUES (2, 0, 'train', 'x', 1, 's')"
-        )
-        con.execute("DELETE FROM measurements WHERE trial_id = 1 AND phase = 'train'")
+    _edit(
+        db,
+        "INSERT INTO measurements (trial_id, warmup, phase, metric, value, unit) VALUES (2, 0, 'train', 'x', 1, 's')",
+        "DELETE FROM measurements WHERE trial_id = 1 AND phase = 'train'",
+    )
     assert _flags(db) == [1, 1, 1]
 
 
@@ -156,17 +161,14 @@ def test_a_trial_written_by_another_tool_is_read_from_its_rows(tmp_path: Path) -
     """A trial inserted without the flag (its default is 0) has no packs: its rows count."""
     db = tmp_path / "r.db"
     _store(db)
-    with sqlite3.connect(db) as con:
-        con.execute(
-            "INSERT INTO trials (run_id, case_key, block, position, framework, variant, model, dataset,"
-            " batch_size, case_json, protocol_json, status) SELECT run_id, 'c', 9, 0, framework, variant,"
-            " model, dataset, batch_size, case_json, protocol_json, 'ok' FROM trials WHERE id = 1"
-        )
-        con.executemany(
-            "INSERT INTO measurements (trial_id, repeat, warmup, phase, metric, value, unit, seq)"
-            " VALUES (4, 1, 0, 'latency_b1', 'time', ?, 's', ?)",
-            [(0.5 + i, i) for i in range(6)],
-        )
+    _edit(
+        db,
+        "INSERT INTO trials (run_id, case_key, block, position, framework, variant, model, dataset,"
+        " batch_size, case_json, protocol_json, status) SELECT run_id, 'c', 9, 0, framework, variant,"
+        " model, dataset, batch_size, case_json, protocol_json, 'ok' FROM trials WHERE id = 1",
+        "INSERT INTO measurements (trial_id, repeat, warmup, phase, metric, value, unit, seq) VALUES "
+        + ", ".join(f"(4, 1, 0, 'latency_b1', 'time', {0.5 + i}, 's', {i})" for i in range(6)),
+    )
     assert _flags(db) == [1, 1, 1, 0]
     got = _from_samples(db)
     assert got == _from_rows(db) and got["c"]["latency_b1"][:2] == (6, 3.0)
