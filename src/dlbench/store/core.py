@@ -862,12 +862,14 @@ class Store:
         return self._records(SeriesPoint, rows)
 
     def _tuples(self, sql: str, args: Sequence[Any]) -> list[Any]:
-        """The rows of a big read as plain tuples: SQLite builds no sqlite3.Row for each."""
+        """The rows of a big read as plain tuples: neither sqlite3.Row nor, on PostgreSQL, the
+        Row of dlbench.store.postgres is built for each (the server-side cursor of _chunks
+        hands out tuples: a 10^7-measurement console report held both, 2.4 GB at its peak)."""
         if isinstance(self.db, sqlite3.Connection):
             cursor = self.db.cursor()
             cursor.row_factory = None
             return cursor.execute(sql, args).fetchall()
-        return list(self.db.execute(sql, args).fetchall())
+        return [row for rows in self._chunks(sql, args) for row in rows]
 
     @staticmethod
     def _records(kind: type[_Record], rows: list[Any]) -> list[_Record]:
@@ -881,17 +883,52 @@ class Store:
         latency=False leaves out the per-call latency rows (phases latency_b<B>), which
         are most of a run's rows and which no figure draws. retired=True adds the values
         of the attempts a resume retired (their rows say retired 1)."""
-        where = ("" if retired else " AND t.retired=0") + ("" if latency else f" AND NOT {LATENCY_PHASE}")
-        rows = self._tuples(
-            "SELECT t.id AS trial_id, t.case_key, t.block, t.framework, t.variant, t.model, t.dataset,"
-            " t.batch_size, t.status, m.repeat, m.warmup, m.phase, m.metric, m.value, m.unit, m.seq,"
-            " m.method, m.flag, t.attempt, t.retired, m.id"
-            " FROM measurements m JOIN trials t ON t.id = m.trial_id WHERE t.run_id=?"
-            + where
-            + " ORDER BY t.block, t.position, t.attempt, m.id",
+        from itertools import groupby
+        from operator import itemgetter
+
+        keep = "" if retired else " AND retired=0"
+        trials = self._tuples(
+            "SELECT id, case_key, block, framework, variant, model, dataset, batch_size, status, attempt, retired"
+            f" FROM trials WHERE run_id=?{keep} ORDER BY block, position, attempt, id",
             (run_id,),
         )
-        return self._records(MeasurementRecord, rows)
+        rows = self._tuples(
+            "SELECT m.trial_id, m.repeat, m.warmup, m.phase, m.metric, m.value, m.unit, m.seq, m.method, m.flag, m.id"
+            f" FROM measurements m WHERE m.trial_id IN (SELECT id FROM trials WHERE run_id=?{keep})"
+            + ("" if latency else f" AND NOT {LATENCY_PHASE}")
+            + " ORDER BY m.trial_id, m.id",
+            (run_id,),
+        )
+        # Each record is built here from its trial's columns and its row's, rather than by a
+        # JOIN: the trial's strings are then one object shared by its rows, and so are the
+        # phase, metric and unit of every row (shared through `same`), where each row used to
+        # bring its own copies: 790 bytes a record at 10^6 before, a third of that now.
+        by_trial = {trial_id: list(group) for trial_id, group in groupby(rows, key=itemgetter(0))}
+        same: dict[Any, Any] = {}
+        text = same.setdefault
+        new, kind = tuple.__new__, MeasurementRecord
+        out = records.Records()
+        for t in trials:
+            head, tail = t[:9], t[9:]
+            out.extend(
+                new(
+                    kind,
+                    (
+                        *head,
+                        r[1],
+                        r[2],
+                        text(r[3], r[3]),
+                        text(r[4], r[4]),
+                        r[5],
+                        text(r[6], r[6]),
+                        *r[7:10],
+                        *tail,
+                        r[10],
+                    ),
+                )
+                for r in by_trial.get(t[0], ())
+            )
+        return out
 
     def latency_calls(self, run_id: int) -> list[LatencyCall]:
         """The per-call latency rows of a run (phases latency_b<B>), with only the columns
@@ -933,64 +970,51 @@ class Store:
         from the run's current, ok trials, warm-ups and NULL values left out, metric time.
         The same values latency_calls() gives: a trial whose packs are complete
         (dlbench.store.latency_packs) is read from them, one blob per phase and write;
-        any other from its rows, filtered in SQL and read in batches into arrays."""
+        any other from its rows, filtered in SQL and read in batches into arrays. Memory:
+        the packs' bytes and one copy of the values (no per-value index: 7.3 million
+        values of a 10^7 run took 0.7 GB more while they were sorted by case and phase)."""
+        import heapq
+
         import numpy as np
 
-        trial_case = self._tuples(
+        trials = self._tuples(
             "SELECT id, case_key, latency_packed FROM trials WHERE run_id=? AND retired=0 AND status='ok' ORDER BY id",
             (run_id,),
         )
-        cases = {key: i for i, key in enumerate(dict.fromkeys(c for _, c, _ in trial_case))}
-        trial_ids = np.array([t for t, _, _ in trial_case], dtype=np.int64)
-        case_of_trial = np.array([cases[c] for _, c, _ in trial_case], dtype=np.int64)
-        phases: dict[str, int] = {}
-        trial_parts, phase_parts, value_parts = [], [], []
+        case_of = {t: c for t, c, _ in trials}
+        # The flags as read here decide which trials come from packs and which from rows,
+        # so that a flag another client clears meanwhile cannot bring a trial in twice.
+        from_packs = {t for t, _, flag in trials if flag == 1}
         ok = "SELECT id FROM trials WHERE run_id=? AND retired=0 AND status='ok'"
-        for trial, phase, blob in self._tuples(
-            f"SELECT trial_id, phase, times FROM latency_packs WHERE trial_id IN ({ok} AND latency_packed=1)"
-            " ORDER BY trial_id, id",
-            (run_id,),
-        ):
-            times = latency_packs.unpack(blob)
-            trial_parts.append(np.full(times.size, trial, dtype=np.int64))
-            phase_parts.append(np.full(times.size, phases.setdefault(phase, len(phases)), dtype=np.int64))
-            value_parts.append(times)
-        if any(packed != 1 for _, _, packed in trial_case):
-            self._latency_rows(run_id, ok, phases, trial_parts, phase_parts, value_parts)
-        if not value_parts:
-            return []
-        trial = np.concatenate(trial_parts)
-        by_trial = np.argsort(trial, kind="stable")  # the packed and the unpacked trials, merged by id
-        case = case_of_trial[np.searchsorted(trial_ids, trial[by_trial])]
-        group = case * len(phases) + np.concatenate(phase_parts)[by_trial]
-        value = np.concatenate(value_parts)[by_trial]
-        order = np.argsort(group, kind="stable")  # stable: a group's values keep their read order
-        group, value = group[order], value[order]
-        present, start = np.unique(group, return_index=True)
-        stop = np.append(start[1:], group.size)
-        case_key, phase_name = list(cases), list(phases)
-        # Groups in the order their first value was read (order[start] is that row's place).
-        firsts = np.argsort(order[start], kind="stable")
-        return [
-            (
-                case_key[int(present[i]) // len(phases)],
-                phase_name[int(present[i]) % len(phases)],
-                value[start[i] : stop[i]],
+        packed = (
+            (trial, phase, latency_packs.unpack(blob))
+            for trial, phase, blob in self._tuples(
+                f"SELECT trial_id, phase, times FROM latency_packs WHERE trial_id IN ({ok} AND latency_packed=1)"
+                " ORDER BY trial_id, id",
+                (run_id,),
             )
-            for i in firsts
-        ]
+            if trial in from_packs
+        )
+        unpacked = (
+            piece
+            for piece in (self._latency_rows(run_id, ok) if len(from_packs) < len(trials) else ())
+            if piece[0] in case_of and piece[0] not in from_packs
+        )
+        # Both in trial order: merged by trial, each trial's pieces keep their order.
+        groups: dict[tuple[str, str], list[Any]] = {}
+        for trial, phase, values in heapq.merge(packed, unpacked, key=lambda piece: piece[0]):
+            groups.setdefault((case_of[trial], phase), []).append(values)
+        return [(case, phase, np.concatenate(parts)) for (case, phase), parts in groups.items()]
 
-    def _latency_rows(
-        self, run_id: int, ok: str, phases: dict[str, int], trials: list[Any], kinds: list[Any], values: list[Any]
-    ) -> None:
-        """latency_samples' read of the trials whose packs are incomplete, from their rows,
-        appended to its parts."""
+    def _latency_rows(self, run_id: int, ok: str) -> Iterator[tuple[int, str, Any]]:
+        """latency_samples' read of the trials whose packs are incomplete, from their rows:
+        (trial, phase, values) for each run of consecutive rows of one trial and phase."""
         from operator import itemgetter
 
         import numpy as np
 
         # Each column is taken out of a batch's tuples by C-level map(): a Python expression
-        # per row (a (case, phase) key and a dict lookup) was half of this read at 10^6 rows.
+        # per row was half of this read at 10^6 rows.
         first, second, third = itemgetter(0), itemgetter(1), itemgetter(2)
         for rows in self._chunks(
             f"SELECT m.trial_id, m.phase, m.value FROM measurements m WHERE m.trial_id IN ({ok} AND latency_packed<>1)"
@@ -999,11 +1023,14 @@ class Store:
             (run_id,),
         ):
             n = len(rows)
-            for phase in dict.fromkeys(map(second, rows)):
-                phases.setdefault(phase, len(phases))
-            trials.append(np.fromiter(map(first, rows), np.int64, n))
-            kinds.append(np.fromiter(map(phases.__getitem__, map(second, rows)), np.int64, n))
-            values.append(np.fromiter(map(third, rows), np.float64, n))
+            phases = list(dict.fromkeys(map(second, rows)))
+            number = {p: i for i, p in enumerate(phases)}
+            trial = np.fromiter(map(first, rows), np.int64, n)
+            phase = np.fromiter(map(number.__getitem__, map(second, rows)), np.int64, n)
+            value = np.fromiter(map(third, rows), np.float64, n)
+            edges = np.flatnonzero((trial[1:] != trial[:-1]) | (phase[1:] != phase[:-1])) + 1
+            for start, stop in zip(np.append(0, edges), np.append(edges, n), strict=True):
+                yield int(trial[start]), phases[phase[start]], value[start:stop]
 
     def measurement_parts(self, run_id: int, latency: bool = True, retired: bool = False) -> dict[str, Any]:
         """measurements() encoded, for a reader that builds its own columns: "trials", the
