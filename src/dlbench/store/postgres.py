@@ -305,7 +305,9 @@ class Connection:
         from psycopg.rows import tuple_row
 
         with self._errors(), self._conn.transaction():
-            with self._conn.cursor(name="dlbench_chunks", row_factory=tuple_row) as cur:
+            # Binary results: numbers arrive as machine values instead of text to parse (10^7
+            # rows of seven columns: 6.7 s instead of 8.6 s wall, 3.0 instead of 4.8 s of CPU).
+            with self._conn.cursor(name="dlbench_chunks", row_factory=tuple_row, binary=True) as cur:
                 cur.execute(placeholders(sql, True), parameters)
                 while rows := cur.fetchmany(size):
                     yield rows
