@@ -321,7 +321,9 @@ class Results:
         data["seq"] = pd.array(np.concatenate(columns["seq"]), dtype="Int64")
         data["warmup"] = np.concatenate(columns["warmup"]).astype(bool)
         data["value"] = np.concatenate(columns["value"])
-        return pd.DataFrame(data, columns=[*MEASUREMENT_COLUMNS, *options])
+        # copy=False: every array here was made for this frame, and pandas would otherwise copy
+        # each into consolidated blocks (0.34-0.57 s of a 10^6-row load, against 0.016 s).
+        return pd.DataFrame(data, columns=[*MEASUREMENT_COLUMNS, *options], copy=False)
 
     def _measurements_by_record(self, run: int | None = None) -> pd.DataFrame:
         """measurements() as it was built before, a dict per stored row: the reference the
