@@ -45,8 +45,7 @@ _Record = TypeVar("_Record", MeasurementRecord, LatencyCall, SeriesPoint)
 STATUSES = ("pending", "running", "ok", "failed", "oom", "timeout", "interrupted")
 
 
-# The per-call latency phases (latency_b<B>); "_" escaped, or LIKE would take it for any character.
-LATENCY_PHASE = r"m.phase LIKE 'latency\_b%' ESCAPE '\'"
+LATENCY_PHASE = latency_packs.PHASE_SQL.format(row="m")  # a measurement m of a per-call latency phase
 CASE_KINDS = 64  # kinds of value (phase, metric, unit, method, flag) numbered by the database up to this many
 
 
@@ -863,8 +862,8 @@ class Store:
 
     def _tuples(self, sql: str, args: Sequence[Any]) -> list[Any]:
         """The rows of a big read as plain tuples: neither sqlite3.Row nor, on PostgreSQL, the
-        Row of dlbench.store.postgres is built for each (the server-side cursor of _chunks
-        hands out tuples: a 10^7-measurement console report held both, 2.4 GB at its peak)."""
+        Row of dlbench.store.postgres is built for each (PostgreSQL: through _chunks'
+        server-side cursor, which hands out tuples)."""
         if isinstance(self.db, sqlite3.Connection):
             cursor = self.db.cursor()
             cursor.row_factory = None

@@ -23,8 +23,11 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-# As the SQL filter LATENCY_PHASE in dlbench.store.core: the phases dlbench writes are lower case.
+# The per-call latency phases (latency_b<B>): in Python (the phases dlbench writes are lower
+# case) and in SQL, of a table's row named `row` ("_" escaped, or LIKE would take it for any
+# character). dlbench.store.core filters with the same SQL.
 PHASE_PREFIX = "latency_b"
+PHASE_SQL = r"{row}.phase LIKE 'latency\_b%' ESCAPE '\'"
 DTYPE = "<f8"  # the blob's bytes: little-endian float64, whatever the machine that reads them
 
 
@@ -57,13 +60,12 @@ def unpack(blob: bytes | memoryview) -> Any:
 # updated (rare, never by dlbench). "<> 0" skips rewriting a trial already marked: a
 # batch of 10^5 latency rows rewrites its trial's row once.
 _MARK = "UPDATE trials SET latency_packed = 0 WHERE id = {row}.trial_id AND latency_packed <> 0;"
-_LATENCY = r"{row}.phase LIKE 'latency\_b%' ESCAPE '\'"
 
 SQLITE_TRIGGERS = (
     f"CREATE TRIGGER IF NOT EXISTS latency_unpacked_insert AFTER INSERT ON measurements"
-    f" WHEN {_LATENCY.format(row='new')} BEGIN {_MARK.format(row='new')} END",
+    f" WHEN {PHASE_SQL.format(row='new')} BEGIN {_MARK.format(row='new')} END",
     f"CREATE TRIGGER IF NOT EXISTS latency_unpacked_delete AFTER DELETE ON measurements"
-    f" WHEN {_LATENCY.format(row='old')} BEGIN {_MARK.format(row='old')} END",
+    f" WHEN {PHASE_SQL.format(row='old')} BEGIN {_MARK.format(row='old')} END",
     f"CREATE TRIGGER IF NOT EXISTS latency_unpacked_update AFTER UPDATE ON measurements"
     f" BEGIN {_MARK.format(row='old')} {_MARK.format(row='new')} END",
 )
@@ -75,9 +77,9 @@ POSTGRES_TRIGGERS = (
     f" IF TG_OP <> 'DELETE' THEN {_MARK.format(row='NEW')} END IF;"
     " RETURN NULL; END $$",
     f"CREATE TRIGGER latency_unpacked_insert AFTER INSERT ON measurements FOR EACH ROW"
-    f" WHEN ({_LATENCY.format(row='NEW')}) EXECUTE FUNCTION dlbench_latency_unpacked()",
+    f" WHEN ({PHASE_SQL.format(row='NEW')}) EXECUTE FUNCTION dlbench_latency_unpacked()",
     f"CREATE TRIGGER latency_unpacked_delete AFTER DELETE ON measurements FOR EACH ROW"
-    f" WHEN ({_LATENCY.format(row='OLD')}) EXECUTE FUNCTION dlbench_latency_unpacked()",
+    f" WHEN ({PHASE_SQL.format(row='OLD')}) EXECUTE FUNCTION dlbench_latency_unpacked()",
     "CREATE TRIGGER latency_unpacked_update AFTER UPDATE ON measurements FOR EACH ROW"
     " EXECUTE FUNCTION dlbench_latency_unpacked()",
 )
@@ -102,7 +104,7 @@ def _rows_by_trial(db: Any) -> Iterator[tuple[int, list[_Row]]]:
     Read in batches (a server's 10^7 rows are never all in memory)."""
     sql = (
         "SELECT trial_id, phase, metric, warmup, value FROM measurements"
-        f" WHERE {_LATENCY.format(row='measurements')} ORDER BY trial_id, id"
+        f" WHERE {PHASE_SQL.format(row='measurements')} ORDER BY trial_id, id"
     )
     if isinstance(db, sqlite3.Connection):
         cursor = db.execute(sql)
