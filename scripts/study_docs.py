@@ -1,4 +1,4 @@
-"""Regenerate the measured sections of docs/studies/*.md from the stored databases.
+"""Regenerate the measured sections of docs/studies/*.md and docs/papers.md from the stored databases.
 
 Each study page keeps hand-written prose; what it shows of a measurement sits between
 ``<!-- dlbench:generated NAME begin -->`` and ``<!-- dlbench:generated NAME end -->`` and is
@@ -12,15 +12,25 @@ report's wording reaches the pages by running this script once::
 tests/test_study_docs.py runs the check. It only renders reports from the stored
 databases (no training): a few seconds a page.
 
+Each study's database is the largest scale stored for it: the first of
+``docs/studies/data/STUDY-SCALE.db.xz`` that exists, SCALE in SCALES order (paper, cpu,
+quick, smoke); `databases()` is that choice, the one place every section reads it from.
+Committing STUDY-quick.db.xz beside STUDY-smoke.db.xz switches the study's page and its
+rows of docs/papers.md to it on the next run.
+
 What is embedded of each command's output:
 
-- ``study-report``: ``dlbench study report STUDY --db docs/studies/data/STUDY-smoke.db
+- ``study-report``: ``dlbench study report STUDY --db docs/studies/data/STUDY-SCALE.db
   --format markdown`` from its first section ("The paper vs this run") through the run's
   status line and stored command, stopping before the configuration; the report's
   ``#`` title line is left out (the page has its own).
 - ``explain-report`` (dai only): ``dlbench explain --show 2 --db
-  docs/studies/data/dai-smoke.db --format markdown --out docs/studies/dai_explain.md``
+  docs/studies/data/dai-SCALE.db --format markdown --out docs/studies/dai_explain.md``
   without its title line; its bar charts land in docs/studies/dai_explain_figures/.
+- ``papers-table`` (docs/papers.md): every claim of the five papers beside dlbench's
+  number, 95% CI and verdict, built as data from each study's database with the library
+  (dlbench.studies.paper_vs_run.compare, the comparison `dlbench study report` prints):
+  scripts/papers_table.py.
 
 The databases are stored xz-compressed (``docs/studies/data/*.db.xz``: SQLite pages
 compress about 7x, dai's 2 MB of profile and telemetry rows to 0.3 MB); ``xz -dk FILE``
@@ -60,15 +70,33 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-STUDIES = ROOT / "docs" / "studies"
+DOCS = ROOT / "docs"
 DATA = "docs/studies/data"
 STUDY_NAMES = ("dai", "florencio", "germino", "patel", "sumanjali")
+# Which stored database each study's sections read: the first of these scales stored as
+# docs/studies/data/<study>-<scale>.db.xz, the largest first.
+SCALES = ("paper", "cpu", "quick", "smoke")
+PAPERS_PAGE = "papers.md"  # relative to docs/, like the study pages ("studies/<study>.md")
 
 # dai's explain report: the run id inside dai-smoke.db (run 1 is the study run), the file
 # name --out is given (its figures folder is named after it: <stem>_figures).
 DAI_EXPLAIN_RUN = 2
 DAI_EXPLAIN_OUT = "docs/studies/dai_explain.md"
 DAI_FIGURES = "docs/studies/dai_explain_figures"
+
+
+def databases(data: Path | None = None) -> dict[str, str]:
+    """Each study's database, relative to the repository root and without its .xz: the
+    largest scale stored for it (SCALES order). `data`: the folder to look in (DATA)."""
+    folder = data if data is not None else ROOT / DATA
+    out: dict[str, str] = {}
+    for name in STUDY_NAMES:
+        found = next((s for s in SCALES if (folder / f"{name}-{s}.db.xz").is_file()), None)
+        if found is None:
+            raise GenerationError(f"{DATA}: no {name}-<scale>.db.xz for any scale of {', '.join(SCALES)}")
+        out[name] = f"{DATA}/{name}-{found}.db"
+    return out
+
 
 MARKER = re.compile(r"^<!-- dlbench:generated (?P<name>[a-z0-9-]+) (?P<edge>begin|end) -->$")
 
@@ -119,27 +147,28 @@ def explain_excerpt(text: str) -> str:
 
 
 def blocks() -> list[Block]:
+    dbs = databases()
     out = [
         Block(
-            page=f"{name}.md",
+            page=f"studies/{name}.md",
             name="study-report",
-            db=f"{DATA}/{name}-smoke.db",
-            args=("study", "report", name, "--db", f"{DATA}/{name}-smoke.db", "--format", "markdown"),
+            db=dbs[name],
+            args=("study", "report", name, "--db", dbs[name], "--format", "markdown"),
             excerpt=study_excerpt,
         )
         for name in STUDY_NAMES
     ]
     out.append(
         Block(
-            page="dai.md",
+            page="studies/dai.md",
             name="explain-report",
-            db=f"{DATA}/dai-smoke.db",
+            db=dbs["dai"],
             args=(
                 "explain",
                 "--show",
                 str(DAI_EXPLAIN_RUN),
                 "--db",
-                f"{DATA}/dai-smoke.db",
+                dbs["dai"],
                 "--format",
                 "markdown",
                 "--out",
@@ -173,12 +202,39 @@ def _environment(tmp: Path) -> dict[str, str]:
     return env
 
 
+def _decompress(db: str, root: Path) -> Path:
+    """The committed `db`.xz decompressed to the same relative path under `root`."""
+    path = root / db
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with lzma.open(ROOT / f"{db}.xz") as src, path.open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return path
+
+
+def _papers_table(root: Path) -> str:
+    """docs/papers.md's table (scripts/papers_table.py) from every study's database,
+    decompressed under `root`."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    try:
+        import papers_table
+    finally:
+        sys.path.pop(0)
+    copies = {name: (f"{db}.xz", _decompress(db, root)) for name, db in databases().items()}
+    try:
+        body = papers_table.render(papers_table.build(copies))
+    except papers_table.TableError as exc:
+        raise GenerationError(str(exc)) from exc
+    note = (
+        "<!-- generated by scripts/study_docs.py (scripts/papers_table.py) from the databases in "
+        f"{DATA}/; edit the prose outside these markers, not this section -->"
+    )
+    return f"{note}\n\n{body}"
+
+
 def _run(block: Block, root: Path, env: dict[str, str]) -> str:
     """Run the block's command in `root`, a fresh directory laid out like the repository
     with the block's database decompressed into it, and return the section's text."""
-    (root / block.db).parent.mkdir(parents=True)
-    with lzma.open(ROOT / f"{block.db}.xz") as src, (root / block.db).open("wb") as dst:
-        shutil.copyfileobj(src, dst)
+    _decompress(block.db, root)
     proc = subprocess.run(
         [sys.executable, "-m", "dlbench", *block.args],
         cwd=root,
@@ -211,11 +267,16 @@ def generate() -> tuple[dict[tuple[str, str], str], dict[str, bytes]]:
         # interpreter's imports.
         roots = [tmp / f"repo-{i}" for i in range(len(todo))]
         with ThreadPoolExecutor(max_workers=2) as pool:
-            texts = list(pool.map(lambda job: _run(job[0], job[1], env), zip(todo, roots, strict=True)))
+            jobs = [pool.submit(_run, block, root, env) for block, root in zip(todo, roots, strict=True)]
+            # The papers table reads its own copies in this process while the commands run.
+            papers = _papers_table(tmp / "papers")
+            texts = [job.result() for job in jobs]
         explain_root = next(r for b, r in zip(todo, roots, strict=True) if b.out == DAI_EXPLAIN_OUT)
         figure_dir = explain_root / DAI_FIGURES
         figures = {p.name: p.read_bytes() for p in sorted(figure_dir.glob("*")) if p.is_file()}
-    return {(b.page, b.name): t for b, t in zip(todo, texts, strict=True)}, figures
+    generated = {(b.page, b.name): t for b, t in zip(todo, texts, strict=True)}
+    generated[(PAPERS_PAGE, "papers-table")] = papers
+    return generated, figures
 
 
 def splice(page: str, text: str, generated: dict[tuple[str, str], str]) -> str:
@@ -269,7 +330,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         generated, figures = generate()
-        pages = {page: (STUDIES / page).read_text(encoding="utf-8") for page, _ in generated}
+        pages = {page: (DOCS / page).read_text(encoding="utf-8") for page, _ in generated}
         new_pages = {page: splice(page, text, generated) for page, text in pages.items()}
     except GenerationError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -282,7 +343,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if args.check:
         for page in changed:
-            sys.stdout.write(_diff(f"docs/studies/{page}", pages[page], new_pages[page]))
+            sys.stdout.write(_diff(f"docs/{page}", pages[page], new_pages[page]))
         for name in changed_figures:
             state = "missing" if name not in old_figures else "stale" if name not in figures else "differs"
             print(f"{DAI_FIGURES}/{name}: {state}")
@@ -296,8 +357,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
     for page in changed:
-        (STUDIES / page).write_text(new_pages[page], encoding="utf-8")
-        print(f"wrote docs/studies/{page}")
+        (DOCS / page).write_text(new_pages[page], encoding="utf-8")
+        print(f"wrote docs/{page}")
     figure_dir.mkdir(parents=True, exist_ok=True)
     for name in changed_figures:
         path = figure_dir / name

@@ -1,5 +1,6 @@
-"""docs/studies/*.md cannot drift: their generated sections are what scripts/study_docs.py
-writes from the databases stored in docs/studies/data/ (rendering only, no training)."""
+"""docs/studies/*.md and docs/papers.md cannot drift: their generated sections are what
+scripts/study_docs.py writes from the databases stored in docs/studies/data/ (rendering
+only, no training)."""
 
 from __future__ import annotations
 
@@ -30,18 +31,38 @@ def test_study_pages_are_what_the_generator_writes() -> None:
         [sys.executable, str(SCRIPT), "--check"], cwd=ROOT, capture_output=True, text=True, timeout=600, check=False
     )
     assert proc.returncode == 0, (
-        "docs/studies differ from what `python scripts/study_docs.py` writes "
+        "docs/studies or docs/papers.md differ from what `python scripts/study_docs.py` writes "
         f"(run it and commit the result):\n{proc.stdout[-20000:]}\n{proc.stderr[-5000:]}"
     )
 
 
 def test_stored_databases_stay_small() -> None:
-    # Committed to the repository: smoke scale, a few hundred KiB at most each.
+    # Committed to the repository: <study>-<scale>.db.xz, a few hundred KiB at most each.
+    docs = _script()
     stored = sorted((ROOT / "docs" / "studies" / "data").glob("*.db.xz"))
-    assert {p.name for p in stored} == {
-        f"{s}-smoke.db.xz" for s in ("dai", "florencio", "germino", "patel", "sumanjali")
-    }
+    names = {f"{s}-{scale}.db.xz" for s in docs.STUDY_NAMES for scale in docs.SCALES}
+    assert stored and {p.name for p in stored} <= names, sorted(p.name for p in stored)
     assert all(p.stat().st_size < 400 * 1024 for p in stored), {p.name: p.stat().st_size for p in stored}
+
+
+def test_each_study_reads_its_largest_stored_scale(tmp_path: Path) -> None:
+    """One choice for every section (the study page, its explain, docs/papers.md's rows):
+    paper > cpu > quick > smoke, whichever is stored."""
+    docs = _script()
+    assert docs.SCALES == ("paper", "cpu", "quick", "smoke")
+    for name in docs.STUDY_NAMES:
+        (tmp_path / f"{name}-smoke.db.xz").touch()
+    (tmp_path / "germino-quick.db.xz").touch()
+    (tmp_path / "dai-cpu.db.xz").touch()
+    (tmp_path / "dai-quick.db.xz").touch()
+    found = docs.databases(tmp_path)
+    assert found["germino"] == f"{docs.DATA}/germino-quick.db"
+    assert found["dai"] == f"{docs.DATA}/dai-cpu.db"
+    assert found["patel"] == f"{docs.DATA}/patel-smoke.db"
+    assert {b.db for b in docs.blocks() if b.page == "studies/dai.md"} == {docs.databases()["dai"]}
+    (tmp_path / "patel-smoke.db.xz").unlink()
+    with pytest.raises(docs.GenerationError, match="no patel-<scale>.db.xz"):
+        docs.databases(tmp_path)
 
 
 def test_splice_replaces_only_between_markers() -> None:
