@@ -16,6 +16,22 @@ interval lies inside the band, FAIL when it lies wholly outside, UNDECIDED other
 For reference it also prints the ratio of the pooled repeats' medians with a bootstrap
 over repeats (too narrow: repeats of one process are not independent) and the ratio of
 the fastest epochs.
+
+Accuracy is held to the plain script as time is: after each measured repeat's epoch
+both sides evaluate top-1 accuracy on the whole Fashion-MNIST test split (untimed;
+dlbench's `accuracy` phase, the script's own idiomatic evaluation). Per framework it
+prints an accuracy row and a final-training-loss row: each side's median, the
+per-round DIFFERENCE dlbench - standalone (median of the round's repeats on each side;
+accuracy in percentage points), their median with the same distribution-free interval,
+and a verdict against a stated tolerance (accuracy within +/-1 point, loss within
++/-0.02). Both sides seed repeat r of a process with seed + r (dlbench's repeat_seed
+in block 0; the scripts likewise), and round k starts at seed + k * (warm-up +
+repeats) (--round-seeds distinct, the default), so the rounds are independent draws of
+seed variance while each measured repeat is paired with the other side's repeat of the
+same seed: same seed, same initial weights, same batches. The per-seed table and the
+largest |difference| over seeds say whether the two trainings are the same computation
+(differences at float-rounding level) or not; a gap between the sides' medians with
+per-seed differences near zero is seed variance, not the harness.
 dlbench runs with `--runtime defaults` (nothing imposed: glibc's own malloc
 thresholds, each framework's inter-op pool, tf.data autotuning on), as the plain
 scripts do; `--runtime all` measures what the settings dlbench can impose cost or
@@ -47,6 +63,8 @@ ROOT = Path(__file__).resolve().parent.parent
 STANDALONE = ROOT / "benchmarks" / "standalone"
 FRAMEWORKS = ("torch", "tensorflow", "jax")
 TOLERANCE = 0.02  # the target: dlbench's median within +/-2% of the standalone median
+ACCURACY_TOLERANCE = 1.0  # accuracy points: dlbench's test accuracy within +/-1 point of the script's
+LOSS_TOLERANCE = 0.02  # final epoch's mean training loss (nats) within +/-0.02 of the script's
 
 
 def default_threads() -> int:
@@ -83,6 +101,13 @@ def parse_args() -> argparse.Namespace:
         "process's affinity and pin to its first --threads CPUs); default: all allowed",
     )
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--round-seeds",
+        choices=("distinct", "same"),
+        default="distinct",
+        help="distinct (default): round k starts at seed + k * (warmup + repeats), so the rounds sample "
+        "seed variance; same: every round uses seeds seed .. seed + warmup + repeats - 1 (replications)",
+    )
     p.add_argument(
         "--runtime",
         default="defaults",
@@ -122,8 +147,20 @@ def _run(cmd: list[str], timeout: float) -> str:
     return proc.stdout
 
 
-def run_dlbench(fw: str, args: argparse.Namespace, workdir: Path, tag: str) -> dict[str, Any]:
-    """One `dlbench run` (one worker process); its measured train times from the database."""
+def round_seed(args: argparse.Namespace, rnd: int) -> int:
+    """The --seed both sides of round `rnd` get: repeat r of the round then runs on seed + r."""
+    return args.seed + (rnd * (args.warmup + args.repeats) if args.round_seeds == "distinct" else 0)
+
+
+def measured_seeds(seed: int, warmup: int, repeats: int) -> list[int]:
+    """The seeds of a process's measured repeats, in order: seed + r for r = warmup .. warmup +
+    repeats - 1 (dlbench's repeat_seed in block 0; the scripts' seed + repeat)."""
+    return [seed + r for r in range(warmup, warmup + repeats)]
+
+
+def run_dlbench(fw: str, args: argparse.Namespace, workdir: Path, tag: str, seed: int) -> dict[str, Any]:
+    """One `dlbench run` (one worker process); its measured train times, final epoch losses
+    and test accuracies, per repeat in repeat order, from the database."""
     from dlbench.store import Store  # sqlite3 only: no framework is imported here
 
     db = workdir / f"{tag}.db"
@@ -159,7 +196,7 @@ def run_dlbench(fw: str, args: argparse.Namespace, workdir: Path, tag: str) -> d
         "--threads",
         str(args.threads),
         "--seed",
-        str(args.seed),
+        str(seed),
         "--runtime",
         args.runtime,
         "--db",
@@ -170,15 +207,42 @@ def run_dlbench(fw: str, args: argparse.Namespace, workdir: Path, tag: str) -> d
     _run(cmd, args.timeout)
     with Store(db) as store:
         run_id = store.run()["id"]
-        rows = [r for r in store.measurements(run_id) if r["phase"] == "train" and not r["warmup"]]
-    times = [r["value"] for r in rows if r["metric"] == "time"]
-    losses = [r["value"] for r in rows if r["metric"] == "loss"]
-    if len(times) != args.repeats:
-        raise RuntimeError(f"{db}: expected {args.repeats} measured train times, found {len(times)}")
-    return {"train_times": times, "train_losses": losses}
+        rows = [r for r in store.measurements(run_id) if not r["warmup"]]
+    return dlbench_values(rows, args.repeats, str(db))
 
 
-def run_standalone(fw: str, args: argparse.Namespace) -> dict[str, Any]:
+def dlbench_values(rows: list[dict[str, Any]], repeats: int, where: str = "database") -> dict[str, Any]:
+    """Per measured repeat, in repeat order: the train time, the last epoch's training loss
+    (the train phase's `loss`, one per epoch, seq = epoch) and the test accuracy (the
+    accuracy phase's `accuracy`, top-1 over the whole test split)."""
+    by_repeat: dict[int, dict[str, Any]] = {}
+    for r in rows:
+        if r["repeat"] is None:  # the process' own rows (import, setup, data load time)
+            continue
+        key = (r["phase"], r["metric"])
+        slot = by_repeat.setdefault(int(r["repeat"]), {})
+        if key == ("train", "time"):
+            slot["time"] = r["value"]
+        elif key == ("train", "loss"):
+            seq = r["seq"] if r["seq"] is not None else 0
+            if seq >= slot.get("loss_seq", -1):
+                slot["loss"], slot["loss_seq"] = r["value"], seq
+        elif key == ("accuracy", "accuracy"):
+            slot["accuracy"] = r["value"]
+    ordered = [by_repeat[k] for k in sorted(by_repeat) if "time" in by_repeat[k]]
+    if len(ordered) != repeats:
+        raise RuntimeError(f"{where}: expected {repeats} measured train times, found {len(ordered)}")
+    for name in ("loss", "accuracy"):
+        if any(name not in slot for slot in ordered):
+            raise RuntimeError(f"{where}: a measured repeat has no {name}")
+    return {
+        "train_times": [slot["time"] for slot in ordered],
+        "train_losses": [slot["loss"] for slot in ordered],
+        "test_accuracies": [slot["accuracy"] for slot in ordered],
+    }
+
+
+def run_standalone(fw: str, args: argparse.Namespace, seed: int) -> dict[str, Any]:
     script = STANDALONE / f"{fw}_lenet5.py"
     cmd = [
         args.python,
@@ -190,7 +254,7 @@ def run_standalone(fw: str, args: argparse.Namespace) -> dict[str, Any]:
         "--threads",
         str(args.threads),
         "--seed",
-        str(args.seed),
+        str(seed),
         "--train-samples",
         str(args.train_samples),
     ]
@@ -199,8 +263,9 @@ def run_standalone(fw: str, args: argparse.Namespace) -> dict[str, Any]:
     if not lines:
         raise RuntimeError(f"{script.name} printed no JSON line; stdout tail:\n{out[-2000:]}")
     result = json.loads(lines[-1])
-    if len(result["train_times"]) != args.repeats:
-        raise RuntimeError(f"{script.name}: expected {args.repeats} train times, got {result['train_times']}")
+    for key in ("train_times", "train_losses", "test_accuracies"):
+        if len(result.get(key, ())) != args.repeats:
+            raise RuntimeError(f"{script.name}: expected {args.repeats} {key}, got {result.get(key)}")
     return result
 
 
@@ -233,19 +298,71 @@ def median_interval(values: list[float], level: float = 0.95) -> tuple[float, fl
     return x[k_best - 1], x[n - k_best]
 
 
-def verdict(ci: tuple[float, float] | None, rounds: int) -> str:
+def band_verdict(
+    ci: tuple[float, float] | None,
+    rounds: int,
+    band: tuple[float, float],
+    above: str = "above the band",
+    below: str = "below the band",
+) -> str:
     """Within the band only when the whole interval is; outside only when the whole interval
     is; otherwise undecided, with what would decide it."""
-    lo_band, hi_band = 1 - TOLERANCE, 1 + TOLERANCE
+    lo_band, hi_band = band
     if ci is None:
         return f"UNDECIDED ({rounds} rounds: a 95% interval needs 6)"
     if lo_band <= ci[0] and ci[1] <= hi_band:
         return "PASS"
     if ci[0] > hi_band:
-        return "FAIL (dlbench slower)"
+        return f"FAIL ({above})"
     if ci[1] < lo_band:
-        return "FAIL (dlbench faster)"
+        return f"FAIL ({below})"
     return "UNDECIDED (interval crosses the band: add rounds)"
+
+
+def verdict(ci: tuple[float, float] | None, rounds: int) -> str:
+    """The time verdict: the ratio dlbench / standalone within 1 +/- TOLERANCE."""
+    return band_verdict(ci, rounds, (1 - TOLERANCE, 1 + TOLERANCE), "dlbench slower", "dlbench faster")
+
+
+def round_differences(rounds: list[dict[str, dict[str, Any]]], key: str, scale: float = 1.0) -> list[float]:
+    """Per round: scale * (median of dlbench's repeats - median of the script's repeats) of
+    `key`. One process a side per round, so these are the independent paired values."""
+    return [scale * float(np.median(r["dlbench"][key]) - np.median(r["standalone"][key])) for r in rounds]
+
+
+def quality_summary(
+    rounds: list[dict[str, dict[str, Any]]],
+    key: str,
+    tolerance: float,
+    scale: float = 1.0,
+    above: str = "dlbench higher",
+    below: str = "dlbench lower",
+) -> dict[str, Any]:
+    """A quality row (accuracy or loss): each side's median over all measured repeats, the
+    per-round differences dlbench - standalone, their median and distribution-free 95%
+    interval, and the verdict against +/- tolerance (all in units of `scale` * value).
+    Also the per-seed pairs (each measured repeat against the other side's repeat of the
+    same round and index, which ran on the same seed) and the largest |difference|."""
+    a = [scale * v for r in rounds for v in r["dlbench"][key]]
+    b = [scale * v for r in rounds for v in r["standalone"][key]]
+    diffs = round_differences(rounds, key, scale)
+    ci = median_interval(diffs)
+    pairs = []
+    for r in rounds:
+        seeds = r["dlbench"].get("seeds") or [None] * len(r["dlbench"][key])
+        for seed, x, y in zip(seeds, r["dlbench"][key], r["standalone"][key]):
+            pairs.append({"seed": seed, "dlbench": scale * x, "standalone": scale * y, "diff": scale * (x - y)})
+    return {
+        "dlbench_median": float(np.median(a)),
+        "standalone_median": float(np.median(b)),
+        "diff": float(np.median(diffs)),
+        "ci95": ci,
+        "round_diffs": diffs,
+        "tolerance": tolerance,
+        "verdict": band_verdict(ci, len(diffs), (-tolerance, tolerance), above, below),
+        "per_seed": pairs,
+        "max_abs_seed_diff": max(abs(p["diff"]) for p in pairs),
+    }
 
 
 def summarize(fw: str, rounds: list[dict[str, dict[str, Any]]], rng: np.random.Generator) -> dict[str, Any]:
@@ -283,6 +400,12 @@ def summarize(fw: str, rounds: list[dict[str, dict[str, Any]]], rng: np.random.G
         "verdict": verdict(ci, len(per_round)),
         "dlbench_loss": float(np.mean([x for r in rounds for x in r["dlbench"]["train_losses"]])),
         "standalone_loss": float(np.mean([x for r in rounds for x in r["standalone"]["train_losses"]])),
+        "accuracy": quality_summary(
+            rounds, "test_accuracies", ACCURACY_TOLERANCE, 100.0, "dlbench more accurate", "dlbench less accurate"
+        ),
+        "loss": quality_summary(
+            rounds, "train_losses", LOSS_TOLERANCE, 1.0, "dlbench loss higher", "dlbench loss lower"
+        ),
     }
 
 
@@ -303,6 +426,26 @@ def print_summary(s: dict[str, Any]) -> None:
         "(same work: should be close)",
         flush=True,
     )
+    for name, unit, fmt in (("accuracy", " points", "{:.2f}"), ("loss", "", "{:.4f}")):
+        q = s[name]
+        ci = "none" if q["ci95"] is None else f"[{fmt.format(q['ci95'][0])}, {fmt.format(q['ci95'][1])}]"
+        rd = ", ".join(fmt.format(x) for x in q["round_diffs"])
+        what = "test accuracy %" if name == "accuracy" else "final training loss"
+        print(
+            f"  {what}: dlbench median {fmt.format(q['dlbench_median'])}, standalone median "
+            f"{fmt.format(q['standalone_median'])}; difference dlbench - standalone, median of the per-round "
+            f"differences {fmt.format(q['diff'])}{unit}, 95% CI {ci} -> {q['verdict']} "
+            f"(tolerance +/-{fmt.format(q['tolerance'])}{unit}); per-round differences [{rd}]"
+        )
+        seeds = "; ".join(
+            f"seed {p['seed']}: {fmt.format(p['dlbench'])} vs {fmt.format(p['standalone'])} ({fmt.format(p['diff'])})"
+            for p in q["per_seed"]
+        )
+        print(
+            f"    same seed, dlbench vs standalone (difference): {seeds}; "
+            f"max |difference| over seeds {q['max_abs_seed_diff']:.3g}{unit}",
+            flush=True,
+        )
 
 
 def print_table(summaries: list[dict[str, Any]], args: argparse.Namespace) -> None:
@@ -325,6 +468,26 @@ def print_table(summaries: list[dict[str, Any]], args: argparse.Namespace) -> No
             f"{s['framework']:<11} {s['dlbench_median']:>10.3f} {s['standalone_median']:>13.3f} "
             f"{s['ratio']:>7.3f} {ci:>15} {rr:>22} {s['min_ratio']:>9.3f}  {s['verdict']}"
         )
+    print(
+        f"\naccuracy (top-1 %, whole test split; tolerance +/-{ACCURACY_TOLERANCE:g} points) and final training "
+        f"loss (tolerance +/-{LOSS_TOLERANCE:g}); diff = median of the per-round differences dlbench - standalone; "
+        "max |seed diff| = largest difference between the two sides' repeats of the same seed"
+    )
+    header = (
+        f"{'framework':<11} {'row':<9} {'dlbench':>8} {'standalone':>10} {'diff':>8} {'95% CI':>18} "
+        f"{'max |seed diff|':>15}  verdict"
+    )
+    print(header)
+    print("-" * len(header))
+    for s in summaries:
+        for name, fmt in (("accuracy", "{:.2f}"), ("loss", "{:.4f}")):
+            q = s[name]
+            ci = "none" if q["ci95"] is None else f"[{fmt.format(q['ci95'][0])}, {fmt.format(q['ci95'][1])}]"
+            print(
+                f"{s['framework']:<11} {name:<9} {fmt.format(q['dlbench_median']):>8} "
+                f"{fmt.format(q['standalone_median']):>10} {fmt.format(q['diff']):>8} {ci:>18} "
+                f"{q['max_abs_seed_diff']:>15.3g}  {q['verdict']}"
+            )
 
 
 def main() -> int:
@@ -339,21 +502,26 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="dlbench_vs_standalone_") as tmp:
         for rnd in range(args.rounds):
             order = ("dlbench", "standalone") if rnd % 2 == 0 else ("standalone", "dlbench")
+            seed = round_seed(args, rnd)
             for fw in args.frameworks:
                 entry: dict[str, dict[str, Any]] = {}
                 for side in order:
                     load = os.getloadavg()[0]
                     t0 = time.monotonic()
                     entry[side] = (
-                        run_dlbench(fw, args, Path(tmp), f"{fw}_{rnd}")
+                        run_dlbench(fw, args, Path(tmp), f"{fw}_{rnd}", seed)
                         if side == "dlbench"
-                        else run_standalone(fw, args)
+                        else run_standalone(fw, args, seed)
                     )
+                    entry[side]["seeds"] = measured_seeds(seed, args.warmup, args.repeats)
                     entry[side]["load_before"] = load
                     entry[side]["wall_s"] = time.monotonic() - t0
                     times = " ".join(f"{t:.3f}" for t in entry[side]["train_times"])
+                    accs = " ".join(f"{100 * a:.2f}" for a in entry[side]["test_accuracies"])
+                    losses = " ".join(f"{v:.4f}" for v in entry[side]["train_losses"])
                     print(
-                        f"round {rnd} {fw:<10} {side:<10} train times [{times}] s "
+                        f"round {rnd} {fw:<10} {side:<10} train times [{times}] s, test accuracy [{accs}] %, "
+                        f"final loss [{losses}], seeds {entry[side]['seeds']} "
                         f"(process {entry[side]['wall_s']:.0f} s, load avg before {load:.2f})",
                         flush=True,
                     )
@@ -376,7 +544,8 @@ def main() -> int:
                 indent=1,
             )
         )
-    return 0 if all(s["verdict"].startswith("PASS") for s in summaries) else 1
+    verdicts = [v for s in summaries for v in (s["verdict"], s["accuracy"]["verdict"], s["loss"]["verdict"])]
+    return 0 if all(v.startswith("PASS") for v in verdicts) else 1
 
 
 if __name__ == "__main__":

@@ -10,7 +10,9 @@ permutation drawn on the device with `jax.random.permutation`, and one
 Protocol (the same as dlbench's): for each of W+R repeats initialize fresh
 parameters (seed + repeat), run one untimed jitted step on copies (compiles once;
 later repeats hit jit's cache, as dlbench's do), keep the initial parameters,
-then time one epoch. Prints one JSON line: {"framework": "jax", "train_times": [...], ...}.
+then time one epoch, then (untimed) test accuracy over the whole test split: a jitted
+apply, argmax of the logits. Prints one JSON line:
+{"framework": "jax", "train_times": [...], "train_losses": [...], "test_accuracies": [...], ...}.
 """
 
 from __future__ import annotations
@@ -66,6 +68,8 @@ def main() -> None:
     steps = n // b  # the partial last batch is dropped (a second shape would recompile)
     x = jax.device_put(data.train.x[:n])
     y = jax.device_put(data.train.y[:n].astype("int32"))
+    x_test = jax.device_put(data.test.x)
+    y_test = jax.device_put(data.test.y.astype("int32"))
 
     @partial(jax.jit, donate_argnums=(0, 1, 2))
     def train_step(params, opt_state, loss_sum, x_all, y_all, idx):
@@ -82,7 +86,12 @@ def main() -> None:
         # One (steps, batch) index matrix per epoch; iterating it yields the batches.
         return jax.random.permutation(key, n)[: steps * b].reshape(steps, b)
 
-    times, losses = [], []
+    @jax.jit
+    def correct(params, x_all, y_all):
+        # The whole test split in one call: one shape, one compilation.
+        return jnp.sum(jnp.argmax(model.apply({"params": params}, x_all), axis=1) == y_all)
+
+    times, losses, accuracies = [], [], []
     for repeat in range(args.warmup + args.repeats):
         init_key, shuffle_key = jax.random.split(jax.random.key(args.seed + repeat))
         params = model.init(init_key, jnp.zeros((1, 28, 28, 1), jnp.float32))["params"]
@@ -103,6 +112,7 @@ def main() -> None:
         if repeat >= args.warmup:
             times.append(elapsed)
             losses.append(float(loss_sum) / steps)
+            accuracies.append(int(correct(params, x_test, y_test)) / len(data.test.y))  # untimed
 
     print(
         json.dumps(
@@ -110,6 +120,7 @@ def main() -> None:
                 "framework": "jax",
                 "train_times": times,
                 "train_losses": losses,
+                "test_accuracies": accuracies,
                 "steps_per_epoch": steps,
                 "devices": [str(d) for d in jax.devices()],
                 "cpu_affinity": sorted(os.sched_getaffinity(0)),

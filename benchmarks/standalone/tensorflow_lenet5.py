@@ -9,7 +9,9 @@ Protocol (the same as dlbench's): for each of W+R repeats build a fresh model
 (seed + repeat), run an untimed one-batch `fit` (it traces the very train function
 the timed `fit` reuses: a train_on_batch would trace a different one and leave a
 retrace inside the timed epoch), restore the initial weights, then time one
-`fit` epoch. Prints one JSON line: {"framework": "tensorflow", "train_times": [...], ...}.
+`fit` epoch, then (untimed) test accuracy over the whole test split: `model.predict`
+on a batched tf.data pipeline, argmax of the logits. Prints one JSON line:
+{"framework": "tensorflow", "train_times": [...], "train_losses": [...], "test_accuracies": [...], ...}.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ def main() -> None:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
     import keras
+    import numpy as np
     import tensorflow as tf
     from keras import layers
 
@@ -50,6 +53,7 @@ def main() -> None:
     n = args.train_samples or len(data.train.y)
     x, y = data.train.x[:n], data.train.y[:n]
     b = args.batch_size
+    test_ds = tf.data.Dataset.from_tensor_slices(data.test.x).batch(b)  # partial last batch kept
 
     def build() -> keras.Model:
         init = {"kernel_initializer": "glorot_uniform", "bias_initializer": "zeros"}
@@ -75,7 +79,7 @@ def main() -> None:
         )
         return model
 
-    times, losses = [], []
+    times, losses, accuracies = [], [], []
     for repeat in range(args.warmup + args.repeats):
         keras.utils.set_random_seed(args.seed + repeat)
         model = build()
@@ -98,6 +102,8 @@ def main() -> None:
         if repeat >= args.warmup:
             times.append(elapsed)
             losses.append(mean_loss)
+            logits = model.predict(test_ds, verbose=0)  # untimed: the trained model's quality
+            accuracies.append(float(np.mean(np.argmax(logits, axis=1) == data.test.y)))
 
     print(
         json.dumps(
@@ -105,6 +111,7 @@ def main() -> None:
                 "framework": "tensorflow",
                 "train_times": times,
                 "train_losses": losses,
+                "test_accuracies": accuracies,
                 "steps_per_epoch": n // b,
                 "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
                 "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads(),

@@ -7,7 +7,9 @@ DataLoader), the loss summed on the device and read once per epoch.
 
 Protocol (the same as dlbench's): for each of W+R repeats build a fresh model
 (seed + repeat), run one untimed step, restore the initial weights, then time one
-epoch. Prints one JSON line: {"framework": "torch", "train_times": [...], ...}.
+epoch, then (untimed) test accuracy over the whole test split: eval mode, no_grad,
+argmax of the logits. Prints one JSON line:
+{"framework": "torch", "train_times": [...], "train_losses": [...], "test_accuracies": [...], ...}.
 
     python benchmarks/standalone/torch_lenet5.py --train-samples 12000 --repeats 3
 """
@@ -51,6 +53,8 @@ def main() -> None:
     y = torch.from_numpy(data.train.y[:n])
     b = args.batch_size
     steps = n // b  # the partial last batch is dropped
+    x_test = torch.from_numpy(data.test.x).permute(0, 3, 1, 2).contiguous()
+    y_test = torch.from_numpy(data.test.y)
 
     def build() -> nn.Module:
         model = nn.Sequential(
@@ -80,7 +84,13 @@ def main() -> None:
         opt.step()
         return loss.detach()
 
-    times, losses = [], []
+    def test_accuracy(model: nn.Module) -> float:
+        model.eval()
+        with torch.no_grad():
+            logits = torch.cat([model(x_test[i : i + b]) for i in range(0, len(y_test), b)])
+        return (logits.argmax(dim=1) == y_test).float().mean().item()
+
+    times, losses, accuracies = [], [], []
     for repeat in range(args.warmup + args.repeats):
         torch.manual_seed(args.seed + repeat)
         model = build()
@@ -104,6 +114,7 @@ def main() -> None:
         if repeat >= args.warmup:
             times.append(elapsed)
             losses.append(mean_loss)
+            accuracies.append(test_accuracy(model))  # untimed
 
     print(
         json.dumps(
@@ -111,6 +122,7 @@ def main() -> None:
                 "framework": "torch",
                 "train_times": times,
                 "train_losses": losses,
+                "test_accuracies": accuracies,
                 "steps_per_epoch": steps,
                 "threads": torch.get_num_threads(),
                 "cpu_affinity": sorted(os.sched_getaffinity(0)),
