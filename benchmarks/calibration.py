@@ -58,16 +58,48 @@ class Design:
     trials: int  # processes per case, one per block
     repeats: int  # measured repeats per process
 
+    def words(self, unit: str = "frameworks/variants") -> str:
+        """The design as every report states it (analysis.design decides paired or not, as
+        the comparisons' pair_by_block does on the simulated rows)."""
+        from dlbench.analysis.design import design
+        from dlbench.report.words import check_words, design_words
 
-DEFAULT = Design("default run", 3, 5, 1)
-# The studies' quick scales: PyTorch and TensorFlow (one comparison), 6 trials per case.
-STUDY_QUICK = (
-    Design("germino quick", 2, 6, 2),
-    Design("florencio quick", 2, 6, 3),
-    Design("patel quick", 2, 6, 2),
-    Design("sumanjali quick", 2, 6, 2),
-    Design("dai quick", 2, 6, 1),
-)
+        d = design(self.frameworks, self.trials, self.repeats)
+        if unit != "frameworks/variants":
+            return design_words(d.members, d.n, d.paired, d.family, d.one_process, unit=unit)
+        return check_words(d) + f", {self.repeats} repeat(s) per trial"
+
+
+def plan_design(name: str, data: dict[str, Any] | None = None) -> Design:
+    """The design a plan runs, from analysis.design.check: the embedded default run (data
+    None) or a study's experiment at a scale; its largest comparison set's members."""
+    from dlbench import config
+    from dlbench.analysis.design import check
+    from dlbench.plan import expand
+
+    exp = config.default() if data is None else config.from_dict(data, f"<{name}>")
+    d = check(expand(exp))
+    if d is None:
+        raise SystemExit(f"{name}: compares nothing")
+    return Design(name, d.members, exp.protocol.trials, exp.protocol.repeats)
+
+
+def study_designs(scale: str = "quick") -> tuple[Design, ...]:
+    """Every built-in study's design at `scale` (its study.toml, as `dlbench study plan` runs it)."""
+    from dlbench import studies
+
+    out = []
+    for name in studies.NAMES:
+        data = studies.load(name).experiment_data(scale)
+        data.setdefault("protocol", {})["device"] = "cpu"
+        out.append(plan_design(f"{name} {scale}", data))
+    return tuple(out)
+
+
+# Two runs of the same code taken in turns (dlbench extend A B): 6 blocks, one case each.
+RUN_PAIR = Design("run vs run", 2, 6, 2)
+# explain: A, B and B with a toggle, 6 blocks (ablation.MIN_BLOCKS); each comparison is two cases, paired.
+EXPLAIN = Design("explain", 3, 6, 2)
 
 
 def estimate_sizes(paths: list[str]) -> dict[str, float]:
@@ -133,7 +165,14 @@ def simulate_run(
         end = f"2026-01-01T{block // 60:02d}:{block % 60:02d}:{10 * run_id + 5:02d}"
         for i, effect in enumerate(effects):
             tid += 1
-            case = {"framework": f"fw{i}", "variant": "default", "model": "mlp", "dataset": "digits", "batch_size": 32}
+            case = {
+                "framework": f"fw{i}",
+                "variant": "default",
+                "model": "mlp",
+                "dataset": "digits",
+                "batch_size": 32,
+                "runtime": "defaults",
+            }
             key = f"case{i}"
             trials.append(
                 {
@@ -144,8 +183,8 @@ def simulate_run(
                     "status": "ok",
                     "started_at": start if drifts is not None else None,
                     "finished_at": end if drifts is not None else None,
-                    "manifest_json": None,
-                    "protocol_json": None,
+                    "manifest_json": "{}",
+                    "protocol_json": "{}",
                 }
             )
             process = rng.normal(0, sizes["sd_process"])
@@ -233,28 +272,31 @@ def claims_path(trials, rows, paper_ratio: float) -> str:
     from dlbench.studies.paper_vs_run import agreement
 
     ((g, result),) = [(g, r) for g, r in analyse(trials, rows) if g.phase == "train"]
-    c = result.pairwise[0][2]  # fw0 relative to fw1: the "torch / TensorFlow" ratio
+    c = result.pair("fw0:default", "fw1:default")  # the "torch / TensorFlow" ratio, Holm over the set
     ours = {"ratio": c.ratio, "ci": c.ratio_ci, "verdict": c.verdict, "independent": c.independent}
     return agreement(paper_ratio, ours, True)
 
 
-def false_positives(sims: int, sizes: dict[str, float], seed: int, alpha: float) -> dict[str, Tally]:
+def false_positives(
+    sims: int, sizes: dict[str, float], seed: int, alpha: float, default: Design, study: Design
+) -> dict[str, Tally]:
     rng = np.random.default_rng(seed)
-    tallies = {k: Tally() for k in ("report", "hypotheses", "compare", "explain", "claims")}
+    tallies = {k: Tally() for k in ("report", "report-study", "hypotheses", "compare", "explain", "claims")}
     for i in range(sims):
-        trials, rows = simulate_run(rng, DEFAULT, sizes, [0.0] * DEFAULT.frameworks)
+        trials, rows = simulate_run(rng, default, sizes, [0.0] * default.frameworks)
         # Family-wise: a set with any pair called faster or slower is one false positive.
         tallies["report"].add(any(v in ("faster", "slower") for v in report_path(trials, rows)))
         tallies["hypotheses"].add(any(hypotheses_path(trials, rows)))
-        pair = Design("pair", 2, 6, 2)
+        t2, r2 = simulate_run(rng, study, sizes, [0.0] * study.frameworks)
+        tallies["report-study"].add(any(v in ("faster", "slower") for v in report_path(t2, r2)))
+        # The study claim: fw0 / fw1 ("torch / TensorFlow") in the study's set, Holm over its family.
+        tallies["claims"].add(not claims_path(t2, r2, 0.5).startswith(("undecided", "not measured")))
         # Two runs of the same code taken in turns (dlbench extend A B): shared block drift.
         drifts = [float(rng.normal(0, sizes["sd_block"])) if sizes["sd_block"] else 0.0 for _ in range(6)]
-        run_a = simulate_run(rng, pair, sizes, [0.0], run_id=1, drifts=drifts)
-        run_b = simulate_run(rng, pair, sizes, [0.0], run_id=2, drifts=drifts)
+        run_a = simulate_run(rng, RUN_PAIR, sizes, [0.0], run_id=1, drifts=drifts)
+        run_b = simulate_run(rng, RUN_PAIR, sizes, [0.0], run_id=2, drifts=drifts)
         tallies["compare"].add(any(v in ("faster", "slower") for v in compare_path(run_a, run_b)))
-        tallies["explain"].add(explain_path(rng, Design("explain", 3, 6, 2), sizes, math.log(2.0)))
-        t2, r2 = simulate_run(rng, pair, sizes, [0.0, 0.0])
-        tallies["claims"].add(not claims_path(t2, r2, 0.5).startswith(("undecided", "not measured")))
+        tallies["explain"].add(explain_path(rng, EXPLAIN, sizes, math.log(2.0)))
         if (i + 1) % 200 == 0:
             print(f"  {i + 1}/{sims} simulated", file=sys.stderr, flush=True)
     return tallies
@@ -281,7 +323,9 @@ def power(design: Design, sizes: dict[str, float], effect: float, sims: int, see
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sims", type=int, default=1000, help="simulated comparisons per verdict path (>= 1000)")
+    ap.add_argument(
+        "--sims", type=int, default=1000, help="simulated comparisons per verdict path (1000 for the figures)"
+    )
     ap.add_argument("--power-sims", type=int, default=300, help="simulated runs per design and effect")
     ap.add_argument(
         "--from-db", nargs="+", help="estimate the noise sizes from these stores' cases with 2+ trials (pooled)"
@@ -297,16 +341,20 @@ def main(argv: list[str] | None = None) -> int:
         f"{sizes['sd_repeat']:.4f}, block drift sd {sizes['sd_block']:.4f}"
     )
     print(f"criteria: alpha {ALPHA:g}, band ±{BAND:.0%}; {args.sims} simulated A/A comparisons per path")
+    default = plan_design("default run")
+    studies = study_designs("quick")
+    study = studies[0]
     start = time.perf_counter()
-    tallies = false_positives(args.sims, sizes, args.seed, ALPHA)
+    tallies = false_positives(args.sims, sizes, args.seed, ALPHA, default, study)
     print(f"\nfalse-positive rate under no true difference ({time.perf_counter() - start:.0f} s):")
-    print(f"  {'path':<11} {'design':<44} {'rate':>7}  95% CI (Clopper-Pearson)   <= alpha?")
+    print(f"  {'path':<12} {'rate':>6}  95% CI (Clopper-Pearson)  <= alpha?  design (analysis.design)")
     designs = {
-        "report": "default run: 3 frameworks x 5 trials x 1 repeat, any pair",
-        "hypotheses": "default run, any H0 rejected of 3",
-        "compare": "run vs run in turns, 6 blocks, paired",
-        "explain": "toggle with no effect, 6 blocks, gap 2x",
-        "claims": "torch/TF claim, 6 trials paired by block",
+        "report": f"{default.name}, any pair: {default.words()}",
+        "report-study": f"{study.name}, any pair: {study.words()}",
+        "hypotheses": f"{default.name}, any H0 rejected of {default.frameworks * (default.frameworks - 1) // 2}",
+        "compare": f"{RUN_PAIR.name} in turns: {Design('', 2, RUN_PAIR.trials, RUN_PAIR.repeats).words('runs')}",
+        "explain": f"toggle with no effect, gap 2x: {Design('', 2, EXPLAIN.trials, 2).words('cases')}",
+        "claims": f"torch/TF claim, {study.name}: {study.words()}",
     }
     failed = False
     for name, t in tallies.items():
@@ -314,15 +362,15 @@ def main(argv: list[str] | None = None) -> int:
         ok = lo <= ALPHA
         failed |= not ok
         print(
-            f"  {name:<11} {designs[name]:<44} {t.rate():>7.3f}  [{lo:.3f}, {hi:.3f}] "
-            f"({t.positives}/{t.total})   {'yes' if ok else 'NO'}"
+            f"  {name:<12} {t.rate():>6.3f}  [{lo:.3f}, {hi:.3f}] ({t.positives}/{t.total})  "
+            f"{'yes' if ok else 'NO ':<3}  {designs[name]}"
         )
     print("\npower: the slowest framework decided slower than the fastest")
-    print(f"  {'design':<22} {'10% slower':>11} {'2x slower':>10}")
-    for design in (DEFAULT, *STUDY_QUICK):
+    print(f"  {'design':<18} {'10% slower':>11} {'2x slower':>10}")
+    for design in (default, *studies):
         p10 = power(design, sizes, 1.10, args.power_sims, args.seed + 1)
         p2 = power(design, sizes, 2.0, args.power_sims, args.seed + 2)
-        print(f"  {design.name:<22} {p10:>11.2f} {p2:>10.2f}   ({design.trials} trials x {design.repeats} repeats)")
+        print(f"  {design.name:<18} {p10:>11.2f} {p2:>10.2f}   {design.words()}")
     return 1 if failed else 0
 
 

@@ -55,10 +55,18 @@ def check(plan: Plan, alpha: float = ALPHA) -> DesignCheck | None:
     k = largest_set(plan)
     if k < 2:
         return None
-    family = k * (k - 1) // 2
     p = plan.experiment.protocol
-    paired = p.trials >= 2
-    n = p.trials if paired else p.repeats
+    return design(k, p.trials, p.repeats, alpha)
+
+
+def design(members: int, trials: int, repeats: int = 1, alpha: float = ALPHA) -> DesignCheck:
+    """The design of one comparison set without a Plan: `members` frameworks/variants with
+    `trials` trials (processes) per case, `repeats` measured repeats per trial (the sample
+    when trials is 1). The same decision the comparisons make (pair_by_block)."""
+    k = members
+    family = k * (k - 1) // 2
+    paired = trials >= 2
+    n = trials if paired else repeats
     if not paired:  # one process per case: repeats, never a verdict
         smallest = 1.0
     elif pair_by_block(n, k, alpha):
@@ -67,8 +75,8 @@ def check(plan: Plan, alpha: float = ALPHA) -> DesignCheck | None:
         paired, smallest = False, min(1.0, stats.min_p_mannwhitney(n, n) * family)
     needed = min(stats.min_pairs(alpha / family), stats.min_group_size(alpha / family))
     return DesignCheck(
-        p.trials >= 2 and smallest < alpha,
-        p.trials < 2,
+        trials >= 2 and smallest < alpha,
+        trials < 2,
         k,
         family,
         paired,
@@ -77,3 +85,9 @@ def check(plan: Plan, alpha: float = ALPHA) -> DesignCheck | None:
         needed,
         alpha,
     )
+
+
+def needed(d: DesignCheck) -> DesignCheck:
+    """The design `d` would be at its smallest deciding trial count (d.trials_needed): what
+    the advice "--trials N" runs, paired or not as pair_by_block decides at N."""
+    return design(d.members, d.trials_needed, 1, d.alpha)

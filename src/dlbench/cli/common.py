@@ -346,32 +346,26 @@ def print_skipped(rows) -> None:
 
 
 def design_note(plan: Any) -> None:
-    """Say before anything runs when the design cannot reach a verdict, and the smallest that can."""
-    from dlbench.analysis.design import check
+    """Say before anything runs when the design cannot reach a verdict, and the smallest that
+    can, each in the words of the design it is (members, trials, paired or not, Holm family)."""
+    from dlbench.analysis.design import check, needed
+    from dlbench.report.words import check_words
 
     d = check(plan)
     if d is None or d.decidable:
         return
+    advice = f"--trials {d.trials_needed} ({check_words(needed(d))}: p down to {needed(d).smallest_p:.3g})"
     if d.one_process:
         text = (
             f"note: this design gives ratios but no verdict: each case runs in one process, and repeats inside "
             f"one process share its state (a test on them compares two processes, not two codes). Smallest "
-            f"design that decides: --trials {d.trials_needed} (independent processes paired by block; "
-            f"{d.members} frameworks/variants per comparison set, {d.family} Holm-adjusted comparison"
-            f"{'s' if d.family > 1 else ''})."
+            f"design that decides: {advice}."
         )
     else:
-        test = (
-            "Wilcoxon signed-rank test (trial medians paired by block)"
-            if d.paired
-            else "Mann-Whitney test (trial medians)"
-        )
         text = (
-            f"warning: this design cannot reach a verdict: {d.members} frameworks/variants per comparison set give "
-            f"{d.family} Holm-adjusted comparison{'s' if d.family > 1 else ''}, and with {d.n} trials per case the "
-            f"exact {test} "
-            f"cannot go below p = {d.smallest_p:.3g} >= {d.alpha:g}, however large the difference. Smallest "
-            f"design that can: --trials {d.trials_needed}."
+            f"warning: this design cannot reach a verdict: {check_words(d)}: the exact test cannot go below "
+            f"p = {d.smallest_p:.3g} >= {d.alpha:g}, however large the difference. Smallest design that can: "
+            f"{advice}."
         )
     console.print(
         text,

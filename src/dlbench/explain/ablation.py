@@ -264,9 +264,10 @@ class Effect:
     @property
     def measurable(self) -> bool:
         """The toggle changed B's step time: over enough blocks, the engine decided the
-        toggled case faster or slower than B (paired Wilcoxon over trial medians, the
-        test every verdict uses), and the closure's CI excludes 0. The CI alone is not
-        enough: a percentile bootstrap over six blocks covers less than 95%."""
+        toggled case faster or slower than B (_compare: two cases, their trial medians
+        paired by block, the exact Wilcoxon signed-rank test, one comparison: no Holm),
+        and the closure's CI excludes 0. The CI alone is not enough: a percentile
+        bootstrap over six blocks covers less than 95%."""
         lo, hi = self.ci
         decided = self.versus_b is not None and self.versus_b.verdict in ("faster", "slower")
         return self.blocks >= MIN_BLOCKS and decided and not (math.isnan(lo) or lo <= 0 <= hi)

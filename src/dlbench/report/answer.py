@@ -21,7 +21,7 @@ from dlbench.analysis import quality
 from dlbench.analysis.comparisons import ALPHA, BAND, Ranking, Standing
 from dlbench.analysis.stats import FUTILE_SAMPLES, Comparison
 from dlbench.report.tables import ratio_text
-from dlbench.report.words import reason
+from dlbench.report.words import design_words, designs_words, reason
 from dlbench.terminal import drop_shared
 from dlbench.terminal import duration as _duration
 
@@ -73,6 +73,20 @@ def duration(seconds: float, unit: tuple[str, float] | None = None) -> str:
 def _independent(ranking: Ranking) -> bool:
     """The ranking's samples are trial medians (one value per process), paired or not."""
     return any(s.comparison is not None and s.comparison.independent for s in ranking.standings[1:])
+
+
+def ranking_design(ranking: Ranking) -> str:
+    """The design a ranking's comparisons ran, in words (words.design_words): its members,
+    trials per case (trial medians per side), paired or not (the comparisons' own
+    pair_by_block decision) and Holm family; "" when nothing was compared."""
+    comps = [s.comparison for s in ranking.standings[1:] if s.comparison is not None]
+    if not comps:
+        return ""
+    if not any(c.independent for c in comps):
+        return design_words(len(ranking.standings), 1, False, comps[0].family_size, one_process=True)
+    sizes = sorted({n for c in comps if c.independent for n in (c.n_a, c.n_b)})
+    n = str(sizes[0]) if len(sizes) == 1 else f"{sizes[0]}-{sizes[-1]}"
+    return design_words(len(ranking.standings), n, ranking.paired, max(c.family_size for c in comps))
 
 
 def _units(ranking: Ranking) -> str:
@@ -259,14 +273,10 @@ def build_answer(
     order = list(dict.fromkeys(i.subject for i in answer.items))
     answer.items.sort(key=lambda i: (order.index(i.subject), quality.by_label(i.metric) is not None))
     if answer.items:
-        tests = []
-        if any(r.paired for r in rankings):
-            tests.append("paired Wilcoxon over trial medians (one value per process), by block")
-        if any(not r.paired and _independent(r) for r in rankings):
-            tests.append("Mann-Whitney over trial medians (one value per process; too few blocks to pair)")
+        tests = designs_words(d for d in map(ranking_design, rankings) if d)
         answer.notes.append(
             "ratio of medians, 95% bootstrap CI; "
-            + ("; ".join(tests) + ", Holm-adjusted; " if tests else "")
+            + (tests + "; " if tests else "")
             + f"verdicts at band ±{band:.0%} and alpha {alpha:g}: 'slower' = p < {alpha:g} and CI clear of "
             f"±{band:.0%}; 'no meaningful difference' = CI inside it"
         )

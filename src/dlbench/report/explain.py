@@ -23,6 +23,7 @@ from dlbench.cases import case_label
 from dlbench.explain.ablation import MIN_BLOCKS, Gap, Profile
 from dlbench.explain.categories import BACKGROUND, CATEGORIES, CATEGORY_LABELS
 from dlbench.report.render import Preface, TableData
+from dlbench.report.words import design_words
 
 # A category is named as a share of the gap from this fraction of it on.
 SHARE_FLOOR = 0.10
@@ -251,9 +252,11 @@ def criteria_line(gaps: list[Gap]) -> str:
     c = next((g.comparison for g in gaps if g.comparison is not None), None)
     if c is None:
         return ""
+    # The design the gap's own comparison ran (ablation._compare: the two cases' trial medians).
+    design = design_words(2, c.n_a, c.paired, c.family_size, unit="cases")
     return (
-        f"Verdicts at band ±{c.band:.0%} and alpha {c.alpha:g} (paired Wilcoxon over trial medians, one per "
-        f"process and block); a gap and a closure need {MIN_BLOCKS} blocks or more."
+        f"Verdicts at band ±{c.band:.0%} and alpha {c.alpha:g} ({design}); a gap and a closure need "
+        f"{MIN_BLOCKS} blocks or more."
     )
 
 

@@ -3,8 +3,10 @@
 For every comparison set (cases that differ only in framework/variant) and every
 timed metric (train time, inference time), every pair of frameworks is tested
 with hypothesis_row on the samples dlbench.analysis.comparisons uses for verdicts:
-one median per trial paired by interleaving block when there are >= 2 trials,
-the repeats of the one trial otherwise. The pairs of one set and metric are one
+one median per trial with >= 2 trials, paired by interleaving block where the
+paired test can decide for the set's Holm family (comparisons.pair_by_block) and
+unpaired otherwise (each row names its test), the repeats of the one trial with
+one trial per case. The pairs of one set and metric are one
 family: their p-values are Holm-adjusted together, as comparisons.within_run does.
 """
 

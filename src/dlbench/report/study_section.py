@@ -14,6 +14,7 @@ from typing import Any
 
 from dlbench.env import framework_software
 from dlbench.report.render import Preface, TableData
+from dlbench.report.words import check_words
 from dlbench.studies.facts import Facts
 from dlbench.studies.paper_vs_run import Comparison, Rule, Value, agreement, direction
 from dlbench.studies.spec import Study
@@ -88,10 +89,16 @@ def _opening(study: Study, facts: Facts, comparison: Comparison, scale: str) -> 
     )
 
 
+def rule_of(size_factor: float, comparison: Comparison) -> Rule:
+    """The agreement rule with the designs the comparison's runs ran, in words."""
+    designs = tuple(dict.fromkeys(check_words(d, unit) for d, unit in comparison.designs))
+    return Rule(size_factor, comparison.band, comparison.alpha, designs)
+
+
 def build(study: Study, facts: Facts, comparison: Comparison, scale: str, changes: tuple[str, ...]) -> Preface:
     """The section for `comparison` (dlbench.studies.paper_vs_run.compare) of a run at `scale`."""
     columns = _columns(comparison)
-    rule = Rule(study.size_factor, comparison.band, comparison.alpha)
+    rule = rule_of(study.size_factor, comparison)
     lines = [_opening(study, facts, comparison, scale)]
     if scale != "paper":
         lines.append(f"Scale {scale} changes the paper's design: " + "; ".join(changes) + ".")

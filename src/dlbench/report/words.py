@@ -9,8 +9,13 @@ format say the same thing.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from dlbench.analysis.stats import FUTILE_SAMPLES, Comparison, min_pairs
+
+if TYPE_CHECKING:
+    from dlbench.analysis.design import DesignCheck
 
 
 def num(v: float) -> str:
@@ -20,6 +25,38 @@ def num(v: float) -> str:
 
 def family(m: int) -> str:
     return f" for {m} Holm-adjusted comparisons" if m > 1 else ""
+
+
+def test_words(paired: bool) -> str:
+    """The test trial medians get under a design: the words every printed rule uses."""
+    if paired:
+        return "paired Wilcoxon signed-rank over trial medians paired by block"
+    return "unpaired Mann-Whitney over trial medians"
+
+
+def holm_words(m: int) -> str:
+    return f"Holm over {m}" if m > 1 else "one comparison, no Holm"
+
+
+def design_words(
+    members: int, n: int | str, paired: bool, m: int, one_process: bool = False, unit: str = "frameworks/variants"
+) -> str:
+    """One design in words, e.g. "3 frameworks/variants x 6 trials per case, unpaired
+    Mann-Whitney over trial medians, Holm over 3": `n` trials per case (ignored when
+    `one_process`: the sample is then the repeats of one process), `m` the Holm family size."""
+    if one_process:
+        return f"{members} {unit} x 1 trial per case: repeats of one process, a ratio and no verdict"
+    return f"{members} {unit} x {n} trials per case, {test_words(paired)}, {holm_words(m)}"
+
+
+def check_words(d: DesignCheck, unit: str = "frameworks/variants") -> str:
+    """design_words of an analysis.design.DesignCheck (a plan's or a stored run's design)."""
+    return design_words(d.members, d.n, d.paired, d.family, d.one_process, unit=unit)
+
+
+def designs_words(designs: Iterable[str]) -> str:
+    """Several designs' words, each once, in their first order ("; "-joined)."""
+    return "; ".join(dict.fromkeys(designs))
 
 
 def p_words(c: Comparison) -> str:

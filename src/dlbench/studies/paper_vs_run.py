@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import fnmatch
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from dlbench.analysis.criteria import ALPHA, BAND
+from dlbench.analysis.design import DesignCheck, design
+from dlbench.plan import Case
 from dlbench.studies.facts import Claim, Fact, Facts
 from dlbench.studies.spec import Setting, Study
 
@@ -140,6 +142,10 @@ class Comparison:
     claims: list[ClaimRow]
     settings: list[str]
     machines: list[Machine]
+    # The designs the machines' runs compared torch and TensorFlow with (run_designs), each
+    # once, with what their members are ("frameworks/variants" or "cases"): what the rule
+    # above the numbers states (report.words.check_words says them).
+    designs: tuple[tuple[DesignCheck, str], ...] = ()
 
     # The criteria the machines' verdicts were judged at (paper_section gives every machine
     # the same), for the rule and the hypotheses printed above them.
@@ -401,15 +407,17 @@ def _across_sets(machine: Machine, study: Study, ratio: RatioRow, setting: Setti
     """torch / TensorFlow for a setting whose two cases differ in more than the framework
     (the paper's cited code): the two cases' trial medians compared directly with the
     report's engine (ratio of medians, bootstrap CI), paired by block where both ran in
-    every block; one process per case gives a ratio and no verdict."""
+    every block and the paired test can decide (comparisons.pair_by_block, a family of
+    one); one process per case gives a ratio and no verdict."""
     from dlbench.analysis import stats
+    from dlbench.analysis.comparisons import pair_by_block
 
     x = _sample(machine, study, ratio.quantity, phase, "torch", ratio.model, ratio.where, setting)
     y = _sample(machine, study, ratio.quantity, phase, "tensorflow", ratio.model, ratio.where, setting)
     if x is None or y is None:
         return {}
     independent = len(x) >= 2 and len(y) >= 2
-    if independent and set(x.index) == set(y.index):
+    if independent and set(x.index) == set(y.index) and pair_by_block(len(x), 2, machine.alpha):
         pairs = x.to_frame("x").join(y.to_frame("y"), how="inner")
         groups, paired = {"torch": list(pairs["x"]), "tensorflow": list(pairs["y"])}, True
     else:
@@ -447,6 +455,14 @@ def direction(ratio: float, lower_is_better: bool) -> str:
     return "torch" if (ratio < 1) == lower_is_better else "tensorflow"
 
 
+# The test where the design is not known (no stored run to read it from): what
+# comparisons.pair_by_block decides for every comparison set.
+GENERAL_TEST = (
+    "trial medians paired by block (paired Wilcoxon signed-rank) where that many blocks can reach alpha "
+    "for the set's Holm family, else unpaired (Mann-Whitney); Holm within each comparison set"
+)
+
+
 @dataclass(frozen=True)
 class Rule:
     """How a paper's ratio or claim is judged against this run, stated before any number.
@@ -459,12 +475,16 @@ class Rule:
     size_factor: float
     band: float
     alpha: float
+    # The designs that ran (Comparison.designs), in words (report.words.check_words); none
+    # known: the general rule, GENERAL_TEST.
+    designs: tuple[str, ...] = ()
 
     def words(self) -> str:
+        tests = "this run: " + "; ".join(dict.fromkeys(self.designs)) if self.designs else GENERAL_TEST
         return (
             "Agreement rule, stated before any number: a paper's ratio or claim agrees in direction when "
-            "dlbench's verdict names the same framework better (independent processes per framework, "
-            f"interleaved in blocks; paired Wilcoxon over trial medians, Holm; alpha {self.alpha:g}, band "
+            "dlbench's verdict names the same framework better (a verdict needs independent processes per "
+            f"framework, interleaved in blocks; {tests}; alpha {self.alpha:g}, band "
             f"±{self.band:.0%}), and in size when our 95% CI of the PyTorch / TensorFlow ratio lies within a "
             f"factor {self.size_factor:g} of the paper's ratio. 'Differs': the verdict names the other framework, "
             "or no meaningful difference where the paper found one. 'Undecided here': our verdict is undecided "
@@ -647,4 +667,45 @@ def compare(study: Study, facts: Facts, machines: list[Machine]) -> Comparison:
         )
         for c in facts.claims
     ]
-    return Comparison(fact_rows, ratios, claims, [s.name for s in settings], machines)
+    designs = tuple(dict.fromkeys(d for m in machines for s in settings for d in run_designs(m, s)))
+    return Comparison(fact_rows, ratios, claims, [s.name for s in settings], machines, designs)
+
+
+def run_designs(machine: Machine, setting: Setting) -> list[tuple[DesignCheck, str]]:
+    """The designs this machine's run compared PyTorch and TensorFlow with in `setting`, read
+    from the stored run (its train-time summary), each with what its members are: in a
+    matched setting each comparison set holding both ("frameworks/variants"), with its
+    members, trials per case and Holm family, paired or not as analysis.design
+    (comparisons.pair_by_block) decides; in a setting whose frameworks differ in more than
+    the framework, the two cases compared directly ("cases", _across_sets). [] when the
+    run's summary cannot say."""
+    summary = machine.summary
+    needed = {"framework", "phase", "metric", "n", "within_process"}
+    if not len(summary) or not needed <= set(summary.columns):
+        return []
+    rows = summary[(summary["phase"] == "train") & (summary["metric"] == "time")]
+    rows = rows[~rows["framework"].isin(CLASSICAL)]
+    if per_framework(setting):
+        sides = [rows[rows.apply(lambda r, fw=fw: _matches(r, {**_flat(setting), "framework": fw,
+                                                                  **setting.where.get(fw, {})}), axis=1)]
+                 for fw in PAIR]  # fmt: skip
+        if any(not len(side) for side in sides):
+            return []
+        one = any(bool(side["within_process"].iloc[0]) for side in sides)
+        n = min(int(side["n"].iloc[0]) for side in sides)
+        return [(design(2, 1 if one else n, n, machine.alpha), "cases")]
+    rows = rows[rows.apply(lambda r: _matches(r, _flat(setting)), axis=1)] if _flat(setting) else rows
+    key = [c for c in rows.columns if c in _SET_COLUMNS or c.startswith("option.")]
+    out = []
+    for _, members in rows.groupby(key, dropna=False, sort=False) if key else [((), rows)]:
+        if not set(PAIR) <= set(members["framework"]):
+            continue
+        one = bool(members["within_process"].any())
+        n = int(members["n"].min())
+        out.append((design(len(members), 1 if one else n, n, machine.alpha), "frameworks/variants"))
+    return list(dict.fromkeys(out))
+
+
+# The summary's columns that place a case in its comparison set: every factor but the
+# framework and variant (analysis.comparisons.comparison_sets; option.* columns too).
+_SET_COLUMNS = frozenset(f.name for f in fields(Case)) - {"framework", "variant", "model_options"}
