@@ -32,6 +32,8 @@ DLBENCH = [sys.executable, "-m", "dlbench"]
 @pytest.mark.parametrize("scale", studies.SCALES)
 def test_every_study_plans_at_every_scale(name: str, scale: str):
     study = studies.load(name)
+    if scale not in study.scale_names():
+        pytest.skip(f"{name} has no {scale} scale (its paper scale fits in a day here)")
     facts = studies.load_facts(name)
     from dlbench import config
 
@@ -48,16 +50,20 @@ def test_every_study_plans_at_every_scale(name: str, scale: str):
 
 def test_paper_scales_follow_the_papers_stated_designs():
     germino = studies.load("germino").experiment_data("paper")
-    assert germino["protocol"]["repeats"] == 20 and germino["protocol"]["warmup"] == 0  # 20 runs, none dropped
+    # 20 runs, none dropped, each its own process (the process is the unit of evidence)
+    assert germino["protocol"]["trials"] == 20 and germino["protocol"]["repeats"] == 1
+    assert germino["protocol"]["warmup"] == 0
     assert set(germino["matrix"]["model"]) == {"mlp", "cnn"} and germino["include"][0]["model"] == "knn"
     florencio = studies.load("florencio").experiment_data("paper")
     # Table 2: batch 100, 1 epoch (600 steps of 100), learning rate 0.01; 100 samples, the first discarded.
     assert florencio["matrix"]["batch_size"] == [100] and florencio["matrix"]["lr"] == [0.01]
     assert florencio["protocol"]["epochs"] == 1 and florencio["matrix"]["model"] == ["lenet5"]
     assert florencio["protocol"]["repeats"] == 100 and florencio["protocol"]["warmup"] == 1
+    assert florencio["protocol"]["trials"] == 6  # the paper's 100 samples in each of 6 processes
     patel = studies.load("patel").experiment_data("paper")
     assert patel["matrix"]["model"] == ["resnet18", "resnet152", "vgg16", "mobilenet_v2", "efficientnet_b4"]
-    assert patel["matrix"]["dataset"] == ["synthetic"] and patel["protocol"]["repeats"] == 100
+    assert patel["matrix"]["dataset"] == ["synthetic"]
+    assert patel["protocol"]["trials"] * patel["protocol"]["repeats"] == 100  # 100 runs, over 10 processes
     dai = studies.load("dai").experiment_data("paper")
     assert len(dai["matrix"]["model"]) + len(dai["include"]) == 7
     sumanjali = studies.load("sumanjali")
@@ -409,9 +415,17 @@ text = "TensorFlow is faster on every model and machine"
 def test_claims_say_what_this_run_could_not_measure_or_decide(tmp_path: Path):
     _, _, comparison = _comparison(tmp_path, [{"cpu_model": "Test CPU", "physical_cores": 2}], 6, GPU_AND_TREND_CLAIMS)
     claims = {c.claim.text: v for c in comparison.claims for v in c.ours.values()}
-    assert claims["TensorFlow trains faster on the GPU"].startswith(
+    gpu_claim = claims["TensorFlow trains faster on the GPU"]
+    assert gpu_claim.startswith(
         "not measured here: the paper's claim is for its Their GPU machine (cuda); this run: cpu"
     )
+    # Beside it, what the same comparison decided on this (other) machine, worded as a
+    # finding, not as agreement; the counts still read it as not measured.
+    assert gpu_claim.endswith(
+        "; on this cpu machine instead (another machine than the paper's, not counted as agreement): "
+        "the same direction as the paper's claim, decided"
+    )
+    assert "agrees" not in gpu_claim
     assert claims["The larger the model, the better TensorFlow"].startswith("not measured here: a trend over models")
     every = claims["TensorFlow is faster on every model and machine"]
     assert every.startswith("agrees in direction (judged on mlp only)") and "only; the paper's claim spans" in every
@@ -422,6 +436,11 @@ def test_claims_say_what_this_run_could_not_measure_or_decide(tmp_path: Path):
     ours = ratio.ours[("Test CPU, 2 cores", "this run")]
     assert ours["verdict"] == "undecided" and ours["independent"] is False
     assert paper_vs_run.agreement(2.0, ours, True).startswith("undecided here (one process per framework")
+    # A ratio from other hardware: not measured here, this machine's own finding beside it.
+    assert paper_vs_run.agreement(2.0, {**ours, "elsewhere": "the paper's GPU"}, True) == (
+        "not measured here (the paper's GPU); on this run's machine instead (another machine than the "
+        "paper's, not counted as agreement): undecided (one process per framework: a ratio, no verdict)"
+    )
     claims = {c.claim.text: v for c in single.claims for v in c.ours.values()}
     assert claims["TensorFlow trains faster"].startswith("undecided here (one process per framework")
     tested = {(r.fact.ref, r.fact.framework): r.ours for r in single.facts if r.fact.quantity == "p_value"}
@@ -495,7 +514,7 @@ def test_study_commands_refuse_bad_input_in_one_line(tmp_path: Path):
         capture_output=True,
         text=True,
     )
-    assert scale.returncode == 2 and "--scale 'huge': allowed: smoke, quick, paper" in scale.stderr
+    assert scale.returncode == 2 and "--scale 'huge': allowed: smoke, quick, cpu, paper" in scale.stderr
     assert not (tmp_path / "x.db").exists()
     empty = subprocess.run(
         [*DLBENCH, "study", "report", "germino", "--db", str(tmp_path / "none.db")], capture_output=True, text=True
@@ -547,3 +566,14 @@ def test_a_setting_with_levels_per_framework_compares_the_two_cases_repeats(tmp_
     assert ours["ci"] == pytest.approx(expected.ratio_ci) and ours["verdict"] == "slower"
     missing = spec_module.Setting("other", {"torch": {"batch_size": 4}})
     assert not paper_vs_run._present(missing, [machine])
+
+
+def test_a_ratio_from_other_hardware_shows_this_machines_decided_finding_uncounted():
+    ours = {"ratio": 4.0, "ci": (1.2, 6.3), "verdict": "slower", "independent": True, "elsewhere": "the paper's GPU"}
+    said = paper_vs_run.agreement(0.92, ours, lower_is_better=True)
+    assert said.startswith("not measured here (the paper's GPU)")
+    assert said.endswith("not counted as agreement): TensorFlow better, decided")
+    faster = {**ours, "ratio": 0.25, "verdict": "faster"}
+    assert paper_vs_run.agreement(0.92, faster, True).endswith("): PyTorch better, decided")
+    same = {**ours, "ratio": 1.0, "verdict": "no meaningful difference"}
+    assert paper_vs_run.agreement(0.92, same, True).endswith("): no meaningful difference")

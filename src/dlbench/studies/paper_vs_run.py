@@ -80,6 +80,7 @@ TIME_UNITS = {"s": 1.0, "sec": 1.0, "ms": 1e3, "us": 1e6, "min": 1 / 60, "h": 1 
 ENERGY_UNITS = {"J": 1.0, "kJ": 1e-3, "Wh": 1 / 3600, "kWh": 1 / 3.6e6}
 MEMORY_UNITS = {"bytes": 1.0, "B": 1.0, "KB": 1e-3, "MB": 1e-6, "GB": 1e-9, "KiB": 2**-10, "MiB": 2**-20, "GiB": 2**-30}
 ALIASES = {"keras": "tensorflow"}
+FRAMEWORK_NAMES = {"torch": "PyTorch", "tensorflow": "TensorFlow"}
 CLASSICAL = ("sklearn",)  # frameworks whose models have no init, optimizer or learning rate
 PAIR = ("torch", "tensorflow")
 
@@ -519,10 +520,26 @@ def _undecided_why(ours: dict[str, Any]) -> str:
     return ""
 
 
+def _instead(ours: dict[str, Any], lower_is_better: bool) -> str:
+    """What this run's own comparison decided where the paper's number is from other
+    hardware: shown beside "not measured here", labelled as another machine, and never
+    counted (the counts read only the leading outcome)."""
+    if "ratio" not in ours:
+        return ""
+    better = decided_better(ours, lower_is_better)
+    if better is None:
+        said = "undecided" + _undecided_why(ours)
+    elif better == "none":
+        said = "no meaningful difference"
+    else:
+        said = f"{FRAMEWORK_NAMES.get(better, better)} better, decided"
+    return f"; on this run's machine instead (another machine than the paper's, not counted as agreement): {said}"
+
+
 def agreement(paper_ratio: float, ours: dict[str, Any], lower_is_better: bool, size_factor: float = 2.0) -> str:
     """One of OUTCOMES (with why, where undecided): the paper's ratio against our verdict and CI."""
     if "elsewhere" in ours:
-        return f"not measured here ({ours['elsewhere']})"
+        return f"not measured here ({ours['elsewhere']})" + _instead(ours, lower_is_better)
     if "ratio" not in ours:
         return "not measured here"
     better = decided_better(ours, lower_is_better)
@@ -578,15 +595,36 @@ def _claim(machine: Machine, study: Study, claim: Claim, setting: Setting, facts
     if claim.machine != "all":
         paper = next((m for m in facts.machines if m.id == claim.machine), None)
         if paper is not None and paper.device not in devices:
+            instead = _claim_verdict(machine, study, claim, setting)
+            shown = (
+                ""
+                if instead.startswith("not measured")
+                else f"; on this {here} machine instead (another machine than the paper's, not counted as "
+                f"agreement): {_as_direction(instead)}"
+            )
             return (
                 f"not measured here: the paper's claim is for its {paper.label} machine ({paper.device}); "
-                f"this run: {here}"
+                f"this run: {here}{shown}"
             )
     verdict = _claim_verdict(machine, study, claim, setting)
     if claim.machine == "all" and len(facts.machines) > 1 and not verdict.startswith("not measured"):
         verdict += (
             f" (on this {here} machine only; the paper's claim spans {', '.join(m.label for m in facts.machines)})"
         )
+    return verdict
+
+
+def _as_direction(verdict: str) -> str:
+    """A verdict of this machine's comparison worded as what it found, not as agreement
+    with a paper whose hardware it lacks ("agrees in direction" -> "the same direction as
+    the paper's claim")."""
+    for outcome, said in (
+        ("agrees in direction", "the same direction as the paper's claim, decided"),
+        ("differs", "the other direction than the paper's claim, decided"),
+        ("undecided here", "undecided"),
+    ):
+        if verdict.startswith(outcome):
+            return said + verdict[len(outcome) :]
     return verdict
 
 
