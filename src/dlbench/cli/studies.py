@@ -40,7 +40,12 @@ from dlbench.cli.running import (
 from dlbench.service import studies as studies_service
 
 ScaleOpt = Annotated[
-    str, typer.Option(help="smoke (seconds, CI), quick (the design's shape, minutes on a 2-core CPU) or paper.")
+    str,
+    typer.Option(
+        help="smoke (seconds, CI), quick (the design's shape, minutes to hours on a 2-core CPU), cpu (the paper's "
+        "design shrunk to under a day on a 2-core CPU; only studies whose paper scale takes longer) or paper "
+        "(the paper's settings, its repetitions as independent processes)."
+    ),
 ]
 
 
@@ -86,7 +91,6 @@ def study_list() -> None:
 @study_app.command("show")
 def study_show(name: Annotated[str, typer.Argument(help="A study name (dlbench study list).")]) -> None:
     """What the paper did, how the study maps it, the open choices it made, and each scale's plan."""
-    from dlbench import studies
 
     study, facts = _study(name)
     console.print(f"[bold]{study.name}[/bold] v{study.version}: {study.title}", highlight=False)
@@ -105,7 +109,7 @@ def study_show(name: Annotated[str, typer.Argument(help="A study name (dlbench s
         console.print("settings read apart in the comparison:")
         for st in study.settings:
             console.print(f"  - {st.name}: {st.where}" + (f" ({st.about})" if st.about else ""), highlight=False)
-    for scale in studies.SCALES:
+    for scale in study.scale_names():
         plan = _study_plan(study, scale, {"matrix": {}, "options": []}, {})
         p = plan.experiment.protocol
         console.print(
@@ -113,7 +117,11 @@ def study_show(name: Annotated[str, typer.Argument(help="A study name (dlbench s
             f"{p.repeats} repeats + {p.warmup} warm-up per trial",
             highlight=False,
         )
-        changes = study.scales[scale].changes if scale != "paper" else ("the paper's design as stated",)
+        changes = (
+            study.scales[scale].changes
+            if scale != "paper"
+            else ("the paper's settings, its repetitions as independent processes (trials) in interleaved blocks",)
+        )
         for change in changes:
             console.print(f"  - {change}", highlight=False)
     console.print(f"the paper's design in words: {_studies_dir()}/{name}/paper.md", highlight=False)
@@ -149,7 +157,16 @@ def study_run(
     study, facts = _study(name)
     plan = _study_plan(study, scale, matrix, protocol)
     if dry:
+        extras = studies_service.plan_design(study, plan)
+        if fmt == "json":
+            from dlbench.report.json_out import dumps, plan_document
+
+            doc = plan_document(plan)
+            doc["study"] = {"name": study.name, "scale": scale, **extras}
+            sys.stdout.write(dumps(doc))
+            return
         show_plan(plan, fmt)
+        _print_design(study, scale, extras)
         return
 
     def preface(store, run_id: int):
@@ -165,6 +182,41 @@ def study_run(
         executor=executor_settings(plan.experiment.executor, executor),
         tracking=mlflow_settings(plan.experiment.mlflow, mlflow),
     )
+
+
+def _print_design(study: Any, scale: str, extras: dict[str, Any]) -> None:
+    """The study plan's design, its power and about how long it would take here, in words."""
+    d, e = extras["design"], extras["estimate"]
+    if d is not None:
+        how = "paired by block" if d["paired"] else "unpaired"
+        if not d["independent_processes"]:
+            how = "one process per case"
+        console.print(
+            f"design ({study.name} {scale}): {d['members']} frameworks, {d['trials']} trial(s) of {d['repeats']} "
+            f"repeat(s) per case, {how}; {d['test']}; smallest p {d['smallest_p']:.2g} "
+            f"({'can' if d['smallest_p'] < d['alpha'] else 'cannot'} reach alpha {d['alpha']:g})",
+            highlight=False,
+        )
+        power = ", ".join(f"{p['ratio']:g}x: {p['power']:.2f} (+/- {p['sim_error']:.2f})" for p in d["power"])
+        console.print(
+            f"power (share of {d['sims']} simulated runs deciding the slower framework slower): {power}; "
+            f"trial medians' between-process CV {d['cv']:.3f}, from the {d['cv_source']}",
+            highlight=False,
+        )
+    if e is not None:
+        console.print(
+            f"estimated time on this machine: {e['words']} for {e['processes']} processes "
+            f"({e['startup_s'] / 60:.0f} minutes of it process start-up), {e['basis']}",
+            highlight=False,
+        )
+        if e["borrowed"]:
+            console.print(
+                "  not in the smoke run, so at their framework's typical per-sample overhead: "
+                + ", ".join(e["borrowed"]),
+                highlight=False,
+            )
+    else:
+        console.print("estimated time: unknown (the study's smoke run, docs/studies/data, is not in this install)")
 
 
 study_app.command(

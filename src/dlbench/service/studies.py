@@ -62,3 +62,61 @@ def paper_section(study: Any, facts: Any, runs: list[tuple[Any, int]], band: flo
             f"run {runs[0][1]}'s (the first machine's)."
         )
     return preface
+
+
+# Effects whose power `study plan` states: a 10% difference and a factor of 2.
+POWER_RATIOS = (1.1, 2.0)
+POWER_SIMS = 400
+
+
+def plan_design(study: Any, plan: Any, sims: int = POWER_SIMS) -> dict[str, Any]:
+    """What `study plan` adds to a plan: the design's test and power for a 1.1x and a 2x
+    effect (analysis.power, at the between-process spread measured here), and about how
+    long it would run on this machine (studies.estimate, from the study's smoke run).
+    `design` is None when the plan compares nothing; `estimate` None without the smoke run."""
+    from dlbench.analysis import power as pw
+    from dlbench.analysis.design import check
+    from dlbench.studies import estimate as est
+
+    design = check(plan)
+    out: dict[str, Any] = {"design": None, "estimate": None}
+    if design is not None:
+        if design.one_process:
+            test = "none: one process per case (repeats give a ratio, never a verdict)"
+        elif design.paired:
+            test = f"exact Wilcoxon signed-rank on trial medians paired by block, Holm over {design.family} pairs"
+        else:
+            test = f"exact Mann-Whitney on trial medians (unpaired), Holm over {design.family} pairs"
+        cv = pw.trial_cv(plan.experiment.protocol.repeats)
+        powers = [
+            {"ratio": r, "power": (p := pw.power(design, r, cv, sims=sims)), "sim_error": pw.sim_error(p, sims)}
+            for r in POWER_RATIOS
+        ]
+        out["design"] = {
+            "members": design.members,
+            "paired": design.paired,
+            "independent_processes": not design.one_process,
+            "trials": plan.experiment.protocol.trials,
+            "repeats": plan.experiment.protocol.repeats,
+            "family": design.family,
+            "test": test,
+            "smallest_p": design.smallest_p,
+            "alpha": design.alpha,
+            "decidable": design.decidable,
+            "cv": cv,
+            "cv_source": pw.CV_SOURCE,
+            "sims": sims,
+            "power": powers,
+        }
+    db = est.smoke_db(study.name)
+    if db is not None:
+        e = est.estimate(plan, db)
+        out["estimate"] = {
+            "seconds": e.seconds,
+            "words": est.words(e.seconds),
+            "processes": e.processes,
+            "startup_s": e.startup_s,
+            "basis": e.basis,
+            "borrowed": list(e.borrowed),
+        }
+    return out

@@ -1,13 +1,17 @@
-"""A study file (`studies/<name>/study.toml`): a paper's design as an experiment, at three scales.
+"""A study file (`studies/<name>/study.toml`): a paper's design as an experiment, at three or four scales.
 
 [study] names the study (after the paper's first author), its version, the seed paper,
 the choices the paper left open and what dlbench picked, and what cannot be reproduced
 here. [[study.setting]] names the variants of the design the paper comparison reads apart
 (for example the paper's framework-default init beside the matched Glorot init).
 [experiment]/[matrix]/[protocol]/[[include]]/... is the `paper` scale: an ordinary
-experiment file. [scale.quick] and [scale.smoke] say what they change (`changes`, in
-words, printed by `study show` and in the report) and replace whole keys of [matrix],
-[protocol] and [synthetic]; `include` replaces the include list.
+experiment file; its paper's repetitions are independent processes (trials) in
+interleaved blocks, enough to reach alpha for its comparison. [scale.quick] and
+[scale.smoke] say what they change (`changes`, in words, printed by `study show` and in
+the report) and replace whole keys of [matrix], [protocol] and [synthetic]; `include`
+replaces the include list. [scale.cpu], in the studies whose paper scale would take
+more than a day on a 2-core CPU (dlbench.studies.estimate), shrinks the paper's
+numbers as far as it says and no further, and still decides.
 
 Parsing is strict, like experiment files: an unknown key is one line naming the file,
 the key and what is allowed.
@@ -22,7 +26,9 @@ from typing import Any
 
 from dlbench.config import ConfigError
 
-SCALES = ("smoke", "quick", "paper")
+SCALES = ("smoke", "quick", "cpu", "paper")
+# Scales every study has; cpu only where the paper scale exceeds a day here.
+REQUIRED_SCALES = ("smoke", "quick")
 _STUDY_KEYS = (
     "name",
     "version",
@@ -82,6 +88,11 @@ class Study:
         """The experiment file structure at `scale` (the paper's design with the scale's replacements)."""
         if scale not in SCALES:
             raise ConfigError(f"--scale {scale!r}: allowed: {', '.join(SCALES)}")
+        if scale != "paper" and scale not in self.scales:
+            raise ConfigError(
+                f"--scale {scale}: study {self.name} has none (its paper scale fits in a day on a 2-core CPU); "
+                f"its scales: {', '.join(self.scale_names())}"
+            )
         data = copy.deepcopy(self.design)
         if scale != "paper":
             for key, value in self.scales[scale].overrides.items():
@@ -98,6 +109,10 @@ class Study:
         data.setdefault("experiment", {})
         data["experiment"]["name"] = self.run_name(scale)
         return data
+
+    def scale_names(self) -> tuple[str, ...]:
+        """This study's scales, in SCALES' order (cpu only where the study has one)."""
+        return tuple(s for s in SCALES if s == "paper" or s in self.scales)
 
     def lead(self, scale: str) -> str:
         """What every report of a run at `scale` says first ("" when nothing must)."""
@@ -155,8 +170,10 @@ def parse(text: str, source: str) -> Study:
             raise ConfigError(f"{source} [[study.setting]] {i + 1}: needs name (string) and where (table)")
         settings.append(Setting(s["name"], dict(s.get("where", {})), str(s.get("about", ""))))
     scales: dict[str, Scale] = {}
-    raw_scales = _check(f"{source} [scale]", data.get("scale", {}), ("smoke", "quick"))
-    for name in ("smoke", "quick"):
+    raw_scales = _check(f"{source} [scale]", data.get("scale", {}), ("smoke", "quick", "cpu"))
+    for name in ("smoke", "quick", "cpu"):
+        if name not in raw_scales and name not in REQUIRED_SCALES:
+            continue
         if name not in raw_scales:
             raise ConfigError(f"{source}: no [scale.{name}]; a study has smoke, quick and (its design) paper scales")
         sc = _check(f"{source} [scale.{name}]", raw_scales[name], _SCALE_KEYS)

@@ -1,0 +1,274 @@
+"""About how long a study's plan would take on this machine, from its committed smoke run.
+
+Nothing here is measured for the plan itself: it is an estimate, and says its basis.
+The measured part is the study's smoke run (docs/studies/data/<study>-smoke.db.xz, run
+on the 2-core VM this project is built on): for each of its trials, the training time
+per sample and per unit of model work, and the process's start-up (the trial's wall
+time less what it timed). A planned case takes
+
+    start-up of its framework + (repeats + warm-up) x (train samples x epochs x train
+    seconds per unit of work x the case's work per sample + test samples x the same
+    per-sample cost / 3, for the inference passes)
+
+The work per sample is a rough forward cost (multiply-accumulates, WORK below): the
+networks' published figures (torchvision's model table) scaled by input area, and
+counts by hand for the small networks and the sequence models. The seconds per unit
+of work come from the smoke run's trial of the same framework and model where it has
+one, else from the median over that framework's smoke trials (else over every
+framework's: JAX never ran in a smoke run). Time to a target accuracy is taken at every
+epoch (an upper bound: a repeat stops at the target). Numbers only: the CLI words it.
+"""
+
+from __future__ import annotations
+
+import json
+import lzma
+import math
+import sqlite3
+import statistics
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from dlbench.plan import Case, Plan
+
+# Training samples of a dataset's training split when the case names no count.
+TRAIN_SIZE = {"mnist": 60_000, "fashion-mnist": 60_000, "cifar10": 50_000, "digits": 1_437}
+TEST_SIZE = {"mnist": 10_000, "fashion-mnist": 10_000, "cifar10": 10_000, "digits": 360}
+SIDE = {"mnist": 28, "fashion-mnist": 28, "cifar10": 32, "digits": 8}
+# Image networks: forward multiply-accumulates per sample (millions) at a reference side,
+# scaled by (side / reference)^2. torchvision's model table (GFLOPS, which it counts as
+# multiply-accumulates) for the zoo's ImageNet networks; by hand for the small ones.
+IMAGE_WORK: dict[str, tuple[float, int]] = {
+    "alexnet": (714.0, 224),
+    "vgg16": (15_470.0, 224),
+    "resnet18": (1_810.0, 224),
+    "resnet50": (4_090.0, 224),
+    "resnet152": (11_510.0, 224),
+    "mobilenet_v2": (300.0, 224),
+    "efficientnet_b0": (390.0, 224),
+    "efficientnet_b4": (4_390.0, 380),
+    "inception_v3": (5_710.0, 299),
+    "mlp": (0.10, 28),  # 784 x 128 + 128 x 10
+    "cnn": (12.0, 28),  # conv32 3x3 (0.2M) + conv64 3x3 (10.6M) + dense 9216 x 128 (1.2M)
+    "lenet5": (0.42, 28),  # C1 0.12M + C3 0.24M + 400x120 + 120x84 + 84x10
+}
+WORK = "forward multiply-accumulates per sample (torchvision's table for the ImageNet networks, by hand for the rest)"
+# Inference passes cost about a third of a training step per sample (forward only).
+INFER_SHARE = 1 / 3
+# Where the committed smoke databases are, in a source checkout.
+DATA = Path(__file__).resolve().parents[3] / "docs" / "studies" / "data"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    seconds: float  # about this long, every trial in turn
+    processes: int  # worker processes (trials)
+    startup_s: float  # of which process start-up (imports, model build, data load)
+    basis: str  # what it rests on, in words
+    borrowed: tuple[str, ...]  # framework:model whose per-work time is another trial's
+
+
+def _options(case: Case) -> dict[str, Any]:
+    """The case's model options that are set (None: the model's default)."""
+    return {k: v for k, v in case.model_options if v is not None}
+
+
+def _side(case: Case) -> int:
+    if case.input_shape:
+        return case.input_shape
+    if case.dataset == "synthetic" and case.synthetic:
+        return int(case.synthetic[0])
+    return SIDE.get(case.dataset, 28)
+
+
+def _classes(case: Case) -> int:
+    if case.dataset == "synthetic" and case.synthetic:
+        return int(case.synthetic[-3])
+    return 10
+
+
+def work(case: Case) -> float:
+    """Rough forward multiply-accumulates of one sample of `case` (millions)."""
+    opts = _options(case)
+    if case.model == "knn":  # each test sample against every training sample, each feature
+        return train_samples(case) * _side(case) ** 2 / 1e6
+    if case.model in IMAGE_WORK:
+        macs, ref = IMAGE_WORK[case.model]
+        return macs * (_side(case) / ref) ** 2
+    vocab = _classes(case)
+    if case.model == "lstm":  # per token: each layer's gates, then the vocabulary head
+        t = case.input_shape or 35
+        e, h, layers = int(opts.get("embed", 650)), int(opts.get("hidden", 650)), int(opts.get("layers", 2))
+        return t * (4 * h * (e + h) + (layers - 1) * 4 * h * 2 * h + h * vocab) / 1e6
+    if case.model == "transformer":  # per token: attention and feed-forward of each layer
+        small = opts.get("preset", "small") == "small"
+        d = {"layers": 4, "hidden": 256, "ff": 1024, "max_len": 128}
+        if not small:
+            d = {"layers": 12, "hidden": 768, "ff": 3072, "max_len": 512}
+        d.update({k: int(v) for k, v in opts.items() if k in d})
+        t, h = case.input_shape or d["max_len"], d["hidden"]
+        return t * (d["layers"] * (4 * h * h + 2 * h * d["ff"] + 2 * t * h) + h * vocab) / 1e6
+    if case.model == "deepspeech2":  # bidirectional GRU layers over about 100 output frames
+        h, layers = int(opts.get("hidden", 800)), int(opts.get("rnn_layers", 5))
+        return 100 * layers * 2 * 3 * h * (2 * h + h) / 1e6
+    return IMAGE_WORK["resnet18"][0] * (_side(case) / 224) ** 2  # an unknown network: ResNet-18-sized
+
+
+def train_samples(case: Case) -> int:
+    """Training samples one repeat passes over (per epoch, or all of its steps)."""
+    if case.steps:
+        return case.steps * case.batch_size
+    if case.train_samples:
+        return case.train_samples
+    if case.dataset == "synthetic" and case.synthetic:
+        return int(case.synthetic[-2])
+    return TRAIN_SIZE.get(case.dataset, 60_000)
+
+
+def test_samples(case: Case) -> int:
+    if case.test_samples:
+        return case.test_samples
+    if case.dataset == "synthetic" and case.synthetic:
+        return int(case.synthetic[-1])
+    return TEST_SIZE.get(case.dataset, 10_000)
+
+
+@dataclass(frozen=True)
+class _Measured:
+    per_sample: dict[tuple[str, str], tuple[float, float]]  # (framework, model) -> (train s per sample, its work)
+    startup: dict[str, float]  # framework -> median start-up seconds
+
+
+@cache
+def _read(db: Path) -> _Measured:
+    """Per-sample train times and start-ups of the smoke run in `db` (.db or .db.xz)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = db
+        if db.suffix == ".xz":
+            path = Path(tmp) / db.stem
+            path.write_bytes(lzma.decompress(db.read_bytes()))
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            run = con.execute("SELECT min(id) FROM runs WHERE name LIKE 'study % smoke'").fetchone()[0]
+            rows = con.execute(
+                "SELECT id, case_json, wall_s FROM trials WHERE run_id = ? AND status = 'ok' AND retired = 0", (run,)
+            ).fetchall()
+            timed: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+            for trial, phase, metric, value in con.execute(
+                "SELECT m.trial_id, m.phase, m.metric, m.value FROM measurements m JOIN trials t ON t.id = m.trial_id "
+                "WHERE t.run_id = ? AND m.phase IN ('train', 'infer') AND m.metric IN ('time', 'steps') "
+                "AND m.value IS NOT NULL",
+                (run,),
+            ):
+                timed[trial][f"{phase}.{metric}"] += value
+                timed[trial][f"{phase}.{metric}.n"] += 1
+        finally:
+            con.close()
+    per_sample: dict[tuple[str, str], tuple[float, float]] = {}
+    startup: dict[str, list[float]] = defaultdict(list)
+    for trial, case_json, wall in rows:
+        d = json.loads(case_json)
+        case = Case(**{k: v for k, v in d.items() if k in Case.__dataclass_fields__ and k != "model_options"})
+        case = _with_options(case, d.get("model_options") or {})
+        t = timed[trial]
+        n = t.get("train.time.n", 0)
+        if n and case.model != "knn" and t.get("train.time", 0) > 0:
+            steps = t["train.steps"] / t["train.steps.n"] if t.get("train.steps.n") else 0
+            samples = steps * case.batch_size if steps else train_samples(case) * (case.epochs or 1)
+            per_sample[(case.framework, case.model)] = (t["train.time"] / n / samples, work(case))
+        elif case.model == "knn" and t.get("infer.time.n"):
+            seconds = t["infer.time"] / t["infer.time.n"] / test_samples(case) / INFER_SHARE
+            per_sample[(case.framework, case.model)] = (seconds, work(case))
+        if wall:
+            startup[case.framework].append(max(0.0, wall - t.get("train.time", 0.0) - t.get("infer.time", 0.0)))
+    return _Measured(per_sample, {k: statistics.median(v) for k, v in startup.items()})
+
+
+def _with_options(case: Case, options: dict[str, Any]) -> Case:
+    from dataclasses import replace
+
+    synthetic = tuple(case.synthetic) if case.synthetic else None
+    return replace(case, model_options=tuple(sorted(options.items())), synthetic=synthetic)
+
+
+def smoke_db(study: str) -> Path | None:
+    """The study's committed smoke database, where this is a source checkout."""
+    path = DATA / f"{study}-smoke.db.xz"
+    return path if path.is_file() else None
+
+
+@dataclass(frozen=True)
+class _Rates:
+    """A per-sample cost model: overhead + work x rate (seconds), from the smoke runs."""
+
+    rate: dict[str, float]  # framework -> seconds per unit of work where compute-bound
+    overhead: dict[tuple[str, str], float]  # (framework, model) -> per-sample overhead beyond that
+
+
+def _rates(own: _Measured) -> _Rates:
+    """Each framework's compute-bound rate: the least seconds per unit of work over every
+    committed smoke run's trials of that framework (the networks large enough to be
+    compute-bound); each measured case's per-sample overhead is what its time leaves."""
+    pooled: dict[str, list[float]] = defaultdict(list)
+    dbs = sorted(DATA.glob("*-smoke.db.xz")) if DATA.is_dir() else []
+    for measured in [own, *(_read(db) for db in dbs)]:
+        for (fw, model), (seconds, w) in measured.per_sample.items():
+            if model != "knn":
+                pooled[fw].append(seconds / w)
+    rate = {fw: min(v) for fw, v in pooled.items()}
+    overhead = {key: max(0.0, seconds - w * rate.get(key[0], 0.0)) for key, (seconds, w) in own.per_sample.items()}
+    return _Rates(rate, overhead)
+
+
+def estimate(plan: Plan, db: Path) -> Estimate:
+    """About how long `plan` would run here, from the smoke run stored in `db` (and the
+    compute-bound rate of every committed smoke run)."""
+    measured = _read(db)
+    rates = _rates(measured)
+    p = plan.experiment.protocol
+    borrowed: set[str] = set()
+    every_rate = statistics.median(rates.rate.values()) if rates.rate else 0.0
+    overheads: dict[str, list[float]] = defaultdict(list)
+    for (fw, model), o in rates.overhead.items():
+        if model != "knn":
+            overheads[fw].append(o)
+    all_startup = list(measured.startup.values())
+    total = start_total = 0.0
+    for trial in plan.trials:
+        case = trial.case
+        key = (case.framework, case.model)
+        w = work(case)
+        if case.model == "knn":  # fitting stores the data; the work is the inference
+            seconds, w_smoke = measured.per_sample.get(key, (0.0, 1.0))
+            one = test_samples(case) * INFER_SHARE * seconds * w / w_smoke
+        else:
+            if key not in measured.per_sample:
+                borrowed.add(f"{case.framework}:{case.model}")
+            pool = overheads.get(case.framework) or [o for os in overheads.values() for o in os]
+            o = rates.overhead.get(key, statistics.median(pool) if pool else 0.0)
+            per = o + w * rates.rate.get(case.framework, every_rate)
+            one = train_samples(case) * ((case.epochs or 1) if not case.steps else 1) * per
+            one += test_samples(case) * per * INFER_SHARE
+        start = measured.startup.get(case.framework, statistics.median(all_startup) if all_startup else 0.0)
+        total += start + (p.repeats + p.warmup) * one
+        start_total += start
+    basis = (
+        f"from the smoke run's per-sample training times ({db.name}): each case's per-sample overhead plus its "
+        f"work ({WORK}) at its framework's compute-bound rate in the committed smoke runs, times samples x "
+        "epochs x (repeats + warm-up), plus each framework's measured process start-up"
+    )
+    return Estimate(total, len(plan.trials), start_total, basis, tuple(sorted(borrowed)))
+
+
+def words(seconds: float) -> str:
+    """About how long, in the largest unit that fits (e.g. "about 3.2 days")."""
+    if not math.isfinite(seconds):
+        return "unknown"
+    for unit, size in (("days", 86_400), ("hours", 3_600), ("minutes", 60)):
+        if seconds >= size:
+            return f"about {seconds / size:.1f} {unit}"
+    return f"about {seconds:.0f} s"
