@@ -21,7 +21,6 @@ epoch (an upper bound: a repeat stops at the target). Numbers only: the CLI word
 
 from __future__ import annotations
 
-import json
 import lzma
 import math
 import sqlite3
@@ -154,9 +153,14 @@ def _read(db: Path) -> _Measured:
         con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
             run = con.execute("SELECT min(id) FROM runs WHERE name LIKE 'study % smoke'").fetchone()[0]
-            rows = con.execute(
-                "SELECT id, case_json, wall_s FROM trials WHERE run_id = ? AND status = 'ok' AND retired = 0", (run,)
-            ).fetchall()
+            # The trials' cases decoded by the store (its records), not parsed here.
+            from dlbench.store.core import Store
+
+            store = Store(path, readonly=True)
+            try:
+                rows = [(t.id, t.case, t.wall_s) for t in store.trials(run, statuses=("ok",))]
+            finally:
+                store.close()
             timed: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
             for trial, phase, metric, value in con.execute(
                 "SELECT m.trial_id, m.phase, m.metric, m.value FROM measurements m JOIN trials t ON t.id = m.trial_id "
@@ -170,8 +174,7 @@ def _read(db: Path) -> _Measured:
             con.close()
     per_sample: dict[tuple[str, str], tuple[float, float]] = {}
     startup: dict[str, list[float]] = defaultdict(list)
-    for trial, case_json, wall in rows:
-        d = json.loads(case_json)
+    for trial, d, wall in rows:
         case = Case(**{k: v for k, v in d.items() if k in Case.__dataclass_fields__ and k != "model_options"})
         case = _with_options(case, d.get("model_options") or {})
         t = timed[trial]
