@@ -88,11 +88,14 @@ def split_verdict(text: str, outcomes: tuple[str, ...]) -> tuple[str, list[str]]
 
 
 def _notes(rest: str) -> list[str]:
-    """'(a) (b (c))' -> ['a', 'b (c)']; text that is not such groups is one note."""
+    """'(a) (b (c))' -> ['a', 'b (c)']; '(a); b' -> ['a', 'b'] (a note the verdict adds after
+    its groups, such as what this machine found instead); other text is one note."""
     if not rest:
         return []
     notes, depth, start = [], 0, 0
     for i, ch in enumerate(rest):
+        if depth == 0 and ch == ";" and notes:
+            return [*notes, rest[i + 1 :].strip()]
         if ch == "(":
             if depth == 0:
                 start = i + 1
@@ -132,15 +135,16 @@ def ratio_text(ours: dict[str, Any]) -> str:
     return f"{text} [{within}{_num(ci[0])}, {_num(ci[1])}]"
 
 
-def _explains(verdict: str, notes: list[str]) -> str:
-    """What explains a difference: the comparison's own reason, never an invented cause."""
+def _explains(verdict: str, notes: list[str], examined: str) -> str:
+    """What explains a difference: what the comparison examined (a stored explain run's
+    finding, or the command that would examine it: paper_vs_run.examination), then the
+    verdict's own notes; never an invented cause."""
     if verdict == "not measured here":
         return "—"  # the reason stands in the number's cell
-    if verdict == "differs":
-        return "; ".join([NOT_EXAMINED, *notes])
-    if verdict == "undecided here":
-        return "; ".join(notes) if notes else NOT_EXAMINED
-    return "; ".join(notes) or "—"
+    said = [examined] if examined else []
+    if verdict == "differs" and not said:
+        said = [NOT_EXAMINED]
+    return "; ".join([*said, *notes]) or "—"
 
 
 def _words(quantity: str) -> str:
@@ -171,30 +175,6 @@ def _paper_pair(facts: Any, r: Any, aliases: dict[str, str]) -> str:
 
     unstated = " (unit not stated)" if t.unit == "not stated" else ""
     return f"{one(t)} / {one(tf)}{unstated} = {_num(r.paper_ratio)}"
-
-
-def _machines(store: Any, run_id: int, band: float, alpha: float) -> Any:
-    """The run as paper_vs_run.Machine, built as dlbench.service.studies.paper_section builds it."""
-    from dlbench.env import machine_label
-    from dlbench.results import Results
-    from dlbench.studies import paper_vs_run
-
-    results = Results.of_store(store)
-    fingerprint = store.run(run_id).environment
-
-    def compare(a: str, b: str, metric: str) -> Any:
-        return results.compare(a, b, metric=metric, run=run_id, band=band, alpha=alpha)
-
-    return paper_vs_run.Machine(
-        machine_label(fingerprint),
-        run_id,
-        results.summary(run_id),
-        compare,
-        fingerprint,
-        results.measurements(run_id),
-        band=band,
-        alpha=alpha,
-    )
 
 
 def _claim_ratios(pvr: Any, machine: Any, study: Any, claim: Any, setting: Any) -> list[tuple[str, dict[str, Any]]]:
@@ -230,8 +210,8 @@ def build_paper(
     if not runs:
         raise TableError(f"{database}: no run of study {name}")
     run_id = max(int(r["id"]) for r in runs)
-    machine = _machines(store, run_id, band, alpha)
-    comparison = pvr.compare(study, facts, [machine])
+    comparison = studies_service.comparison(study, facts, [(store, run_id)], band, alpha)
+    machine = comparison.machines[0]
     summary = machine.summary
     devices = tuple(sorted(str(d) for d in set(summary["device"]))) if len(summary) else ()
     paper = Paper(
@@ -260,16 +240,15 @@ def build_paper(
         cells, ours_ratios = [], []
         for m, s in columns:
             ours = r.ours[(m, s)]
-            verdict, notes = split_verdict(pvr.agreement(r.paper_ratio, ours, r.lower_is_better, study.size_factor),
-                                           outcomes)  # fmt: skip
+            verdict, notes = split_verdict(r.verdicts[(m, s)], outcomes)
             if verdict == "not measured here":
                 why = "; ".join(notes) or ours.get("why") or "not measured here"
                 number = f"— ({why})"
             else:
                 number = ratio_text(ours)
             ours_ratios.append(ours.get("ratio") if verdict != "not measured here" else None)
-            cells.append(Cell(heading(m, s), number, verdict, _explains(verdict, notes)))
-        better = NAMES[pvr.direction(r.paper_ratio, r.lower_is_better)]
+            cells.append(Cell(heading(m, s), number, verdict, _explains(verdict, notes, r.explains[(m, s)])))
+        better = NAMES[pvr.direction(r.paper_ratio, r.lower_is_better, comparison.band)]
         where = "".join(f", {k} {v}" for k, v in r.where.items())
         paper.rows.append(
             Row(
@@ -305,7 +284,7 @@ def build_paper(
                     number = "; ".join(f"{model} {ratio_text(o)}" for model, o in found)
                 else:
                     number = ratio_text(found[0][1])
-            cells.append(Cell(heading(m, s), number, verdict, _explains(verdict, notes)))
+            cells.append(Cell(heading(m, s), number, verdict, _explains(verdict, notes, c.explains[(m, s)])))
         claim = c.claim
         scope = "all models" if claim.model == "all" else claim.model
         on = "" if claim.machine == "all" else f", {facts.machine_label(claim.machine)}"
@@ -382,8 +361,11 @@ def render(papers: list[Paper]) -> str:
         "(within-process where each framework ran in one process: a ratio, no verdict); a claim over several "
         "models gives one ratio per model. "
         + _rule_words(papers)
-        + " What explains a difference: the reason the comparison gives, or "
-        f"'{NOT_EXAMINED}' where no cause has been measured; a paper's GPU or M1 number on this CPU run is "
+        + " What explains a difference: for a verdict that differs, or an undecided ratio more than 10% from "
+        "the paper's, the finding of the `dlbench explain` run stored with the study (the share of the gap each "
+        "toggled setting closes, and where the step time goes), or 'not examined yet' with the command that "
+        "would examine it, or why explain cannot (it attributes training time only); a paper's GPU or M1 number "
+        "on this CPU run is "
         "'not measured here', with the reason in dlbench's column."
     )
     out = [lead, ""]

@@ -10,6 +10,10 @@
 # Each study's stdout/stderr go to DIR/<study>-<scale>.log, its start and end times to
 # DIR/campaign.log. Nothing else should run on the machine meanwhile: the studies
 # measure time, and a busy core flags (and can spoil) their trials.
+#
+# STUDY_FLAGS adds flags to each new `dlbench study run` (a resumed run keeps its own),
+# e.g. STUDY_FLAGS="--framework torch,tensorflow" for the papers' own two frameworks
+# where JAX's compile times would take the campaign past the time it has.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:?usage: study_campaign.sh DIR [SCALE] [STUDY...]}
@@ -36,7 +40,8 @@ EOF
     if [ -n "$run_id" ]; then
         "$dlbench" run --resume "$run_id" --db "$db" >>"$log" 2>&1
     else
-        "$dlbench" study run "$study" --scale "$scale" --db "$db" >>"$log" 2>&1
+        # shellcheck disable=SC2086 # STUDY_FLAGS is a list of flags, split on purpose
+        "$dlbench" study run "$study" --scale "$scale" ${STUDY_FLAGS:-} --db "$db" >>"$log" 2>&1
     fi
     echo "$(date -u +%FT%TZ) end $study $scale exit $?" >>"$dir/campaign.log"
 done

@@ -25,7 +25,7 @@ What is embedded of each command's output:
   status line and stored command, stopping before the configuration; the report's
   ``#`` title line is left out (the page has its own).
 - ``explain-report`` (dai only): ``dlbench explain --show 2 --db
-  docs/studies/data/dai-SCALE.db --format markdown --out docs/studies/dai_explain.md``
+  docs/studies/data/dai-smoke.db --format markdown --out docs/studies/dai_explain.md``
   without its title line; its bar charts land in docs/studies/dai_explain_figures/.
 - ``papers-table`` (docs/papers.md): every claim of the five papers beside dlbench's
   number, 95% CI and verdict, built as data from each study's database with the library
@@ -78,8 +78,11 @@ STUDY_NAMES = ("dai", "florencio", "germino", "patel", "sumanjali")
 SCALES = ("paper", "cpu", "quick", "smoke")
 PAPERS_PAGE = "papers.md"  # relative to docs/, like the study pages ("studies/<study>.md")
 
-# dai's explain report: the run id inside dai-smoke.db (run 1 is the study run), the file
-# name --out is given (its figures folder is named after it: <stem>_figures).
+# dai's explain report: the database and run id that hold it (run 1 of dai-smoke.db is the
+# study run it explains; the page's study report reads the largest scale, the explain
+# report stays with the run it explains), the file name --out is given (its figures folder
+# is named after it: <stem>_figures).
+DAI_EXPLAIN_DB = f"{DATA}/dai-smoke.db"
 DAI_EXPLAIN_RUN = 2
 DAI_EXPLAIN_OUT = "docs/studies/dai_explain.md"
 DAI_FIGURES = "docs/studies/dai_explain_figures"
@@ -162,13 +165,13 @@ def blocks() -> list[Block]:
         Block(
             page="studies/dai.md",
             name="explain-report",
-            db=dbs["dai"],
+            db=DAI_EXPLAIN_DB,
             args=(
                 "explain",
                 "--show",
                 str(DAI_EXPLAIN_RUN),
                 "--db",
-                dbs["dai"],
+                DAI_EXPLAIN_DB,
                 "--format",
                 "markdown",
                 "--out",

@@ -78,7 +78,7 @@ def test_verdict_counts_are_those_of_paper_vs_run_compare(germino) -> None:
     )
     comparison = pvr.compare(study, facts, [machine])
     columns = [(machine.label, s) for s in comparison.settings]
-    verdicts = [pvr.agreement(r.paper_ratio, r.ours[c], r.lower_is_better, study.size_factor)
+    verdicts = [pvr.agreement(r.paper_ratio, r.ours[c], r.lower_is_better, study.size_factor, machine.band)
                 for r in comparison.ratios for c in columns]  # fmt: skip
     verdicts += [row.ours[c] for row in comparison.claims for c in columns]
     by_length = sorted(pvr.OUTCOMES, key=len, reverse=True)
@@ -121,7 +121,7 @@ def test_claim_rows_keep_the_comparisons_reason_and_invent_none(germino) -> None
     for row in claims:
         for cell in row.cells:
             if cell.verdict == "differs":
-                assert cell.explains.startswith(papers_table.NOT_EXAMINED)
+                assert cell.explains.startswith(("explain run ", papers_table.NOT_EXAMINED, "not attributed: "))
             if cell.verdict == "not measured here":
                 assert cell.ours.startswith("— (") and cell.explains == "—"
 
@@ -144,6 +144,19 @@ def test_split_verdict_takes_the_outcome_and_its_notes() -> None:
     assert split("not measured here: the paper's claim is for its GPU (cuda)", outcomes) == (
         "not measured here",
         ["the paper's claim is for its GPU (cuda)"],
+    )
+    # What this machine found instead follows the groups after "; ": one note, no doubled parentheses.
+    elsewhere = (
+        "not measured here (the paper's ratio is from its GPU machine (cuda); this run: cpu); on this run's "
+        "machine instead (another machine than the paper's, not counted as agreement): PyTorch better, decided"
+    )
+    assert split(elsewhere, outcomes) == (
+        "not measured here",
+        [
+            "the paper's ratio is from its GPU machine (cuda); this run: cpu",
+            "on this run's machine instead (another machine than the paper's, not counted as agreement): "
+            "PyTorch better, decided",
+        ],
     )
     with pytest.raises(_load("papers_table").TableError):
         split("agreed", outcomes)

@@ -577,3 +577,70 @@ def test_a_ratio_from_other_hardware_shows_this_machines_decided_finding_uncount
     assert paper_vs_run.agreement(0.92, faster, True).endswith("): PyTorch better, decided")
     same = {**ours, "ratio": 1.0, "verdict": "no meaningful difference"}
     assert paper_vs_run.agreement(0.92, same, True).endswith("): no meaningful difference")
+
+
+def test_a_paper_ratio_within_the_band_names_neither_framework_better():
+    # germino's Table V: CNN accuracy 99.30% against 99.13%, a ratio of 1.0017: within ±2%.
+    paper = 99.30 / 99.13
+    assert paper_vs_run.direction(paper, lower_is_better=False) == "torch"
+    assert paper_vs_run.direction(paper, lower_is_better=False, band=0.02) == "none"
+    same = {"ratio": 1.0, "ci": (0.99, 1.005), "verdict": "no meaningful difference", "independent": True}
+    assert paper_vs_run.agreement(paper, same, False, band=0.02) == "agrees in direction and size"
+    higher = {**same, "ratio": 1.05, "ci": (1.03, 1.07), "verdict": "higher"}
+    assert paper_vs_run.agreement(paper, higher, False, band=0.02) == "differs"
+    # Outside the band the paper's direction stands: 92.31% against 95.83%.
+    assert paper_vs_run.agreement(92.31 / 95.83, same, False, band=0.02) == "differs"
+
+
+def test_an_undecided_ratio_far_from_the_papers_is_examined_too():
+    ours = {"ratio": 0.94, "ci": (0.86, 1.23), "verdict": "undecided", "independent": True}
+    assert paper_vs_run.needs_examining("undecided here", 1.19, ours)  # 21% below the paper's
+    assert not paper_vs_run.needs_examining("undecided here", 1.0, ours)  # 6%: within 10%
+    assert paper_vs_run.needs_examining("differs", 1.0, ours)
+    assert not paper_vs_run.needs_examining("agrees in direction", 0.5, ours)
+    assert not paper_vs_run.needs_examining("not measured here", 0.5, {})
+
+
+def _explanation(run_id: int, init: str = "glorot-uniform") -> paper_vs_run.Explanation:
+    cases = {fw: {**CASE, "framework": fw, "variant": "v", "init": init} for fw in ("torch", "tensorflow")}
+    return paper_vs_run.Explanation(run_id, "mlp", cases, "variant v -> xla closes 40% of it [20, 60].")
+
+
+def test_every_difference_says_what_explains_it_or_how_to_examine_it(tmp_path: Path):
+    from dataclasses import replace
+
+    from dlbench.report import study_section
+
+    flipped = FACTS.replace('value = 2.0\nunit = "min"', 'value = 0.5\nunit = "min"', 1)
+    study, facts, comparison = _comparison(tmp_path, [{"cpu_model": "Test CPU", "physical_cores": 2}],
+                                           facts_text=flipped)  # fmt: skip
+    col = ("Test CPU, 2 cores", "this run")
+    (time_row,) = [r for r in comparison.ratios if r.quantity == "train_time"]
+    assert time_row.verdicts[col] == "differs"  # the paper: PyTorch 4x faster; ours: 1.8x slower
+    command = "dlbench explain 1 --case torch --vs tensorflow --where model=mlp"
+    assert time_row.explains[col] == f"not examined yet: {command}"
+    claims = {c.claim.text: c for c in comparison.claims}
+    # Agreeing claims owe nothing; accuracy is beyond explain, with the settings both share said.
+    assert claims["TensorFlow trains faster"].explains[col] == ""
+    # A stored explain run of this gap answers it; one of other settings (another init) does not.
+    machine = replace(comparison.machines[0], explanations=(_explanation(7), _explanation(8, "he-normal")))
+    explained = paper_vs_run.compare(study, facts, [machine])
+    (time_row,) = [r for r in explained.ratios if r.quantity == "train_time"]
+    assert time_row.explains[col] == "explain run 7: variant v -> xla closes 40% of it [20, 60]."
+    section = study_section.build(study, facts, explained, "quick", ("fewer",))
+    (table,) = [t for t in section.tables if t.title == "What explains each difference"]
+    assert [row[0] for row in table.rows] == ["Table 1"]
+    assert table.rows[0][-1].startswith("explain run 7: ")
+
+
+def test_a_difference_in_accuracy_is_not_attributed_by_explain_and_says_what_both_share(tmp_path: Path):
+    flipped = FACTS.replace('better = "torch"\ntext = "PyTorch is more accurate"',
+                            'better = "tensorflow"\ntext = "TensorFlow is more accurate"')  # fmt: skip
+    _, _, comparison = _comparison(tmp_path, [{"cpu_model": "Test CPU", "physical_cores": 2}], facts_text=flipped)
+    col = ("Test CPU, 2 cores", "this run")
+    (claim,) = [c for c in comparison.claims if c.claim.text == "TensorFlow is more accurate"]
+    assert claim.ours[col] == "differs"  # our 93% against 90%: PyTorch higher
+    assert claim.explains[col] == (
+        "not attributed: dlbench explain attributes training step time, not accuracy; both frameworks here share "
+        "dataset digits, batch_size 32, init glorot-uniform, optimizer sgd, lr 0.01, epochs 1, precision float32"
+    )

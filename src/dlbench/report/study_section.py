@@ -16,7 +16,7 @@ from dlbench.env import framework_software
 from dlbench.report.render import Preface, TableData
 from dlbench.report.words import check_words
 from dlbench.studies.facts import Facts
-from dlbench.studies.paper_vs_run import Comparison, Rule, Value, agreement, direction
+from dlbench.studies.paper_vs_run import Comparison, Rule, Value, direction
 from dlbench.studies.spec import Study
 
 NAMES = {
@@ -62,14 +62,14 @@ def _heading(machine: str, setting: str, comparison: Comparison) -> str:
     return "ours: " + ", ".join(parts)
 
 
-def _ratio_cell(ours: dict[str, Any], paper_ratio: float, lower: bool, size_factor: float) -> str:
+def _ratio_cell(ours: dict[str, Any], verdict: str) -> str:
     if "ratio" not in ours:
         return f"— ({ours.get('why', 'not measured here')})"
     text = f"{ours['ratio']:.2f}"
     if ours.get("ci"):
         within = " within-process" if ours.get("independent") is False else ""
         text += f" [{within.strip() + ' ' if within else ''}{ours['ci'][0]:.2f}, {ours['ci'][1]:.2f}]"
-    return f"{text}: {agreement(paper_ratio, ours, lower, size_factor)}"
+    return f"{text}: {verdict}"
 
 
 def _opening(study: Study, facts: Facts, comparison: Comparison, scale: str) -> str:
@@ -103,11 +103,7 @@ def build(study: Study, facts: Facts, comparison: Comparison, scale: str, change
     if scale != "paper":
         lines.append(f"Scale {scale} changes the paper's design: " + "; ".join(changes) + ".")
     lines.append(rule.words())
-    verdicts = [
-        agreement(r.paper_ratio, r.ours[c], r.lower_is_better, study.size_factor)
-        for r in comparison.ratios
-        for c in columns
-    ]
+    verdicts = [r.verdicts[c] for r in comparison.ratios for c in columns]
     counted = [v for v in verdicts if not v.startswith("not measured")]
     if counted:
         agree = sum(v.startswith("agrees") for v in counted)
@@ -142,12 +138,15 @@ def build(study: Study, facts: Facts, comparison: Comparison, scale: str, change
     tables = [_machines(facts, comparison)]
     every = [_facts_table(facts, comparison, columns)] if comparison.facts else []
     if comparison.ratios:
-        tables.append(_ratio_table(comparison, columns, study.size_factor))
+        tables.append(_ratio_table(comparison, columns))
     decisions = _decisions(comparison, columns)
     if decisions is not None:
         tables.append(decisions)
     if comparison.claims:
         tables.append(_claims_table(comparison, columns, rule))
+    examined = _examined(comparison, columns)
+    if examined is not None:
+        tables.append(examined)
     if study.choices or study.cannot:
         t = TableData("Where the paper leaves a choice open, and what cannot be reproduced", ["", "what"])
         for c in study.choices:
@@ -214,21 +213,21 @@ def _facts_table(facts: Facts, comparison: Comparison, columns: list[tuple[str, 
     return t
 
 
-def _ratio_table(comparison: Comparison, columns: list[tuple[str, str]], size_factor: float) -> TableData:
+def _ratio_table(comparison: Comparison, columns: list[tuple[str, str]]) -> TableData:
     t = TableData(
         "PyTorch / TensorFlow: the paper's ratio and ours",
         ["ref", "model", "quantity", "where", "paper", *(_heading(m, s, comparison) for m, s in columns)],
         align=["left"] * 4 + ["right"] * (1 + len(columns)),
     )
     for r in comparison.ratios:
-        better = NAMES[direction(r.paper_ratio, r.lower_is_better)]
+        better = NAMES[direction(r.paper_ratio, r.lower_is_better, comparison.band)]
         t.add_row(
             r.ref,
             r.model,
             f"{r.quantity} ({r.statistic})",
             _where(r.where),
             f"{r.paper_ratio:.2f} ({r.paper_machine}; {better} better)",
-            *(_ratio_cell(r.ours[c], r.paper_ratio, r.lower_is_better, size_factor) for c in columns),
+            *(_ratio_cell(r.ours[c], r.verdicts[c]) for c in columns),
         )
     t.caption = (
         "ratio < 1: PyTorch smaller (faster for times). Ours: the ratio of medians; for times and accuracy "
@@ -247,6 +246,30 @@ def _claims_table(comparison: Comparison, columns: list[tuple[str, str]], rule: 
     for row in comparison.claims:
         c = row.claim
         t.add_row(c.ref, c.text, NAMES.get(c.better, c.better), *(row.ours[col] for col in columns))
+    return t
+
+
+def _examined(comparison: Comparison, columns: list[tuple[str, str]]) -> TableData | None:
+    """Every difference from the paper, and every undecided ratio far from the paper's, with
+    what explains it: a stored `dlbench explain` run's finding, or what was not examined
+    and the command that would examine it (paper_vs_run.examination)."""
+    t = TableData("What explains each difference", ["ref", "what", "column", "verdict", "what explains it"])
+    for r in comparison.ratios:
+        for c in columns:
+            if r.explains.get(c):
+                what = f"{r.model} {r.quantity.replace('_', ' ')} ({r.statistic}), ratio {r.paper_ratio:.2f}"
+                t.add_row(r.ref, what, _heading(*c, comparison), r.verdicts[c], r.explains[c])
+    for row in comparison.claims:
+        for c in columns:
+            if row.explains.get(c):
+                t.add_row(row.claim.ref, row.claim.text, _heading(*c, comparison), row.ours[c], row.explains[c])
+    if not t.rows:
+        return None
+    t.caption = (
+        "A verdict that differs from the paper, or an undecided ratio more than 10% from the paper's, is owed "
+        "an explanation: `dlbench explain` reruns the slower case with each recorded setting toggled, in "
+        "interleaved blocks, and profiles both; its runs are stored in the study's database."
+    )
     return t
 
 

@@ -18,29 +18,48 @@ def runs_of(store: Any, study: Any) -> list[Any]:
     return [r for r in store.runs() if str(r["name"]).startswith(prefix)]
 
 
-def paper_section(study: Any, facts: Any, runs: list[tuple[Any, int]], band: float = BAND, alpha: float = ALPHA) -> Any:
-    """The paper vs this run section for one or more (store, run id), one machine each; its
-    verdicts at `band` and `alpha`."""
+def explanations(store: Any, run_id: int, band: float = BAND, alpha: float = ALPHA) -> tuple[Any, ...]:
+    """The findings of every `dlbench explain` run stored in `store` that explains a gap of
+    run `run_id`, one per pair, in the explain report's own sentences (its headline, the
+    share each toggled setting closes, and where the step time goes by op category)."""
+    from dlbench.report import explain as words
+    from dlbench.service import explain
+    from dlbench.studies.paper_vs_run import Explanation
+
+    found = []
+    for row in store.runs():
+        pairs = store.explain(int(row["id"]))
+        if not pairs or pairs.get("from_run") != run_id:
+            continue
+        read = explain.read(store, int(row["id"]), band, alpha)
+        for gap in read.gaps:
+            sentences = [words.headline(gap), *words.ablation_lines(gap)]
+            if gap.significant:
+                sentences += words.profile_lines(gap, read.profiles)[:1]
+            cases = {gap.pair.a.framework: gap.pair.a.as_dict(), gap.pair.b.framework: gap.pair.b.as_dict()}
+            found.append(Explanation(read.run_id, str(gap.pair.a.model), cases, " ".join(sentences)))
+    return tuple(found)
+
+
+def machines(runs: list[tuple[Any, int]], band: float = BAND, alpha: float = ALPHA) -> list[Any]:
+    """One paper_vs_run.Machine per (store, run id), its verdicts at `band` and `alpha`, with
+    the explain runs stored beside it."""
     from dlbench.env import machine_label
-    from dlbench.report import study_section
     from dlbench.results import Results
     from dlbench.studies import paper_vs_run
 
-    machines: list[paper_vs_run.Machine] = []
-    scales: list[str] = []
+    out: list[paper_vs_run.Machine] = []
     for store, run_id in runs:
         results = Results.of_store(store)
-        row = store.run(run_id)
-        scales.append(str(row["name"]).rsplit(" ", 1)[-1])
-        fingerprint = row.environment
+        fingerprint = store.run(run_id).environment
         label = machine_label(fingerprint)
-        if any(m.label == label for m in machines):
+        if any(m.label == label for m in out):
             label += f" (run {run_id})"
 
         def compare(a: str, b: str, metric: str, results=results, run_id=run_id):
             return results.compare(a, b, metric=metric, run=run_id, band=band, alpha=alpha)
 
-        machines.append(
+        out.append(
             paper_vs_run.Machine(
                 label,
                 run_id,
@@ -50,12 +69,29 @@ def paper_section(study: Any, facts: Any, runs: list[tuple[Any, int]], band: flo
                 results.measurements(run_id),
                 band=band,
                 alpha=alpha,
+                explanations=explanations(store, run_id, band, alpha),
             )
         )
-    comparison = paper_vs_run.compare(study, facts, machines)
+    return out
+
+
+def comparison(study: Any, facts: Any, runs: list[tuple[Any, int]], band: float = BAND, alpha: float = ALPHA) -> Any:
+    """The paper beside one or more stored runs (paper_vs_run.compare), one machine each."""
+    from dlbench.studies import paper_vs_run
+
+    return paper_vs_run.compare(study, facts, machines(runs, band, alpha))
+
+
+def paper_section(study: Any, facts: Any, runs: list[tuple[Any, int]], band: float = BAND, alpha: float = ALPHA) -> Any:
+    """The paper vs this run section for one or more (store, run id), one machine each; its
+    verdicts at `band` and `alpha`."""
+    from dlbench.report import study_section
+
+    found = comparison(study, facts, runs, band, alpha)
+    scales = [str(store.run(run_id)["name"]).rsplit(" ", 1)[-1] for store, run_id in runs]
     scale = scales[0] if len(set(scales)) == 1 else "/".join(scales)
     changes = study.scales[scales[0]].changes if scales[0] in study.scales else ()
-    preface = study_section.build(study, facts, comparison, scale, changes)
+    preface = study_section.build(study, facts, found, scale, changes)
     if len(runs) > 1:
         preface.lines.append(
             f"{len(runs)} machines, one column group each, nothing pooled across them; the report below is "

@@ -97,6 +97,21 @@ class Machine:
     measurements: Any = None  # Results.measurements(run) frame: per-repeat values for the paper's tests
     band: float = BAND  # the verdicts' band and alpha (dlbench.analysis.criteria; --band, --alpha)
     alpha: float = ALPHA
+    # The `dlbench explain` runs stored beside this run that explain one of its gaps.
+    explanations: tuple[Explanation, ...] = ()
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """What a stored `dlbench explain` run found for one gap of a study run: the pair it
+    explained (the two cases' settings, by framework) and its finding in words. The words
+    are made where the explain run is read (dlbench.service.studies, with the explain
+    report's own sentences); here they are only matched to the claims they concern."""
+
+    run_id: int  # the explain run
+    model: str
+    cases: dict[str, dict[str, Any]]  # framework -> the case's settings (A's and B's)
+    summary: str  # the gap and what closes it, in the explain report's words
 
 
 @dataclass
@@ -128,12 +143,17 @@ class RatioRow:
     lower_is_better: bool
     ours: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     paper_device: str = ""  # the device of the paper's machine ("" for every machine)
+    # (machine, setting) -> one of OUTCOMES with its notes (agreement, at the machine's band)
+    verdicts: dict[tuple[str, str], str] = field(default_factory=dict)
+    # (machine, setting) -> what explains a difference ("" where nothing needs examining)
+    explains: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
 @dataclass
 class ClaimRow:
     claim: Claim
     ours: dict[tuple[str, str], str]  # (machine, setting) -> "agrees" / "differs" / why not
+    explains: dict[tuple[str, str], str] = field(default_factory=dict)  # as RatioRow.explains
 
 
 @dataclass
@@ -200,8 +220,9 @@ def _missing(value: Any) -> bool:
 
 
 def _matches(row: Any, where: dict[str, Any]) -> bool:
+    """Whether a summary row (a pandas Series) or a case's settings (a dict) has every level of `where`."""
     for key, level in where.items():
-        if key not in row.index:
+        if key not in row.keys():
             return False
         have = row[key]
         if isinstance(level, float) or isinstance(have, float):
@@ -449,9 +470,11 @@ def _repeats(machine: Machine, study: Study, ratio: RatioRow, setting: Setting, 
     return [] if found is None else list(found)
 
 
-def direction(ratio: float, lower_is_better: bool) -> str:
-    """Which of torch / TensorFlow is better at this torch / TensorFlow ratio."""
-    if ratio == 1:
+def direction(ratio: float, lower_is_better: bool, band: float = 0.0) -> str:
+    """Which of torch / TensorFlow is better at this torch / TensorFlow ratio: "none" where
+    the ratio lies within `band` of 1 (the paper's own numbers then show no meaningful
+    difference by the rule this run's verdicts use)."""
+    if abs(ratio - 1) <= band:
         return "none"
     return "torch" if (ratio < 1) == lower_is_better else "tensorflow"
 
@@ -488,7 +511,8 @@ class Rule:
             f"framework, interleaved in blocks; {tests}; alpha {self.alpha:g}, band "
             f"±{self.band:.0%}), and in size when our 95% CI of the PyTorch / TensorFlow ratio lies within a "
             f"factor {self.size_factor:g} of the paper's ratio. 'Differs': the verdict names the other framework, "
-            "or no meaningful difference where the paper found one. 'Undecided here': our verdict is undecided "
+            "or no meaningful difference where the paper found one (a paper ratio within the band names neither "
+            "framework better). 'Undecided here': our verdict is undecided "
             "(one process per framework never decides). 'Not measured here': hardware, models, scales or trends "
             "this run did not have."
         )
@@ -536,8 +560,13 @@ def _instead(ours: dict[str, Any], lower_is_better: bool) -> str:
     return f"; on this run's machine instead (another machine than the paper's, not counted as agreement): {said}"
 
 
-def agreement(paper_ratio: float, ours: dict[str, Any], lower_is_better: bool, size_factor: float = 2.0) -> str:
-    """One of OUTCOMES (with why, where undecided): the paper's ratio against our verdict and CI."""
+def agreement(
+    paper_ratio: float, ours: dict[str, Any], lower_is_better: bool, size_factor: float = 2.0, band: float = BAND
+) -> str:
+    """One of OUTCOMES (with why, where undecided): the paper's ratio against our verdict and
+    CI. A paper ratio within `band` of 1 names neither framework better: our 'no meaningful
+    difference' agrees with it (the paper's 99.30% against 99.13% is not a difference the
+    verdicts here would call one)."""
     if "elsewhere" in ours:
         return f"not measured here ({ours['elsewhere']})" + _instead(ours, lower_is_better)
     if "ratio" not in ours:
@@ -545,12 +574,109 @@ def agreement(paper_ratio: float, ours: dict[str, Any], lower_is_better: bool, s
     better = decided_better(ours, lower_is_better)
     if better is None:
         return "undecided here" + _undecided_why(ours)
-    if better != direction(paper_ratio, lower_is_better):
+    if better != direction(paper_ratio, lower_is_better, band):
         return "differs"
     ci = ours.get("ci")
     if ci is not None and paper_ratio / size_factor <= ci[0] and ci[1] <= paper_ratio * size_factor:
         return "agrees in direction and size"
     return "agrees in direction"
+
+
+# An undecided ratio this far from the paper's (either way) is examined as a difference is.
+OUT_OF_BAND = 0.10
+# Quantities a `dlbench explain` run attributes: it times training steps.
+EXPLAINED = ("train_time", "train_time_per_epoch", "train_step_time")
+
+
+def needs_examining(verdict: str, paper_ratio: float | None, ours: dict[str, Any]) -> bool:
+    """A difference owes an explanation: the verdict differs, or it is undecided while our
+    ratio lies more than OUT_OF_BAND from the paper's (a claim has no paper ratio)."""
+    if verdict.startswith("differs"):
+        return True
+    if verdict.startswith("undecided here") and paper_ratio and "ratio" in ours:
+        return abs(ours["ratio"] / paper_ratio - 1) > OUT_OF_BAND
+    return False
+
+
+# The recorded settings that make two stored cases the same case, bar the framework.
+CASE_SETTINGS = (
+    "variant", "dataset", "batch_size", "init", "optimizer", "lr", "epochs", "precision", "threads", "pipeline",
+    "layout", "runtime",
+)  # fmt: skip
+
+
+def _compared_cases(machine: Machine, study: Study, model: str, setting: Setting) -> dict[str, Any]:
+    """framework -> the summary row of the case a torch / TensorFlow ratio of `model` reads
+    (the framework's first variant by name, as _ours picks it); {} where one is missing."""
+    frame = machine.summary
+    if not len(frame):
+        return {}
+    first = {}
+    for fw in PAIR:
+        wanted = _case_filter(study, model, fw, {}, setting)
+        rows = frame[frame.apply(lambda r, w=wanted: _matches(r, w), axis=1)]
+        if not len(rows):
+            return {}
+        first[fw] = rows.sort_values(["variant", "case_key"]).iloc[0]
+    return first
+
+
+def _shared(compared: dict[str, Any]) -> list[str]:
+    """The settings PyTorch's and TensorFlow's compared cases share, as stored."""
+    if not compared:
+        return []
+    t, tf = compared["torch"], compared["tensorflow"]
+    keys = ("dataset", "batch_size", "init", "optimizer", "lr", "epochs", "precision")
+    return [f"{k} {t[k]}" for k in keys if k in t.index and not _missing(t[k]) and str(t[k]) == str(tf[k])]
+
+
+def _explains_these(explanation: Explanation, compared: dict[str, Any]) -> bool:
+    """Whether an explain run's pair is the two cases the ratio compares: the same settings
+    as stored (an explain run of the paper's cited code does not explain the matched one)."""
+    if set(explanation.cases) != set(PAIR) or not compared:
+        return False
+    for fw in PAIR:
+        row, case = compared[fw], explanation.cases[fw]
+        levels = {k: row[k] for k in CASE_SETTINGS if k in row.index and not _missing(row[k])}
+        if not _matches(case, levels):
+            return False
+    return True
+
+
+def examination(machine: Machine, study: Study, quantity: str, model: str, setting: Setting) -> str:
+    """What explains our difference from the paper on `quantity` for `model`: the stored
+    explain runs' findings for this machine's PyTorch-TensorFlow gap; else what has not
+    been examined, with the command that would examine it; or why explain cannot."""
+    compared = _compared_cases(machine, study, model, setting)
+    if quantity in EXPLAINED:
+        found = [e for e in machine.explanations if e.model == model and _explains_these(e, compared)]
+        if found:
+            return " ".join(f"explain run {e.run_id}: {e.summary}" for e in found)
+        return f"not examined yet: dlbench explain {machine.run_id} --case torch --vs tensorflow --where model={model}"
+    shared = _shared(compared)
+    tried = f"; both frameworks here share {', '.join(shared)}" if shared else ""
+    return f"not attributed: dlbench explain attributes training step time, not {quantity.replace('_', ' ')}{tried}"
+
+
+def _claim_examination(machine: Machine, study: Study, claim: Claim, setting: Setting, verdict: str) -> str:
+    """A claim that differs, examined for each model whose verdict names the other framework
+    (a claim has no paper ratio, so only 'differs' owes an examination)."""
+    if not needs_examining(verdict, None, {}):
+        return ""
+    ran = sorted(str(m) for m in set(machine.summary["model"])) if len(machine.summary) else []
+    models = ran if claim.model == "all" else [study.fact_models.get(claim.model, claim.model)]
+    lower = MEASURED[claim.quantity][2]
+    wanted = ALIASES.get(claim.better, claim.better)
+    against = []
+    for model in models:
+        ratio = RatioRow(claim.ref, model, claim.quantity, "median", claim.where, "", 1.0, lower)
+        ours = _ratio_ours(machine, study, ratio, setting)
+        better = decided_better(ours, lower) if "ratio" in ours else None
+        if better is not None and better != wanted:
+            against.append(model)
+    if len(against) == 1:
+        return examination(machine, study, claim.quantity, against[0], setting)
+    return "; ".join(f"{m}: {examination(machine, study, claim.quantity, m, setting)}" for m in against)
 
 
 def _ratios(facts: Facts) -> list[RatioRow]:
@@ -698,13 +824,22 @@ def compare(study: Study, facts: Facts, machines: list[Machine]) -> Comparison:
                         f"this run: {', '.join(sorted(devices))}"
                     )
                 r.ours[(m.label, s.name)] = mine
-    claims = [
-        ClaimRow(
-            c,
-            {(m.label, s.name): _claim(m, study, c, s, facts) for m in machines for s in settings},
-        )
-        for c in facts.claims
-    ]
+                verdict = agreement(r.paper_ratio, mine, r.lower_is_better, study.size_factor, m.band)
+                r.verdicts[(m.label, s.name)] = verdict
+                r.explains[(m.label, s.name)] = (
+                    examination(m, study, r.quantity, study.fact_models.get(r.model, r.model), s)
+                    if needs_examining(verdict, r.paper_ratio, mine)
+                    else ""
+                )
+    claims = []
+    for c in facts.claims:
+        row = ClaimRow(c, {})
+        for m in machines:
+            for s in settings:
+                verdict = _claim(m, study, c, s, facts)
+                row.ours[(m.label, s.name)] = verdict
+                row.explains[(m.label, s.name)] = _claim_examination(m, study, c, s, verdict)
+        claims.append(row)
     designs = tuple(dict.fromkeys(d for m in machines for s in settings for d in run_designs(m, s)))
     return Comparison(fact_rows, ratios, claims, [s.name for s in settings], machines, designs)
 
