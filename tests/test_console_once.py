@@ -129,6 +129,7 @@ def test_the_stored_measurements_are_shown_with_their_stored_values(stored):
     (row,) = table.rows  # one case
     cells = dict(zip(table.columns, row))
     assert cells["compile"] == duration(_median(rows, "compile", "time"))
+    assert cells["parameters"] == f"{_median(rows, 'build', 'parameters'):,.0f}"
     assert float(cells["samples/s"].replace(",", "")) == pytest.approx(_median(rows, "train", "throughput"), rel=1e-3)
     # small_db ran with --samplers none: no memory peak was read, and the cells say so.
     assert not [r for r in rows if r["metric"] == "memory.peak_rss"]

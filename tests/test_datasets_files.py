@@ -132,7 +132,14 @@ BAD_NPZ = [
     ({"x_train": np.full((12, 6, 5), np.inf, np.float32)}, "x_train holds 360 NaN or infinite values"),
     ({"x_test": np.zeros((0, 6, 5), np.uint8), "y_test": np.zeros(0, np.int64)}, "x_test is empty"),
     ({"x_test": np.zeros((4, 5, 6), np.uint8)}, r"train samples are \(6, 5, 1\) float32, test samples \(5, 6, 1\)"),
-    ({"x_train": np.zeros(12, np.float32)}, r"x_train is float32 of shape \(12,\); expected numbers, one sample"),
+    # One number per sample: the message gives the reshape.
+    (
+        {"x_train": np.zeros(12, np.float32)},
+        r"x_train has shape \(12,\), one number per sample; samples are rows: "
+        r"save it as x_train.reshape\(-1, 1\), shape \(12, 1\) \(one feature per sample\)",
+    ),
+    ({"x_train": np.zeros(12, np.int64)}, r"shape \(12, 1\) \(one token id per sample\)"),
+    ({"x_train": np.array(["a"] * 12)}, r"x_train is <U1 of shape \(12,\); expected numbers, one sample"),
     ({"x_train": np.zeros((12, 1, 1, 1, 1, 1), np.float32)}, "x_train: 6 dimensions: a sample array has 2 to 5"),
     ({"layout": np.array("NCHW")}, r"x_train: layout 'NCHW' names 4 axes; the array has 3, shape \(12, 6, 5\)"),
     ({"x_train": -np.ones((12, 4), np.int64), "x_test": np.ones((4, 4), np.int64)}, "x_train holds negative integers"),

@@ -428,7 +428,7 @@ def _measure(
     from dlbench import allocator, registry, runtime_settings
     from dlbench.datasets import inputs as xs
     from dlbench.output_check import verifier
-    from dlbench.phases import run_repeat, token_rows
+    from dlbench.phases import repeat_seed, run_repeat, token_rows
 
     case, protocol = spec.case, spec.protocol
     t0 = time.perf_counter_ns()
@@ -461,6 +461,9 @@ def _measure(
     }
     if protocol.loss_curve:
         manifest["loss_curve_steps"] = protocol.loss_curve
+    # The seed each repeat really trains with (warm-ups first): the case's seed is the run's,
+    # offset per block and repeat (phases.repeat_seed), so the stored case alone does not say it.
+    manifest["seeds"] = [repeat_seed(case.seed, spec.block, r) for r in range(protocol.warmup + protocol.repeats)]
     model_spec = registry.model(case.model)
     manifest["task"], manifest["loss"] = model_spec.task, model_spec.loss
     if model_spec.heads:  # several named outputs: each head's task, loss and weight in the summed loss

@@ -222,3 +222,68 @@ def test_the_rule_in_numbers():
     assert learned([1.64, 1.59], 5, before, {"loss": 1.02, "accuracy": 0.95, "samples": 65})[0]
     assert not learned([1.64, 0.01], 5, before, {"loss": 3.0, "accuracy": 0.2, "samples": 65})[0]
     assert learned([10.3, 2.1], 10, None, None)[0] and not learned([2.30, 2.28], 10, None, None)[0]
+
+
+def test_torchs_second_recurrent_bias_counts_as_the_one_it_adds_to():
+    # The forecaster: torch 6,625 against 6,497 in Keras and Flax, 128 of them
+    # nn.LSTM's bias_hh (4 x 32), which only ever adds to bias_ih.
+    probes = {
+        "torch": _probe(6_625, redundant=[["encoder.bias_hh_l0", 128]]),
+        "tensorflow": _probe(6_497),
+        "jax": _probe(6_497),
+    }
+    found = conformance.parameters_finding(probes)
+    assert found.ok
+    assert found.detail == (
+        "trainable parameters: torch 6,625, tensorflow 6,497, jax 6,497; equal as computed (6,497): torch's 128 in "
+        "encoder.bias_hh_l0 (a second recurrent bias, always added to the first: one bias per gate in the others)"
+    )
+    # A real difference stays one, with the computed counts beside the stored ones.
+    probes["jax"] = _probe(6_400)
+    found = conformance.parameters_finding(probes)
+    assert not found.ok and found.detail.endswith("(not equal); as computed: torch 6,497, tensorflow 6,497, jax 6,400")
+    # Without a redundant tensor, unequal counts are unequal, as before.
+    assert not conformance.parameters_finding({"torch": _probe(5), "jax": _probe(6)}).ok
+
+
+def test_the_redundant_biases_are_lstm_and_simple_rnn_ones_never_grus():
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    from dlbench.conformance.weights import torch_redundant
+
+    net = torch.nn.ModuleDict(
+        {
+            "lstm": torch.nn.LSTM(6, 32, num_layers=2, bidirectional=True),
+            "rnn": torch.nn.RNN(3, 4),
+            "gru": torch.nn.GRU(3, 4),  # b_hn sits inside the reset product: both biases compute
+            "nobias": torch.nn.LSTM(3, 4, bias=False),
+        }
+    )
+    found = dict(torch_redundant(net))
+    assert found == {
+        "lstm.bias_hh_l0": 128,
+        "lstm.bias_hh_l0_reverse": 128,
+        "lstm.bias_hh_l1": 128,
+        "lstm.bias_hh_l1_reverse": 128,
+        "rnn.bias_hh_l0": 4,
+    }
+    net["lstm"].bias_hh_l0.requires_grad_(False)  # frozen (the zoo's lstm): not trainable, not counted
+    assert "lstm.bias_hh_l0" not in dict(torch_redundant(net))
+
+
+def test_the_zoo_lstm_is_checked_on_ids_inside_its_own_table():
+    from dlbench import registry
+    from dlbench.conformance import _token_vocab
+
+    lstm = registry.model("lstm", {})
+    # vocab None: the table has `classes` rows, so the check's ids stay below them.
+    assert _token_vocab(lstm, {"hidden": 32}, 10) == 10
+    assert _token_vocab(lstm, {"vocab": 50}, 10) == 50
+    assert _token_vocab(lstm, {}, 10_000) == 100
+
+
+def test_check_lstm_with_an_option_builds_and_learns_in_torch():
+    # `dlbench check lstm --option lstm.hidden=32` (docs/cli.md's example): IndexError before.
+    pytest.importorskip("torch", reason="PyTorch is not installed")
+    report = conformance.check("lstm", frameworks=("torch",), options={"hidden": 32, "embed": 16, "layers": 1})
+    assert "error" not in report.probes["torch"], report.probes["torch"]
+    assert report.ok, [f.detail for f in report.findings if not f.ok]

@@ -246,17 +246,25 @@ class CheckReport:
             return (
                 f"{self.model}: equal parameter counts in {ran}, but outputs were not compared (no weight copy){tail}"
             )
-        return (
-            f"{self.model}: the same network in {ran}: equal parameter counts, equal outputs after a weight copy{tail}"
-        )
+        counted = next(f.detail for f in self.findings if f.check == "parameters")
+        equal = "equal parameter counts as computed" if "equal as computed" in counted else "equal parameter counts"
+        return f"{self.model}: the same network in {ran}: {equal}, equal outputs after a weight copy{tail}"
 
 
 def _token_vocab(spec: Any, options: Mapping[str, Any], classes: int = 100) -> int:
     """Token ids the check's inputs use: 0..99, inside a built-in token model's embedding
-    table; a language model's own vocabulary (`classes`); 0 and 1 for the token inputs of
-    a model of several named inputs (give `dlbench check --dataset` for its real ids)."""
-    if spec.input_kind == "tokens" and spec.task == "next-token" and not spec.builtin:
-        return classes
+    table; a language model's own vocabulary (`classes`, or the zoo model's `vocab`
+    option: its table, which is the classes where the option is None); 0 and 1 for the
+    token inputs of a model of several named inputs (give `dlbench check --dataset` for
+    its real ids)."""
+    if spec.input_kind == "tokens" and spec.task == "next-token":
+        if not spec.builtin:
+            return classes
+        # ids 0..99 into the zoo lstm's table of `classes` rows (vocab None) indexed out of
+        # range: torch raised IndexError, TensorFlow InvalidArgumentError, and JAX clamped
+        # the ids silently and passed.
+        own = spec.resolve_options(options).get("vocab")
+        return min(100, int(own or classes))
     if spec.input_kind == "named":  # a token input's table size is the model's own: ids 0 and 1 fit any
         return 2
     if spec.input_kind != "tokens" or not spec.builtin:
@@ -410,6 +418,33 @@ def _judge_learning(report: CheckReport, fw: str, p: Mapping[str, Any], classes:
         )
 
 
+def parameters_finding(probes: Mapping[str, Mapping[str, Any]]) -> Finding:
+    """Trainable parameter counts compared as the networks compute: a parameter that only
+    ever adds to another (torch's second LSTM / RNN bias, `redundant` in a probe) counts as
+    the one it adds to, and the line names it; anything else that differs is a difference."""
+    counts = {fw: int(p["parameters"]) for fw, p in probes.items()}
+    redundant = {fw: [(str(w), int(n)) for w, n in p.get("redundant") or []] for fw, p in probes.items()}
+    computed = {fw: n - sum(n for _, n in redundant[fw]) for fw, n in counts.items()}
+    listed = ", ".join(f"{fw} {n:,}" for fw, n in counts.items())
+    if len(set(counts.values())) == 1:
+        return Finding("parameters", True, f"trainable parameters: {listed}")
+    extra = [
+        f"{fw}'s {sum(n for _, n in found):,} in {', '.join(w for w, _ in found)} (a second recurrent bias, always "
+        "added to the first: one bias per gate in the others)"
+        for fw, found in redundant.items()
+        if found
+    ]
+    if extra and len(set(computed.values())) == 1:
+        return Finding(
+            "parameters",
+            True,
+            f"trainable parameters: {listed}; equal as computed ({next(iter(computed.values())):,}): "
+            + "; ".join(extra),
+        )
+    said = f"; as computed: {', '.join(f'{fw} {n:,}' for fw, n in computed.items())}" if extra else ""
+    return Finding("parameters", False, f"trainable parameters: {listed} (not equal){said}")
+
+
 def _judge(report: CheckReport, classes: int) -> None:
     failed = {fw: p["error"] for fw, p in report.probes.items() if "error" in p}
     for fw, error in failed.items():
@@ -417,15 +452,7 @@ def _judge(report: CheckReport, classes: int) -> None:
     probes = {fw: p for fw, p in report.probes.items() if "error" not in p}
     if not probes:
         return
-    counts = {fw: p["parameters"] for fw, p in probes.items()}
-    listed = ", ".join(f"{fw} {n:,}" for fw, n in counts.items())
-    report.findings.append(
-        Finding(
-            "parameters",
-            len(set(counts.values())) == 1,
-            f"trainable parameters: {listed}" + ("" if len(set(counts.values())) == 1 else " (not equal)"),
-        )
-    )
+    report.findings.append(parameters_finding(probes))
     for fw, p in probes.items():
         shape = p["output_shape"]
         if report.heads:

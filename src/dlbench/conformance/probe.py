@@ -247,6 +247,11 @@ def probe(request: dict[str, Any]) -> dict[str, Any]:
         if key in facts:
             out[key] = facts[key]
     out["parameters"] = int(trainer.parameter_count())
+    model = getattr(trainer, "model", None)
+    if framework == "torch" and hasattr(model, "named_modules"):
+        from dlbench.conformance.weights import torch_redundant
+
+        out["redundant"] = torch_redundant(model)
 
     def sample(values: Any, kind: str) -> np.ndarray:
         return np.asarray(values, dtype=np.int64 if kind == "tokens" else np.float32)

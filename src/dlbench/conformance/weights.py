@@ -301,6 +301,21 @@ def _torch_rnn_bias(b_ih: Any, b_hh: Any, gru: bool, kind: str, at: str, numpy: 
     return _Slot("bias", kind, at, shape, get, put)
 
 
+def torch_redundant(model: Any) -> list[tuple[str, int]]:
+    """Trainable parameters of a torch network that compute nothing another parameter does
+    not: (where, count) per tensor. nn.LSTM and nn.RNN add bias_hh to bias_ih in every
+    step, so only their sum counts (Keras and Flax hold that one bias); nn.GRU's two
+    biases are both needed (b_hn sits inside the reset product) and are not listed."""
+    found = []
+    for name, m in model.named_modules():
+        if getattr(m, "mode", None) not in ("LSTM", "RNN_TANH", "RNN_RELU") or not getattr(m, "bias", False):
+            continue
+        for pname, param in m.named_parameters(recurse=False):
+            if pname.startswith("bias_hh") and param.requires_grad:
+                found.append((f"{name or type(m).__name__}.{pname}", int(param.numel())))
+    return found
+
+
 def torch_export(model: Any) -> Weights:
     import torch
 

@@ -220,6 +220,13 @@ def _layout(
 
 def _not_numbers(path: Path, split: str, x: np.ndarray | tuple[int, ...], dtype: np.dtype) -> UserDataError:
     shape = x.shape if isinstance(x, np.ndarray) else x
+    if len(shape) == 1 and dtype.kind in "fiub":
+        # One number per sample (a station id, one reading): the fix is one reshape, say which.
+        what = "one token id" if dtype.kind in "iub" else "one feature"
+        return UserDataError(
+            f"{path}: x_{split} has shape {shape}, one number per sample; samples are rows: save it as "
+            f"x_{split}.reshape(-1, 1), shape ({shape[0]}, 1) ({what} per sample)"
+        )
     return UserDataError(
         f"{path}: x_{split} is {dtype} of shape {shape}; expected numbers, one sample per row "
         "((N, H, W[, C]) images, (N, L, C) series with layout 'NLC', (N, F) features or (N, T) token ids)"

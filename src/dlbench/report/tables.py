@@ -791,6 +791,7 @@ def measured_table(
     frameworks = sorted({case_label(s.case, setting=False) for s in timed})
     shown_names = dict(zip(frameworks, drop_shared(frameworks))) if len(frameworks) > 1 else {}
     heads = [
+        "parameters",
         "compile",
         "% epoch 1",
         "samples/s",
@@ -802,7 +803,9 @@ def measured_table(
         MEASURED_TITLE,
         ["framework", *_case_columns(columns), *heads],
         align=["left"] * (len(columns) + 1) + ["right"] * len(heads),
-        caption="compile: the first step's graph build or trace, before training; % epoch 1: its share of the "
+        caption="parameters: the network's trainable parameters as the framework counts them (a "
+        "different count across frameworks is a different network, or a redundant tensor `dlbench check` names); "
+        "compile: the first step's graph build or trace, before training; % epoch 1: its share of the "
         "first epoch, compile / (compile + train time / epochs), as epochs are not timed one by one; samples/s: "
         "training throughput; peak RSS: the worker process's resident memory at its highest over the phases; "
         "device: the framework's own peak of accelerator memory; final loss: the last epoch's train loss",
@@ -840,9 +843,11 @@ def measured_table(
             else NOT_MEASURED
             + (device_why.get(s.case_key) or (f"{framework} reports no device memory here" if rss else memory_off))
         )
+        parameters = median(s, "build", "parameters")
         t.add_row(
             shown_names.get(fw := case_label(s.case, setting=False), fw),
             *(cell(s.case, c) for c in columns),
+            f"{parameters:,.0f}" if parameters is not None else NOT_MEASURED + "no parameter count stored",
             compile_cell,
             share,
             number(rate, 4) if rate is not None else NOT_MEASURED + "no train phase stored",
