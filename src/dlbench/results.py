@@ -98,6 +98,8 @@ COMPARE_COLUMNS = (
     "p_value",
     "p_adjusted",
     "verdict",
+    "why",
+    "to_decide",
     "paired",
     "independent",
     *FACTOR_COLUMNS,
@@ -121,6 +123,7 @@ INTEGER_COLUMNS = frozenset(
         "test_samples",
         "input_shape",
         "repeat",
+        "to_decide",
         "seq",
         "n",
         "n_a",
@@ -393,6 +396,7 @@ class Results:
         run: int | None = None,
         band: float = BAND,
         alpha: float = ALPHA,
+        busy_verdicts: bool = False,
     ) -> pd.DataFrame:
         """Two frameworks (or framework:variant labels) of one run (default: the latest),
         per comparison set (cases equal in every factor but framework and variant); or,
@@ -400,17 +404,22 @@ class Results:
         metric is 'phase.metric'. Medians, both ratios with their 95% CIs, the rank test's
         p-value (Holm-adjusted within a set, as in the report) and the verdict of a relative
         to b: faster or slower for times, lower or higher for other metrics, no meaningful
-        difference, or undecided, at `band` and `alpha` (two frameworks only). COMPARE_COLUMNS, then option.*."""
+        difference, or undecided, at `band` and `alpha` (two frameworks only). A time of a case
+        measured on a busy machine (dlbench.analysis.busy) is undecided unless `busy_verdicts`,
+        as in the report. COMPARE_COLUMNS, then option.*."""
         if isinstance(a, int) and isinstance(b, int):
             if run is not None:
                 raise ValueError(f"compare({a}, {b}) compares two runs; leave run out")
             return self._run_vs_run(a, b, metric)
         if isinstance(a, int) or isinstance(b, int):
             raise ValueError(f"compare({a!r}, {b!r}): give two frameworks, or two run ids")
-        return self._frameworks(a, b, metric, self._latest(run), band, alpha)
+        return self._frameworks(a, b, metric, self._latest(run), band, alpha, busy_verdicts)
 
-    def _frameworks(self, a: str, b: str, metric: str, rid: int, band: float, alpha: float) -> pd.DataFrame:
+    def _frameworks(
+        self, a: str, b: str, metric: str, rid: int, band: float, alpha: float, busy_verdicts: bool = False
+    ) -> pd.DataFrame:
         from dlbench.analysis import stats
+        from dlbench.analysis.busy import busy_cases
         from dlbench.analysis.comparisons import comparison_groups, comparison_sets, label
 
         trials, measurements = self.store.trials(rid), self.store.measurements(rid, latency=False)
@@ -428,14 +437,15 @@ class Results:
             trials_of[t.case_key].append(t)
         for m in measurements:
             rows_of[m.case_key].append(m)
+        busy = () if busy_verdicts or not _timed(phase, name) else busy_cases(measurements)
         rows = []
         for keys in comparison_sets(cases):
             set_trials = [t for k in keys for t in trials_of[k]]
             set_rows = [m for k in keys for m in rows_of[k]]
             factors = {**_case_columns(cases[keys[0]]), "framework": None, "variant": None}
-            for g in comparison_groups(set_trials, set_rows, ((phase, name, words),), alpha=alpha):
+            for g in comparison_groups(set_trials, set_rows, ((phase, name, words),), alpha=alpha, busy=busy):
                 result = stats.compare_many(
-                    g.values, paired=g.paired, alpha=alpha, band=band, independent=g.independent
+                    g.values, paired=g.paired, alpha=alpha, band=band, independent=g.independent, busy=g.busy
                 )
                 for x, y, comp in result.pairwise:
                     if x in side_a and y in side_b:
@@ -509,6 +519,21 @@ def _side(name: str, names: list[str], rid: int) -> set[str]:
     return found
 
 
+def to_decide(c: Any) -> int | None:
+    """About how many trials per side (pairs where paired) would decide an undecided
+    comparison: the fewest the exact test needs, or, where it ran enough but the CI is not
+    clear of or inside the band, the sample that would at this spread; None where more
+    trials alone would not (a ratio on the band's edge, a busy machine) or it is decided."""
+    why = c.why
+    if c.decided or why is None:
+        return None
+    if why.cause in ("too few", "one process", "not interleaved", "too few for quantile", "few non-zero"):
+        return why.need
+    if why.cause in ("overlaps band", "not significant") and why.projection in ("clear", "inside"):
+        return why.projected
+    return None
+
+
 def _comparison_row(
     run_a: int, run_b: int, set_label: str, metric: str, a: str, b: str, ab: Any, ba: Any, verdict: bool
 ) -> dict[str, Any]:
@@ -535,6 +560,8 @@ def _comparison_row(
         "p_adjusted": ab.p_adjusted,
         # Times speak of faster/slower; other metrics of lower/higher (the engine's verdict either way).
         "verdict": ab.verdict if verdict else {"faster": "lower", "slower": "higher"}.get(ab.verdict, ab.verdict),
+        "why": ab.why.cause if ab.why is not None else None,
+        "to_decide": to_decide(ab),
         "paired": ab.paired,
         "independent": ab.independent,
     }

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -113,6 +113,9 @@ class Groups:
     # One value per process on every side (trial medians): the only sample a verdict may
     # rest on. False: the values are the repeats of one process per case.
     independent: bool = True
+    # The members (keys of `values`) measured on a busy machine (analysis.busy): their
+    # pairs get a ratio and no verdict word.
+    busy: frozenset[str] = frozenset()
 
 
 def pair_by_block(blocks: int, members: int, alpha: float) -> bool:
@@ -129,9 +132,11 @@ def comparison_groups(
     measurements: Rows,
     metrics: tuple[tuple[str, str, str], ...] | None = None,
     alpha: float = ALPHA,
+    busy: Collection[str] = (),
 ) -> list[Groups]:
     """For every comparison set and metric (default: the timed ones), the samples of each
-    framework, paired by block where the paired test can decide (pair_by_block)."""
+    framework, paired by block where the paired test can decide (pair_by_block). `busy`:
+    the case keys measured on a busy machine (Groups.busy names their members)."""
     metrics = TIMED if metrics is None else with_heads(metrics, measurements)
     cases = {t["case_key"]: stored_case(trial_record(t).case) for t in trials}
     # One pass over the measurements per metric, not one per comparison set.
@@ -150,18 +155,20 @@ def comparison_groups(
                 values = {label(cases[k]): [smp[k].values[b] for b in blocks] for k in present}
             else:
                 values = {label(cases[k]): list(smp[k].values.values()) for k in present}
-            out.append(Groups(set_label(cases[keys[0]]), phase, name, values, paired, independent))
+            flagged = frozenset(label(cases[k]) for k in present if k in busy)
+            out.append(Groups(set_label(cases[keys[0]]), phase, name, values, paired, independent, flagged))
     return out
 
 
 def analyse(
-    trials: Rows, measurements: Rows, band: float = 0.02, alpha: float = 0.05
+    trials: Rows, measurements: Rows, band: float = 0.02, alpha: float = 0.05, busy: Collection[str] = ()
 ) -> list[tuple[Groups, stats.Omnibus]]:
     """Every comparison set x timed metric with its tests (omnibus + Holm-adjusted pairs),
-    computed once: the verdict tables and the hypothesis report both read from it."""
+    computed once: the verdict tables and the hypothesis report both read from it. `busy`:
+    the case keys measured on a busy machine, whose comparisons get no verdict word."""
     return [
-        (g, stats.compare_many(g.values, paired=g.paired, alpha=alpha, band=band, independent=g.independent))
-        for g in comparison_groups(trials, measurements, alpha=alpha)
+        (g, stats.compare_many(g.values, g.paired, alpha, band, independent=g.independent, busy=g.busy))
+        for g in comparison_groups(trials, measurements, alpha=alpha, busy=busy)
     ]
 
 

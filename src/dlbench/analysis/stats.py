@@ -43,7 +43,7 @@ Pure functions over numpy arrays; scipy.stats does every test it has. Decisions:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cache, lru_cache
 from itertools import combinations
@@ -122,13 +122,15 @@ class Normality:
 # Why a verdict is what it is. Decided: "faster", "slower", "inside band". Undecided:
 # "one process" (repeats of one process per side: no evidence about the code), "not
 # interleaved" (two runs taken one after the other: the machine's drift between them is
-# part of their difference), "too few"
+# part of their difference), "busy machine" (a side ran while other processes took the
+# CPU, dlbench.analysis.busy: its times hold the load, not only the code), "too few"
 # (the exact test cannot reach alpha at these sizes, whatever the data),
 # "too few for quantile", "undefined ratio", "overlaps band" (significant, CI across
 # the band's edge), "few non-zero" (paired: too many zero differences), "not significant".
 CAUSES = (
     "one process",
     "not interleaved",
+    "busy machine",
     "faster",
     "slower",
     "inside band",
@@ -183,6 +185,8 @@ class Comparison:
     quantile: float = 0.5  # which quantile estimate_a, estimate_b and the ratio are of
     independent: bool = True  # one value per process (trial medians); False: repeats of one process per side
     interleaved: bool = True  # the two sides ran in the same blocks (False: two runs one after the other)
+    # A side ran on a busy machine (other processes took the CPU: analysis.busy): no verdict word.
+    busy: bool = False
 
     @property
     def decided(self) -> bool:
@@ -566,6 +570,8 @@ def _decide(c: Comparison) -> tuple[str, Why]:
         return "undecided", Why("one process", need=min_trials(c.alpha / m))
     if not c.interleaved:
         return "undecided", Why("not interleaved", need=min_trials(c.alpha / m))
+    if c.busy:
+        return "undecided", Why("busy machine")
     short = _too_few(c)
     if short is not None:
         return "undecided", short
@@ -658,8 +664,10 @@ def compare_two(
     quantile: float = 0.5,
     independent: bool = True,
     interleaved: bool = True,
+    busy: bool = False,
 ) -> Comparison:
-    """a against b (lower is better: times). `independent`: each value comes from a
+    """a against b (lower is better: times). `busy`: a side ran on a busy machine, so the
+    comparison gets a ratio and CI but no verdict word. `independent`: each value comes from a
     process of its own (a trial's median); False for the repeats of one process per
     side, which get a ratio and a within-process CI but no verdict word. `interleaved`:
     the two sides took turns in the same blocks; False for two runs taken one after the
@@ -716,6 +724,7 @@ def compare_two(
         quantile,
         independent,
         interleaved,
+        busy,
     )
     verdict, why = _decide(c)
     return replace(c, verdict=verdict, why=why)
@@ -762,10 +771,13 @@ def compare_many(
     n_boot: int = N_BOOT,
     seed: int = 0,
     independent: bool = True,
+    busy: Collection[str] = (),
 ) -> Omnibus:
     """Friedman (paired blocks) or Kruskal-Wallis, then every pair with Holm-adjusted
     p-values. Holm alone controls the family-wise error over the pairs, so pairwise
-    verdicts are not gated on the omnibus test, which is reported beside them."""
+    verdicts are not gated on the omnibus test, which is reported beside them. `busy`:
+    the groups measured on a busy machine; a pair with one of them gets no verdict word
+    (its p still counts in Holm's family: the test was made)."""
     names = tuple(groups)
     if len(names) < 2:
         raise ValueError(f"compare_many needs at least two groups, got {names}")
@@ -786,7 +798,17 @@ def compare_many(
         method = "chi-square approximation, tie-corrected"
     pairs = list(combinations(range(len(names)), 2))
     raw = [
-        compare_two(samples[i], samples[j], paired, band, alpha, n_boot, seed, independent=independent)
+        compare_two(
+            samples[i],
+            samples[j],
+            paired,
+            band,
+            alpha,
+            n_boot,
+            seed,
+            independent=independent,
+            busy=names[i] in busy or names[j] in busy,
+        )
         for i, j in pairs
     ]
     adjusted = holm([c.p_value for c in raw])

@@ -382,6 +382,14 @@ BAND_OPT = Annotated[
     ),
 ]
 ALPHA_OPT = Annotated[float, typer.Option("--alpha", help="Significance level, family-wise (Holm).")]
+BUSY_VERDICTS_OPT = Annotated[
+    bool,
+    typer.Option(
+        "--busy-verdicts",
+        help="Give verdict words to time comparisons of cases measured on a busy machine (marked BUSY), which "
+        "otherwise keep their ratio and CI but are not decided: their times hold the load as well as the code.",
+    ),
+]
 
 
 def check_criteria(band: float, alpha: float) -> None:
@@ -390,7 +398,13 @@ def check_criteria(band: float, alpha: float) -> None:
 
 
 def print_report(
-    store, run_id: int, details: bool = False, preface: Any = None, band: float = BAND, alpha: float = ALPHA
+    store,
+    run_id: int,
+    details: bool = False,
+    preface: Any = None,
+    band: float = BAND,
+    alpha: float = ALPHA,
+    busy_verdicts: bool = False,
 ) -> None:
     """The run's report on the console: the answer, one row per case, latency, failures;
     with details every table of the written formats; `preface` (a study's paper vs this
@@ -398,7 +412,7 @@ def print_report(
     from dlbench.report.console import print_report
     from dlbench.report.model import build_report
 
-    report = build_report(store, run_id, hypotheses=False, band=band, alpha=alpha)
+    report = build_report(store, run_id, hypotheses=False, band=band, alpha=alpha, busy_verdicts=busy_verdicts)
     report.preface = preface
     if run_id in _SAMPLERS_SAID:
         _SAMPLERS_SAID.discard(run_id)

@@ -13,6 +13,7 @@ from dlbench.cli.app import app
 from dlbench.cli.common import (
     ALPHA_OPT,
     BAND_OPT,
+    BUSY_VERDICTS_OPT,
     DB,
     DB_DEFAULT_HELP,
     EXIT_MISSING,
@@ -77,6 +78,7 @@ def report(
     ] = None,
     band: BAND_OPT = BAND,
     alpha: ALPHA_OPT = ALPHA,
+    busy_verdicts: BUSY_VERDICTS_OPT = False,
 ) -> None:
     """Report of a stored run, the answer first (who is faster, by how much, is it real), then summary
     tables (n, mean ± sd, median, Q1, Q3), latency, telemetry and verdicts; as console tables, Markdown,
@@ -117,19 +119,21 @@ def report(
         say(messages, f"wrote {len(made)} figures (PNG and SVG) to {figures}: " + ", ".join(f.stem for f in made))
     if fmt == "console":
         console.print(f"command: {row['command']}", highlight=False, soft_wrap=True)  # one line, to copy
-        print_report(store, row["id"], details, preface=preface, band=band, alpha=alpha)
+        print_report(store, row["id"], details, preface=preface, band=band, alpha=alpha, busy_verdicts=busy_verdicts)
         return
     from dlbench.report.formats import render
 
     base = (out.parent if out is not None else Path.cwd()) if made else None
-    text = render(store, row["id"], fmt, made, base, preface=preface, band=band, alpha=alpha)
+    text = render(
+        store, row["id"], fmt, made, base, preface=preface, band=band, alpha=alpha, busy_verdicts=busy_verdicts
+    )
     if latex_tables is not None:
         from dlbench.report.latex import bare_tables
         from dlbench.report.model import build_report
 
         try:
             latex_tables.mkdir(parents=True, exist_ok=True)
-            written = bare_tables(build_report(store, row["id"], band=band, alpha=alpha))
+            written = bare_tables(build_report(store, row["id"], band=band, alpha=alpha, busy_verdicts=busy_verdicts))
             for name, body in written:
                 write_output(latex_tables / name, body, list(paths))
         except OSError as exc:

@@ -157,6 +157,14 @@ def run(
     matrix: Any = None,
     protocol: Any = None,
     resume: Annotated[int | None, typer.Option(help="Finish the unfinished trials of run ID.")] = None,
+    redo_busy: Annotated[
+        bool,
+        typer.Option(
+            "--redo-busy",
+            help="With --resume: run again every block that holds a trial measured on a busy machine (marked BUSY); "
+            "the busy attempts are kept, retired, and leave the analysis with their whole block.",
+        ),
+    ] = False,
     executor: Any = None,
     fmt: PlanFormat = "console",
     mlflow: MlflowOpt = None,
@@ -172,6 +180,8 @@ def run(
     check_plan_format(fmt, dry, "plan", "report")
     if not dry:
         runner.raise_on_termination()
+    if redo_busy and resume is None:
+        fail("--redo-busy runs the busy blocks of a stored run again: give the run with --resume ID")
     if resume is not None:
         from dlbench.store import StoreError
 
@@ -189,6 +199,8 @@ def run(
         named = matrix["matrix"]
         traces = protocol["profile_traces"] or ""
         _say_unnamed_traces(store, resume, traces)
+        if redo_busy:
+            _redo_busy(store, resume)
         _execute_and_report(
             store,
             resume,
@@ -206,6 +218,22 @@ def run(
     tracking = mlflow_settings(plan.experiment.mlflow, mlflow)
     start_and_run(
         plan, db, invocation(ctx), executor=executor_settings(plan.experiment.executor, executor), tracking=tracking
+    )
+
+
+def _redo_busy(store: Any, run_id: int) -> None:
+    from dlbench.service.runs import redo_busy
+
+    redone = redo_busy(store, run_id)
+    if not redone.blocks:
+        console.print(f"--redo-busy: no trial of run {run_id} ran on a busy machine; nothing to run again")
+        return
+    console.print(
+        f"--redo-busy: run {run_id}'s block(s) {', '.join(map(str, redone.blocks))} held trials measured on a busy "
+        f"machine (other processes took up to {redone.worst:.0f}% of the CPU): their {redone.trials} trial(s) are "
+        "kept, retired, and run again now",
+        highlight=False,
+        soft_wrap=True,
     )
 
 

@@ -13,6 +13,7 @@ from dlbench.cli.app import study_app
 from dlbench.cli.common import (
     ALPHA_OPT,
     BAND_OPT,
+    BUSY_VERDICTS_OPT,
     DB,
     DB_DEFAULT_HELP,
     FORMAT,
@@ -244,6 +245,7 @@ def study_report(
     details: Annotated[bool, typer.Option("--details", help="Console: every table of the run's report.")] = False,
     band: BAND_OPT = BAND,
     alpha: ALPHA_OPT = ALPHA,
+    busy_verdicts: BUSY_VERDICTS_OPT = False,
 ) -> None:
     """The paper vs this run (every number of the paper beside ours, framework ratios and their direction,
     the paper's claims checked; one column group per machine), then the run's own report; every verdict
@@ -269,14 +271,14 @@ def study_report(
         return [max(r["id"] for r in found)]
 
     runs = collect_runs(paths, list(run_ids or []), latest_of_study)
-    preface = studies_service.paper_section(study, facts, runs, band=band, alpha=alpha)
+    preface = studies_service.paper_section(study, facts, runs, band=band, alpha=alpha, busy_verdicts=busy_verdicts)
     store, first = runs[0]
     if fmt == "console":
-        print_report(store, first, details, preface=preface, band=band, alpha=alpha)
+        print_report(store, first, details, preface=preface, band=band, alpha=alpha, busy_verdicts=busy_verdicts)
         return
     from dlbench.report.formats import render
 
-    text = render(store, first, fmt, preface=preface, band=band, alpha=alpha)
+    text = render(store, first, fmt, preface=preface, band=band, alpha=alpha, busy_verdicts=busy_verdicts)
     if out is None:
         sys.stdout.write(text)
     else:

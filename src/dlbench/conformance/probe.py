@@ -248,7 +248,7 @@ def probe(request: dict[str, Any]) -> dict[str, Any]:
             out[key] = facts[key]
     out["parameters"] = int(trainer.parameter_count())
     model = getattr(trainer, "model", None)
-    if framework == "torch" and hasattr(model, "named_modules"):
+    if hasattr(model, "named_modules") and hasattr(model, "named_parameters"):  # an nn.Module
         from dlbench.conformance.weights import torch_redundant
 
         out["redundant"] = torch_redundant(model)

@@ -115,6 +115,8 @@ def undecided_words(c: Comparison, units: str) -> str:
         return "undecided"
     if why.cause == "one process":
         return ONE_PROCESS
+    if why.cause == "busy machine":
+        return f"not decided: the machine was busy (the {BUSY_MARK} note above says what decides)"
     if why.cause == "too few":
         return (
             f"undecided: too few {units}; the exact test needs at least {why.need} {units} per "
@@ -229,6 +231,7 @@ def build_answer(
     busy_threads: frozenset[int] = frozenset(),
     per: dict[str, str] | None = None,
     cases: int = 0,
+    withheld: bool = True,
 ) -> Answer:
     """The answer block from the rankings. busy: full case label -> the share of the CPU
     (% of all cores) other processes took while it ran, for the cases measured on a busy
@@ -236,7 +239,9 @@ def build_answer(
     means, with the remedy that fits the thread counts those cases ran with
     (`busy_threads`; empty: not known). Subjects name only what tells the comparison sets
     apart (the shared settings are printed once above). per: phase -> what one value
-    of its time covers ("3 epochs over 1,437 samples"); cases: how many the run has."""
+    of its time covers ("3 epochs over 1,437 samples"); cases: how many the run has.
+    withheld: the time comparisons with a busy case were given no verdict word (the
+    default; False where the reader asked for verdicts anyway, --busy-verdicts)."""
     busy = busy or {}
     per = per or {}
     # Where every case ran on a busy machine a marker on every line tells nothing: the note says "every".
@@ -301,7 +306,15 @@ def build_answer(
         )
         answer.warn(
             f"{BUSY_MARK} measured on a busy machine: other processes took up to {worst:.0f}% of the CPU "
-            f"during {which}; " + (BUSY_WORDS_ONE_THREAD if busy_threads == {1} else BUSY_WORDS),
+            f"during {which}; "
+            + (BUSY_WORDS_ONE_THREAD if busy_threads == {1} else BUSY_WORDS)
+            + (
+                "; no time comparison with such a case is decided here: the ratios stand, the verdicts wait for "
+                "a quiet rerun (dlbench run --resume RUN --redo-busy runs the busy blocks again; dlbench report "
+                "--busy-verdicts judges them anyway)"
+                if withheld
+                else "; judged anyway (--busy-verdicts): these verdicts may hold the load, not the code"
+            ),
             first=True,
         )
     return answer

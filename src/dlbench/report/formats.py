@@ -193,6 +193,7 @@ def render(
     preface: Any = None,
     band: float = BAND,
     alpha: float = ALPHA,
+    busy_verdicts: bool = False,
 ) -> str:
     """The report of run_id in a written format (everything but console). Markdown and
     LaTeX link `figures` (already written by make_figures) relative to `base`; `preface`
@@ -204,7 +205,9 @@ def render(
     if form is None or not form.writer:
         raise ValueError(f"format {fmt!r}: written formats are {', '.join(f for f in FORMATS if REGISTRY[f].writer)}")
     if form.figures != "inlined":
-        report = build_report(store, run_id, hypotheses=form.hypotheses, band=band, alpha=alpha)
+        report = build_report(
+            store, run_id, hypotheses=form.hypotheses, band=band, alpha=alpha, busy_verdicts=busy_verdicts
+        )
         report.preface = preface
         return form.write(report, figures, base)
     # Neither the figures nor the tables but the latency table need the per-call latency
@@ -212,7 +215,9 @@ def render(
     trials, rows = store.trials(run_id), store.measurements(run_id, latency=False)
     with tempfile.TemporaryDirectory(prefix="dlbench-figures-") as tmp:
         drawing = _start_figures(trials, rows, tmp)  # drawn while the tables are computed
-        report = build_report(store, run_id, trials=trials, measurements=rows, band=band, alpha=alpha)
+        report = build_report(
+            store, run_id, trials=trials, measurements=rows, band=band, alpha=alpha, busy_verdicts=busy_verdicts
+        )
         report.preface = preface
         figures, note = _finish_figures(drawing)
     return form.write(report, figures, note)

@@ -303,8 +303,11 @@ def build_report(
     measurements: list | None = None,
     band: float = BAND,
     alpha: float = ALPHA,
+    busy_verdicts: bool = False,
 ) -> Report:
-    """hypotheses=False skips the hypothesis report (normality Monte Carlo and a bootstrap
+    """busy_verdicts=False (the default): a time comparison with a case measured on a busy
+    machine (analysis.busy) gets its ratio and CI but no verdict word; True judges it anyway.
+    hypotheses=False skips the hypothesis report (normality Monte Carlo and a bootstrap
     per pair), which the console output does not show. `trials`/`measurements`: the
     run's rows when the caller has loaded them already; the per-call latency rows
     (nine in ten of a run's rows) are not needed there: only the latency table uses
@@ -344,13 +347,13 @@ def build_report(
     summaries = summarize(trials, measurements)
     found = sweeps(summaries)
     of_metrics = _by_metric(measurements)
-    analysed = analyse(list(trials), of_metrics(TIMED), band=band, alpha=alpha)
+    busy = busy_cases(measurements)
+    analysed = analyse(list(trials), of_metrics(TIMED), band=band, alpha=alpha, busy=() if busy_verdicts else busy)
     accuracy = [
         (g, stats.compare_many(g.values, paired=g.paired, alpha=alpha, band=band, independent=g.independent))
         for g in comparison_groups(list(trials), of_metrics(ACCURACY), ACCURACY, alpha=alpha)
     ]
     sampler_rows = store.samplers(run_id)
-    busy = busy_cases(measurements)
     labels = {s.case_key: case_label(s.case) for s in summaries}
     verdicts, omnibus = within_run(list(trials), measurements, analysed=analysed)
     failed = [t for t in trials if t["status"] != "ok"]
@@ -371,6 +374,7 @@ def build_report(
         busy_threads=frozenset(int(s.case.get("threads") or 0) for s in summaries if s.case_key in busy),
         per=per,
         cases=len(summaries),
+        withheld=not busy_verdicts,
     )
     if scaled:
         answer.items.extend(scaling_answer(scaled))

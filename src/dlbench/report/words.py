@@ -12,6 +12,7 @@ import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from dlbench.analysis.busy import BUSY_THRESHOLD
 from dlbench.analysis.stats import FUTILE_SAMPLES, Comparison, min_pairs
 
 if TYPE_CHECKING:
@@ -86,6 +87,17 @@ def _projection(c: Comparison) -> str:
     )
 
 
+# Why a comparison on a busy machine gets no verdict word, and what would give it one. The
+# numbers: a busy loop on one core made a 2-thread torch cnn train 50x slower on a 2-core VM;
+# the issue's first answer, "16.9x slower, p = 0.024", reversed pinned on a quiet core.
+BUSY_REASON = (
+    "not decided: the machine was busy (other processes took at least "
+    f"{BUSY_THRESHOLD:.0f}% of the CPU while a side ran), so the times hold the load as well as the code; "
+    "rerun on a quiet machine, or pinned beside the load (taskset -c 1 dlbench run ... --threads 1); "
+    "dlbench report --busy-verdicts judges it anyway"
+)
+
+
 def reason(c: Comparison) -> str:
     """The verdict's reason, e.g. "p = 0.002 (Holm) < 0.05 and ratio 0.81 [95% CI 0.78, 0.85] below 0.98"."""
     why = c.why
@@ -103,6 +115,8 @@ def reason(c: Comparison) -> str:
             "between them (identical code moved by up to 23% between runs here); `dlbench extend A B --blocks "
             f"{why.need or 'N'}` runs them in turns, block by block, and decides"
         )
+    if cause == "busy machine":
+        return BUSY_REASON
     if cause == "too few":
         if c.paired:
             return (

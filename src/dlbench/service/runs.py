@@ -136,3 +136,27 @@ def run(
         return run_id
     finally:
         store.close()
+
+
+@dataclass(frozen=True)
+class Redone:
+    """The blocks of a stored run planned again because a trial in them ran on a busy machine."""
+
+    blocks: tuple[int, ...]
+    trials: int  # trials retired (every finished member of those blocks)
+    worst: float  # the largest share of the CPU other processes took in one of them, %
+
+
+def redo_busy(store: Store, run_id: int) -> Redone:
+    """Plan again every block of `run_id` that holds a trial measured on a busy machine
+    (dlbench.analysis.busy): its trials are kept, retired, and their cases run again in
+    the same block order on the next resume. The busy trials' values leave the analysis
+    with the rest of their block, so that every pair stays two processes of one moment."""
+    from dlbench.analysis.busy import BUSY_THRESHOLD, busy_trials
+
+    busy = busy_trials(store.measurements(run_id, latency=False))
+    block_of = {t.id: t.block for t in store.trials(run_id)}
+    blocks = tuple(sorted({block_of[t] for t in busy if t in block_of}))
+    why = f"a trial of this block ran on a busy machine (other processes took {BUSY_THRESHOLD:.0f}% or more of the CPU)"
+    retired = store.retire_blocks(run_id, blocks, why)
+    return Redone(blocks, retired, max(busy.values(), default=0.0))

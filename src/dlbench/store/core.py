@@ -740,6 +740,41 @@ class Store:
                 retired += 1
         return retired
 
+    def retire_blocks(self, run_id: int, blocks: Iterable[int], why: str) -> int:
+        """Plan whole blocks again: every finished trial of the run in `blocks` is kept as it
+        is, marked retired (its values leave every analysis, which reads retired=0), with
+        `why` in its error column, and its case and block are planned again as the next
+        attempt. A whole block, not one trial: the members of a block are paired because
+        they ran at the same time, so re-measuring one member alone would pair two moments.
+        Returns the number of trials retired."""
+        wanted = sorted(set(blocks))
+        if not wanted:
+            return 0
+        marks = ", ".join("?" * len(wanted))
+        finished = self.db.execute(
+            f"SELECT id, attempt FROM trials WHERE run_id=? AND retired=0 AND block IN ({marks})"
+            " AND status NOT IN ('pending', 'running')",
+            (run_id, *wanted),
+        ).fetchall()
+        with self.db:
+            for t in finished:
+                self.db.execute(
+                    "UPDATE trials SET retired=1, error=? WHERE id=?",
+                    (f"{why}; kept as attempt {t['attempt']}, its block ran again as attempt {t['attempt'] + 1}",
+                     t["id"]),
+                )  # fmt: skip
+                self.db.execute(
+                    "INSERT INTO trials (run_id, case_key, block, position, framework, variant, model, dataset,"
+                    " batch_size, case_json, protocol_json, status, attempt"
+                    + (", latency_packed" if self._packs else "")
+                    + ") SELECT run_id, case_key, block, position, framework, variant, model, dataset, batch_size,"
+                    " case_json, protocol_json, 'pending', attempt + 1"
+                    + (", 1" if self._packs else "")
+                    + " FROM trials WHERE id=?",
+                    (t["id"],),
+                )
+        return len(finished)
+
     def set_manifest(self, trial_id: int, manifest: dict[str, Any]) -> None:
         with self.db:
             self.db.execute(
