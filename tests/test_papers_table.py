@@ -126,6 +126,41 @@ def test_claim_rows_keep_the_comparisons_reason_and_invent_none(germino) -> None
                 assert cell.ours.startswith("— (") and cell.explains == "—"
 
 
+def test_every_difference_names_its_explain_run_or_the_command_that_would_examine_it(germino) -> None:
+    """A time verdict that differs from the paper names a `dlbench explain` run of this study
+    run stored in the committed database; an undecided ratio far from the paper's names one
+    or gives the exact command; a difference explain cannot attribute (accuracy) says so."""
+    paper, store = germino
+    owed = [
+        (row, cell)
+        for row in paper.rows
+        for cell in row.cells
+        if cell.verdict == "differs"
+        or (
+            cell.verdict == "undecided here"
+            and row.kind == "ratio"
+            and row.ratio
+            and abs(row.ours_ratios[0] / row.ratio - 1) > 0.10
+        )  # fmt: skip
+    ]
+    assert owed
+    examined = 0
+    for row, cell in owed:
+        timed = "train time" in row.claim
+        if not timed:
+            assert cell.explains.startswith("not attributed: dlbench explain attributes training step time")
+        elif cell.explains.startswith("explain run "):
+            run_id = int(cell.explains.split("explain run ", 1)[1].split(":", 1)[0])
+            assert store.explain(run_id)["from_run"] == paper.run_id
+            examined += 1
+        else:
+            assert cell.verdict == "undecided here", (row.claim, cell.explains)  # every time that differs is examined
+            assert cell.explains.startswith(
+                f"not examined yet: dlbench explain {paper.run_id} --case torch --vs tensorflow --where model="
+            )
+    assert examined  # germino's simple NN: run 2 of its database
+
+
 def test_split_verdict_takes_the_outcome_and_its_notes() -> None:
     from dlbench.studies.paper_vs_run import OUTCOMES
 

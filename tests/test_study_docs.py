@@ -37,17 +37,20 @@ def test_study_pages_are_what_the_generator_writes() -> None:
 
 
 def test_stored_databases_stay_small() -> None:
-    # Committed to the repository: <study>-<scale>.db.xz, a few hundred KiB at most each.
+    # Committed to the repository: <study>-<scale>.db.xz, under 1 MiB each. A quick run of
+    # 72-126 processes keeps every raw telemetry sample (its series: 2.5 of dai's 4.5 MB),
+    # 0.5-0.7 MiB compressed; the cap keeps a paper-scale database (tens of MiB) out.
     docs = _script()
     stored = sorted((ROOT / "docs" / "studies" / "data").glob("*.db.xz"))
     names = {f"{s}-{scale}.db.xz" for s in docs.STUDY_NAMES for scale in docs.SCALES}
     assert stored and {p.name for p in stored} <= names, sorted(p.name for p in stored)
-    assert all(p.stat().st_size < 400 * 1024 for p in stored), {p.name: p.stat().st_size for p in stored}
+    assert all(p.stat().st_size < 1024 * 1024 for p in stored), {p.name: p.stat().st_size for p in stored}
 
 
 def test_each_study_reads_its_largest_stored_scale(tmp_path: Path) -> None:
-    """One choice for every section (the study page, its explain, docs/papers.md's rows):
-    paper > cpu > quick > smoke, whichever is stored."""
+    """One choice for every study section (the study page, docs/papers.md's rows): paper >
+    cpu > quick > smoke, whichever is stored. dai's explain report stays with the run it
+    explains, run 2 of the smoke database."""
     docs = _script()
     assert docs.SCALES == ("paper", "cpu", "quick", "smoke")
     for name in docs.STUDY_NAMES:
@@ -59,7 +62,8 @@ def test_each_study_reads_its_largest_stored_scale(tmp_path: Path) -> None:
     assert found["germino"] == f"{docs.DATA}/germino-quick.db"
     assert found["dai"] == f"{docs.DATA}/dai-cpu.db"
     assert found["patel"] == f"{docs.DATA}/patel-smoke.db"
-    assert {b.db for b in docs.blocks() if b.page == "studies/dai.md"} == {docs.databases()["dai"]}
+    dai = {b.name: b.db for b in docs.blocks() if b.page == "studies/dai.md"}
+    assert dai == {"study-report": docs.databases()["dai"], "explain-report": f"{docs.DATA}/dai-smoke.db"}
     (tmp_path / "patel-smoke.db.xz").unlink()
     with pytest.raises(docs.GenerationError, match="no patel-<scale>.db.xz"):
         docs.databases(tmp_path)

@@ -35,15 +35,20 @@ def explanations(store: Any, run_id: int, band: float = BAND, alpha: float = ALP
         for gap in read.gaps:
             sentences = [words.headline(gap), *words.ablation_lines(gap)]
             if gap.significant:
-                sentences += words.profile_lines(gap, read.profiles)[:1]
+                # Where the step time goes, with the report's caution where the profiler's own
+                # cost differs between A and B (its shares are then indicative only).
+                sentences += words.profile_lines(gap, read.profiles)
             cases = {gap.pair.a.framework: gap.pair.a.as_dict(), gap.pair.b.framework: gap.pair.b.as_dict()}
             found.append(Explanation(read.run_id, str(gap.pair.a.model), cases, " ".join(sentences)))
     return tuple(found)
 
 
-def machines(runs: list[tuple[Any, int]], band: float = BAND, alpha: float = ALPHA) -> list[Any]:
-    """One paper_vs_run.Machine per (store, run id), its verdicts at `band` and `alpha`, with
-    the explain runs stored beside it."""
+def machines(
+    runs: list[tuple[Any, int]], band: float = BAND, alpha: float = ALPHA, busy_verdicts: bool = False
+) -> list[Any]:
+    """One paper_vs_run.Machine per (store, run id), its verdicts at `band` and `alpha` (a
+    time measured on a busy machine undecided unless `busy_verdicts`, as in the report),
+    with the explain runs stored beside it."""
     from dlbench.env import machine_label
     from dlbench.results import Results
     from dlbench.studies import paper_vs_run
@@ -57,7 +62,7 @@ def machines(runs: list[tuple[Any, int]], band: float = BAND, alpha: float = ALP
             label += f" (run {run_id})"
 
         def compare(a: str, b: str, metric: str, results=results, run_id=run_id):
-            return results.compare(a, b, metric=metric, run=run_id, band=band, alpha=alpha)
+            return results.compare(a, b, metric=metric, run=run_id, band=band, alpha=alpha, busy_verdicts=busy_verdicts)
 
         out.append(
             paper_vs_run.Machine(
@@ -75,19 +80,33 @@ def machines(runs: list[tuple[Any, int]], band: float = BAND, alpha: float = ALP
     return out
 
 
-def comparison(study: Any, facts: Any, runs: list[tuple[Any, int]], band: float = BAND, alpha: float = ALPHA) -> Any:
+def comparison(
+    study: Any,
+    facts: Any,
+    runs: list[tuple[Any, int]],
+    band: float = BAND,
+    alpha: float = ALPHA,
+    busy_verdicts: bool = False,
+) -> Any:
     """The paper beside one or more stored runs (paper_vs_run.compare), one machine each."""
     from dlbench.studies import paper_vs_run
 
-    return paper_vs_run.compare(study, facts, machines(runs, band, alpha))
+    return paper_vs_run.compare(study, facts, machines(runs, band, alpha, busy_verdicts))
 
 
-def paper_section(study: Any, facts: Any, runs: list[tuple[Any, int]], band: float = BAND, alpha: float = ALPHA) -> Any:
+def paper_section(
+    study: Any,
+    facts: Any,
+    runs: list[tuple[Any, int]],
+    band: float = BAND,
+    alpha: float = ALPHA,
+    busy_verdicts: bool = False,
+) -> Any:
     """The paper vs this run section for one or more (store, run id), one machine each; its
-    verdicts at `band` and `alpha`."""
+    verdicts at `band` and `alpha` (busy_verdicts: as in the report)."""
     from dlbench.report import study_section
 
-    found = comparison(study, facts, runs, band, alpha)
+    found = comparison(study, facts, runs, band, alpha, busy_verdicts)
     scales = [str(store.run(run_id)["name"]).rsplit(" ", 1)[-1] for store, run_id in runs]
     scale = scales[0] if len(set(scales)) == 1 else "/".join(scales)
     changes = study.scales[scales[0]].changes if scales[0] in study.scales else ()

@@ -419,6 +419,8 @@ def _ratio_ours(machine: Machine, study: Study, ratio: RatioRow, setting: Settin
                 ):
                     out.update(ratio=float(r["ratio_a_over_b"]), ci=(float(r["ci_low"]), float(r["ci_high"])))
                 out["verdict"] = r["verdict"]
+                out["why"] = None if _missing(r["why"]) else str(r["why"])
+                out["to_decide"] = None if _missing(r["to_decide"]) else int(r["to_decide"])
                 out["independent"] = bool(r["independent"])
                 out["test"] = r["test"]
                 out["p"] = None if _missing(r["p_adjusted"]) else float(r["p_adjusted"])
@@ -454,10 +456,14 @@ def _across_sets(machine: Machine, study: Study, ratio: RatioRow, setting: Setti
     result = stats.compare_many(groups, paired=paired, alpha=machine.alpha, band=machine.band, independent=independent)
     ((a, _, comp),) = result.pairwise
     comp = comp if a == "torch" else stats.reverse(comp)
+    from dlbench.results import to_decide
+
     return {
         "ratio": float(comp.ratio),
         "ci": (float(comp.ratio_ci[0]), float(comp.ratio_ci[1])),
         "verdict": comp.verdict,
+        "why": comp.why.cause if comp.why is not None else None,
+        "to_decide": to_decide(comp),
         "test": comp.test,
         "p": None if comp.p_adjusted is None else float(comp.p_adjusted),
         "independent": comp.independent,
@@ -537,10 +543,19 @@ def decided_better(ours: dict[str, Any], lower_is_better: bool) -> str | None:
 
 
 def _undecided_why(ours: dict[str, Any]) -> str:
+    """Why our comparison decided nothing, and the trials that would decide where more
+    trials would (the engine's projection at this spread: results.to_decide)."""
     if ours.get("verdict") is None:
         return " (medians only: not tested)"
     if ours.get("independent") is False:
         return " (one process per framework: a ratio, no verdict)"
+    if ours.get("why") == "busy machine":
+        return " (the machine was busy while it ran: no verdict; dlbench run --resume RUN --redo-busy re-measures)"
+    need = ours.get("to_decide")
+    if need:
+        return f" (about {need} trials per framework would decide at this spread)"
+    if ours.get("why") in ("overlaps band", "not significant"):
+        return " (more trials alone would hardly decide: the ratio sits on the band's edge, or the spread is too wide)"
     return ""
 
 
