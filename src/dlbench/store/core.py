@@ -727,18 +727,22 @@ class Store:
                         t["id"],
                     ),
                 )
-                self.db.execute(
-                    "INSERT INTO trials (run_id, case_key, block, position, framework, variant, model, dataset,"
-                    " batch_size, case_json, protocol_json, status, attempt"
-                    + (", latency_packed" if self._packs else "")
-                    + ") SELECT run_id, case_key, block, position, framework, variant, model, dataset, batch_size,"
-                    " case_json, protocol_json, 'pending', attempt + 1"
-                    + (", 1" if self._packs else "")
-                    + " FROM trials WHERE id=?",
-                    (t["id"],),
-                )
+                self._next_attempt(t["id"])
                 retired += 1
         return retired
+
+    def _next_attempt(self, trial_id: int) -> None:
+        """Plan a trial's case and block again, as a pending trial of the next attempt."""
+        self.db.execute(
+            "INSERT INTO trials (run_id, case_key, block, position, framework, variant, model, dataset,"
+            " batch_size, case_json, protocol_json, status, attempt"
+            + (", latency_packed" if self._packs else "")
+            + ") SELECT run_id, case_key, block, position, framework, variant, model, dataset, batch_size,"
+            " case_json, protocol_json, 'pending', attempt + 1"
+            + (", 1" if self._packs else "")
+            + " FROM trials WHERE id=?",
+            (trial_id,),
+        )
 
     def retire_blocks(self, run_id: int, blocks: Iterable[int], why: str) -> int:
         """Plan whole blocks again: every finished trial of the run in `blocks` is kept as it
@@ -763,16 +767,7 @@ class Store:
                     (f"{why}; kept as attempt {t['attempt']}, its block ran again as attempt {t['attempt'] + 1}",
                      t["id"]),
                 )  # fmt: skip
-                self.db.execute(
-                    "INSERT INTO trials (run_id, case_key, block, position, framework, variant, model, dataset,"
-                    " batch_size, case_json, protocol_json, status, attempt"
-                    + (", latency_packed" if self._packs else "")
-                    + ") SELECT run_id, case_key, block, position, framework, variant, model, dataset, batch_size,"
-                    " case_json, protocol_json, 'pending', attempt + 1"
-                    + (", 1" if self._packs else "")
-                    + " FROM trials WHERE id=?",
-                    (t["id"],),
-                )
+                self._next_attempt(t["id"])
         return len(finished)
 
     def set_manifest(self, trial_id: int, manifest: dict[str, Any]) -> None:
