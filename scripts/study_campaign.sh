@@ -14,6 +14,8 @@
 # STUDY_FLAGS adds flags to each new `dlbench study run` (a resumed run keeps its own),
 # e.g. STUDY_FLAGS="--framework torch,tensorflow" for the papers' own two frameworks
 # where JAX's compile times would take the campaign past the time it has.
+# REDO_BUSY=1 resumes with --redo-busy: every block holding a trial measured on a busy
+# machine runs again, whole (the busy attempts stay in the database, retired).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:?usage: study_campaign.sh DIR [SCALE] [STUDY...]}
@@ -38,7 +40,9 @@ EOF
 )
     fi
     if [ -n "$run_id" ]; then
-        "$dlbench" run --resume "$run_id" --db "$db" >>"$log" 2>&1
+        redo=()
+        [ -n "${REDO_BUSY:-}" ] && redo=(--redo-busy)
+        "$dlbench" run --resume "$run_id" "${redo[@]}" --db "$db" >>"$log" 2>&1
     else
         # shellcheck disable=SC2086 # STUDY_FLAGS is a list of flags, split on purpose
         "$dlbench" study run "$study" --scale "$scale" ${STUDY_FLAGS:-} --db "$db" >>"$log" 2>&1

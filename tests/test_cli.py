@@ -141,6 +141,20 @@ def test_run_stores_every_repeat_and_reports(finished_run):
         assert {"import_time", "setup_time", "data_load_time", "peak_rss"} <= process
 
 
+def test_run_says_its_estimated_time_before_the_first_trial(finished_run, tmp_path):
+    _, output = finished_run
+    first = output.split("\n     ok")[0]  # before the first trial's line
+    assert "estimated time: about " in first and "for 2 processes (from " in first, first
+    # The same cases again: the estimate is the first run's own trials, measured here.
+    db = tmp_path / "again.db"
+    flags = ["--trials", "1", "--framework", "numpy", "--model", "mlp", "--dataset", "digits", "--epochs", "1"]
+    for _ in range(2):
+        result = runner.invoke(app, ["run", *flags, "--repeats", "1", "--warmup", "0", "--db", str(db)])
+        assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert "for 1 process (from the median wall time of earlier trials of the same cases in this database)" in said
+
+
 def test_run_stores_telemetry_and_says_what_is_unavailable(finished_run):
     """On this VM: utilization, steal and peak memory are measured; RAPL, sensors and
     NVML are stored as unavailable with their reasons (and measured where present)."""

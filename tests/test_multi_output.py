@@ -291,8 +291,10 @@ def test_check_calls_the_example_the_same_network_comparing_each_head(cli):
     lines = out.strip().splitlines()
     assert lines[-1] == (
         "multi_head: the same network in torch, tensorflow, jax: equal parameter counts, equal outputs after a "
-        "weight copy"
+        "weight copy, the same gradient steps"
     )
+    (trains,) = [x for x in lines if x.startswith("ok   training: jax:")]
+    assert "first SGD step within " in trains
     (outputs,) = [x for x in lines if x.startswith("ok   outputs:")]
     assert "(price " in outputs and ", kind " in outputs
     falls = [x for x in lines if x.startswith("ok   loss falls:")]

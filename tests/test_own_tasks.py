@@ -254,9 +254,15 @@ def test_the_report_names_each_tasks_metric_and_the_api_reads_the_same_numbers(e
 @pytest.mark.parametrize("name", list(EXAMPLE_NAMES))
 def test_check_calls_each_example_the_same_network_in_the_three_frameworks(name: str, cli):
     out = cli("check", f"{EXAMPLES / name / name}.py:MODEL")
-    assert out.strip().splitlines()[-1] == (
-        f"{name}: the same network in torch, tensorflow, jax: equal parameter counts, equal outputs after a weight copy"
-    )
+    verdict = out.strip().splitlines()[-1]
+    assert verdict.startswith(
+        f"{name}: the same network in torch, tensorflow, jax: equal parameter counts, equal outputs after a weight "
+        "copy, the same gradient steps"
+    ), verdict
+    # Keras' Adam ends far from torch's in a network with an embedding (measured: regression_mlp
+    # 1.1, tiny_lm 1.8 of the weights' movement) while SGD's steps agree: a warning, not a failure.
+    embedded = name in ("regression_mlp", "tiny_lm")
+    assert verdict.endswith("warning: training steps differ beyond the code (tensorflow: see above)") == embedded
 
 
 ROLLED = """

@@ -286,3 +286,91 @@ def test_flax_names_its_module_path() -> None:
     with pytest.raises(W.WeightMismatch) as caught:
         W.flax_import(variables, W.torch_export(nn.LSTM(3, 4)), variables)
     assert "torch LSTM '(model)[l0]'" in str(caught.value) and "GRUCell 'layers_0/cell'" in str(caught.value)
+
+
+def test_layers_pair_by_name_across_each_framework_spelling() -> None:
+    # torch's module path, Keras' layer name and Flax's module path are one name; creation
+    # order differs (the shortcut first in Keras), the pairing follows the names.
+    reference = [("layer1.0.conv1", (3, 3, 4, 4)), ("layer1.0.bn1", (4,)), ("layer1.0.downsample.0", (1, 1, 4, 4))]
+    mine = [("layer1_0_downsample_0", (1, 1, 4, 4)), ("layer1_0_conv1", (3, 3, 4, 4)), ("layer1_0_bn1", (4,))]
+    assert W.pairing(reference, mine) == [1, 2, 0]
+    flax = [("layer1_0/downsample_0", (1, 1, 4, 4)), ("layer1_0/conv1", (3, 3, 4, 4)), ("layer1_0/bn1", (4,))]
+    assert W.pairing(reference, flax) == [1, 2, 0]
+
+
+def test_layers_pair_by_structure_where_names_differ() -> None:
+    # A two-input model: torch created the LSTM first, Keras the station embedding first.
+    reference = [("rnn", (6, 128)), ("rnn", (32, 128)), ("rnn", (128,)), ("station", (20, 8)), ("head", (40, 1))]
+    mine = [("station_embedding", (20, 8)), ("lstm", (6, 128)), ("lstm", (32, 128)), ("lstm", (128,)), ("out", (40, 1))]
+    assert W.pairing(reference, mine) == [1, 2, 3, 0, 4]
+
+
+def test_layers_of_one_structure_keep_their_order_and_nothing_else_pairs() -> None:
+    # Two norms of one shape: the k-th with the k-th, wherever the other layers sit.
+    reference = [("a", (8, 16)), ("n1", (16,)), ("n2", (16,))]
+    mine = [("n_first", (16,)), ("dense", (8, 16)), ("n_second", (16,))]
+    assert W.pairing(reference, mine) == [1, 0, 2]
+    assert W.pairing(reference, [("x", (8, 16)), ("y", (16,))]) is None  # a layer missing
+    assert W.pairing(reference, [("a", (8, 16)), ("n1", (16,)), ("n2", (17,))]) is None  # another shape
+
+
+def test_a_two_input_network_copies_across_creation_orders() -> None:
+    """The issue's forecaster in small: torch creates the LSTM before the station
+    embedding, Keras the embedding first (its dict inputs sorted by name); the copy pairs
+    them by structure and the outputs agree."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    importlib.import_module("dlbench.frameworks.tensorflow")
+    keras = pytest.importorskip("keras")
+
+    class Forecaster(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.rnn = torch.nn.LSTM(3, 8, batch_first=True)
+            self.station = torch.nn.Embedding(5, 2)
+            self.head = torch.nn.Linear(10, 1)
+
+        def forward(self, x: dict[str, Any]) -> Any:
+            h = self.rnn(x["window"])[0][:, -1]
+            return self.head(torch.cat([h, self.station(x["station"]).flatten(1)], dim=1))
+
+    L = keras.layers
+    window, station = keras.Input((6, 3), name="window"), keras.Input((1,), dtype="int32", name="station")
+    embedded = L.Flatten()(L.Embedding(5, 2, name="station_embedding")(station))
+    out = L.Dense(1, name="out")(L.Concatenate()([L.LSTM(8, name="lstm")(window), embedded]))
+    model = keras.Model({"station": station, "window": window}, out)
+    net = Forecaster().eval()
+    W.torch_import(net, _randomized(W.torch_export(net)))
+    W.keras_import(model, W.torch_export(net))
+    rng = np.random.default_rng(3)
+    x = {"window": rng.standard_normal((4, 6, 3)).astype(np.float32), "station": rng.integers(0, 5, (4, 1))}
+    with torch.no_grad():
+        want = net({"window": torch.from_numpy(x["window"]), "station": torch.from_numpy(x["station"])}).numpy()
+    got = np.asarray(model({"window": x["window"], "station": x["station"].astype(np.int32)}))
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
+
+
+def test_torch_flattens_channel_major_and_the_copy_moves_the_dense_rows() -> None:
+    """conv -> flatten -> dense: torch's dense rows are (C, H, W) ordered, Keras' (H, W, C);
+    the copy moves them (knowing C from the convolution) and the outputs agree."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    importlib.import_module("dlbench.frameworks.tensorflow")
+    keras = pytest.importorskip("keras")
+    net = torch.nn.Sequential(
+        torch.nn.Conv2d(2, 3, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(3 * 4 * 5, 4)
+    )
+    net.eval()
+    L = keras.layers
+    model = keras.Sequential([keras.Input((6, 7, 2)), L.Conv2D(3, 3, activation="relu"), L.Flatten(), L.Dense(4)])
+    W.torch_import(net, _randomized(W.torch_export(net)))
+    W.keras_import(model, W.torch_export(net))
+    x = np.random.default_rng(4).standard_normal((2, 6, 7, 2)).astype(np.float32)
+    with torch.no_grad():
+        want = net(torch.from_numpy(x).permute(0, 3, 1, 2).contiguous()).numpy()
+    np.testing.assert_allclose(np.asarray(model(x)), want, rtol=0, atol=1e-5)
+    # and back: Keras' export into torch gives torch the same function
+    W.torch_import(net, W.keras_export(model))
+    with torch.no_grad():
+        again = net(torch.from_numpy(x).permute(0, 3, 1, 2).contiguous()).numpy()
+    np.testing.assert_allclose(again, want, rtol=0, atol=1e-5)

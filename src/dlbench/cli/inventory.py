@@ -127,9 +127,12 @@ def check(
 ) -> None:
     """Conformance: is MODEL the same network in every framework? Parameter counts, output shapes, whether it
     learns (Adam steps on a fixed batch, judged on a held-out batch), gradients reaching every weight, same seed
-    same losses, and logits after copying one framework's weights into the others. One line per check, then the
-    verdict. Exits 1 when a build or check fails or the implementations are not the same network; a warning
-    (layers the init scheme did not reach) is printed and leaves the exit status 0."""
+    same losses, logits after copying one framework's weights into the others, and training from those copied
+    weights (10 SGD and 10 Adam steps on one batch, dropout off: losses and trained weights compared, a
+    difference named: loss reduction, weight decay, a training-mode layer, batch-norm momentum). One line per
+    check, then the verdict. Exits 1 when a build or check fails or the implementations are not the same network
+    or do not train alike; a warning (layers the init scheme did not reach, a framework's own Adam or recurrent
+    bias) is printed and leaves the exit status 0."""
     from dlbench import config, conformance, registry
     from dlbench.datasets import DatasetError
 

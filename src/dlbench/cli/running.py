@@ -280,6 +280,7 @@ def start_and_run(
             print_skipped([(s.cell, s.reason) for s in plan.skipped])
             design_note(plan)
             print_samplers(store.samplers(new_id))
+            say_estimate(runs.estimate(store, plan))
 
         def idle(seconds: float) -> None:
             console.print(f"measuring idle power for {seconds:g} s ...")
@@ -317,6 +318,19 @@ def start_and_run(
         executor,
         plan.experiment.protocol.profile_traces,
         tracking=tracking,
+    )
+
+
+def say_estimate(estimate: Any) -> None:
+    """One line before the first trial: about how long the run will take, and from what."""
+    from dlbench.studies.estimate import words
+
+    if estimate is None:
+        console.print("estimated time: unknown (no earlier trial of these cases in this database, no reference runs)")
+        return
+    console.print(
+        f"estimated time: {words(estimate.seconds)} for {estimate.processes} "
+        f"process{'es' if estimate.processes != 1 else ''} (from {estimate.basis})"
     )
 
 

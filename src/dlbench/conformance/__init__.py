@@ -11,9 +11,12 @@ the weights of one framework's network (torch when it has a builder), with
 batch-norm statistics moved off their trivial start so that they count, are
 copied in order into every framework's network (the other probes, run in
 parallel once the first has exported them) and the logits on one batch are
-compared. The verdict says what was checked: that nothing built, which frameworks
-built, and "the same network" only where parameter counts and outputs after a
-weight copy were compared between at least two frameworks and agreed.
+compared. Each framework then trains from those weights, and its losses and trained
+weights are compared with the reference's (dlbench.conformance.training). The verdict
+says what was checked: that nothing built, which frameworks built, "the same network"
+only where parameter counts and outputs after a weight copy were compared between at
+least two frameworks and agreed, and "the same gradient steps" only where every
+framework's training was compared and agreed.
 """
 
 from __future__ import annotations
@@ -190,6 +193,9 @@ class CheckReport:
     # head -> classes or K of a model of several named outputs (empty for one output).
     heads: dict[str, int] = field(default_factory=dict)
     head_tasks: dict[str, str] = field(default_factory=dict)  # head -> classify or regress
+    # The training comparison, one per framework but the reference
+    # (dlbench.conformance.training.Compared); empty: not compared.
+    training: list[Any] = field(default_factory=list)
 
     @property
     def built(self) -> list[str]:
@@ -231,9 +237,12 @@ class CheckReport:
             if not f.ok and f.check not in ("build", *COMPARED):
                 failing.setdefault(f.check, []).append(f.detail.partition(":")[0])
         failed = "; ".join(f"{check} ({', '.join(fws)})" for check, fws in failing.items())
-        warned = [f.detail.partition(" ")[0] for f in self.findings if f.warning]
+        warned = [f.detail.partition(" ")[0] for f in self.findings if f.warning and f.check == "init"]
         tail = (f"; FAILED: {failed}" if failed else "") + unbuilt
         tail += f"; warning: layers keep the builder's own init ({', '.join(warned)})" if warned else ""
+        own = [f.detail.partition("'s ")[0] for f in self.findings if f.warning and f.check == "training"]
+        if own:
+            tail += f"; warning: training steps differ beyond the code ({', '.join(dict.fromkeys(own))}: see above)"
         if len(built) == 1:
             return f"{self.model}: checked in {ran} only, nothing to compare it with{tail}"
         differ = [f.check for f in self.findings if not f.ok and f.check in COMPARED]
@@ -248,7 +257,12 @@ class CheckReport:
             )
         counted = next(f.detail for f in self.findings if f.check == "parameters")
         equal = "equal parameter counts as computed" if "equal as computed" in counted else "equal parameter counts"
-        return f"{self.model}: the same network in {ran}: {equal}, equal outputs after a weight copy{tail}"
+        trains = (
+            ", the same gradient steps"
+            if self.training and all(c.same for c in self.training) and len(self.training) == len(built) - 1
+            else ""
+        )
+        return f"{self.model}: the same network in {ran}: {equal}, equal outputs after a weight copy{trains}{tail}"
 
 
 def _token_vocab(spec: Any, options: Mapping[str, Any], classes: int = 100) -> int:
@@ -357,6 +371,7 @@ def check(
     else:
         x = _sample(spec.input_kind, shape, vocab)
     base = {
+        "train_to": "",  # set below, to the temporary folder
         "model": spec.name,
         "sources": dict(sources or {}),
         "shape": {k: list(v) for k, v in shape.items()} if isinstance(shape, dict) else list(shape),
@@ -370,6 +385,7 @@ def check(
         # The first framework exports its weights (and reports its logits on them); the
         # others, in parallel (nothing here is timed), import them and report theirs.
         exported = Path(tmp) / "reference.npz"
+        base["train_to"] = tmp
         if runnable:
             reference, *others = runnable
             report.probes[reference] = _run_probe({**base, "framework": reference, "export_to": str(exported)}, python)
@@ -377,8 +393,21 @@ def check(
             with ThreadPoolExecutor(max_workers=max(1, len(others))) as pool:
                 results = pool.map(lambda fw: _run_probe({**base, "framework": fw, **copy}, python), others)
                 report.probes.update(zip(others, results))
+        if exported.exists():  # the trained weights live in tmp: compared before it goes
+            report.training = _compare_training(report, exported)
     _judge(report, count)
     return report
+
+
+def _compare_training(report: CheckReport, exported: Path) -> list[Any]:
+    """The training comparison (dlbench.conformance.training) of every probe that trained."""
+    from dlbench.conformance import training
+
+    runs = {fw: p["training"] for fw, p in report.probes.items() if "error" not in p and p.get("training")}
+    if len(runs) < 2:
+        return []
+    batch = int(next(iter(report.probes.values())).get("batch_size", 16))
+    return training.compare(runs, training.load(str(exported)), batch)
 
 
 def _judge_learning(report: CheckReport, fw: str, p: Mapping[str, Any], classes: int) -> None:
@@ -538,3 +567,37 @@ def _judge(report: CheckReport, classes: int) -> None:
             ),
         )
     )
+    _judge_training(report, ref_fw)
+
+
+def _judge_training(report: CheckReport, ref_fw: str) -> None:
+    """The training comparison's findings: one per framework compared with the reference,
+    and a warning for what the comparison set aside as the framework's own design."""
+    from dlbench.conformance.probe import TRAIN_STEPS
+
+    for c in report.training:
+        report.findings.append(
+            Finding(
+                "training",
+                c.same,
+                f"{c.framework}: {TRAIN_STEPS} SGD and {TRAIN_STEPS} Adam steps from {ref_fw}'s weights on one batch, "
+                f"dropout off, against {ref_fw}'s: {c.words}",
+            )
+        )
+        if c.own:
+            report.findings.append(Finding("training", True, c.own, warning=True))
+    if not report.training:
+        return
+    for fw, p in report.probes.items():
+        frozen = next((r.get("frozen") for r in (p.get("training") or {}).values() if r.get("frozen")), None)
+        if frozen:
+            report.findings.append(
+                Finding(
+                    "training",
+                    True,
+                    f"{fw}'s second recurrent biases ({', '.join(frozen)}) were held at zero in this comparison: "
+                    f"trained as built, both of {fw}'s biases get the gradient and their sum steps twice as far as "
+                    "the one bias of the others (the framework's own design, not the code's)",
+                    warning=True,
+                )
+            )

@@ -1,7 +1,9 @@
 """How `dlbench check`'s probe (dlbench.conformance.probe) reaches into each built-in
-framework's trainer: the network's logits, and its weights exported and imported in
-canonical order. Each object here is a framework's `conformance` hooks
-(dlbench.frameworks.FrameworkInfo); a plugin gives its own with the same three methods.
+framework's trainer: the network's logits, its weights exported and imported in
+canonical order, and its dropout turned off for the training comparison. Each object
+here is a framework's `conformance` hooks (dlbench.frameworks.FrameworkInfo); a plugin
+gives its own with the same three methods (forward, export, load) and, optionally,
+dropout_off (without it, its training is compared with dropout as built).
 """
 
 from __future__ import annotations
@@ -59,6 +61,24 @@ class TorchCheck:
 
         weights.torch_import(trainer.model, given)
 
+    @staticmethod
+    def dropout_off(trainer: Any) -> list[str]:
+        """Every dropout of the network set to rate 0, by where it is: dropout modules,
+        nn.LSTM/GRU/RNN's dropout between layers, nn.MultiheadAttention's on the weights.
+        No two frameworks draw the same masks, so trajectories compare only without them."""
+        import torch
+
+        found = []
+        for name, m in trainer.model.named_modules():
+            if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0:
+                m.p = 0.0
+            elif isinstance(m, (torch.nn.RNNBase, torch.nn.MultiheadAttention)) and m.dropout > 0:
+                m.dropout = 0.0
+            else:
+                continue
+            found.append(name or type(m).__name__)
+        return found
+
 
 class KerasCheck:
     @staticmethod
@@ -79,6 +99,28 @@ class KerasCheck:
         from dlbench.conformance import weights
 
         weights.keras_import(trainer.model, given)
+
+    @staticmethod
+    def dropout_off(trainer: Any) -> list[str]:
+        """Every dropout of the network set to rate 0 before its first training step
+        traces it: Dropout layers (and their spatial / Gaussian / alpha kin), and the
+        input and recurrent dropout of RNN cells and MultiHeadAttention."""
+        found = []
+        for layer in trainer.model._flatten_layers(include_self=False, recursive=True):
+            hit = False
+            if "Dropout" in type(layer).__name__ and float(getattr(layer, "rate", 0.0) or 0.0) > 0:
+                layer.rate, hit = 0.0, True
+            for attr in ("dropout", "recurrent_dropout", "_dropout"):
+                value = getattr(layer, attr, None)
+                if isinstance(value, float) and value > 0:
+                    try:
+                        setattr(layer, attr, 0.0)
+                    except AttributeError:  # a read-only view of its cell's (keras.layers.LSTM.dropout)
+                        continue
+                    hit = True
+            if hit:
+                found.append(layer.name)
+        return found
 
 
 class FlaxCheck:
@@ -122,6 +164,26 @@ class FlaxCheck:
         tree, _ = weights.flax_import(state, given, FlaxCheck._creation_order(trainer))
         trainer.params = tree.pop("params")
         trainer.state = tree
+
+    @staticmethod
+    def dropout_off(trainer: Any) -> list[str]:
+        """Flax modules are frozen dataclasses: nn.Dropout is made the identity for this
+        process (the probe's own, which trains nothing else afterwards) before the
+        trainer's step is first traced; the list fills with the dropout modules' paths
+        as that trace calls them. The trainer must come from a fresh adapter: one that
+        compiled this step before (with dropout) serves it from its cache."""
+        import flax.linen as nn
+
+        found: list[str] = []
+
+        def identity(self: Any, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+            where = "/".join(str(p) for p in getattr(self, "path", ()) or ()) or str(getattr(self, "name", "Dropout"))
+            if where not in found and float(getattr(self, "rate", 0.0)) > 0:
+                found.append(where)
+            return inputs
+
+        nn.Dropout.__call__ = identity
+        return found
 
 
 TORCH, KERAS, FLAX = TorchCheck(), KerasCheck(), FlaxCheck()

@@ -10,8 +10,10 @@ them), a held-out batch's loss and accuracy before and after the steps (classifi
 whether a second build from the same seed repeats the losses, what the adapter noted
 about the init scheme (layers it did not reach keep the builder's own init), and,
 for the weight-copy comparison, the network's weights in canonical order (exported
-to an .npz) or its logits after importing given weights. Errors are reported as
-{"error": one line}, never as a traceback.
+to an .npz) or its logits after importing given weights, and then the training from
+those weights (`train_from`: the losses of SGD and Adam steps, the trained weights to
+an .npz each, for dlbench.conformance.training). Errors are reported as {"error": one
+line}, never as a traceback.
 """
 
 from __future__ import annotations
@@ -32,6 +34,12 @@ RELEVANT = 2  # regression: the input values the targets depend on
 HELD_OUT = 64  # samples in the held-out batch, at least (a multiple of the class count)
 HEAD_CLUSTERS = 10  # several outputs: the class means of the check's data, at least
 INIT = "glorot-uniform"  # the harness's default init scheme (dlbench.config's default for `init`)
+# The training comparison (dlbench.conformance.training): optimizer steps from the copied
+# weights, with the benchmark's optimizer (Adam) and with plain SGD, which tells a
+# difference in the gradients from one in the optimizer.
+TRAIN_STEPS = 10
+TRAIN_OPTIMIZERS = ("adam", "sgd")
+SGD_LR = 0.01
 
 
 def _class_means(kind: str, shape: tuple[int, ...], classes: int, n: int, seed: int, shuffled: bool) -> ArraySplit:
@@ -239,7 +247,7 @@ def probe(request: dict[str, Any]) -> dict[str, Any]:
         # The spec's defaults overlaid with the given options, as a benchmark's case has them.
         model_options=spec.resolve_options(request.get("options") or {}),
     )
-    out: dict[str, Any] = {"framework": framework, "task": spec.task, "init": INIT}
+    out: dict[str, Any] = {"framework": framework, "task": spec.task, "init": INIT, "batch_size": settings.batch_size}
     trainer = fw.build(native, settings)
     facts = getattr(trainer, "facts", None)
     facts = facts if isinstance(facts, dict) else trainer.manifest()
@@ -333,7 +341,77 @@ def probe(request: dict[str, Any]) -> dict[str, Any]:
         out["logits"] = {h: v.tolist() for h, v in logits.items()} if isinstance(logits, Mapping) else logits.tolist()
     except WeightMismatch as exc:
         out["copy_error"] = str(exc)
+        return out
+    if request.get("train_to"):
+        out["training"] = {
+            optimizer: train_from(info, hooks, arrays, settings, given, optimizer, request["train_to"])
+            for optimizer in TRAIN_OPTIMIZERS
+        }
     return out
+
+
+def train_from(
+    info: Any, hooks: Any, arrays: Arrays, settings: Any, given: Any, optimizer: str, folder: str
+) -> dict[str, Any]:
+    """TRAIN_STEPS optimizer steps of the benchmark's own training step, on the probe's
+    fixed batch, from the given (copied) weights: the loss before each step, written
+    with the trained weights (canonical order) to FOLDER/<framework>-<optimizer>.npz for
+    the parent to compare across frameworks (dlbench.conformance.training).
+
+    The network trains with its dropout off (no two frameworks draw the same masks) and
+    torch's second LSTM / RNN bias frozen at the zero the copy gave it: with both biases
+    trained, their sum moves twice as far a step as the one bias of Keras and Flax (the
+    framework's design, reported on its own, not a difference in the code). A fresh
+    adapter builds it, so that no step compiled with dropout on is reused."""
+    from dataclasses import replace
+
+    fw = info.load_adapter()
+    fw.setup(variant=info.default_variant, threads=1, seed=0, device="cpu")
+    native = fw.prepare(arrays)
+    # SGD without momentum: its step is lr x the gradient, so two frameworks' steps compare
+    # the gradients themselves; Adam's compares the optimizer too.
+    lr = settings.lr if optimizer == settings.optimizer else SGD_LR
+    trainer = fw.build(native, replace(settings, optimizer=optimizer, lr=lr, momentum=0.0))
+    dropout_off = getattr(hooks, "dropout_off", None)
+    off = dropout_off(trainer) if dropout_off is not None else None
+    hooks.load(trainer, given)
+    frozen = _freeze_redundant(trainer)
+    from dlbench.conformance.weights import aligned
+
+    def save(suffix: str) -> str:
+        trained = aligned(hooks.export(trainer), given)  # array by array against the reference's
+        path = f"{folder}/{info.name}-{optimizer}{suffix}.npz"
+        np.savez(path, *[a for _, a in trained], roles=np.array([r for r, _ in trained]))
+        return path
+
+    # The weights after the first step too: one SGD step is -lr x the gradient at the given
+    # weights exactly, before any difference compounds (what names a difference).
+    losses = [float(v) for v in trainer.train_fixed_batch(1)]
+    first = save("-first")
+    losses += [float(v) for v in trainer.train_fixed_batch(TRAIN_STEPS - 1)]
+    return {
+        "losses": losses,
+        "lr": lr,
+        "weights": save(""),
+        "first_weights": first,
+        "dropout_off": off if off is not None else "no dropout_off hook: dropout as built",
+        "frozen": frozen,
+    }
+
+
+def _freeze_redundant(trainer: Any) -> list[str]:
+    """torch's second LSTM / RNN biases (dlbench.conformance.weights.torch_redundant) made
+    untrainable; their names. Nothing in any other framework."""
+    model: Any = getattr(trainer, "model", None)
+    if not (hasattr(model, "named_modules") and hasattr(model, "named_parameters")):
+        return []
+    from dlbench.conformance.weights import torch_redundant
+
+    names = {name for name, _ in torch_redundant(model)}
+    for name, param in model.named_parameters():
+        if name in names:
+            param.requires_grad_(False)
+    return sorted(names)
 
 
 def main() -> None:

@@ -27,7 +27,12 @@ outputs: tests/conformance/test_weight_copy_kinds.py):
   kernel has its last two axes swapped and is flipped. (A Flax ConvTranspose with
   transpose_kernel=True holds Keras' layout and is not told apart: not mapped.) Padding
   is not a weight: torch padding=0 is Keras and Flax "valid".
-- Linear / Dense: kernel (in, out), bias; torch's weight is transposed.
+- Linear / Dense: kernel (in, out), bias; torch's weight is transposed. torch's first
+  Linear after a convolution of C channels gets its input flattened channel-major
+  (N, C, *spatial), Keras' and Flax's channel-last (N, *spatial, C): its rows are moved
+  from (C, positions) to (positions, C) order, which needs only C. (A torch network
+  that permutes to channel-last before its flatten is then not told apart: its copy
+  fails the output comparison, which names the flatten order.)
 - Embedding / nn.Embed: embedding (vocabulary, features) in all three.
 - Batch norm (torch 1-, 2-, 3-D): scale, shift, running mean, running variance.
   LayerNorm and GroupNorm: scale, shift (same channel grouping in all three).
@@ -111,8 +116,89 @@ def _dims(shape: tuple[int, ...]) -> str:
     return "x".join(map(str, shape)) or "scalar"
 
 
+def _layer_of(tag: str) -> str:
+    parts = tag.split("|", 2)
+    return parts[2] if len(parts) == 3 else ""
+
+
+def _name_key(layer: str) -> str:
+    """A layer's name as the three frameworks all spell it: torch's `layer2.0.conv1`,
+    Keras' `layer2_0_conv1` and Flax's `layer2_0/conv1` are one name."""
+    return re.sub(r"[._/\-\s]+", " ", layer.lower()).strip()
+
+
+def pairing(reference: list[tuple[str, tuple[int, ...]]], mine: list[tuple[str, tuple[int, ...]]]) -> list[int] | None:
+    """The order of `mine` ((layer, shape) per array) that lines up with `reference` where
+    creation order does not: layer by layer, by name (the same names under each
+    framework's separators), else by structure (the k-th layer of a list of shapes with
+    the k-th layer of the same list: layers of one structure keep their creation order,
+    layers of different structures need not). Arrays keep their order inside a layer.
+    None when neither pairs every array with one of the same shape. A wrong pairing of
+    two layers of one structure is not silent: the outputs after the copy differ."""
+    if len(reference) != len(mine):
+        return None
+
+    def groups(arrays: list[tuple[str, tuple[int, ...]]]) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for i, (layer, _) in enumerate(arrays):
+            out.setdefault(layer, []).append(i)
+        return out
+
+    ref_groups, my_groups = groups(reference), groups(mine)
+    if "" in ref_groups or "" in my_groups or len(ref_groups) != len(my_groups):
+        return None
+    for by_name in (True, False):
+
+        def keys(arrays: list[tuple[str, tuple[int, ...]]], grouped: dict[str, list[int]]) -> list[Any]:
+            if by_name:
+                return [_name_key(layer) for layer in grouped]
+            seen: dict[Any, int] = {}
+            out = []
+            for at in grouped.values():
+                shapes = tuple(arrays[i][1] for i in at)
+                seen[shapes] = seen.get(shapes, -1) + 1
+                out.append((shapes, seen[shapes]))
+            return out
+
+        ref_keys = keys(reference, ref_groups)
+        mine_by_key = dict(zip(keys(mine, my_groups), my_groups.values()))
+        if (
+            len(set(ref_keys)) != len(ref_keys)
+            or len(mine_by_key) != len(my_groups)
+            or set(ref_keys) != set(mine_by_key)
+        ):
+            continue
+        order = [i for k in ref_keys for i in mine_by_key[k]]
+        if all(mine[i][1] == reference[j][1] for j, i in enumerate(order)):
+            return order
+    return None
+
+
+def aligned(weights: Weights, reference: Weights) -> Weights:
+    """`weights` (one framework's export) in the order of `reference` (another's), paired
+    as an import pairs them (pairing); as they are where creation order already lines up
+    or nothing pairs them."""
+    shapes = [tuple(np.shape(a)) for _, a in weights]
+    if shapes == [tuple(np.shape(a)) for _, a in reference]:
+        return weights
+    order = pairing(
+        [(_layer_of(t), tuple(np.shape(a))) for t, a in reference],
+        [(_layer_of(t), s) for (t, _), s in zip(weights, shapes)],
+    )
+    return weights if order is None else [weights[i] for i in order]
+
+
 def _copy(slots: list[_Slot], weights: Weights, where: str) -> int:
-    """Checks every shape, then writes every array; names the first that does not fit."""
+    """Checks every shape, then writes every array; names the first that does not fit.
+    Where creation order does not line the arrays up, they are paired by layer name or
+    structure (pairing) before anything is said not to fit."""
+    in_order = len(slots) == len(weights) and all(
+        slot.shape == tuple(np.shape(a)) for slot, (_, a) in zip(slots, weights)
+    )
+    if not in_order:
+        order = pairing([(_layer_of(t), tuple(np.shape(a))) for t, a in weights], [(s.layer, s.shape) for s in slots])
+        if order is not None:
+            slots = [slots[i] for i in order]
     for i, (slot, (tag, array)) in enumerate(zip(slots, weights)):
         if tuple(np.shape(array)) != slot.shape:
             raise WeightMismatch(
@@ -166,6 +252,7 @@ def _torch_slots(model: Any) -> list[_Slot]:
     slots: list[_Slot] = []
     seen: set[int] = set()
     kind = at = ""
+    channels = 0  # out channels of the last convolution since a dense or recurrent layer: a flatten's C
 
     def numpy(t: Any) -> np.ndarray:
         return np.array(t.detach().cpu().numpy())
@@ -251,16 +338,18 @@ def _torch_slots(model: Any) -> list[_Slot]:
         return out
 
     def walk(module: Any, name: str) -> None:
-        nonlocal kind, at
+        nonlocal kind, at, channels
         if id(module) in seen:
             return
         seen.add(id(module))
         kind, at = f"torch {type(module).__name__}", name or "(model)"
         if isinstance(module, nn.modules.conv._ConvNd):
             slots.extend(conv(module))
+            channels = int(module.out_channels)
         elif isinstance(module, nn.Linear):
-            slots.append(slot("kernel", module.weight, module.weight.shape[::-1], lambda a: a.T, lambda a: a.T))
+            slots.append(_torch_dense_kernel(module.weight, channels, slot))
             slots.extend([plain("bias", module.bias)] if module.bias is not None else [])
+            channels = 0
         elif isinstance(module, nn.Embedding | nn.EmbeddingBag):
             slots.append(plain("embedding", module.weight))
         elif isinstance(module, nn.modules.batchnorm._BatchNorm):
@@ -272,6 +361,7 @@ def _torch_slots(model: Any) -> list[_Slot]:
             slots.extend(plain(role, t) for role, t in pairs if t is not None)
         elif isinstance(module, nn.RNNBase) and not getattr(module, "proj_size", 0):
             slots.extend(recurrent(module))
+            channels = 0
         elif isinstance(module, nn.MultiheadAttention):
             slots.extend(attention(module))
             return  # its out_proj is among its canonical arrays
@@ -282,6 +372,27 @@ def _torch_slots(model: Any) -> list[_Slot]:
 
     walk(model, "")
     return slots
+
+
+def _torch_dense_kernel(w: Any, channels: int, slot: Callable[..., _Slot]) -> _Slot:
+    """nn.Linear's weight (out, in) as the canonical kernel (in, out). After a convolution
+    of C channels (`channels`; 0: none since the last dense or recurrent layer), a flatten
+    hands torch's first dense layer its inputs channel-major, (C, *spatial), where Keras
+    and Flax hand theirs channel-last, (*spatial, C): the kernel's rows are moved to that
+    order, which needs only C (the spatial positions keep their order). Global pooling
+    leaves one position: the move is then the identity."""
+    out, n = int(w.shape[0]), int(w.shape[1])
+    if channels <= 0 or n % channels or n == channels:
+        return slot("kernel", w, (n, out), lambda a: a.T, lambda a: a.T)
+    c, positions = channels, n // channels
+
+    def get(a: np.ndarray) -> np.ndarray:
+        return a.T.reshape(c, positions, out).transpose(1, 0, 2).reshape(n, out)
+
+    def put(a: np.ndarray) -> np.ndarray:
+        return a.reshape(positions, c, out).transpose(1, 0, 2).reshape(n, out).T
+
+    return slot("kernel", w, (n, out), get, put)
 
 
 def _torch_rnn_bias(b_ih: Any, b_hh: Any, gru: bool, kind: str, at: str, numpy: Any, setter: Any) -> _Slot:
@@ -365,7 +476,14 @@ def _keras_slots(model: Any) -> list[_Slot]:
                 v for v in (layer.gamma, layer.beta, layer.moving_mean, layer.moving_variance) if v is not None
             ]
         for v in variables:
-            slots.append(_keras_slot(layer, v, kind, names, depthwise + separable, transposed))
+            slot = _keras_slot(layer, v, kind, names, depthwise + separable, transposed)
+            inner = v.path.partition(f"{layer.name}/")[2]
+            if not isinstance(layer, keras.layers.RNN) and "/" in inner:
+                # A layer built of layers (MultiHeadAttention's query, key, value and output; a
+                # custom layer's embeddings): one group per inner layer, as torch and Flax hold
+                # them, for the pairing by name or structure.
+                slot.layer = f"{layer.name}/{inner.rsplit('/', 1)[0]}"
+            slots.append(slot)
     return slots
 
 
@@ -480,7 +598,10 @@ def _flax_slots(order: dict[str, Any], tree: dict[str, Any]) -> list[_Slot]:
                 if name in node[part]
             ]
         out: list[_Slot] = []
-        leaves = [name for name, v in node.items() if not hasattr(v, "items")]
+        # A layer's own arrays in the canonical order (kernel before bias, scale before shift):
+        # under a lifted transform (nn.RNN's scan) Flax hands its dicts back sorted by name.
+        rank = {"embedding": 0, "kernel": 0, "scale": 0, "bias": 1}
+        leaves = sorted((name for name, v in node.items() if not hasattr(v, "items")), key=lambda n: rank.get(n, 2))
         if leaves:
             is_norm = "scale" in leaves
             has_stats = is_norm and held_stats is not None and "mean" in held_stats

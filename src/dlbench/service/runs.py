@@ -160,3 +160,22 @@ def redo_busy(store: Store, run_id: int) -> Redone:
     why = f"a trial of this block ran on a busy machine (other processes took {BUSY_THRESHOLD:.0f}% or more of the CPU)"
     retired = store.retire_blocks(run_id, blocks, why)
     return Redone(blocks, retired, max(busy.values(), default=0.0))
+
+
+def estimate(store: Store, plan: Plan) -> Any:
+    """About how long `plan` will take (dlbench.studies.estimate.RunEstimate; None: not
+    known): from the finished trials of the same cases in `store`, this machine's own
+    measurement, else from the project's smoke runs."""
+    from collections import defaultdict
+
+    from dlbench.studies.estimate import estimate_run
+
+    wanted = {t.case.key for t in plan.trials}
+    earlier: dict[tuple[str, int, int], list[float]] = defaultdict(list)
+    for run in store.runs():
+        for t in store.trials(run.id, statuses=("ok",)):
+            if t.case_key in wanted and t.wall_s:
+                earlier[(t.case_key, int(t.protocol.get("repeats", 0)), int(t.protocol.get("warmup", 0)))].append(
+                    float(t.wall_s)
+                )
+    return estimate_run(plan, dict(earlier))

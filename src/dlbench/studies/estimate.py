@@ -231,32 +231,15 @@ def estimate(plan: Plan, db: Path) -> Estimate:
     """About how long `plan` would run here, from the smoke run stored in `db` (and the
     compute-bound rate of every committed smoke run)."""
     measured = _read(db)
-    rates = _rates(measured)
+    model = _Model(measured)
     p = plan.experiment.protocol
     borrowed: set[str] = set()
-    every_rate = statistics.median(rates.rate.values()) if rates.rate else 0.0
-    overheads: dict[str, list[float]] = defaultdict(list)
-    for (fw, model), o in rates.overhead.items():
-        if model != "knn":
-            overheads[fw].append(o)
-    all_startup = list(measured.startup.values())
     total = start_total = 0.0
     for trial in plan.trials:
         case = trial.case
-        key = (case.framework, case.model)
-        w = work(case)
-        if case.model == "knn":  # fitting stores the data; the work is the inference
-            seconds, w_smoke = measured.per_sample.get(key, (0.0, 1.0))
-            one = test_samples(case) * INFER_SHARE * seconds * w / w_smoke
-        else:
-            if key not in measured.per_sample:
-                borrowed.add(f"{case.framework}:{case.model}")
-            pool = overheads.get(case.framework) or [o for os in overheads.values() for o in os]
-            o = rates.overhead.get(key, statistics.median(pool) if pool else 0.0)
-            per = o + w * rates.rate.get(case.framework, every_rate)
-            one = train_samples(case) * ((case.epochs or 1) if not case.steps else 1) * per
-            one += test_samples(case) * per * INFER_SHARE
-        start = measured.startup.get(case.framework, statistics.median(all_startup) if all_startup else 0.0)
+        if case.model != "knn" and (case.framework, case.model) not in measured.per_sample:
+            borrowed.add(f"{case.framework}:{case.model}")
+        start, one = model.trial(case)
         total += start + (p.repeats + p.warmup) * one
         start_total += start
     basis = (
@@ -267,6 +250,36 @@ def estimate(plan: Plan, db: Path) -> Estimate:
     return Estimate(total, len(plan.trials), start_total, basis, tuple(sorted(borrowed)))
 
 
+class _Model:
+    """The cost model above, fitted to measured smoke runs: one trial's start-up and one
+    pass (training and inference) of a case."""
+
+    def __init__(self, measured: _Measured) -> None:
+        self.measured = measured
+        self.rates = _rates(measured)
+        self.every_rate = statistics.median(self.rates.rate.values()) if self.rates.rate else 0.0
+        self.overheads: dict[str, list[float]] = defaultdict(list)
+        for (fw, model), o in self.rates.overhead.items():
+            if model != "knn":
+                self.overheads[fw].append(o)
+        self.startups = list(measured.startup.values())
+
+    def trial(self, case: Case) -> tuple[float, float]:
+        """(start-up seconds, seconds of one measured or warm-up pass) of a trial of `case`."""
+        w = work(case)
+        if case.model == "knn":  # fitting stores the data; the work is the inference
+            seconds, w_smoke = self.measured.per_sample.get((case.framework, case.model), (0.0, 1.0))
+            one = test_samples(case) * INFER_SHARE * seconds * w / w_smoke
+        else:
+            pool = self.overheads.get(case.framework) or [o for os in self.overheads.values() for o in os]
+            o = self.rates.overhead.get((case.framework, case.model), statistics.median(pool) if pool else 0.0)
+            per = o + w * self.rates.rate.get(case.framework, self.every_rate)
+            one = train_samples(case) * ((case.epochs or 1) if not case.steps else 1) * per
+            one += test_samples(case) * per * INFER_SHARE
+        median_start = statistics.median(self.startups) if self.startups else 0.0
+        return self.measured.startup.get(case.framework, median_start), one
+
+
 def words(seconds: float) -> str:
     """About how long, in the largest unit that fits (e.g. "about 3.2 days")."""
     if not math.isfinite(seconds):
@@ -275,3 +288,60 @@ def words(seconds: float) -> str:
         if seconds >= size:
             return f"about {seconds / size:.1f} {unit}"
     return f"about {seconds:.0f} s"
+
+
+def pooled_smoke() -> _Measured | None:
+    """Every committed smoke run's per-sample times and start-ups, pooled (None outside a
+    source checkout): the reference a case this machine never ran is estimated from."""
+    dbs = sorted(DATA.glob("*-smoke.db.xz")) if DATA.is_dir() else []
+    if not dbs:
+        return None
+    per_sample: dict[tuple[str, str], tuple[float, float]] = {}
+    startup: dict[str, list[float]] = defaultdict(list)
+    for db in dbs:
+        measured = _read(db)
+        per_sample.update(measured.per_sample)
+        for fw, s in measured.startup.items():
+            startup[fw].append(s)
+    return _Measured(per_sample, {k: statistics.median(v) for k, v in startup.items()})
+
+
+@dataclass(frozen=True)
+class RunEstimate:
+    seconds: float  # about this long, every trial in turn
+    processes: int
+    here: int  # trials estimated from earlier trials of their case in this database
+    basis: str  # what the rest rests on, in words
+
+
+def estimate_run(plan: Plan, earlier: dict[tuple[str, int, int], list[float]]) -> RunEstimate | None:
+    """About how long `plan` runs: a trial whose case (with its repeats and warm-up) ran
+    before in the run's database (`earlier`: (case key, repeats, warmup) -> wall seconds of
+    its finished trials) takes their median, measured on this machine; any other trial,
+    the smoke runs' cost model (estimate() above, pooled over every committed smoke run).
+    None when some trial has neither."""
+    p = plan.experiment.protocol
+    model: _Model | None = None
+    total, here = 0.0, 0
+    for trial in plan.trials:
+        walls = earlier.get((trial.case.key, p.repeats, p.warmup))
+        if walls:
+            total += statistics.median(walls)
+            here += 1
+            continue
+        if model is None:
+            reference = pooled_smoke()
+            if reference is None:
+                return None
+            model = _Model(reference)
+        start, one = model.trial(trial.case)
+        total += start + (p.repeats + p.warmup) * one
+    n = len(plan.trials)
+    if here == n:
+        basis = "the median wall time of earlier trials of the same cases in this database"
+    else:
+        basis = (
+            f"{here} of {n} trials from earlier trials of their case in this database, the rest from " if here else ""
+        )
+        basis += "the project's smoke runs on a 2-core VM, scaled by each case's work: rough"
+    return RunEstimate(total, n, here, basis)
