@@ -29,9 +29,10 @@ the framework's.
 
 Tolerances, measured (`dlbench check MODEL` on the zoo and the examples, 2026-11-28, a
 2-core CPU; float32 reductions in different orders): the first SGD step within 2e-6 to
-8e-5 of torch's in TensorFlow and JAX (2e-3 in one batch norm's scale of dsconv at width 8) (mlp, cnn, lenet5, resnet18, lstm, dsconv,
-series_cnn, regression_mlp, multi_head, tiny_lm), ten SGD steps within 1e-5 where the
-network is not sensitive to rounding (resnet18's drift to 0.06 over ten: a warning).
+8e-5 of torch's in TensorFlow and JAX (mlp, cnn, lenet5, resnet18, lstm, dsconv,
+series_cnn, regression_mlp, multi_head, tiny_lm; 2e-3 in one batch norm's scale of
+dsconv at width 8), ten SGD steps within 1e-5 where the network is not sensitive to
+rounding (resnet18's drift to 0.06 over ten: a warning).
 Planted differences (tests/conformance/test_training_check.py: twice the gradient, a
 weight decay, a batch-norm momentum, a training-mode output scale) are 0.5 apart or more.
 """
