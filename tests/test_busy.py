@@ -222,3 +222,56 @@ def test_compare_says_how_many_trials_would_decide_and_none_for_a_busy_pair():
     wide = stats.compare_two([1.0, 1.3, 0.8, 1.25, 0.9, 1.2], [1.01, 0.99, 1.02, 0.98, 1.03, 0.97], paired=True)
     assert wide.why is not None and wide.why.cause == "not significant"
     assert to_decide(wide) == (wide.why.projected if wide.why.projection in ("clear", "inside") else None)
+
+
+def test_run_vs_run_withholds_the_verdict_of_a_busy_side_and_no_regression_comes_of_it(tmp_path):
+    """`dlbench compare A B`: run B (2x slower) measured while other processes took 60% of
+    the CPU, the two runs in turns block by block: the ratio and CI stand, the verdict
+    waits, and the gate does not fail on a busy machine's times unless asked to."""
+    from dlbench.analysis.comparisons import run_vs_run
+    from dlbench.store import Measurement
+
+    store = Store(tmp_path / "ab.db")
+    runs = [
+        store.create_run(name=n, command="test", config_source="test", config_text="", experiment={},
+                         environment={}, version="0")
+        for n in ("A", "B")
+    ]  # fmt: skip
+    for block in range(6):
+        for run_id, times, share in ((runs[0], FAST, 3.0), (runs[1], SLOW, 60.0)):
+            tid = store.add_trial(
+                run_id, case_key="torch", block=block, position=0,
+                case={**CASE, "framework": "torch", "variant": "eager"}, protocol={"repeats": 1, "warmup": 0},
+            )  # fmt: skip
+            store.start_trial(tid)
+            store.add_measurements(
+                tid,
+                [
+                    Measurement(1, False, "train", "time", times[block], "s"),
+                    Measurement(1, False, "train", "cpu.others_util:mean", share, "%"),
+                ],
+            )
+            store.finish_trial(tid, status="ok", error=None, returncode=0, wall_s=1.0, stderr="")
+
+    def diff(**kw):
+        sides = [(store.trials(r), store.measurements(r, latency=False)) for r in runs]
+        (d,) = [x for x in run_vs_run(*sides[0], *sides[1], **kw) if x.metric == "train time"]
+        return d
+
+    withheld = diff()
+    assert withheld.comparison.verdict == "undecided" and withheld.comparison.busy
+    assert withheld.comparison.paired and 1.9 < withheld.comparison.ratio < 2.1
+    assert not withheld.regression
+    judged = diff(busy_verdicts=True)
+    assert judged.comparison.verdict == "slower" and judged.regression
+    store.close()
+    from typer.testing import CliRunner
+
+    from dlbench.cli import app
+
+    gate = CliRunner().invoke(app, ["compare", "1", "2", "--db", str(tmp_path / "ab.db")])
+    said = " ".join(gate.output.split())
+    assert gate.exit_code == 0, said
+    assert "no verdict for 1 comparison(s): a side was measured on a busy machine" in said
+    asked = CliRunner().invoke(app, ["compare", "1", "2", "--busy-verdicts", "--db", str(tmp_path / "ab.db")])
+    assert asked.exit_code == 1, asked.output  # the regression, judged anyway

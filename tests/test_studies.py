@@ -564,6 +564,14 @@ def test_a_setting_with_levels_per_framework_compares_the_two_cases_repeats(tmp_
     expected = dl_stats.compare_many({"torch": TORCH_S, "tensorflow": TF_S}, paired=True).pairwise[0][2]
     assert ours["ratio"] == pytest.approx(np.median(TORCH_S) / np.median(TF_S))
     assert ours["ci"] == pytest.approx(expected.ratio_ci) and ours["verdict"] == "slower"
+    # The tensorflow case measured on a busy machine: the same ratio, no verdict (the busy rule).
+    from dataclasses import replace
+
+    frame = machine.measurements
+    tf_key = frame.loc[frame["framework"] == "tensorflow", "case_key"].iloc[0]
+    busy = paper_vs_run._ratio_ours(replace(machine, busy=frozenset({tf_key})), study, ratio, setting)
+    assert busy["ratio"] == pytest.approx(ours["ratio"]) and busy["verdict"] == "undecided"
+    assert busy["why"] == "busy machine"
     missing = spec_module.Setting("other", {"torch": {"batch_size": 4}})
     assert not paper_vs_run._present(missing, [machine])
 

@@ -405,12 +405,12 @@ class Results:
         p-value (Holm-adjusted within a set, as in the report) and the verdict of a relative
         to b: faster or slower for times, lower or higher for other metrics, no meaningful
         difference, or undecided, at `band` and `alpha` (two frameworks only). A time of a case
-        measured on a busy machine (dlbench.analysis.busy) is undecided unless `busy_verdicts`,
-        as in the report. COMPARE_COLUMNS, then option.*."""
+        measured on a busy machine (dlbench.analysis.busy), on either side, is undecided unless
+        `busy_verdicts`, as in the report. COMPARE_COLUMNS, then option.*."""
         if isinstance(a, int) and isinstance(b, int):
             if run is not None:
                 raise ValueError(f"compare({a}, {b}) compares two runs; leave run out")
-            return self._run_vs_run(a, b, metric)
+            return self._run_vs_run(a, b, metric, busy_verdicts)
         if isinstance(a, int) or isinstance(b, int):
             raise ValueError(f"compare({a!r}, {b!r}): give two frameworks, or two run ids")
         return self._frameworks(a, b, metric, self._latest(run), band, alpha, busy_verdicts)
@@ -458,7 +458,7 @@ class Results:
                     rows.append({**row, **factors})
         return _frame(rows, COMPARE_COLUMNS)
 
-    def _run_vs_run(self, run_a: int, run_b: int, metric: str) -> pd.DataFrame:
+    def _run_vs_run(self, run_a: int, run_b: int, metric: str, busy_verdicts: bool = False) -> pd.DataFrame:
         from dlbench.analysis import stats
         from dlbench.analysis.comparisons import TIMED, run_vs_run
         from dlbench.cases import case_label
@@ -473,6 +473,7 @@ class Results:
             self.store.measurements(run_a, latency=False),
             self.store.trials(run_b),
             self.store.measurements(run_b, latency=False),
+            busy_verdicts=busy_verdicts,
         )
         rows = []
         for d in diffs:

@@ -368,6 +368,7 @@ def run_vs_run(
     alpha: float = 0.05,
     quantile: float = 0.5,
     with_quality: bool = False,
+    busy_verdicts: bool = False,
 ) -> list[RunDiff]:
     """Every case present in both runs (matched on everything but machine settings
     such as threads), B relative to A (ratio > 1: B slower), as the ratio of medians
@@ -377,7 +378,15 @@ def run_vs_run(
 
     with_quality: the quality metrics too (QUALITY), each a regression when B is
     significantly worse beyond the band in its declared direction (lower accuracy,
-    higher test MSE). Off by default: a gate on times alone stays as it was."""
+    higher test MSE). Off by default: a gate on times alone stays as it was.
+
+    A time of a case measured on a busy machine on either side (dlbench.analysis.busy)
+    keeps its ratio and CI but gets no verdict word, and so is never a regression, unless
+    `busy_verdicts`: its times hold the other processes' load as well as the code."""
+    from dlbench.analysis.busy import busy_cases
+
+    busy_a = set() if busy_verdicts else set(busy_cases(a_measurements))
+    busy_b = set() if busy_verdicts else set(busy_cases(b_measurements))
     a_cases = {t["case_key"]: stored_case(trial_record(t).case) for t in a_trials}
     b_by_match = {match_key(stored_case(trial_record(t).case)): t["case_key"] for t in b_trials}
     alternated = blocks_alternated(a_trials, b_trials)
@@ -417,6 +426,7 @@ def run_vs_run(
                 # Two runs taken one after the other differ by the machine's drift between
                 # them as well as by their code: a verdict needs them taken in turns.
                 interleaved=alternated,
+                busy=q is None and (key in busy_a or b_key in busy_b),
             )
             worse = "slower" if q is None else q.worse_verdict
             out.append(RunDiff(case, name, comp, comp.verdict == worse, _sample_words(x, y, paired, len(a_values))))

@@ -357,6 +357,14 @@ def compare(
             "(lower accuracy, higher MSE) is a regression.",
         ),
     ] = False,
+    busy_verdicts: Annotated[
+        bool,
+        typer.Option(
+            "--busy-verdicts",
+            help="Give verdicts (and regressions) for times measured on a busy machine too; by default such a "
+            "case keeps its ratio and CI and reads 'undecided: busy machine'.",
+        ),
+    ] = False,
     fmt: SCRIPT_FORMAT = "console",
     db: DB = Path("dlbench.db"),
 ) -> None:
@@ -395,6 +403,7 @@ def compare(
         alpha=alpha,
         quantile=quantile,
         with_quality=with_quality,
+        busy_verdicts=busy_verdicts,
     )
     if not diffs:
         fail(f"runs {a} and {b} share no case (same framework, model, data and settings)")
@@ -426,6 +435,18 @@ def compare(
             )
             + f". `dlbench extend {a} {b} --blocks N` runs both in turns, one process per block, and decides "
             f"with {min_trials(alpha)} or more blocks a run.",
+        )
+    from dlbench.analysis.busy import BUSY_THRESHOLD
+
+    busy = [d for d in diffs if d.comparison is not None and d.comparison.busy]
+    if busy:
+        say(
+            console,
+            f"no verdict for {len(busy)} comparison(s): a side was measured on a busy machine (other processes "
+            f"took {BUSY_THRESHOLD:.0f}% or more of the CPU while its trials ran), so its times hold that load as "
+            "well as the code. "
+            f"`dlbench run --resume ID --redo-busy` runs the busy blocks again on a quiet machine; "
+            "--busy-verdicts decides anyway.",
         )
     env_a, env_b = (r.environment for r in (ra, rb))
     for note in drift_notes(diffs, env_a, env_b, setting_changes(a_trials, b_trials)):

@@ -49,6 +49,7 @@ def machines(
     """One paper_vs_run.Machine per (store, run id), its verdicts at `band` and `alpha` (a
     time measured on a busy machine undecided unless `busy_verdicts`, as in the report),
     with the explain runs stored beside it."""
+    from dlbench.analysis.busy import busy_cases
     from dlbench.env import machine_label
     from dlbench.results import Results
     from dlbench.studies import paper_vs_run
@@ -75,6 +76,7 @@ def machines(
                 band=band,
                 alpha=alpha,
                 explanations=explanations(store, run_id, band, alpha),
+                busy=frozenset() if busy_verdicts else frozenset(busy_cases(store.measurements(run_id, latency=False))),
             )
         )
     return out

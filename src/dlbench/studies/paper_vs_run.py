@@ -99,6 +99,9 @@ class Machine:
     alpha: float = ALPHA
     # The `dlbench explain` runs stored beside this run that explain one of its gaps.
     explanations: tuple[Explanation, ...] = ()
+    # The case keys measured on a busy machine (dlbench.analysis.busy) whose times get no
+    # verdict; empty when verdicts are asked for anyway (--busy-verdicts).
+    busy: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -330,7 +333,9 @@ def _per_repeat(machine: Machine, study: Study, quantity: str, phase: str, frame
     if not len(rows):
         return None
     first = sorted(rows["case_key"].unique())[0]
-    return rows[rows["case_key"] == first].groupby(["block", "repeat"])["value"].sum()
+    out = rows[rows["case_key"] == first].groupby(["block", "repeat"])["value"].sum()
+    out.name = first  # the case it is, for the busy rule (_across_sets)
+    return out
 
 
 def _sample(machine: Machine, study: Study, quantity: str, phase: str, framework: str, model: str,
@@ -339,7 +344,11 @@ def _sample(machine: Machine, study: Study, quantity: str, phase: str, framework
     repeats, indexed by block. The process is the unit of evidence: repeats inside one
     process are not independent, so they are never paired or tested one by one."""
     per_repeat = _per_repeat(machine, study, quantity, phase, framework, model, where, setting)
-    return None if per_repeat is None else per_repeat.groupby(level="block").median()
+    if per_repeat is None:
+        return None
+    out = per_repeat.groupby(level="block").median()
+    out.name = per_repeat.name
+    return out
 
 
 def _test(machine: Machine, study: Study, framework: str, model: str, where: dict[str, Any], setting: Setting) -> Value:
@@ -453,7 +462,12 @@ def _across_sets(machine: Machine, study: Study, ratio: RatioRow, setting: Setti
                                                                        "tensorflow")))}  # fmt: skip
         if min(len(v) for v in groups.values()) < 2:
             return {}
-    result = stats.compare_many(groups, paired=paired, alpha=machine.alpha, band=machine.band, independent=independent)
+    # A time with a case measured on a busy machine: its ratio, no verdict (as in the report).
+    timed = ratio.quantity in ("train_time", "infer_time", "train_time_per_epoch", "train_step_time")
+    busy = {fw for fw, s in (("torch", x), ("tensorflow", y)) if timed and s.name in machine.busy}
+    result = stats.compare_many(
+        groups, paired=paired, alpha=machine.alpha, band=machine.band, independent=independent, busy=busy
+    )
     ((a, _, comp),) = result.pairwise
     comp = comp if a == "torch" else stats.reverse(comp)
     from dlbench.results import to_decide
