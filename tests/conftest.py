@@ -213,6 +213,13 @@ TEST_XLA_FLAGS = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensiv
 
 def pytest_configure(config) -> None:
     os.environ.setdefault("XLA_FLAGS", TEST_XLA_FLAGS)
+    # `dlbench check` remembers its verdicts in the user's cache (dlbench.conformance.record):
+    # the suite's checks go to a folder of their own, and no record of the user's reaches a
+    # test's run.
+    if "DLBENCH_CHECKS_DIR" not in os.environ:
+        import tempfile
+
+        os.environ["DLBENCH_CHECKS_DIR"] = tempfile.mkdtemp(prefix="dlbench-test-checks-")
     # pytest-xdist's workers start with COLUMNS=80 and LINES=24 where the suite's own process
     # has none, and the command line's consoles read COLUMNS off a terminal (80 columns
     # wrap the lines the tests read whole). A worker takes the terminal size the suite

@@ -190,6 +190,12 @@ def test_check_passes_on_the_example_and_names_a_different_network(example: Path
     assert same.returncode == 0, same.stdout + same.stderr
     assert "dsconv: the same network in torch, tensorflow, jax" in same.stdout
     assert "outputs: logits after copying torch's weights" in same.stdout
+    # Remembered for the runs of this code: their reports quote it.
+    from dlbench.conformance import record
+
+    found = record.lookup(f"{example / 'dsconv.py'}:MODEL")
+    assert found is not None and found["ok"] and found["options"] == {"width": 8}
+    assert found["verdict"] == same.stdout.strip().splitlines()[-1]
     # The wider network differs in torch only: torch against JAX names it (TensorFlow, the
     # slowest import, would add nothing to this negative case).
     different = _cli(

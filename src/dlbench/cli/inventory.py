@@ -190,6 +190,12 @@ def check(
         mark = "FAIL" if not f.ok else "warn" if f.warning else "ok  "
         console.print(f"{mark} {f.check}: {f.detail}", highlight=False, soft_wrap=True)
     console.print(report.verdict(), highlight=False, soft_wrap=True)  # last: after every line it sums up
+    # Remembered for the runs of this code (their reports say it): a file's model only.
+    from dlbench.conformance import record
+
+    source = sources.get(f"model:{name}")
+    if source is not None:
+        record.save(name, source, options, report.ok, report.verdict())
     if not report.ok:
         raise typer.Exit(1)
 

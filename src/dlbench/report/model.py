@@ -153,6 +153,8 @@ class Report:
     def environment_table(self) -> TableData:
         t = TableData("environment fingerprint", ["key", "value"])
         for key, value in self.environment.items():
+            if key == "model_checks":  # said in the answer's notes (dlbench.report.checks)
+                continue
             if isinstance(value, dict):
                 text = ", ".join(f"{k} {v}" for k, v in value.items())
             elif isinstance(value, list):
@@ -387,6 +389,10 @@ def build_report(
     case_notes = row_notes(partial, {s.case_key: s.case for s in summaries})
     leave_out = {setting for settings in partial.values() for setting in settings}
     environment = row.environment
+    from dlbench.report.checks import check_notes
+
+    for line, warns in check_notes(environment.get("model_checks") or {}):
+        answer.warn(line) if warns else answer.notes.append(line)
     kinds = machine_kinds(trials, environment)
     if len(kinds) > 1:
         # A cluster run can land on several node types: never pool them silently.

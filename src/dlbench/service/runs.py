@@ -92,8 +92,15 @@ def start_run(
     """Store the run and its pending trials, then measure the idle baseline when the
     protocol asks for one (`on_created(run_id)` and `on_idle(seconds)` let a caller say so)."""
     from dlbench import env, runner
+    from dlbench.conformance.record import for_sources
 
-    run_id = runner.create_run(store, plan, command=command, environment=env.fingerprint())
+    environment = env.fingerprint()
+    # The last `dlbench check` of each user model's current code on this machine (or that
+    # there is none), kept with the run so that its report says it wherever it travels.
+    checks = for_sources(plan.experiment.sources)
+    if checks:
+        environment["model_checks"] = checks
+    run_id = runner.create_run(store, plan, command=command, environment=environment)
     if on_created is not None:
         on_created(run_id)
     p = plan.experiment.protocol
