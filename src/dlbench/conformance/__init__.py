@@ -385,7 +385,7 @@ def check(
         # The first framework exports its weights (and reports its logits on them); the
         # others, in parallel (nothing here is timed), import them and report theirs.
         exported = Path(tmp) / "reference.npz"
-        base["train_to"] = tmp
+        base["train_to"] = tmp if len(runnable) >= 2 else ""  # one framework: nothing to compare its training with
         if runnable:
             reference, *others = runnable
             report.probes[reference] = _run_probe({**base, "framework": reference, "export_to": str(exported)}, python)
