@@ -243,3 +243,41 @@ def test_the_mlflow_table_is_checked_and_written_back():
         config.parse('[mlflow]\nurl = "http://x"\n')
     with pytest.raises(config.ConfigError, match=r"\[mlflow\]: experiment = '': must be a non-empty string"):
         config.parse('[mlflow]\nexperiment = ""\n')
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "sqlite:///{rel}",  # relative to the working directory
+        "sqlite:////{abs}",
+        "sqlite:////{abs}-wal",
+        "{abs}-journal",  # a plain path: MLflow's file store
+        "file://{abs}",
+    ],
+)
+def test_a_tracking_uri_into_the_results_database_is_refused_before_anything_runs(tmp_path, uri, monkeypatch):
+    """MLflow creates its tables wherever its URI points: never inside dlbench's database."""
+    from typer.testing import CliRunner
+
+    from dlbench.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    db = tmp_path / "r.db"
+    given = uri.format(rel="r.db", abs=str(db).lstrip("/") if uri.startswith("sqlite:////") else str(db))
+    flags = ["--framework", "numpy", "--model", "mlp", "--trials", "1", "--repeats", "1", "--epochs", "1"]
+    result = CliRunner().invoke(app, ["run", *flags, "--db", str(db), "--mlflow", given])
+    assert result.exit_code == 2, result.output
+    said = " ".join(result.output.split())
+    assert f"the MLflow tracking URI {given} points at the results database" in said
+    assert not db.exists()
+
+
+def test_mlflow_elsewhere_is_not_refused(tmp_path):
+    from dlbench.tracking.mlflow_log import refuse_results_file
+
+    db = tmp_path / "r.db"
+    for uri in (f"sqlite:///{tmp_path / 'mlflow.db'}", "http://127.0.0.1:5000", str(tmp_path / "mlruns")):
+        refuse_results_file(uri, db)  # no error
+    refuse_results_file("postgresql://u@h/mlflow", "postgresql://u@h/results")
+    with pytest.raises(Exception, match="is the results database"):
+        refuse_results_file("postgresql://u@h/results", "postgresql://u@h/results")

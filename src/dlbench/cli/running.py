@@ -83,15 +83,18 @@ MlflowOpt = Annotated[
 ]
 
 
-def mlflow_settings(base: Any, uri: str | None) -> Any:
-    """The [mlflow] table (`base`; None: none) with --mlflow over it, checked: a bad value or a
-    tracking URI without the mlflow extra installed is one line and exit 2, before anything runs."""
+def mlflow_settings(base: Any, uri: str | None, db: Path | str | None = None) -> Any:
+    """The [mlflow] table (`base`; None: none) with --mlflow over it, checked: a bad value, a
+    tracking URI without the mlflow extra installed, or one that would write into the results
+    database `db` is one line and exit 2, before anything runs."""
     from dlbench import config
-    from dlbench.tracking.mlflow_log import TrackingError, require_installed
+    from dlbench.tracking.mlflow_log import TrackingError, refuse_results_file, require_installed
 
     try:
         settings = config.parse_mlflow("--mlflow", {"uri": uri}, base) if uri is not None else base
         if settings is not None and settings.uri:
+            if db is not None:
+                refuse_results_file(settings.uri, db)
             require_installed("--mlflow" if uri is not None else "[mlflow] uri")
     except (config.ConfigError, TrackingError) as exc:
         fail(str(exc))
@@ -188,7 +191,7 @@ def run(
         if dry:
             fail(f"--resume {resume} finishes a stored run (dlbench run --resume {resume}); there is no plan to print")
 
-        tracking = mlflow_settings(_default_mlflow(), mlflow)
+        tracking = mlflow_settings(_default_mlflow(), mlflow, db)
         store = open_store(db)
         try:
             store.run(resume)
@@ -215,7 +218,7 @@ def run(
     if dry:
         show_plan(plan, fmt)
         return
-    tracking = mlflow_settings(plan.experiment.mlflow, mlflow)
+    tracking = mlflow_settings(plan.experiment.mlflow, mlflow, db)
     start_and_run(
         plan, db, invocation(ctx), executor=executor_settings(plan.experiment.executor, executor), tracking=tracking
     )
@@ -253,7 +256,7 @@ def start_and_run(
     from dlbench.service import ServiceError, runs
 
     if tracking is None:
-        tracking = mlflow_settings(plan.experiment.mlflow, None)
+        tracking = mlflow_settings(plan.experiment.mlflow, None, db)
 
     run_id = None
     store = None
@@ -538,6 +541,6 @@ def mlflow_log(
         fail(str(exc))
     if not settings.uri:
         fail(f"run {row['id']}: no MLflow tracking URI: give --mlflow URI")
-    settings = mlflow_settings(settings, None)
+    settings = mlflow_settings(settings, None, db)
     if not log_to_mlflow(store, row["id"], db, settings):
         raise typer.Exit(1)

@@ -181,7 +181,7 @@ def study_run(
         command,
         preface=preface,
         executor=executor_settings(plan.experiment.executor, executor),
-        tracking=mlflow_settings(plan.experiment.mlflow, mlflow),
+        tracking=mlflow_settings(plan.experiment.mlflow, mlflow, db),
     )
 
 

@@ -83,6 +83,47 @@ def require_installed(where: str) -> None:
         raise TrackingError(f"{where}: MLflow logging needs the mlflow extra, which is not installed: {EXTRA}")
 
 
+# SQLite's files beside a database: another tool writing any of them writes into it.
+_SIBLINGS = ("", "-wal", "-shm", "-journal")
+
+
+def _uri_path(uri: str) -> Path | None:
+    """The local file or folder a tracking URI writes to: sqlite:///rel.db, sqlite:////abs.db,
+    file:///abs/folder, or a plain path (MLflow's file store); None for a server."""
+    parts = urlsplit(uri)
+    if parts.scheme == "sqlite":
+        rest = uri.split("://", 1)[1] if "://" in uri else uri[len("sqlite:") :]
+        rest = rest[1:] if rest.startswith("/") else rest  # sqlite:///x.db: x.db; sqlite:////a/x.db: /a/x.db
+        return Path(rest.split("?", 1)[0]) if rest else None
+    if parts.scheme == "file":
+        return Path(parts.path) if parts.path else None
+    if parts.scheme == "" or len(parts.scheme) == 1:  # a path (a Windows drive letter reads as a scheme)
+        return Path(uri)
+    return None
+
+
+def refuse_results_file(uri: str, db: str | Path) -> None:
+    """A TrackingError when the tracking URI would write into the results database `db` (its
+    file or a SQLite sibling: -wal, -shm, -journal), or names the same database server URL:
+    MLflow creates its own tables wherever its URI points, and dlbench's database is never
+    another tool's to write."""
+    text = str(db)
+    if "://" in text:  # a PostgreSQL results store: the same URL is the same database
+        if uri.split("?", 1)[0].rstrip("/") == text.split("?", 1)[0].rstrip("/"):
+            raise TrackingError(f"the MLflow tracking URI {uri} is the results database {text}: give MLflow its own")
+        return
+    target = _uri_path(uri)
+    if target is None:
+        return
+    results = Path(text).expanduser().resolve()
+    where = target.expanduser().resolve()
+    if any(where == results.with_name(results.name + sibling) for sibling in _SIBLINGS):
+        raise TrackingError(
+            f"the MLflow tracking URI {uri} points at the results database {results} (or its SQLite files): MLflow "
+            "would write its tables into it; give MLflow a file or server of its own, e.g. sqlite:///mlflow.db"
+        )
+
+
 def _check_reachable(uri: str) -> None:
     """A TCP connection to an http(s) tracking URI's host and port, within seconds: the one
     line says the server cannot be reached instead of a client traceback after retries."""
