@@ -99,6 +99,7 @@ NOT_A_COLUMN = {
     ("frameworks", "os.environ.get('TF_CONFIG') or '{}'"): "TensorFlow's cluster variable",
     ("conformance", "lines[-1]"): "a conformance probe's output",
     ("conformance", "sys.stdin.read()"): "the probe's input",
+    ("conformance", "text"): "a check record in the user's cache folder (conformance.record)",
     ("trialspec", "text"): "a trial spec file (--trial-spec)",
     ("report", "values.pop()"): "json.dumps of a case value, made a few lines up (common_settings)",
     ("report", "t"): "json.dumps of a setting (analysis.comparisons._flatten), made in dlbench",

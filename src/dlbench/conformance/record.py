@@ -81,7 +81,8 @@ def lookup(source: str) -> dict[str, Any] | None:
     if code is None:
         return None
     try:
-        record = json.loads((cache_dir() / f"{code[:32]}.json").read_text())
+        text = (cache_dir() / f"{code[:32]}.json").read_text()
+        record = json.loads(text)
     except (OSError, ValueError):
         return None
     return record if isinstance(record, dict) and record.get("digest") == code else None

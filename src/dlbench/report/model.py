@@ -389,6 +389,10 @@ def build_report(
     case_notes = row_notes(partial, {s.case_key: s.case for s in summaries})
     leave_out = {setting for settings in partial.values() for setting in settings}
     environment = row.environment
+    from dlbench.report.invalid import invalid_note
+
+    if note := invalid_note(store.invalid_values(run_id)):
+        answer.warn(note, first=True)
     from dlbench.report.checks import check_notes
 
     for line, warns in check_notes(environment.get("model_checks") or {}):

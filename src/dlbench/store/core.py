@@ -47,6 +47,13 @@ STATUSES = ("pending", "running", "ok", "failed", "oom", "timeout", "interrupted
 
 LATENCY_PHASE = latency_packs.PHASE_SQL.format(row="m")  # a measurement m of a per-call latency phase
 CASE_KINDS = 64  # kinds of value (phase, metric, unit, method, flag) numbered by the database up to this many
+# A stored value a measurement can hold: a number within +-1e300. Infinity, a value near the
+# float's limit (1.7e308 overflowed the report's unit arithmetic) and text another tool put in
+# the number column are read as NULL, "invalid value" (Store.invalid_values names them). In
+# SQLite text sorts after every number, so BETWEEN is false for it; PostgreSQL's column is a
+# double. Only a database written by something else holds them: dlbench stores no such value.
+VALID_VALUE = "{row}.value BETWEEN -1e300 AND 1e300"
+VALUE = "CASE WHEN m.value BETWEEN -1e300 AND 1e300 THEN m.value END"
 
 
 def database_url(path: str | os.PathLike[str]) -> str | None:
@@ -932,7 +939,7 @@ class Store:
         new, kind = tuple.__new__, MeasurementRecord
         by_trial: dict[int, list[MeasurementRecord]] = {}
         for rows in self._chunks(
-            "SELECT m.trial_id, m.repeat, m.warmup, m.phase, m.metric, m.value, m.unit, m.seq, m.method, m.flag, m.id"
+            f"SELECT m.trial_id, m.repeat, m.warmup, m.phase, m.metric, {VALUE}, m.unit, m.seq, m.method, m.flag, m.id"
             f" FROM measurements m WHERE m.trial_id IN (SELECT id FROM trials WHERE run_id=?{keep})"
             + ("" if latency else f" AND NOT {LATENCY_PHASE}")
             + " ORDER BY m.trial_id, m.id",
@@ -969,7 +976,7 @@ class Store:
         """The per-call latency rows of a run (phases latency_b<B>), with only the columns
         latency percentiles need: a third of the time of reading them whole."""
         rows = self._tuples(
-            "SELECT t.case_key, t.status, m.warmup, m.phase, m.metric, m.value"
+            f"SELECT t.case_key, t.status, m.warmup, m.phase, m.metric, {VALUE}"
             " FROM measurements m JOIN trials t ON t.id = m.trial_id"
             f" WHERE t.run_id=? AND t.retired=0 AND {LATENCY_PHASE}",
             (run_id,),
@@ -1022,7 +1029,7 @@ class Store:
         from_packs = {t for t, _, flag in trials if flag == 1}
         ok = "SELECT id FROM trials WHERE run_id=? AND retired=0 AND status='ok'"
         packed = (
-            (trial, phase, latency_packs.unpack(blob))
+            (trial, phase, _valid(latency_packs.unpack(blob)))
             for trial, phase, blob in self._tuples(
                 f"SELECT trial_id, phase, times FROM latency_packs WHERE trial_id IN ({ok} AND latency_packed=1)"
                 " ORDER BY trial_id, id",
@@ -1053,7 +1060,7 @@ class Store:
         first, second, third = itemgetter(0), itemgetter(1), itemgetter(2)
         for rows in self._chunks(
             f"SELECT m.trial_id, m.phase, m.value FROM measurements m WHERE m.trial_id IN ({ok} AND latency_packed<>1)"
-            f" AND m.warmup=0 AND m.metric='time' AND m.value IS NOT NULL AND {LATENCY_PHASE}"
+            f" AND m.warmup=0 AND m.metric='time' AND {VALID_VALUE.format(row='m')} AND {LATENCY_PHASE}"
             " ORDER BY m.trial_id, m.id",
             (run_id,),
         ):
@@ -1066,6 +1073,20 @@ class Store:
             edges = np.flatnonzero((trial[1:] != trial[:-1]) | (phase[1:] != phase[:-1])) + 1
             for start, stop in zip(np.append(0, edges), np.append(edges, n), strict=True):
                 yield int(trial[start]), phases[phase[start]], value[start:stop]
+
+    def invalid_values(self, run_id: int) -> list[tuple[int, str, str, str]]:
+        """(trial id, phase, metric, the value as text) of every stored value of the run's
+        current trials that is no number a measurement can hold (VALID_VALUE): read as NULL
+        everywhere, named here so that the report can say what it left out."""
+        return [
+            (int(t), str(p), str(m), str(v))
+            for t, p, m, v in self._tuples(
+                "SELECT m.trial_id, m.phase, m.metric, m.value FROM measurements m WHERE m.trial_id IN"
+                f" (SELECT id FROM trials WHERE run_id=? AND retired=0) AND m.value IS NOT NULL"
+                f" AND NOT ({VALID_VALUE.format(row='m')}) ORDER BY m.trial_id, m.id",
+                (run_id,),
+            )
+        ]
 
     def measurement_parts(self, run_id: int, latency: bool = True, retired: bool = False) -> dict[str, Any]:
         """measurements() encoded, for a reader that builds its own columns: "trials", the
@@ -1103,7 +1124,7 @@ class Store:
             number = {k: i for i, k in enumerate(kinds)}
             parts: dict[str, list[Any]] = {c: [] for c in ("trial", "repeat", "warmup", "text", "value", "seq", "id")}
             for rows in self._chunks(
-                f"SELECT m.trial_id, m.repeat, m.warmup, m.value, m.seq, m.id, {code if in_sql else ', '.join(texts)} "
+                f"SELECT m.trial_id, m.repeat, m.warmup, {VALUE}, m.seq, m.id, {code if in_sql else ', '.join(texts)} "
                 + rows_of_run,
                 (*(v for k in kinds for v in k), run_id) if in_sql else (run_id,),
             ):
@@ -1252,3 +1273,11 @@ class BaselineExists(StoreError):
     def __init__(self, existing: records.BaselineRecord) -> None:
         super().__init__(f"baseline {existing.name!r} exists (run {existing.run_id}, saved {existing.saved_at})")
         self.existing = existing
+
+
+def _valid(values: Any) -> Any:
+    """A latency pack's values without those no measurement can hold (VALID_VALUE)."""
+    import numpy as np
+
+    keep = np.isfinite(values) & (np.abs(values) <= 1e300)
+    return values if keep.all() else values[keep]
