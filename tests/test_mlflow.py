@@ -281,3 +281,55 @@ def test_mlflow_elsewhere_is_not_refused(tmp_path):
     refuse_results_file("postgresql://u@h/mlflow", "postgresql://u@h/results")
     with pytest.raises(Exception, match="is the results database"):
         refuse_results_file("postgresql://u@h/results", "postgresql://u@h/results")
+
+
+def test_a_server_that_trickles_its_answer_is_abandoned_at_the_deadline(verdict_db, tmp_path):
+    """A server on 127.0.0.1 that accepts, then sends a byte a second and never finishes:
+    each read is within the client's timeout, the whole request never ends. mlflow-log
+    returns at the deadline with one line, the run untouched."""
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    port = listener.getsockname()[1]
+    stop = threading.Event()
+
+    def trickle(conn: socket.socket) -> None:
+        with conn:
+            try:
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n")
+                while not stop.is_set():
+                    conn.sendall(b" ")
+                    time.sleep(0.5)
+            except OSError:
+                pass
+
+    def serve() -> None:
+        listener.settimeout(0.5)
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            threading.Thread(target=trickle, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    env = {**os.environ, "DLBENCH_MLFLOW_DEADLINE": "6"}
+    uri = f"http://127.0.0.1:{port}"
+    started = time.monotonic()
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "dlbench", "mlflow-log", "--run", "1", "--db", str(verdict_db), "--mlflow", uri],
+            capture_output=True, text=True, timeout=120, env=env,
+        )  # fmt: skip
+    finally:
+        stop.set()
+        listener.close()
+    took = time.monotonic() - started
+    assert result.returncode != 0 and took < 60, (took, result.stdout, result.stderr)
+    said = " ".join(result.stderr.split())
+    assert f"the MLflow tracking server at {uri} gave no complete answer within 6 s" in said, said
+    with Store(verdict_db, readonly=True) as store:
+        assert store.run(1).status == "finished"

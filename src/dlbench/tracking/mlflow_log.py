@@ -23,14 +23,16 @@ from __future__ import annotations
 import math
 import os
 import re
+import shutil
 import socket
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from dlbench.protocol_settings import MlflowSettings
@@ -50,6 +52,12 @@ _CLIENT_ENV = {
     "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",
 }
 _CONNECT_TIMEOUT_S = 5.0
+# The whole logging of one run, every request in it, must end within this many seconds
+# ($DLBENCH_MLFLOW_DEADLINE overrides): the client's timeout bounds the wait for each
+# chunk, so a server that trickles a byte now and then kept `run` from returning at all.
+# Past the deadline the logging is abandoned (its thread is left to the process's exit)
+# and the line says so; the run is stored before logging starts.
+DEADLINE_S = 120.0
 
 
 class TrackingError(RuntimeError):
@@ -222,28 +230,77 @@ def log_run(
     settings: MlflowSettings,
     on_step: Callable[[str], None] | None = None,
 ) -> Logged:
-    """Log stored run `run_id` to settings.uri under settings.experiment. Raises TrackingError
-    (one line) when mlflow is missing, the server cannot be reached or refuses a request."""
+    """Log stored run `run_id` to settings.uri under settings.experiment, every request within
+    deadline_s() in all. Raises TrackingError (one line) when mlflow is missing, the server
+    cannot be reached, refuses a request or gives no complete answer within the deadline."""
     require_installed("--mlflow")
     if not settings.uri:
         raise TrackingError("no MLflow tracking URI: give --mlflow URI or uri in the [mlflow] table")
     _check_reachable(settings.uri)
     say = on_step or (lambda _line: None)
+    deadline = deadline_s()
+    # The store is read here, in this thread (SQLite connections belong to their thread);
+    # only the requests run in the worker thread that the deadline can abandon.
+    with _client_settings():
+        try:
+            prepared = _prepare(store, run_id)
+        except Exception as exc:  # the report or a figure of this run could not be made
+            first = (str(exc).strip().splitlines() or [""])[0][:300]
+            raise TrackingError(
+                f"not logged to MLflow: preparing run {run_id}: {type(exc).__name__}: {first}"
+            ) from None
+        outcome: dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                outcome["logged"] = _log(prepared, run_id, settings, say)
+            except BaseException as exc:  # handed to the caller's thread below
+                outcome["error"] = exc
+
+        worker = threading.Thread(target=work, name="dlbench-mlflow", daemon=True)
+        worker.start()
+        worker.join(deadline)
+    if not worker.is_alive():  # an abandoned worker may still read its artifacts: left to /tmp
+        shutil.rmtree(prepared.artifacts, ignore_errors=True)
+    if worker.is_alive():
+        raise TrackingError(
+            f"the MLflow tracking server at {settings.uri} gave no complete answer within {deadline:g} s "
+            "(DLBENCH_MLFLOW_DEADLINE); logging abandoned"
+        )
+    exc = outcome.get("error")
+    if exc is None:
+        return cast(Logged, outcome["logged"])
+    if isinstance(exc, TrackingError):
+        raise exc
+    first = (str(exc).strip().splitlines() or [""])[0][:300]
+    raise TrackingError(f"logging to MLflow at {settings.uri} failed: {type(exc).__name__}: {first}") from None
+
+
+def deadline_s() -> float:
+    """DEADLINE_S, or $DLBENCH_MLFLOW_DEADLINE when it is a positive number of seconds."""
+    given = os.environ.get("DLBENCH_MLFLOW_DEADLINE", "")
     try:
-        with _client_settings():
-            return _log(store, run_id, settings, say)
-    except TrackingError:
-        raise
-    except Exception as exc:  # the client's errors (MlflowException, requests, OSError) are many
-        first = (str(exc).strip().splitlines() or [""])[0][:300]
-        raise TrackingError(f"logging to MLflow at {settings.uri} failed: {type(exc).__name__}: {first}") from None
+        value = float(given)
+    except ValueError:
+        return DEADLINE_S
+    return value if math.isfinite(value) and value > 0 else DEADLINE_S
 
 
-def _log(store: Any, run_id: int, settings: MlflowSettings, say: Callable[[str], None]) -> Logged:
-    from mlflow.tracking import MlflowClient
+@dataclass
+class _Prepared:
+    """Everything logging sends, read from the store in the caller's thread (a SQLite
+    connection belongs to the thread that opened it): the requests then need no store."""
 
+    row: Any
+    report: Any
+    cases: dict[str, dict[str, Any]]
+    metrics: dict[str, dict[str, list[tuple[int, float]]]]
+    protocol: dict[str, Any]
+    artifacts: Path  # the HTML and JSON reports and the figures, rendered into a temporary folder
+
+
+def _prepare(store: Any, run_id: int) -> _Prepared:
     from dlbench.report.model import build_report
-    from dlbench.report.plots import machine_words
 
     row = store.run(run_id)
     trials = store.trials(run_id)
@@ -254,7 +311,17 @@ def _log(store: Any, run_id: int, settings: MlflowSettings, say: Callable[[str],
     for t in sorted(trials, key=lambda t: (t.block, t.position)):
         cases.setdefault(t.case_key, dict(t.case))
     metrics = case_metrics(rows, {t.id for t in trials if t.status == "ok"})
+    folder = Path(tempfile.mkdtemp(prefix="dlbench-mlflow-"))
+    _render_artifacts(store, run_id, folder)
+    return _Prepared(row, report, cases, metrics, protocol, folder)
 
+
+def _log(prepared: _Prepared, run_id: int, settings: MlflowSettings, say: Callable[[str], None]) -> Logged:
+    from mlflow.tracking import MlflowClient
+
+    from dlbench.report.plots import machine_words
+
+    row = prepared.row
     client = MlflowClient(tracking_uri=settings.uri)
     found = client.get_experiment_by_name(settings.experiment)
     experiment_id = found.experiment_id if found is not None else client.create_experiment(settings.experiment)
@@ -270,7 +337,7 @@ def _log(store: Any, run_id: int, settings: MlflowSettings, say: Callable[[str],
     )
     logged = Logged(experiment_id, parent.info.run_id)
     try:
-        _log_cases(client, store, run_id, row, report, cases, metrics, protocol, common, logged, say)
+        _log_cases(client, prepared, common, logged, say)
     except Exception:
         # A parent left RUNNING would read as a run still going: it is marked FAILED if the server still answers.
         try:
@@ -282,17 +349,7 @@ def _log(store: Any, run_id: int, settings: MlflowSettings, say: Callable[[str],
 
 
 def _log_cases(
-    client: Any,
-    store: Any,
-    run_id: int,
-    row: Any,
-    report: Any,
-    cases: dict[str, dict[str, Any]],
-    metrics: dict[str, dict[str, list[tuple[int, float]]]],
-    protocol: dict[str, Any],
-    common: dict[str, str],
-    logged: Logged,
-    say: Callable[[str], None],
+    client: Any, prepared: _Prepared, common: dict[str, str], logged: Logged, say: Callable[[str], None]
 ) -> None:
     """The parent's params and artifacts, and one nested run per case (see the module's docstring)."""
     from mlflow.entities import Metric, Param
@@ -301,10 +358,12 @@ def _log_cases(
 
     experiment_id, parent_id = logged.experiment_id, logged.parent_run_id
     now = int(time.time() * 1000)
-    protocol_params = [Param(_key(f"protocol.{k}"), _text(v)) for k, v in sorted(protocol.items()) if v is not None]
+    protocol_params = [
+        Param(_key(f"protocol.{k}"), _text(v)) for k, v in sorted(prepared.protocol.items()) if v is not None
+    ]
     for chunk in _chunks(protocol_params, _BATCH_PARAMS):
         client.log_batch(parent_id, params=chunk)
-    for key, case in cases.items():
+    for key, case in prepared.cases.items():
         label = case_label(case)
         child = client.create_run(
             experiment_id,
@@ -314,7 +373,7 @@ def _log_cases(
                 **common,
                 "dlbench.case_key": key,
                 "dlbench.case": label,
-                **verdict_tags(report, case),
+                **verdict_tags(prepared.report, case),
             },
         )
         cid = child.info.run_id
@@ -325,7 +384,7 @@ def _log_cases(
         # a key, step, value and timestamp (two repeats with the same loss at an epoch would be one).
         values = [
             Metric(name, value, now + i, step)
-            for name, series in metrics.get(key, {}).items()
+            for name, series in prepared.metrics.get(key, {}).items()
             for i, (step, value) in enumerate(series)
         ]
         for chunk in _chunks(values, _BATCH_METRICS):
@@ -333,12 +392,10 @@ def _log_cases(
         client.set_terminated(cid)
         logged.case_runs[key] = cid
         say(f"case {label}: {len(values)} values")
-    with tempfile.TemporaryDirectory(prefix="dlbench-mlflow-") as tmp:
-        folder = Path(tmp)
-        _render_artifacts(store, run_id, folder)
-        client.log_artifacts(parent_id, str(folder))
-        logged.artifacts = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
-    client.set_terminated(parent_id, "FINISHED" if row.status == "finished" else "FAILED")
+    folder = prepared.artifacts
+    client.log_artifacts(parent_id, str(folder))
+    logged.artifacts = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    client.set_terminated(parent_id, "FINISHED" if prepared.row.status == "finished" else "FAILED")
 
 
 def run_url(settings: MlflowSettings, logged: Logged) -> str:
