@@ -168,6 +168,8 @@ def _store_telemetry(store: Store, trial_id: int, spec: TrialSpec, recorder: Eve
     from dlbench import telemetry
 
     notes = dict(ended.sampler_notes)
+    if ended.leftovers:
+        notes["processes"] = [f"left running after the trial, ended by dlbench: {', '.join(ended.leftovers)}"]
     if recorder.memory_notes:
         notes["memory"] = sorted(recorder.memory_notes)
     telemetry_rows, slice_notes = telemetry.phase_measurements(

@@ -582,6 +582,16 @@ def _watch_lifeline() -> None:
     threading.Thread(target=wait_for_eof, name="dlbench-lifeline", daemon=True).start()
 
 
+def _silence(fd: int) -> None:
+    """Point `fd` at /dev/null (in a forked child: the event pipe is the worker's alone)."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, fd)
+        os.close(null)
+    except OSError:
+        pass
+
+
 def _parent_pid(argv: list[str]) -> int | None:
     if "--parent-pid" in argv:
         try:
@@ -599,6 +609,9 @@ def main() -> int:
     os.environ["DLBENCH_WORKER"] = "1"
     events = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     os.dup2(2, 1)
+    # A process the model forks (os.fork, multiprocessing's fork) would hold the event pipe
+    # open past the worker's exit: in the child it points at /dev/null instead.
+    os.register_at_fork(after_in_child=lambda: _silence(events.fileno()))
     emit = Emitter(events)
     emit("started", pid=os.getpid(), t=time.monotonic_ns())
     try:

@@ -33,6 +33,7 @@ from dlbench.trialspec import TrialSpec, worker_command
 
 STDERR_KEEP = 20_000  # characters of a worker's stderr kept in the store
 KILL_GRACE_S = 5.0
+POLL_S = 1.0  # how often a silent worker's liveness and descendants are looked at
 
 
 @dataclass
@@ -49,6 +50,8 @@ class WorkerExit:
     series: list[Any] = field(default_factory=list)  # samplers.base.Series
     sampler_notes: dict[str, list[str]] = field(default_factory=dict)
     host: str = ""
+    # Processes the model started that outlived the trial, ended by dlbench ("pid name").
+    leftovers: list[str] = field(default_factory=list)
 
 
 def oom_kills() -> int | None:
@@ -81,6 +84,57 @@ def kill_group(proc: subprocess.Popen[str]) -> None:
         except subprocess.TimeoutExpired:
             continue
     proc.wait()
+
+
+def _descendants(pid: int) -> dict[int, tuple[float, str]]:
+    """The live descendants of `pid`: pid -> (start time, name). A child that left the
+    worker's process group (setsid) is still its descendant while the worker lives."""
+    import psutil
+
+    try:
+        children = psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return {}
+    out = {}
+    for child in children:
+        try:
+            out[child.pid] = (child.create_time(), child.name())
+        except psutil.Error:
+            continue
+    return out
+
+
+def end_leftovers(group: int, seen: Mapping[int, tuple[float, str]]) -> list[str]:
+    """End what the trial's model left running once its worker is gone: the worker's process
+    group (children that stayed in it) and every descendant seen while the worker ran (those
+    that left the group), each checked by its start time so that a reused pid is never
+    touched. "pid name" of each one ended."""
+    import psutil
+
+    found: dict[int, Any] = {}
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if os.getpgid(proc.pid) == group:
+                found[proc.pid] = proc
+        except (OSError, psutil.Error):
+            continue
+    for pid, (started, _) in seen.items():
+        try:
+            proc = psutil.Process(pid)
+            if abs(proc.create_time() - started) < 1e-3:
+                found[pid] = proc
+        except psutil.Error:
+            continue
+    ended = []
+    for pid, proc in sorted(found.items()):
+        try:
+            name = proc.name()
+            proc.kill()
+            ended.append(f"{pid} {name}")
+        except psutil.Error:
+            continue
+    psutil.wait_procs(list(found.values()), timeout=KILL_GRACE_S)
+    return ended
 
 
 def _close_quietly(stream: Any) -> None:
@@ -149,6 +203,8 @@ def run_worker(
         q: queue.Queue[Any] = queue.Queue()
         reader = threading.Thread(target=_read_lines, args=(proc.stdout, q), daemon=True)
         reader.start()
+        seen: dict[int, tuple[float, str]] = {}  # the worker's descendants, as last seen alive
+        exited_at: float | None = None
         try:
             while True:
                 remaining = timeout - (time.monotonic() - started)
@@ -156,8 +212,17 @@ def run_worker(
                     timed_out = True
                     break
                 try:
-                    line = q.get(timeout=remaining)
+                    line = q.get(timeout=min(remaining, POLL_S))
                 except queue.Empty:
+                    # The stream ends when every holder of the pipe closes it: a process the model
+                    # forked may hold it past the worker's exit. The worker's exit and a silent
+                    # grace period end it too (that trial used to end as a timeout).
+                    if proc.poll() is None:
+                        seen.update(_descendants(proc.pid))
+                    elif exited_at is None:
+                        exited_at = time.monotonic()
+                    elif time.monotonic() - exited_at > KILL_GRACE_S:
+                        break
                     continue
                 if line is None:
                     break
@@ -167,6 +232,8 @@ def run_worker(
                     continue  # not an event (should not happen: stdout is reserved)
                 if event.get("event") == "marker" and poller is not None:
                     poller.poll_all()  # a reading at every phase edge
+                if event.get("event") in ("done", "error", "measurements"):
+                    seen.update(_descendants(proc.pid))
                 on_event(event)
         except BaseException:
             kill_group(proc)  # Ctrl-C, SIGTERM or a store error: leave no orphan worker behind
@@ -181,9 +248,10 @@ def run_worker(
                 proc.wait(timeout=KILL_GRACE_S * 2)
             except subprocess.TimeoutExpired:
                 kill_group(proc)
+        wall_s = time.monotonic() - started
+        leftovers = end_leftovers(proc.pid, seen)
         reader.join(timeout=KILL_GRACE_S)
         _close_quietly(proc.stdin)
-        wall_s = time.monotonic() - started
         err.seek(0)
         stderr = err.read()
     series, notes = poller.stop() if poller is not None else ([], {})
@@ -197,4 +265,5 @@ def run_worker(
         series=series,
         sampler_notes=notes,
         host=socket.gethostname(),
+        leftovers=leftovers,
     )

@@ -72,6 +72,24 @@ def failed_parts(manifests: list[Manifest]) -> list[str]:
     return out
 
 
+def left_processes(trials: Any) -> list[str]:
+    """One note when a model left processes running after its trial (the worker's telemetry
+    note "processes", dlbench.workerproc.end_leftovers): they were ended, and while they ran
+    they may have loaded the machine for the trials after theirs."""
+    hit = {}
+    for t in map(trial_record, trials):
+        lines = (t.telemetry_notes or {}).get("processes")
+        if isinstance(lines, list) and lines:
+            hit[t.id] = str(lines[0])
+    if not hit:
+        return []
+    ids = ", ".join(str(i) for i in list(hit)[:10]) + (" ..." if len(hit) > 10 else "")
+    return [
+        f"PROCESSES LEFT BEHIND in {len(hit)} trial(s) ({ids}): the model started processes that outlived its trial "
+        f"({next(iter(hit.values()))}); they may have loaded the machine for the trials after theirs"
+    ]
+
+
 def failed_samplers(trials: Any) -> list[str]:
     """One note when a telemetry sampler failed in some trials (its poller dropped it
     and said why in the trial's telemetry notes): that telemetry is partial there."""
@@ -384,7 +402,12 @@ def build_report(
     # A setting that did not apply in full to a case (a user's layers that kept the
     # builder's init) is no setting "shared by every case": the row and the answer say so.
     partial = partial_settings(trials)
-    for warning in (*answer_notes(partial, labels), *failed_parts(manifests), *failed_samplers(trials)):
+    for warning in (
+        *answer_notes(partial, labels),
+        *failed_parts(manifests),
+        *failed_samplers(trials),
+        *left_processes(trials),
+    ):
         answer.warn(warning)
     case_notes = row_notes(partial, {s.case_key: s.case for s in summaries})
     leave_out = {setting for settings in partial.values() for setting in settings}

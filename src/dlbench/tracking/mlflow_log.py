@@ -267,13 +267,13 @@ def log_run(
             f"the MLflow tracking server at {settings.uri} gave no complete answer within {deadline:g} s "
             "(DLBENCH_MLFLOW_DEADLINE); logging abandoned"
         )
-    exc = outcome.get("error")
-    if exc is None:
+    failure = outcome.get("error")
+    if failure is None:
         return cast(Logged, outcome["logged"])
-    if isinstance(exc, TrackingError):
-        raise exc
-    first = (str(exc).strip().splitlines() or [""])[0][:300]
-    raise TrackingError(f"logging to MLflow at {settings.uri} failed: {type(exc).__name__}: {first}") from None
+    if isinstance(failure, TrackingError):
+        raise failure
+    first = (str(failure).strip().splitlines() or [""])[0][:300]
+    raise TrackingError(f"logging to MLflow at {settings.uri} failed: {type(failure).__name__}: {first}") from None
 
 
 def deadline_s() -> float:
