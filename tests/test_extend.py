@@ -62,3 +62,26 @@ def test_extend_bounds_the_blocks(tmp_path, faulty_run, cli):
     assert "--blocks 5000: must be at least 1 and at most 1000" in cli(
         "extend", "1", "--blocks", "5000", "--db", a, code=2
     )
+
+
+def test_extend_refuses_an_interpreter_that_cannot_run_dlbench(tmp_path, faulty_run, cli):
+    """A run recorded under /bin/false, named as trusted: one line, exit 2, no trial added."""
+    a = tmp_path / "a.db"
+    faulty_run(a, train_seconds=0.01)
+    with sqlite3.connect(a) as con:
+        env = json.loads(con.execute("SELECT environment_json FROM runs WHERE id = 1").fetchone()[0])
+        env["python_executable"] = "/bin/false"
+        con.execute("UPDATE runs SET environment_json = ? WHERE id = 1", (json.dumps(env),))
+    said = " ".join(cli("extend", "1", "--python", "/bin/false", "--db", a, code=2).split())
+    assert "--python /bin/false: not a Python that can run dlbench's worker (exit 1" in said
+    assert "nothing was run or stored" in said
+    with Store(a) as store:
+        assert len(store.trials(1)) == 1
+
+
+def test_a_database_name_with_a_newline_is_refused(tmp_path, cli, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DLBENCH_DB", "results\n.db")
+    said = cli("report", code=2)
+    assert "a database name holds no control characters" in said
+    assert not any(p.name.startswith("results") for p in tmp_path.iterdir())

@@ -268,3 +268,23 @@ def test_bad_formats_are_one_line(db, cli):
     assert "allowed: console, json" in cli.error_line("env", "--format", "xml")
     line = cli.error_line("run", "--framework", "numpy", "--format", "json")
     assert "dlbench plan --format json" in line and "dlbench report --format json" in line
+
+
+def test_a_model_that_prints_at_import_leaves_the_plan_document_alone(tmp_path):
+    """`plan --format json` of a user model whose module prints when imported: the print goes
+    to standard error, standard output is the document and nothing else."""
+    import subprocess
+    import sys
+
+    (tmp_path / "noisy.py").write_text(
+        "import dlbench\nprint('loading noisy model')\n\n\ndef build(shape, classes):\n    ...\n\n\n"
+        "MODEL = dlbench.Model('noisy', {'torch': build}, input_kind='features')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "dlbench", "plan", "--model", "noisy.py:MODEL", "--framework", "torch",
+         "--dataset", "digits", "--format", "json"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["schema"] == "dlbench/plan", done.stdout[:200]
+    assert "loading noisy model" in done.stderr

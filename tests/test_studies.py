@@ -652,3 +652,17 @@ def test_a_difference_in_accuracy_is_not_attributed_by_explain_and_says_what_bot
         "not attributed: dlbench explain attributes training step time, not accuracy; both frameworks here share "
         "dataset digits, batch_size 32, init glorot-uniform, optimizer sgd, lr 0.01, epochs 1, precision float32"
     )
+
+
+def test_study_report_refuses_a_run_of_another_study(tmp_path: Path):
+    """A run of study t named with `study report germino --run 1`: one line, not germino's report."""
+    store, run_id = _store(tmp_path / "t.db", {"cpu_model": "Test CPU", "physical_cores": 2})
+    store.close()
+    other = subprocess.run(
+        [*DLBENCH, "study", "report", "germino", "--run", str(run_id), "--db", str(tmp_path / "t.db")],
+        capture_output=True,
+        text=True,
+    )
+    said = " ".join(other.stderr.split())
+    assert other.returncode == 2 and "Traceback" not in other.stderr
+    assert f"run {run_id} ('study t v1 smoke') is no run of study germino; its runs there: none" in said

@@ -164,6 +164,10 @@ def open_store(db: Path, readonly: bool = False):
     schema is upgraded in a copy in memory."""
     from dlbench.store import Store, StoreError
 
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in str(db)):
+        # A newline (from a DLBENCH_DB set by a script) would create a file of that name and
+        # split every line that prints it.
+        fail(f"--db {str(db)!r}: a database name holds no control characters (newline, tab, ...)")
     try:
         return Store(db, readonly=readonly)
     except StoreError as exc:

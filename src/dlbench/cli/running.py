@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import sys
@@ -214,7 +215,10 @@ def run(
             tracking=tracking,
         )
         return
-    plan = plan_of(file, matrix, protocol)
+    # A user's model module that prints at import must not put its text before the JSON
+    # document on standard output: while the plan is made (models imported), stdout is stderr.
+    with contextlib.redirect_stdout(sys.stderr) if fmt == "json" else contextlib.nullcontext():
+        plan = plan_of(file, matrix, protocol)
     if dry:
         show_plan(plan, fmt)
         return
@@ -503,8 +507,28 @@ def _trusted_interpreters(named: list[str]) -> dict[tuple[str, str], str]:
     for path in named:
         if not Path(path).is_file() or not os.access(path, os.X_OK):
             fail(f"--python {path}: not an executable file")
+        _can_run_dlbench(path)
         trusted[_real(path)] = path
     return trusted
+
+
+def _can_run_dlbench(path: str) -> None:
+    """One line and exit 2 unless `path` is a Python that imports dlbench: /bin/false or a
+    script printing anything else would otherwise append a failed trial per case to the run."""
+    import subprocess
+
+    probe = "import dlbench.worker, sys; print('dlbench-ok', sys.version_info[0])"
+    try:
+        # -P as the worker runs (trialspec.worker_command): the working directory is not on sys.path.
+        done = subprocess.run([path, "-P", "-c", probe], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        fail(f"--python {path}: cannot run it as a Python ({type(exc).__name__}): nothing was run or stored")
+    if done.returncode != 0 or "dlbench-ok 3" not in done.stdout:
+        tail = (done.stderr.strip().splitlines() or done.stdout.strip().splitlines() or ["no output"])[-1][:200]
+        fail(
+            f"--python {path}: not a Python that can run dlbench's worker (exit {done.returncode}: {tail}); "
+            "install dlbench into that environment first; nothing was run or stored"
+        )
 
 
 @app.command("mlflow-log")

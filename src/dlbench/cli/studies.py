@@ -271,6 +271,14 @@ def study_report(
         return [max(r["id"] for r in found)]
 
     runs = collect_runs(paths, list(run_ids or []), latest_of_study)
+    for store, rid in runs:
+        ours = {r["id"] for r in studies_service.runs_of(store, study)}
+        if rid not in ours:
+            listed = ", ".join(str(i) for i in sorted(ours)) or "none"
+            fail(
+                f"{store.path}: run {rid} ({store.run(rid)['name']!r}) is no run of study {name}; its runs there: "
+                f"{listed} (`dlbench report --run {rid}` reports any run)"
+            )
     preface = studies_service.paper_section(study, facts, runs, band=band, alpha=alpha, busy_verdicts=busy_verdicts)
     store, first = runs[0]
     if fmt == "console":
