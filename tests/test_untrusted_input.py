@@ -65,9 +65,13 @@ def test_extend_refuses_an_interpreter_the_database_names(tmp_path, faulty_run, 
     with sqlite3.connect(db) as con:  # nothing was added
         assert con.execute("SELECT COUNT(*) FROM trials").fetchone()[0] == 1
 
-    # Named by the user, the same path is used (here it is no Python, so its trial fails, visibly).
-    cli("extend", db, "--python", fake, code=1)
+    # Named by the user, the same path is run: here it is no Python, so it is refused before any
+    # trial (it ran once, to say whether it can run dlbench's worker), and nothing is added.
+    said = " ".join(cli("extend", db, "--python", fake, code=2).split())
+    assert f"--python {fake}: not a Python that can run dlbench's worker" in said
     assert marker.exists()
+    with sqlite3.connect(db) as con:
+        assert con.execute("SELECT COUNT(*) FROM trials").fetchone()[0] == 1
 
 
 def test_extend_runs_under_this_interpreter_and_refuses_a_missing_one(tmp_path, faulty_run, cli):

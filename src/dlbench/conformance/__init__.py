@@ -573,7 +573,7 @@ def _judge(report: CheckReport, classes: int) -> None:
 def _judge_training(report: CheckReport, ref_fw: str) -> None:
     """The training comparison's findings: one per framework compared with the reference,
     and a warning for what the comparison set aside as the framework's own design."""
-    from dlbench.conformance.probe import TRAIN_STEPS
+    from dlbench.conformance.training import TRAIN_STEPS
 
     for c in report.training:
         report.findings.append(

@@ -37,7 +37,6 @@ INIT = "glorot-uniform"  # the harness's default init scheme (dlbench.config's d
 # The training comparison (dlbench.conformance.training): optimizer steps from the copied
 # weights, with the benchmark's optimizer (Adam) and with plain SGD, which tells a
 # difference in the gradients from one in the optimizer.
-TRAIN_STEPS = 10
 TRAIN_OPTIMIZERS = ("adam", "sgd")
 SGD_LR = 0.01
 
@@ -376,6 +375,7 @@ def train_from(
     off = dropout_off(trainer) if dropout_off is not None else None
     hooks.load(trainer, given)
     frozen = _freeze_redundant(trainer)
+    from dlbench.conformance.training import TRAIN_STEPS
     from dlbench.conformance.weights import aligned
 
     def save(suffix: str) -> str:

@@ -62,6 +62,8 @@ SCALE_SPREAD = 0.05  # "one factor for every tensor": the per-tensor estimates w
 # 1e-5 in most networks, 0.02 in dsconv at width 8, 0.03-0.06 with losses 0.1 in resnet18).
 DRIFT_RTOL = 0.1
 DRIFT_LOSS_RTOL = 1e-2
+# Optimizer steps of the training comparison, in each framework and each optimizer.
+TRAIN_STEPS = 10
 # Adam is a warning past these: equal code and SGD steps, Adam's own arithmetic. Measured
 # (10 steps): torch against optax 1e-5 to 0.03 (dsconv's batch norms), against Keras 1e-3
 # to 0.05 (epsilon placement: cnn 0.02, lenet5 0.05, dsconv 0.03, series_cnn 0.03) and,
@@ -270,15 +272,10 @@ def compare(runs: Mapping[str, Mapping[str, Any]], given: Weights, batch: int) -
                 "amplifies, or a difference that shows only once the weights have moved)"
             )
         if not problems and adam is not None and (adam.loss > ADAM_LOSS_RTOL or adam.weights > ADAM_RTOL):
-            keras = "tensorflow" in (fw, ref_fw)
             own.append(
                 f"{fw}'s Adam steps end {adam.weights:.2g} apart from {ref_fw}'s (losses {adam.loss:.2g}) while plain "
-                "SGD's first step agrees: the optimizer's arithmetic, not the code"
-                + (
-                    " (Keras adds epsilon to the bias-uncorrected sqrt(v), and its gap is largest with an embedding)"
-                    if keras
-                    else ""
-                )
+                "SGD's first step agrees: the optimizer's arithmetic, not the code (where epsilon is added: Keras "
+                "adds it to the bias-uncorrected sqrt(v); how an embedding's sparse gradient is treated)"
             )
         words = numbers + (": " + "; ".join(problems) if problems else "")
         out.append(Compared(fw, not problems, words, "; ".join(own)))
