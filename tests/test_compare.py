@@ -205,8 +205,18 @@ def _trial(tid: int, block: int, start: float, end: float | None = None) -> dict
 
 
 def _rows(trials: list[dict], values: list[float]) -> list[dict]:
+    """Measurement rows as Store.measurements gives them: each with its trial's status."""
     return [
-        {"trial_id": t["id"], "case_key": "k", "phase": "train", "metric": "time", "warmup": 0, "repeat": 0, "value": v}
+        {
+            "trial_id": t["id"],
+            "case_key": "k",
+            "status": t["status"],
+            "phase": "train",
+            "metric": "time",
+            "warmup": 0,
+            "repeat": 0,
+            "value": v,
+        }
         for t, v in zip(trials, values)
     ]
 

@@ -76,7 +76,11 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     result = subprocess.run(
         [*DLBENCH, "run", "dp.toml", "--db", str(db)], capture_output=True, text=True, cwd=tmp, timeout=1200
     )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    if result.returncode != 0:
+        # The failed trials' own stderr (their ranks' C++ and faulthandler output) says why.
+        failed = _rows(db, "SELECT id, error, stderr FROM trials WHERE status != 'ok'") if db.exists() else []
+        why = "\n".join(f"trial {t}: {e}\n{(err or '')[-4000:]}" for t, e, err in failed)
+        pytest.fail(result.stdout[-2000:] + result.stderr[-2000:] + "\n" + why)
     return db
 
 

@@ -570,16 +570,21 @@ def _watch_lifeline() -> None:
     fd = os.dup(0)
 
     def wait_for_eof() -> None:
-        try:
-            while os.read(fd, 65536):
-                pass
-        except OSError:
-            pass
+        _wait_for_eof(fd)
         if os.getpgrp() == os.getpid():
             os.killpg(0, signal.SIGKILL)
         os._exit(70)
 
     threading.Thread(target=wait_for_eof, name="dlbench-lifeline", daemon=True).start()
+
+
+def _wait_for_eof(fd: int) -> None:
+    """Block until the other end of `fd` closes (or the read fails)."""
+    try:
+        while os.read(fd, 65536):
+            pass
+    except OSError:
+        pass
 
 
 def _silence(fd: int) -> None:
@@ -639,6 +644,11 @@ def main() -> int:
         # launcher ignores a rank's exit after "done" anyway: end here, before it.
         sys.stdout.flush()
         sys.stderr.flush()
+        # But not before every rank is done: the launcher closes the ranks' stdin once all
+        # have said "done". Rank 0 hosts TensorFlow's coordination service (and torch's
+        # TCPStore); a rank 0 that ended first aborted a peer still between its last
+        # collective and its "done" (SIGABRT from the coordination agent, once in CI).
+        _wait_for_eof(0)
         os._exit(0)
     return 0
 

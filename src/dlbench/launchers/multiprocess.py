@@ -116,6 +116,24 @@ def _start(spec: TrialSpec, ctx: DistContext) -> subprocess.Popen[bytes]:
     return proc
 
 
+def _release(ranks: list[_Rank]) -> None:
+    """Let ranks that are all done end: each waits after its "done" for its stdin to close
+    (dlbench.worker.main), so that none ends while a peer still needs it. One that does not
+    end within SETTLE_S is killed by _kill; its results are in already."""
+    for r in ranks:
+        if r.proc.stdin is not None:
+            try:
+                r.proc.stdin.close()
+            except OSError:  # a rank that ended already: its pipe is broken, nothing to release
+                pass
+    deadline = time.monotonic() + SETTLE_S
+    for r in ranks:
+        try:
+            r.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+
+
 def _kill(ranks: list[_Rank]) -> None:
     for r in ranks:
         if r.proc.poll() is None:
@@ -225,8 +243,7 @@ def _attempt(spec: TrialSpec, emit: Emit, ports: list[int], attempt: int) -> boo
                 if all(x.closed for x in ranks) or time.monotonic() - failing_since > SETTLE_S:
                     return _fail(ranks, emit)
             elif all(x.done for x in ranks):
-                for x in ranks:
-                    x.proc.wait()
+                _release(ranks)
                 return True
             timeout = SETTLE_S / 4 if failing_since else None
             for key, _ in selector.select(timeout):

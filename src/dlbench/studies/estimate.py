@@ -292,14 +292,21 @@ def words(seconds: float) -> str:
 
 def pooled_smoke() -> _Measured | None:
     """Every committed smoke run's per-sample times and start-ups, pooled (None outside a
-    source checkout): the reference a case this machine never ran is estimated from."""
+    source checkout, or when they cannot be read): the reference a case this machine never
+    ran is estimated from."""
     dbs = sorted(DATA.glob("*-smoke.db.xz")) if DATA.is_dir() else []
     if not dbs:
         return None
     per_sample: dict[tuple[str, str], tuple[float, float]] = {}
     startup: dict[str, list[float]] = defaultdict(list)
     for db in dbs:
-        measured = _read(db)
+        try:
+            measured = _read(db)
+        except (OSError, sqlite3.Error, lzma.LZMAError, EOFError):
+            # An estimate is a courtesy: a full disk or a file-size limit (the temporary copy
+            # of a decompressed smoke run is ~1 MB), or a damaged file, leaves it unknown
+            # rather than ending the run it was meant to describe.
+            return None
         per_sample.update(measured.per_sample)
         for fw, s in measured.startup.items():
             startup[fw].append(s)
