@@ -316,8 +316,8 @@ def test_readonly_does_not_create_a_missing_file(tmp_path):
 
 def test_a_failed_migration_leaves_the_previous_version(tmp_path):
     path = real_db(tmp_path / "m.db", migrations=MIGRATIONS[:2])
-    broken = MIGRATIONS[:2] + ["CREATE TABLE notes (x TEXT); ALTER TABLE runs ADD COLUMN name TEXT;"]
-    with pytest.raises(StoreError, match="duplicate column name: name"):
+    broken = MIGRATIONS[:2] + ["CREATE TABLE notes (x TEXT); ALTER TABLE nowhere ADD COLUMN name TEXT;"]
+    with pytest.raises(StoreError, match="no such table: nowhere"):
         Store(path, migrations=broken)
     db = sqlite3.connect(path)
     assert db.execute("PRAGMA user_version").fetchone()[0] == 2
@@ -400,6 +400,7 @@ def _commands(path: Path, good: Path, out: Path, run_args: list[str]) -> dict[st
         "compare-b": ["compare", "1", f"{path}:1", "--db", str(good)],
         "run": [*run_args, "--db", str(path)],
         "extend": ["extend", str(path)],
+        "repack": ["repack", "--db", str(path)],
     }
 
 

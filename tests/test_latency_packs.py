@@ -209,3 +209,134 @@ def test_a_version_7_file_is_packed_on_upgrade(tmp_path: Path) -> None:
             written = np.concatenate([unpack(b) for t, p, _, b in packs if (t, p) == (trial, phase)])
             [(n, blob)] = [(n, b) for t, p, n, b in migrated if (t, p) == (trial, phase)]
             assert n == written.size and unpack(blob).tolist() == written.tolist()
+
+
+def _checked(path: Path):
+    with Store(path, readonly=True) as store:
+        return store.latency_samples_checked(1)[1]
+
+
+def _nan_first_value(path: Path) -> None:
+    """Pack 1's first time replaced by NaN, as a blob (another tool's numpy)."""
+    with sqlite3.connect(path) as con:
+        (blob,) = con.execute("SELECT times FROM latency_packs WHERE id = 1").fetchone()
+        values = unpack(blob).copy()
+        values[0] = np.nan
+        con.execute("UPDATE latency_packs SET times = ? WHERE id = 1", (values.tobytes(),))
+
+
+# Edits of the packs themselves (the triggers watch only the rows) and of rows with a
+# trigger dropped first: each must send the trial(s) back to their rows, and say so.
+PACK_EDITS = {
+    "packs-deleted": ["DELETE FROM latency_packs WHERE trial_id = 2"],
+    "packs-duplicated": [
+        "INSERT INTO latency_packs (trial_id, phase, n, times) SELECT trial_id, phase, n, times FROM latency_packs"
+        " WHERE trial_id = 1"
+    ],
+    "blob-truncated": ["UPDATE latency_packs SET times = substr(times, 1, 7) WHERE id = 1"],
+    "blob-shortened": ["UPDATE latency_packs SET times = substr(times, 1, 8), n = 1 WHERE id = 1"],
+    "blob-text": ["UPDATE latency_packs SET times = 'not a number' WHERE id = 1"],
+    "blob-text-undecodable": ["UPDATE latency_packs SET times = X'000000000000F87F' || substr(times, 9) WHERE id = 1"],
+    "blob-empty": ["UPDATE latency_packs SET times = X'' WHERE id = 1"],
+    "phase-renamed": ["UPDATE latency_packs SET phase = 'latency_b7' WHERE id = 1"],
+    "moved-to-another-trial": ["UPDATE latency_packs SET trial_id = 2 WHERE trial_id = 1"],
+    "flag-without-packs": ["DELETE FROM latency_packs WHERE trial_id = 3", "UPDATE trials SET latency_packed = 1"],
+    "trigger-dropped-rows-scaled": [
+        "DROP TRIGGER latency_unpacked_update",
+        "UPDATE measurements SET value = value * 1000 WHERE trial_id = 2 AND phase LIKE 'latency%'",
+    ],
+}
+
+
+@pytest.mark.parametrize("edit", [*PACK_EDITS, "nan-filled"])
+def test_a_copy_that_does_not_match_its_rows_is_not_used(tmp_path: Path, edit: str) -> None:
+    db = tmp_path / "r.db"
+    _store(db)
+    if edit == "nan-filled":
+        _nan_first_value(db)
+    else:
+        _edit(db, *PACK_EDITS[edit])
+    assert _from_samples(db) == _from_rows(db)  # the rows' numbers, whatever the copy holds
+    check = _checked(db)
+    assert not check.trusted
+    if edit.startswith("trigger-dropped"):
+        assert check.missing_triggers == ("latency_unpacked_update",) and check.stale == ()
+    else:
+        expected = {"packs-deleted": (2,), "moved-to-another-trial": (1, 2), "flag-without-packs": (3,)}
+        assert check.stale == expected.get(edit, (1,)) and check.missing_triggers == ()
+
+
+def test_an_untouched_copy_passes_its_check(tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    _store(db)
+    assert _checked(db).trusted
+
+
+def test_the_report_says_the_copy_was_stale_and_how_to_rebuild_it(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from dlbench.cli import app
+
+    db = tmp_path / "r.db"
+    _store(db)
+    _edit(db, *PACK_EDITS["packs-duplicated"])
+    runner = CliRunner()
+    result = runner.invoke(app, ["report", "--run", "1", "--db", str(db)], env={"COLUMNS": "400"})
+    assert result.exit_code == 0, result.output
+    flat = " ".join(result.output.split())
+    assert "LATENCY COPY STALE: the packed latency times of trial(s) 1 do not match their rows" in flat
+    assert f"dlbench repack --db {db}" in flat
+    rebuilt = runner.invoke(app, ["repack", "--db", str(db)])
+    assert rebuilt.exit_code == 0 and "latency copy rebuilt from the rows" in rebuilt.output
+    assert _checked(db).trusted and _from_samples(db) == _from_rows(db)
+    again = runner.invoke(app, ["report", "--run", "1", "--db", str(db)], env={"COLUMNS": "400"})
+    assert "LATENCY COPY" not in again.output
+    missing = runner.invoke(app, ["repack", "--db", str(tmp_path / "absent.db")])
+    assert missing.exit_code == 2 and "no such database file" in missing.output
+    assert not (tmp_path / "absent.db").exists()
+
+
+def test_a_writer_restores_dropped_triggers_and_packs_again(tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    _store(db)
+    _edit(db, *PACK_EDITS["trigger-dropped-rows-scaled"])
+    expected = _from_rows(db)
+    # A reader trusts no pack and leaves the file as it is.
+    assert _from_samples(db) == expected and _checked(db).missing_triggers
+    with Store(db) as store:
+        assert store.missing_triggers == frozenset()
+    with sqlite3.connect(db) as con:
+        triggers = {n for (n,) in con.execute("SELECT name FROM sqlite_master WHERE type='trigger'")}
+    assert triggers == {"latency_unpacked_insert", "latency_unpacked_delete", "latency_unpacked_update"}
+    assert _flags(db) == [1, 1, 1] and _checked(db).trusted and _from_samples(db) == expected
+
+
+def test_a_version_7_file_that_already_has_the_packs_table_migrates(tmp_path: Path) -> None:
+    """Another tool (or a half-applied copy) left latency_packs and the flag in a version-7
+    file: the migration skips what is there and packs every trial anew."""
+    db = tmp_path / "r.db"
+    _store(db)
+    expected = _from_rows(db)
+    _edit(db, "INSERT INTO latency_packs (trial_id, phase, n, times) VALUES (1, 'latency_b1', 1, X'0000000000000000')")
+    with sqlite3.connect(db) as con:
+        con.execute("PRAGMA user_version = 7")
+    with Store(db) as store:
+        assert store.version == 8
+    assert _checked(db).trusted and _from_samples(db) == expected
+
+
+def test_a_table_of_another_shape_in_the_way_is_refused_in_one_line(tmp_path: Path) -> None:
+    from dlbench.store import StoreError
+
+    db = tmp_path / "r.db"
+    _store(db)
+    _downgrade_to_7(db)
+    _edit(db, "CREATE TABLE latency_packs (id INTEGER PRIMARY KEY, note TEXT)")
+    with pytest.raises(
+        StoreError,
+        match=r"r\.db: the database already holds a table latency_packs .* without its"
+        r" column\(s\) n, phase, times, trial_id .*nothing was changed",
+    ):
+        Store(db)
+    with sqlite3.connect(db) as con:
+        assert con.execute("PRAGMA user_version").fetchone()[0] == 7

@@ -279,3 +279,47 @@ def test_a_symlink_loop_or_special_file_as_model_or_dataset_is_one_line(tmp_path
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
     assert "Traceback" not in result.output
     tally("model or dataset reference", False)
+
+
+PACK_COLUMNS = st.sampled_from(["times", "n", "trial_id", "phase"])
+PACK_VALUES = st.one_of(
+    st.binary(max_size=40),
+    st.text(max_size=12),
+    st.integers(min_value=-3, max_value=5),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.none(),
+)
+
+
+@ADVERSARIAL
+@given(column=PACK_COLUMNS, value=PACK_VALUES, duplicate=st.booleans(), drop_trigger=st.booleans())
+def test_an_edited_latency_copy_never_changes_a_percentile(
+    small_db, tmp_path_factory, column, value, duplicate, drop_trigger
+):
+    """Whatever another tool writes into latency_packs (and whether it drops a trigger and
+    scales the rows too), the latency percentiles are the rows' and no exception escapes;
+    "accepted" counts edits the copy's check let through (only ones that change nothing)."""
+    from dlbench.analysis.rows import latency_percentiles_of
+    from dlbench.analysis.summary import latency_percentiles
+
+    db = tmp_path_factory.mktemp("packs") / "d.db"
+    shutil.copy(small_db, db)
+    with sqlite3.connect(db) as con:
+        assert con.execute("select count(*) from latency_packs").fetchone()[0] > 0, "the run holds no packed latency"
+        try:
+            con.execute(f"update latency_packs set {column} = ? where id = 1", (value,))  # noqa: S608 - listed names
+        except sqlite3.IntegrityError:  # NOT NULL: the edit another tool could not make either
+            pass
+        if duplicate:
+            con.execute(
+                "insert into latency_packs (trial_id, phase, n, times) select trial_id, phase, n, times"
+                " from latency_packs where id = 1"
+            )
+        if drop_trigger:
+            con.execute("drop trigger latency_unpacked_update")
+            con.execute("update measurements set value = value * 1000 where phase like 'latency%'")
+    with Store(db, readonly=True) as store:
+        run = store.run()["id"]
+        samples, check = store.latency_samples_checked(run)
+        assert latency_percentiles_of(samples) == latency_percentiles(store.latency_calls(run))
+    tally("edited latency copy", check.trusted)

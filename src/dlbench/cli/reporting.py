@@ -21,6 +21,7 @@ from dlbench.cli.common import (
     check_criteria,
     check_output,
     console,
+    db_text,
     default_db,
     err_console,
     fail,
@@ -250,6 +251,27 @@ def runs(
         write_json(json_out.trials_document(run_id, store.trials(run_id, retired=True)))
         return
     show_table(placements_table(store.trials(run_id, retired=True)))
+
+
+@app.command()
+def repack(db: DB = Path("dlbench.db")) -> None:
+    """Rebuild the packed copy of the per-call latency times from the rows, and restore its triggers.
+
+    The report reads latency percentiles from a packed copy of the rows and checks it against
+    them first; where another tool changed the rows or the copy, it reads the rows and says
+    so. This makes the copy whole again: the rows themselves are not touched."""
+    if not is_url(db) and not Path(db).is_file():
+        fail(f"--db {db}: no such database file; repack rebuilds the copy in an existing one")
+    store = open_store(db)
+    try:
+        packs = store.repack()
+    finally:
+        store.close()
+    console.print(
+        f"{db_text(db)}: the latency copy rebuilt from the rows ({packs} pack(s)); its triggers are in place",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 @app.command()

@@ -414,8 +414,16 @@ def build_report(
     environment = row.environment
     from dlbench.report.invalid import invalid_note
 
-    if note := invalid_note(store.invalid_values(run_id)):
+    # A diverged trial's non-finite loss is dlbench's own record of the divergence (its
+    # trial row says so), not a value something else wrote.
+    diverged = {t["id"] for t in trials if t["status"] == "diverged"}
+    if note := invalid_note([v for v in store.invalid_values(run_id) if v[0] not in diverged]):
         answer.warn(note, first=True)
+    from dlbench.report.latency_copy import latency_copy_note
+
+    latency_samples, latency_check = store.latency_samples_checked(run_id)
+    if note := latency_copy_note(latency_check, str(store.path)):
+        answer.warn(note)
     from dlbench.report.checks import check_notes
 
     for line, warns in check_notes(environment.get("model_checks") or {}):
@@ -440,7 +448,7 @@ def build_report(
         summary=[*summary_tables(summaries, busy, case_notes, per), *([measured] if measured else [])],
         measured=measured,
         median_cis_from=lambda: median_intervals(measurements),
-        latency=latency_table(summaries, latency_percentiles_of(store.latency_samples(run_id))),
+        latency=latency_table(summaries, latency_percentiles_of(latency_samples)),
         telemetry=telemetry_tables(summaries, measurements, sampler_rows),
         omnibus=omnibus_table(omnibus) if omnibus else None,
         verdicts=verdict_table(verdicts, band=band, alpha=alpha) if verdicts else None,

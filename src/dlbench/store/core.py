@@ -29,6 +29,7 @@ from typing import Any, TypeVar, cast
 
 from dlbench.store import latency_packs, records
 from dlbench.store.base import SQLITE, StoreError
+from dlbench.store.latency_packs import LatencyCopy
 from dlbench.store.migrations import MIGRATIONS, apply_sqlite, schema_of
 from dlbench.store.records import (
     LatencyCall,
@@ -42,7 +43,7 @@ from dlbench.store.records import (
 
 _Record = TypeVar("_Record", MeasurementRecord, LatencyCall, SeriesPoint)
 
-STATUSES = ("pending", "running", "ok", "failed", "oom", "timeout", "interrupted")
+STATUSES = ("pending", "running", "ok", "failed", "oom", "timeout", "diverged", "interrupted")
 
 
 LATENCY_PHASE = latency_packs.PHASE_SQL.format(row="m")  # a measurement m of a per-call latency phase
@@ -151,6 +152,12 @@ class Store:
         # Packs (migration 8) are written where the schema has them: a Store given an older
         # list of migrations (the tests' databases of earlier versions) writes that schema.
         self._packs = "latency_packs" in schema_of(tuple(migrations))
+        # The triggers that keep trials.latency_packed honest, as this open found them
+        # (another tool can drop them): a writer restores them and packs again; a reader
+        # without them trusts no pack (latency_samples).
+        self.missing_triggers: frozenset[str] = frozenset()
+        if self._packs:
+            self.missing_triggers = self._check_triggers()
         # The id create_run gave its run, set inside its transaction: a signal that lands
         # during or just after the commit is handled where the id was never returned, and
         # the handler asks committed_run() whether the run was stored.
@@ -160,6 +167,24 @@ class Store:
         weakref.finalize(self, self.db.close)
 
     # -- opening ------------------------------------------------------------
+    def _check_triggers(self) -> frozenset[str]:
+        """The latency triggers this file lacks, after a writer restored them: while they
+        were gone, rows may have changed without clearing any trial's flag, so the writer
+        packs every trial again (latency_packs.pack_existing) in the same transaction."""
+        missing = frozenset(latency_packs.missing_triggers(self.db))
+        if not missing or self.readonly:
+            return missing
+        self.repack()
+        return frozenset()
+
+    def repack(self) -> int:
+        """Every trial's latency times packed again from its rows, the old packs dropped, and
+        the triggers restored; the number of packs written. The rows are the record: this
+        rebuilds the copy after another tool changed either."""
+        with self.db:
+            latency_packs.pack_existing(self.db)
+        return int(self._tuples("SELECT COUNT(*) FROM latency_packs", ())[0][0])
+
     @property
     def _file(self) -> Path:
         """The SQLite file (the methods that only SQLite has use it)."""
@@ -404,7 +429,10 @@ class Store:
         try:
             version = db.execute("PRAGMA user_version").fetchone()[0]
             self._check_schema(db, version, migrations)
-            apply_sqlite(db, migrations, version)
+            try:
+                apply_sqlite(db, migrations, version)
+            except StoreError as exc:  # what the file holds does not fit the schema: name the file
+                raise StoreError(f"{self.path}: {exc}") from None
             broken = db.execute("PRAGMA foreign_key_check").fetchone()  # keys are off while migrating
             if broken is not None:
                 raise StoreError(
@@ -822,6 +850,21 @@ class Store:
         rows = self.db.execute(sql + " ORDER BY block, position, attempt", args).fetchall()
         return [records.trial_record(r, str(self.path)) for r in rows]
 
+    def ok_trials_of(self, case_keys: Iterable[str]) -> list[TrialRecord]:
+        """The current ok trials of these cases, in every run (in batches of keys: SQLite
+        allows a bounded number of parameters)."""
+        keys = sorted(set(case_keys))
+        found: list[TrialRecord] = []
+        for start in range(0, len(keys), 500):
+            part = keys[start : start + 500]
+            rows = self.db.execute(
+                f"SELECT * FROM trials WHERE retired=0 AND status='ok' AND case_key IN ({','.join('?' * len(part))})"
+                " ORDER BY id",
+                part,
+            ).fetchall()
+            found.extend(records.trial_record(r, str(self.path)) for r in rows)
+        return found
+
     # -- measurements -----------------------------------------------------
     def add_measurements(self, trial_id: int, rows: Iterable[Measurement]) -> int:
         """The rows, and their per-call latency times packed (dlbench.store.latency_packs), in
@@ -1006,15 +1049,22 @@ class Store:
         yield from self.db.chunks(sql, args, size)
 
     def latency_samples(self, run_id: int) -> list[tuple[str, str, Any]]:
+        """latency_samples_checked's values alone."""
+        return self.latency_samples_checked(run_id)[0]
+
+    def latency_samples_checked(self, run_id: int) -> tuple[list[tuple[str, str, Any]], LatencyCopy]:
         """The per-call latency values a percentile reads, pooled per case and latency
         phase: (case_key, phase, float64 array) for every case and phase latency_b<B> that
         has any, in the order they first appear (trials by id, each in its rows' order),
         from the run's current, ok trials, warm-ups and NULL values left out, metric time.
         The same values latency_calls() gives: a trial whose packs are complete
-        (dlbench.store.latency_packs) is read from them, one blob per phase and write;
-        any other from its rows, filtered in SQL and read in batches into arrays. Memory:
-        the packs' bytes and one copy of the values (no per-value index: 7.3 million
-        values of a 10^7 run took 0.7 GB more while they were sorted by case and phase)."""
+        (dlbench.store.latency_packs) and prove it (they hold as many times as its rows,
+        with the same sum, phase by phase) is read from them, one blob per phase and write;
+        any other from its rows, filtered in SQL and read in batches into arrays. With the
+        values, what the check found (LatencyCopy): the trials whose copy was stale, and
+        the triggers missing (then no pack is trusted). Memory: the packs' bytes and one
+        copy of the values (no per-value index: 7.3 million values of a 10^7 run took
+        0.7 GB more while they were sorted by case and phase)."""
         import heapq
 
         import numpy as np
@@ -1026,31 +1076,61 @@ class Store:
         case_of = {t: c for t, c, _ in trials}
         # The flags as read here decide which trials come from packs and which from rows,
         # so that a flag another client clears meanwhile cannot bring a trial in twice.
-        from_packs = {t for t, _, flag in trials if flag == 1}
+        flagged = {t for t, _, flag in trials if flag == 1}
+        from_packs = set() if self.missing_triggers else set(flagged)
         ok = "SELECT id FROM trials WHERE run_id=? AND retired=0 AND status='ok'"
-        packed = (
-            (trial, phase, _valid(latency_packs.unpack(blob)))
+        pieces: dict[int, list[tuple[str, Any]]] = {t: [] for t in from_packs}
+        stale: set[int] = set()
+        if from_packs:
+            # SQLite lets another tool store TEXT in the blob column (which would not even
+            # decode as UTF-8): read as NULL, a malformed pack.
+            times = "CASE WHEN typeof(times) = 'blob' THEN times END" if self._sql is SQLITE else "times"
             for trial, phase, blob in self._tuples(
-                f"SELECT trial_id, phase, times FROM latency_packs WHERE trial_id IN ({ok} AND latency_packed=1)"
+                f"SELECT trial_id, phase, {times} FROM latency_packs WHERE trial_id IN ({ok} AND latency_packed=1)"
                 " ORDER BY trial_id, id",
                 (run_id,),
-            )
-            if trial in from_packs
-        )
+            ):
+                if trial in from_packs:
+                    values = latency_packs.decode(blob)
+                    pieces[trial].append((phase, None if values is None else _valid(values)))
+            # What the rows hold, counted and summed in SQL (no Python object per row).
+            counted = {
+                (trial, phase): (int(n), float(total or 0.0))
+                for trial, phase, n, total in self._tuples(
+                    f"SELECT m.trial_id, m.phase, COUNT(*), SUM(m.value) FROM measurements m"
+                    f" WHERE m.trial_id IN ({ok} AND latency_packed=1) AND m.warmup=0 AND m.metric='time'"
+                    f" AND {VALID_VALUE.format(row='m')} AND {LATENCY_PHASE} GROUP BY m.trial_id, m.phase",
+                    (run_id,),
+                )
+                if trial in from_packs
+            }
+            stale = latency_packs.stale_trials(pieces, counted)
+            from_packs -= stale
+        packed = ((trial, phase, values) for trial in sorted(from_packs) for phase, values in pieces[trial])
+        args: tuple[int, ...] = (run_id,)
+        if self.missing_triggers:
+            where = ok  # every ok trial from its rows
+        elif stale:
+            marks = ",".join("?" * len(stale))
+            where, args = f"{ok} AND (latency_packed<>1 OR id IN ({marks}))", (run_id, *sorted(stale))
+        else:
+            where = f"{ok} AND latency_packed<>1"
         unpacked = (
             piece
-            for piece in (self._latency_rows(run_id, ok) if len(from_packs) < len(trials) else ())
+            for piece in (self._latency_rows(where, args) if len(from_packs) < len(trials) else ())
             if piece[0] in case_of and piece[0] not in from_packs
         )
         # Both in trial order: merged by trial, each trial's pieces keep their order.
         groups: dict[tuple[str, str], list[Any]] = {}
         for trial, phase, values in heapq.merge(packed, unpacked, key=lambda piece: piece[0]):
             groups.setdefault((case_of[trial], phase), []).append(values)
-        return [(case, phase, np.concatenate(parts)) for (case, phase), parts in groups.items()]
+        check = LatencyCopy(tuple(sorted(stale & flagged)), tuple(sorted(self.missing_triggers)))
+        return [(case, phase, np.concatenate(parts)) for (case, phase), parts in groups.items()], check
 
-    def _latency_rows(self, run_id: int, ok: str) -> Iterator[tuple[int, str, Any]]:
-        """latency_samples' read of the trials whose packs are incomplete, from their rows:
-        (trial, phase, values) for each run of consecutive rows of one trial and phase."""
+    def _latency_rows(self, trials: str, args: Sequence[Any]) -> Iterator[tuple[int, str, Any]]:
+        """latency_samples' read from the rows, of the trials the query `trials` (with its
+        `args`) selects: (trial, phase, values) for each run of consecutive rows of one
+        trial and phase."""
         from operator import itemgetter
 
         import numpy as np
@@ -1059,10 +1139,10 @@ class Store:
         # per row was half of this read at 10^6 rows.
         first, second, third = itemgetter(0), itemgetter(1), itemgetter(2)
         for rows in self._chunks(
-            f"SELECT m.trial_id, m.phase, m.value FROM measurements m WHERE m.trial_id IN ({ok} AND latency_packed<>1)"
+            f"SELECT m.trial_id, m.phase, m.value FROM measurements m WHERE m.trial_id IN ({trials})"
             f" AND m.warmup=0 AND m.metric='time' AND {VALID_VALUE.format(row='m')} AND {LATENCY_PHASE}"
             " ORDER BY m.trial_id, m.id",
-            (run_id,),
+            args,
         ):
             n = len(rows)
             phases = list(dict.fromkeys(map(second, rows)))

@@ -15,12 +15,24 @@ dlbench sets it when it creates a trial (no rows yet) and keeps it across its ow
 database triggers clear it whenever a latency row is inserted, changed or deleted by
 anyone, and a reader takes the rows, not the packs, of every trial whose flag is clear.
 A trial written by another tool (its flag defaults to 0) is read from its rows too.
+
+The flag trusts the triggers, and another tool can drop them, or edit the packs
+themselves. So the copy proves itself before it is used: every read of a run's packs
+(Store.latency_samples) counts and sums, in SQL, the times its rows hold per trial and
+phase, and takes a trial's packs only where they hold as many times with the same sum
+(stale_trials below); a malformed blob (not a whole number of float64, not a blob) fails
+the same way. A trial that fails is read from its rows, and the report says its copy was
+stale and how to rebuild it (Store.repack, `dlbench repack`). The store checks its
+triggers when it opens the file: a reader that finds one missing reads every trial from
+its rows; a writer restores them and packs every trial again.
 """
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 # The per-call latency phases (latency_b<B>): in Python (the phases dlbench writes are lower
@@ -29,6 +41,18 @@ from typing import Any
 PHASE_PREFIX = "latency_b"
 PHASE_SQL = r"{row}.phase LIKE 'latency\_b%' ESCAPE '\'"
 DTYPE = "<f8"  # the blob's bytes: little-endian float64, whatever the machine that reads them
+
+
+@dataclass(frozen=True)
+class LatencyCopy:
+    """What a read of a run's packs found (Store.latency_samples_checked)."""
+
+    stale: tuple[int, ...] = ()  # trials whose packs did not hold their rows' times: read from the rows
+    missing_triggers: tuple[str, ...] = ()  # the file lacked these: no pack trusted, every trial from its rows
+
+    @property
+    def trusted(self) -> bool:
+        return not self.stale and not self.missing_triggers
 
 
 def is_latency_phase(phase: str) -> bool:
@@ -53,6 +77,45 @@ def unpack(blob: bytes | memoryview) -> Any:
     import numpy as np
 
     return np.frombuffer(blob, dtype=DTYPE)
+
+
+def decode(blob: Any) -> Any:
+    """unpack(blob), or None for what no pack dlbench writes can be: not bytes (a TEXT
+    value another tool stored), or a length that is no whole number of float64."""
+    if not isinstance(blob, bytes | memoryview) or len(blob) % 8:
+        return None
+    return unpack(blob)
+
+
+def stale_trials(packed: dict[int, list[tuple[str, Any]]], rows: dict[tuple[int, str], tuple[int, float]]) -> set[int]:
+    """The trials whose packs do not hold what their rows hold. `packed`: trial -> its
+    (phase, values) pieces, values None where the blob was malformed; `rows`: (trial,
+    phase) -> (count, sum) of the rows' times a percentile reads, for the same trials.
+    A trial passes when, phase by phase, its pieces hold as many values as its rows with
+    the same sum (relative 1e-9: SQL and numpy add in different orders). A count catches
+    packs deleted, duplicated, truncated, moved, renamed or NaN-filled, and a flag set
+    without packs; the sum, rows changed while the triggers were gone."""
+    stale: set[int] = set()
+    mine: dict[int, dict[str, tuple[int, float]]] = {}
+    for trial, pieces in packed.items():
+        phases = mine.setdefault(trial, {})
+        for phase, values in pieces:
+            if values is None:
+                stale.add(trial)
+                continue
+            n, total = phases.get(phase, (0, 0.0))
+            phases[phase] = (n + len(values), total + float(values.sum()))
+    theirs: dict[int, dict[str, tuple[int, float]]] = {}
+    for (trial, phase), counted in rows.items():
+        theirs.setdefault(trial, {})[phase] = counted
+    for trial in (set(mine) | set(theirs)) - stale:
+        a, b = mine.get(trial, {}), theirs.get(trial, {})
+        if set(a) != set(b) or any(
+            a[phase][0] != n or not math.isclose(a[phase][1], total, rel_tol=1e-9, abs_tol=1e-12)
+            for phase, (n, total) in b.items()
+        ):
+            stale.add(trial)
+    return stale
 
 
 # -- the triggers that clear trials.latency_packed -----------------------------------
@@ -85,9 +148,22 @@ POSTGRES_TRIGGERS = (
 )
 
 
+TRIGGER_NAMES = frozenset({"latency_unpacked_insert", "latency_unpacked_delete", "latency_unpacked_update"})
+
+
 def install_triggers(db: Any) -> None:
     for statement in SQLITE_TRIGGERS if isinstance(db, sqlite3.Connection) else POSTGRES_TRIGGERS:
         db.execute(statement)
+
+
+def missing_triggers(db: Any) -> set[str]:
+    """The triggers that keep trials.latency_packed honest and that the database lacks
+    (another tool can drop them)."""
+    if isinstance(db, sqlite3.Connection):
+        sql = "SELECT name FROM sqlite_master WHERE type='trigger' AND tbl_name='measurements'"
+    else:
+        sql = "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal AND tgrelid = 'measurements'::regclass"
+    return set(TRIGGER_NAMES) - {row[0] for row in db.execute(sql).fetchall()}
 
 
 class _Row:
@@ -127,8 +203,11 @@ def _rows_by_trial(db: Any) -> Iterator[tuple[int, list[_Row]]]:
 
 
 def pack_existing(db: Any) -> None:
-    """Migration 8's data step: the packs of every trial already stored, every trial then
-    marked complete, and the triggers installed (after the packing, which writes no row)."""
+    """Migration 8's data step, and a rebuild: the packs of every trial already stored
+    (any packs there were are replaced: a file another tool touched can hold some), every
+    trial then marked complete, and the triggers installed (after the packing, which
+    writes no row)."""
+    db.execute("DELETE FROM latency_packs")
     for trial_id, rows in _rows_by_trial(db):
         packs = pack(rows)
         if packs:

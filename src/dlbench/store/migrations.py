@@ -13,11 +13,12 @@ that a migration rebuilt.
 from __future__ import annotations
 
 import functools
+import re
 import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from dlbench.store.base import sqlite_tables, statements
+from dlbench.store.base import StoreError, sqlite_tables, statements
 from dlbench.store.latency_packs import pack_existing
 from dlbench.store.records import explain_of_description
 
@@ -249,8 +250,50 @@ def apply_sqlite(db: sqlite3.Connection, migrations: Sequence[str], version: int
     inside the caller's transaction."""
     for number, script in enumerate(migrations[version:], start=version + 1):
         for statement in statements(script):
-            db.execute(statement)
+            if not _done_already(db, statement):
+                db.execute(statement)
         step = data_step(script)
         if step is not None:
             step(db)
         db.execute(f"PRAGMA user_version = {number}")
+
+
+# What a statement creates, where a file another tool touched may have it already (a
+# version-7 file that already holds latency_packs): such a statement is skipped, so that a
+# migration is idempotent, provided what is there has the columns dlbench would create.
+_CREATE_TABLE = re.compile(r"\s*CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", re.IGNORECASE)
+_CREATE_INDEX = re.compile(r"\s*CREATE\s+(?:UNIQUE\s+)?INDEX\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", re.IGNORECASE)
+_ADD_COLUMN = re.compile(r"\s*ALTER\s+TABLE\s+(\w+)\s+ADD\s+COLUMN\s+(\w+)", re.IGNORECASE)
+
+
+def _done_already(db: sqlite3.Connection, statement: str) -> bool:
+    """Whether the table, index or column `statement` creates is in the file already. A table
+    there without every column the statement gives it is refused: dlbench would then write
+    rows that do not fit."""
+    if match := _CREATE_TABLE.match(statement):
+        name = match.group(1)
+        if not _exists(db, "table", name):
+            return False
+        scratch = sqlite3.connect(":memory:")
+        try:
+            scratch.execute(statement)
+            wanted = set(sqlite_tables(scratch)[name])
+        finally:
+            scratch.close()
+        have = sqlite_tables(db).get(name, set())
+        if not wanted <= have:
+            raise StoreError(
+                f"the database already holds a table {name} that dlbench's schema creates here, without its "
+                f"column(s) {', '.join(sorted(wanted - have))} (another tool made it); nothing was changed"
+            )
+        return True
+    if match := _CREATE_INDEX.match(statement):
+        return _exists(db, "index", match.group(1))
+    if match := _ADD_COLUMN.match(statement):
+        table, column = match.groups()
+        return column in sqlite_tables(db).get(table, set())
+    return False
+
+
+def _exists(db: sqlite3.Connection, kind: str, name: str) -> bool:
+    return db.execute("SELECT 1 FROM sqlite_master WHERE type=? AND name=?", (kind, name)).fetchone() is not None
