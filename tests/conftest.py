@@ -13,7 +13,7 @@ PLUGIN_INFO = """
 from dlbench.frameworks import FrameworkInfo
 
 INFO = FrameworkInfo(
-    name="faulty", variants=("ok", "raise", "segfault", "hang", "oom", "exit"), default_variant="ok",
+    name="faulty", variants=("ok", "raise", "segfault", "hang", "oom", "exit", "diverge"), default_variant="ok",
     modules=("dlbench_faulty",), distributions=("dlbench-faulty",), install_hint="test plugin",
     adapter="dlbench_faulty.adapter:Faulty", in_default_suite=False, models=("mlp",))
 
@@ -54,6 +54,8 @@ class Trainer:
             raise MemoryError("cannot allocate 1 TiB")
         if self.variant == "exit":
             print("about to exit", file=sys.stderr); os._exit(3)
+        if self.variant == "diverge" and self.seed >= 1:
+            return [2.5, float("inf")]  # the loss of epoch 1 overflowed
         return [1.0]
     def evaluate(self): return 0.5
     def prepare_infer(self, b): return 2

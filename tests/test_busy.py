@@ -108,28 +108,33 @@ FAST = [1.0, 1.05, 1.1, 1.15, 1.2, 1.25]
 def _stored(path, busy_share: float) -> Store:
     """Six interleaved blocks of torch (slow) and numpy (fast) with the share of the CPU
     other processes took while torch trained (`busy_share`) and 3% beside numpy."""
-    from dlbench.store import Measurement
-
     store = Store(path)
     run_id = store.create_run(
         name="busy", command="test", config_source="test", config_text="", experiment={}, environment={}, version="0"
     )
     for block in range(6):
         for position, (fw, times, share) in enumerate((("torch", SLOW, busy_share), ("numpy", FAST, 3.0))):
-            tid = store.add_trial(
-                run_id, case_key=fw, block=block, position=position,
-                case={**CASE, "framework": fw, "variant": "eager"}, protocol={"repeats": 1, "warmup": 0},
-            )  # fmt: skip
-            store.start_trial(tid)
-            store.add_measurements(
-                tid,
-                [
-                    Measurement(1, False, "train", "time", times[block], "s"),
-                    Measurement(1, False, "train", "cpu.others_util:mean", share, "%"),
-                ],
-            )
-            store.finish_trial(tid, status="ok", error=None, returncode=0, wall_s=1.0, stderr="")
+            _add_timed_trial(store, run_id, fw, block, position, times[block], share)
     return store
+
+
+def _add_timed_trial(store: Store, run_id: int, fw: str, block: int, position: int, time: float, share: float) -> None:
+    """One ok trial of `fw` (its case key too): a train time and the others' CPU share beside it."""
+    from dlbench.store import Measurement
+
+    tid = store.add_trial(
+        run_id, case_key=fw, block=block, position=position,
+        case={**CASE, "framework": fw, "variant": "eager"}, protocol={"repeats": 1, "warmup": 0},
+    )  # fmt: skip
+    store.start_trial(tid)
+    store.add_measurements(
+        tid,
+        [
+            Measurement(1, False, "train", "time", time, "s"),
+            Measurement(1, False, "train", "cpu.others_util:mean", share, "%"),
+        ],
+    )
+    store.finish_trial(tid, status="ok", error=None, returncode=0, wall_s=1.0, stderr="")
 
 
 def test_a_time_measured_on_a_busy_machine_gets_its_ratio_but_no_verdict(tmp_path):
@@ -229,7 +234,6 @@ def test_run_vs_run_withholds_the_verdict_of_a_busy_side_and_no_regression_comes
     the CPU, the two runs in turns block by block: the ratio and CI stand, the verdict
     waits, and the gate does not fail on a busy machine's times unless asked to."""
     from dlbench.analysis.comparisons import run_vs_run
-    from dlbench.store import Measurement
 
     store = Store(tmp_path / "ab.db")
     runs = [
@@ -239,19 +243,7 @@ def test_run_vs_run_withholds_the_verdict_of_a_busy_side_and_no_regression_comes
     ]  # fmt: skip
     for block in range(6):
         for run_id, times, share in ((runs[0], FAST, 3.0), (runs[1], SLOW, 60.0)):
-            tid = store.add_trial(
-                run_id, case_key="torch", block=block, position=0,
-                case={**CASE, "framework": "torch", "variant": "eager"}, protocol={"repeats": 1, "warmup": 0},
-            )  # fmt: skip
-            store.start_trial(tid)
-            store.add_measurements(
-                tid,
-                [
-                    Measurement(1, False, "train", "time", times[block], "s"),
-                    Measurement(1, False, "train", "cpu.others_util:mean", share, "%"),
-                ],
-            )
-            store.finish_trial(tid, status="ok", error=None, returncode=0, wall_s=1.0, stderr="")
+            _add_timed_trial(store, run_id, "torch", block, 0, times[block], share)
 
     def diff(**kw):
         sides = [(store.trials(r), store.measurements(r, latency=False)) for r in runs]

@@ -153,3 +153,34 @@ def test_a_run_is_created_whole_or_not_at_all(tmp_path):
 
         with pytest.raises(StoreError, match=f"run {run_id} has no trials .*nothing to resume"):
             execute_run(store, run_id)
+
+
+def test_a_non_finite_training_loss_makes_the_trial_diverged(tmp_path, faulty_plugin):
+    """A worker that ends normally but reported an infinite loss: stored "diverged", its rows
+    kept, out of every statistic, and the report names it with its status."""
+    from typer.testing import CliRunner
+
+    from dlbench.cli import app
+    from dlbench.runner import diverged
+
+    plan = expand(_experiment(["faulty:diverge", "faulty:ok"]))
+    db = tmp_path / "r.db"
+    with Store(db) as store:
+        run_id, counts = run_plan(store, plan, command_line="test", environment={})
+        assert counts == {"diverged": 1, "ok": 1}
+        bad = next(r for r in store.trials(run_id) if r["status"] == "diverged")
+        assert bad["error"].startswith("diverged: the training loss was inf at epoch 1 of repeat 1;")
+        rows = store.measurements(run_id)
+        losses = [m["value"] for m in rows if m["trial_id"] == bad["id"] and m["metric"] == "loss"]
+        assert losses == [1.0, 2.5, None, 2.5, None]  # kept; the store reads inf as invalid (NULL)
+    result = CliRunner().invoke(app, ["report", "--run", str(run_id), "--db", str(db)], env={"COLUMNS": "300"})
+    flat = " ".join(result.output.split())
+    assert result.exit_code == 0 and "│ diverged │" in result.output, result.output
+    assert "diverged: the training loss was inf" in flat  # the error column, wrapped
+    assert "INVALID VALUES" not in flat  # the divergence is dlbench's own record, not another tool's value
+    # Only losses count, and NaN as much as infinity.
+    from dlbench.store import Measurement
+
+    assert diverged([Measurement(1, False, "train", "time", float("inf"), "s")]) is None
+    nan = diverged([Measurement(0, True, "train", "loss_step", float("nan"), "nats", 7)])
+    assert nan is not None and nan.startswith("diverged: the training loss was nan at step 7 of warm-up 0")

@@ -241,7 +241,31 @@ def trial_status(spec: TrialSpec, recorder: EventRecorder, ended: WorkerExit, ti
         )
     if recorder.repeats != expected:
         return "failed", f"worker reported {recorder.repeats} repeats, expected {expected}"
+    if (why := diverged(recorder.rows)) is not None:
+        return "diverged", why
     return "ok", None
+
+
+LOSS_METRICS = ("loss", "loss_step")
+
+
+def diverged(rows: Iterable[Measurement]) -> str | None:
+    """Why a trial that ran to its end is no result, when a training loss it reported is
+    no finite number (or beyond 1e300, which the store reads as invalid): the network it
+    timed was no longer training, and NaN or inf arithmetic can run at another speed
+    than real numbers do. None when every loss is finite."""
+    import math
+
+    for m in rows:
+        if m.phase == "train" and m.metric in LOSS_METRICS and m.value is not None:
+            if not math.isfinite(m.value) or abs(m.value) > 1e300:
+                where = f"{'epoch' if m.metric == 'loss' else 'step'} {m.seq}" if m.seq is not None else "its end"
+                return (
+                    f"diverged: the training loss was {m.value:g} at {where} of "
+                    f"{'warm-up' if m.warmup else 'repeat'} {m.repeat}; its times are stored and left out "
+                    "of every statistic (a lower learning rate, gradient clipping or a loss scale may keep it finite)"
+                )
+    return None
 
 
 def finish_trial(

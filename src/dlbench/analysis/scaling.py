@@ -115,7 +115,7 @@ def _ratio(a: Sample, b: Sample) -> tuple[float | None, tuple[float, float]]:
 
 def _status(trials: list[Mapping[str, Any]]) -> str:
     statuses = {t["status"] for t in trials}
-    for s in ("oom", "timeout", "failed", "interrupted", "running", "pending"):
+    for s in ("oom", "timeout", "diverged", "failed", "interrupted", "running", "pending"):
         if s in statuses:
             return s
     return "ok"

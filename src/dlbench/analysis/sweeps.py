@@ -47,7 +47,7 @@ class Sweep:
         return min(oom) if oom else None
 
 
-STATUS_ORDER = ("oom", "timeout", "failed", "interrupted", "running", "pending", "ok")
+STATUS_ORDER = ("oom", "timeout", "diverged", "failed", "interrupted", "running", "pending", "ok")
 
 
 def _status(summary: CaseSummary) -> str:

@@ -75,9 +75,10 @@ def save(model: str, source: str, options: Mapping[str, Any], ok: bool, verdict:
     return target
 
 
-def lookup(source: str) -> dict[str, Any] | None:
-    """The record of the last check of this source's current code, or None."""
-    code = digest(source)
+def lookup(source: str, code: str | None = None) -> dict[str, Any] | None:
+    """The record of the last check of this source's current code (its digest, when the
+    caller has it already), or None."""
+    code = code or digest(source)
     if code is None:
         return None
     try:
@@ -94,8 +95,9 @@ def for_sources(sources: Mapping[str, str]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for key, source in sources.items():
         kind, _, name = key.partition(":")
-        if kind != "model" or digest(source) is None:
+        code = digest(source) if kind == "model" else None
+        if code is None:
             continue
-        found = lookup(source)
+        found = lookup(source, code)
         out[name] = {**found, "checked": True} if found else {"checked": False, "source": source}
     return out

@@ -38,7 +38,7 @@ from dlbench.store.records import trial_record
 # tab10, written out so that colours are fixed without importing matplotlib early.
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 WARM, GAP = "#bbbbbb", "#c00000"
-GAP_ORDER = ("oom", "timeout", "failed", "interrupted", "running", "pending")
+GAP_ORDER = ("oom", "timeout", "diverged", "failed", "interrupted", "running", "pending")
 FACTOR_FORMAT = {
     "batch_size": "b{}",
     "lr": "lr={:g}",

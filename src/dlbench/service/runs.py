@@ -177,12 +177,10 @@ def estimate(store: Store, plan: Plan) -> Any:
 
     from dlbench.studies.estimate import estimate_run
 
-    wanted = {t.case.key for t in plan.trials}
     earlier: dict[tuple[str, int, int], list[float]] = defaultdict(list)
-    for run in store.runs():
-        for t in store.trials(run.id, statuses=("ok",)):
-            if t.case_key in wanted and t.wall_s:
-                earlier[(t.case_key, int(t.protocol.get("repeats", 0)), int(t.protocol.get("warmup", 0)))].append(
-                    float(t.wall_s)
-                )
+    for t in store.ok_trials_of(t.case.key for t in plan.trials):
+        if t.wall_s:
+            earlier[(t.case_key, int(t.protocol.get("repeats", 0)), int(t.protocol.get("warmup", 0)))].append(
+                float(t.wall_s)
+            )
     return estimate_run(plan, dict(earlier))
