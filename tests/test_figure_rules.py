@@ -295,6 +295,14 @@ def test_learning_curves(drawn):
         assert len(thin) == len({(r["trial_id"], r["repeat"]) for r in values})  # one per measured repeat
     (legend,) = figures["10_learning_curves"].legends
     assert [t.get_text() for t in legend.get_texts()] == ["a:v", "b:v", "c:v", "one measured repeat"]
+    # At epoch 3 every repeat of c (blocks 0-4: 0.734-0.777) lies above every repeat of a
+    # (0.6677-0.720); b overlaps both: the caption names the one pair, with its numbers.
+    (figure,) = [f for f in made if f.name == "10_learning_curves"]
+    assert "Curves that differ beyond their spread" in figure.caption
+    assert "ends above a:v beyond their spread (epoch 3: every repeat 0.7343-0.7763 against 0.6677-0.7197" in (
+        figure.caption
+    )
+    assert "b:v ends above" not in figure.caption and "above b:v" not in figure.caption
 
 
 def test_times_say_per_what(drawn):

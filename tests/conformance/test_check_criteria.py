@@ -287,3 +287,13 @@ def test_check_lstm_with_an_option_builds_and_learns_in_torch():
     report = conformance.check("lstm", frameworks=("torch",), options={"hidden": 32, "embed": 16, "layers": 1})
     assert "error" not in report.probes["torch"], report.probes["torch"]
     assert report.ok, [f.detail for f in report.findings if not f.ok]
+
+
+def test_the_hint_speaks_the_task_s_own_words():
+    """A regressor that memorizes its fixed batch but predicts held-out targets no better is
+    told about predictions and targets, not classes and labels (the issue's MAE forecaster)."""
+    memorized = {"losses": [1.0, 0.5], "task": "regress"}
+    hint = conformance._diagnosis(memorized, 0)
+    assert "predictions and targets out of step" in hint and "class" not in hint and "label" not in hint
+    hint = conformance._diagnosis({"losses": [2.3, 0.5], "task": "classify"}, 10)
+    assert "outputs and labels out of step" in hint and "same classes" in hint

@@ -161,6 +161,11 @@ def _diagnosis(p: Mapping[str, Any], classes: int) -> str:
     if not losses or abs(first - last) <= 1e-3 * scale:
         return "the loss does not move: do gradients reach the weights?"
     if first - last >= 0.1 * scale:
+        if p.get("task", "classify") == "regress":  # the task's own words: targets, not classes
+            return (
+                "the fixed batch is learned, a held-out batch of the same task is not: are predictions and targets "
+                "out of step (a reshape or roll that mixes samples, targets shuffled against inputs)?"
+            )
         return (
             "the fixed batch is learned, a held-out batch of the same classes is not: are outputs and labels out "
             "of step (a reshape or roll that mixes samples, labels shuffled against inputs)?"

@@ -979,9 +979,15 @@ def _learning_figure(run: _Run, out: Target) -> Figure | None:
     data: dict[str, Any] = {}
     unit = ", ".join(sorted(u for u in units if u)) or "as stored"
     epochs_seen: set[int] = set()
+    spread: list[str] = []  # the panels' curves that differ beyond their spread (dlbench.analysis.curves)
+    unknown_spread = False
     for ax, (gname, keys) in zip(_grid(fig, len(groups), ncols), groups.items()):
         panel = data[gname] = {}
         every: list[float] = []
+        if len(keys) >= 2:
+            found, few = _curve_gaps(run, curves, keys)
+            spread += [f"{gname}: {g.words()}" for g in found]
+            unknown_spread |= few
         for k in keys:
             color = run.color[run.ident[k]]
             repeats = list(curves[k].values())
@@ -1014,9 +1020,34 @@ def _learning_figure(run: _Run, out: Target) -> Figure | None:
     caption = (
         "Mean training loss of each epoch (as the framework reports it while training), per case: every "
         "measured repeat of the finished trials as a thin line, their median per epoch bold with dots. "
-        "Warm-up repeats are left out."
+        "Warm-up repeats are left out. "
     )
+    if spread:
+        caption += "Curves that differ beyond their spread (no repeat of one overlaps the other's): " + "; ".join(
+            spread
+        )
+        caption += (
+            ". `dlbench check MODEL` trains each framework from the same weights on the same batches and names "
+            "a training difference that is the code's (loss reduction, optimizer epsilon, weight decay, a layer's "
+            "training mode) rather than the framework's."
+        )
+    elif unknown_spread:
+        caption += "Some case has fewer than two measured repeats: whether the curves differ beyond it is not known."
+    else:
+        caption += "Every panel's curves end within their spread: their repeats' last losses overlap."
     return _save(fig, out, "10_learning_curves", title, caption, data, sorted(curves))
+
+
+def _curve_gaps(
+    run: _Run, curves: Mapping[str, Mapping[tuple[int, int], dict[int, float]]], keys: list[str]
+) -> tuple[list[Any], bool]:
+    """The pairs of a panel's cases whose repeats' losses at the last epoch they all reached
+    do not overlap (dlbench.analysis.curves), and whether some case had too few repeats."""
+    from dlbench.analysis.curves import gaps
+
+    last = min(max(e for r in curves[k].values() for e in r) for k in keys)
+    finals = {run.short(k): [r[last] for r in curves[k].values() if last in r] for k in keys}
+    return gaps(finals, last + 1), any(len(v) < 2 for v in finals.values())
 
 
 def _cases_with(run: _Run, phase: str, metric: str) -> list[str]:
