@@ -42,7 +42,7 @@ def test_bash_completes_commands_and_options_through_the_printed_script(tmp_path
         [
             f"source {script}",
             "complete -p dlbench",
-            tab.format(words="dlbench re", cword=1),
+            tab.format(words="dlbench repo", cword=1),
             tab.format(words="dlbench report --fo", cword=2),
             tab.format(words="dlbench completion ''", cword=2),
         ]
@@ -57,14 +57,14 @@ def test_bash_completes_commands_and_options_through_the_printed_script(tmp_path
 @pytest.mark.parametrize(
     ("shell", "hook", "env"),
     [
-        ("zsh", "#compdef dlbench", {"_DLBENCH_COMPLETE": "complete_zsh", "_TYPER_COMPLETE_ARGS": "dlbench re"}),
+        ("zsh", "#compdef dlbench", {"_DLBENCH_COMPLETE": "complete_zsh", "_TYPER_COMPLETE_ARGS": "dlbench repo"}),
         (
             "fish",
             "complete --command dlbench",
             {
                 "_DLBENCH_COMPLETE": "complete_fish",
                 "_TYPER_COMPLETE_FISH_ACTION": "get-args",
-                "_TYPER_COMPLETE_ARGS": "dlbench re",
+                "_TYPER_COMPLETE_ARGS": "dlbench repo",
             },
         ),
     ],
