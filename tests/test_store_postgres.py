@@ -296,6 +296,31 @@ def test_the_same_writes_read_back_the_same_as_sqlite(pg_url, tmp_path):
                 reader.db.execute("DELETE FROM skipped")
 
 
+def test_the_latency_copy_is_checked_and_rebuilt_on_postgres(pg_url, tmp_path):
+    """The copy's check and its rebuild on PostgreSQL: a dropped trigger is seen by a reader
+    (no pack trusted) and restored by a writer, repack runs again over triggers that exist,
+    and the percentiles are the rows' throughout."""
+    from dlbench.analysis.rows import latency_percentiles_of
+    from dlbench.analysis.summary import latency_percentiles
+
+    with Store(pg_url) as pg:
+        run = _write(pg)
+        want = latency_percentiles(pg.latency_calls(run))
+        samples, check = pg.latency_samples_checked(run)
+        assert check.trusted and latency_percentiles_of(samples) == want
+        assert pg.repack() > 0 and pg.repack() > 0  # twice: the triggers exist the second time
+        with pg.db:
+            pg.db.execute("DROP TRIGGER latency_unpacked_update ON measurements")
+    with Store(pg_url, readonly=True) as reader:
+        samples, check = reader.latency_samples_checked(run)
+        assert check.missing_triggers == ("latency_unpacked_update",)
+        assert latency_percentiles_of(samples) == want
+    with Store(pg_url) as writer:
+        assert writer.missing_triggers == frozenset()
+        samples, check = writer.latency_samples_checked(run)
+        assert check.trusted and latency_percentiles_of(samples) == want
+
+
 def test_refused_databases_are_left_untouched(pg_url):
     import psycopg
 

@@ -152,7 +152,16 @@ TRIGGER_NAMES = frozenset({"latency_unpacked_insert", "latency_unpacked_delete",
 
 
 def install_triggers(db: Any) -> None:
-    for statement in SQLITE_TRIGGERS if isinstance(db, sqlite3.Connection) else POSTGRES_TRIGGERS:
+    """The three triggers, whichever of them the database has already (a rebuild, Store.repack,
+    installs them again): SQLite's say IF NOT EXISTS; PostgreSQL has no such clause for a
+    trigger before version 14, so each is dropped first where it exists."""
+    if isinstance(db, sqlite3.Connection):
+        for statement in SQLITE_TRIGGERS:
+            db.execute(statement)
+        return
+    for name in sorted(TRIGGER_NAMES):
+        db.execute(f"DROP TRIGGER IF EXISTS {name} ON measurements")
+    for statement in POSTGRES_TRIGGERS:
         db.execute(statement)
 
 
