@@ -294,7 +294,7 @@ CONSTANT = ROLLED.replace("torch.roll(self.net(x), 1, dims=0)", "0 * self.net(x)
 @frameworks_needed
 @pytest.mark.parametrize(
     ("source", "why"),
-    [(ROLLED, "outputs and labels out of step"), (CONSTANT, "does the output depend on the input")],
+    [(ROLLED, "predictions and targets out of step"), (CONSTANT, "does the output depend on the input")],
     ids=["rolled", "ignores its input"],
 )
 def test_check_fails_a_broken_regressor_for_its_reason(tmp_path: Path, cli, source: str, why: str):
