@@ -62,7 +62,8 @@ class Paper:
     cite: str
     database: str  # relative to the repository root, as committed (.db.xz)
     scale: str
-    run_id: int
+    run_id: int  # the study's latest run in the database
+    runs: str  # "run 1", or "runs 1+2" for a measurement made in parts (service.studies.parts)
     machine: str
     devices: tuple[str, ...]
     size_factor: float
@@ -210,7 +211,8 @@ def build_paper(
     if not runs:
         raise TableError(f"{database}: no run of study {name}")
     run_id = max(int(r["id"]) for r in runs)
-    comparison = studies_service.comparison(study, facts, [(store, run_id)], band, alpha)
+    parts = studies_service.parts(store, study, run_id)  # with the earlier runs it completes
+    comparison = studies_service.comparison(study, facts, [(store, rid) for rid in parts], band, alpha)
     machine = comparison.machines[0]
     summary = machine.summary
     devices = tuple(sorted(str(d) for d in set(summary["device"]))) if len(summary) else ()
@@ -221,6 +223,7 @@ def build_paper(
         database=database,
         scale=str(store.run(run_id)["name"]).rsplit(" ", 1)[-1],
         run_id=run_id,
+        runs=machine.runs,
         machine=machine_label(machine.fingerprint),
         devices=devices,
         size_factor=study.size_factor,
@@ -345,9 +348,7 @@ def render(papers: list[Paper]) -> str:
 
     one_machine = len({machine(p) for p in papers}) == 1
     sources = "; ".join(
-        f"{p.study}: `{p.database}` ({p.scale} scale, run {p.run_id}"
-        + ("" if one_machine else f", on {machine(p)}")
-        + ")"
+        f"{p.study}: `{p.database}` ({p.scale} scale, {p.runs}" + ("" if one_machine else f", on {machine(p)}") + ")"
         for p in papers
     )
     if one_machine and papers:

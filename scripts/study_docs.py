@@ -24,6 +24,10 @@ What is embedded of each command's output:
   --format markdown`` from its first section ("The paper vs this run") through the run's
   status line and stored command, stopping before the configuration; the report's
   ``#`` title line is left out (the page has its own).
+- ``run-N-report`` (a study measured in parts, PART_RUNS): ``dlbench report --run N --db
+  docs/studies/data/STUDY-SCALE.db --format markdown``, excerpted as the study report is:
+  the report of a run that completes the study's measurement, whose claims the
+  ``study-report`` section already checks.
 - ``explain-report`` (dai only): ``dlbench explain --show 2 --db
   docs/studies/data/dai-smoke.db --format markdown --out docs/studies/dai_explain.md``
   without its title line; its bar charts land in docs/studies/dai_explain_figures/.
@@ -86,6 +90,11 @@ DAI_EXPLAIN_DB = f"{DATA}/dai-smoke.db"
 DAI_EXPLAIN_RUN = 2
 DAI_EXPLAIN_OUT = "docs/studies/dai_explain.md"
 DAI_FIGURES = "docs/studies/dai_explain_figures"
+# Runs that complete a study's measurement (dlbench.service.studies.parts: the same study and
+# scale on the same machine, measuring other cases), by study: `study report` reads them with
+# the latest one and prints the first run's report; the page shows each other run's report
+# in its own section, run-N-report, from `dlbench report --run N --db DB --format markdown`.
+PART_RUNS: dict[str, tuple[int, ...]] = {"patel": (2,)}
 
 
 def databases(data: Path | None = None) -> dict[str, str]:
@@ -160,6 +169,17 @@ def blocks() -> list[Block]:
             excerpt=study_excerpt,
         )
         for name in STUDY_NAMES
+    ]
+    out += [
+        Block(
+            page=f"studies/{name}.md",
+            name=f"run-{run_id}-report",
+            db=dbs[name],
+            args=("report", "--run", str(run_id), "--db", dbs[name], "--format", "markdown"),
+            excerpt=study_excerpt,
+        )
+        for name, ids in PART_RUNS.items()
+        for run_id in ids
     ]
     out.append(
         Block(

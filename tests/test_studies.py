@@ -172,8 +172,13 @@ def _store(path: Path, fingerprint: dict, trials: int = 6) -> tuple[Store, int]:
     TF_S[k] in block k): six independent values per framework, paired by block. With
     trials=1, one process per framework holds all six values as its repeats."""
     store = Store(path)
+    return store, _add_run(store, fingerprint, trials)
+
+
+def _add_run(store: Store, fingerprint: dict, trials: int = 6, model: str = "mlp", scale: str = "smoke") -> int:
+    """_store's run, of `model` at `scale`, added to `store`; its case keys name the model."""
     run_id = store.create_run(
-        name="study t v1 smoke",
+        name=f"study t v1 {scale}",
         command="test",
         config_source="test",
         config_text="",
@@ -188,10 +193,10 @@ def _store(path: Path, fingerprint: dict, trials: int = 6) -> tuple[Store, int]:
         ):
             tid = store.add_trial(
                 run_id,
-                case_key=fw,
+                case_key=fw if model == "mlp" else f"{fw}-{model}",
                 block=block,
                 position=position,
-                case={**CASE, "framework": fw, "variant": "v"},
+                case={**CASE, "framework": fw, "variant": "v", "model": model},
                 protocol={"repeats": per_trial, "warmup": 1},
             )
             store.start_trial(tid)
@@ -204,7 +209,7 @@ def _store(path: Path, fingerprint: dict, trials: int = 6) -> tuple[Store, int]:
                 ]
             store.add_measurements(tid, rows)
             store.finish_trial(tid, status="ok", error=None, returncode=0, wall_s=1.0, stderr="")
-    return store, run_id
+    return run_id
 
 
 FACTS = (
@@ -666,3 +671,53 @@ def test_study_report_refuses_a_run_of_another_study(tmp_path: Path):
     said = " ".join(other.stderr.split())
     assert other.returncode == 2 and "Traceback" not in other.stderr
     assert f"run {run_id} ('study t v1 smoke') is no run of study germino; its runs there: none" in said
+
+
+CNN_CLAIM = """
+[[claim]]
+ref = "Section 9"
+quantity = "train_time"
+model = "cnn"
+machine = "cpu"
+better = "torch"
+text = "PyTorch trains the CNN faster"
+"""
+
+
+def test_a_study_run_in_parts_reads_as_one_machine_and_a_rerun_replaces_its_part(tmp_path: Path):
+    """Runs of one study and scale on one machine that measured other cases are one
+    measurement (a study narrowed with --model, then the rest): one column, each comparison
+    within its own run. Another scale, another machine, or the same cases again are not."""
+    from dlbench.report import markdown
+    from dlbench.service import studies as service
+
+    study = spec_module.parse(STUDY.replace('model = ["mlp"]', 'model = ["mlp", "cnn"]'), "t.toml")
+    facts = facts_module.parse(FACTS + CNN_CLAIM, "f.toml")
+    here = {"cpu_model": "Test CPU", "physical_cores": 2, "hostname": "a"}
+    store = Store(tmp_path / "t.db")
+    first = _add_run(store, here)  # mlp
+    other_scale = _add_run(store, here, model="cnn", scale="quick")
+    elsewhere = _add_run(store, {**here, "hostname": "b"}, model="cnn")
+    second = _add_run(store, here, model="cnn")
+    assert service.parts(store, study, second) == [first, second]
+    assert service.parts(store, study, other_scale) == [other_scale]  # the only quick run
+    assert service.parts(store, study, elsewhere) == [elsewhere]  # run 1 was on host a
+    rerun = _add_run(store, here)  # mlp again: it replaces run 1 rather than joining it
+    assert service.parts(store, study, rerun) == [second, rerun]
+
+    comparison = service.comparison(study, facts, [(store, first), (store, second)])
+    (machine,) = comparison.machines
+    assert machine.run_ids == (first, second) and machine.runs == f"runs {first}+{second}"
+    assert sorted(set(machine.summary["model"])) == ["cnn", "mlp"]
+    assert machine.run_of("cnn") == second and machine.run_of("mlp") == first
+    claims = {c.claim.text: v for c in comparison.claims for v in c.ours.values()}
+    # both models compared, each in its own run: TensorFlow faster in both (TF_S < TORCH_S)
+    assert claims["TensorFlow trains faster"] == "agrees in direction"
+    assert claims["PyTorch trains the CNN faster"].startswith("differs")
+    preface = service.paper_section(study, facts, [(store, first), (store, second)])
+    text = "\n".join(markdown.preface(preface))
+    assert f"runs {first}+{second}, one measurement made in parts" in text
+    assert f"dlbench report --run {second} --db {store.path}" in " ".join(preface.lines)  # unescaped
+    # two machines stay two columns: run 1 beside the run on host b
+    apart = service.comparison(study, facts, [(store, first), (store, elsewhere)])
+    assert [m.runs for m in apart.machines] == [f"run {first}", f"run {elsewhere}"]

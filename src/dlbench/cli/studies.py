@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from dlbench.analysis.criteria import ALPHA, BAND
+from dlbench.cli import complete
 from dlbench.cli.app import study_app
 from dlbench.cli.common import (
     ALPHA_OPT,
@@ -47,6 +48,11 @@ ScaleOpt = Annotated[
         "design shrunk to under a day on a 2-core CPU; only studies whose paper scale takes longer) or paper "
         "(the paper's settings, its repetitions as independent processes)."
     ),
+]
+
+# A study's name, completed on <Tab> from the built-in studies (dlbench study list).
+StudyName = Annotated[
+    str, typer.Argument(help="A study name (dlbench study list).", autocompletion=complete.one_of(complete.studies))
 ]
 
 
@@ -90,7 +96,9 @@ def study_list() -> None:
 
 
 @study_app.command("show")
-def study_show(name: Annotated[str, typer.Argument(help="A study name (dlbench study list).")]) -> None:
+def study_show(
+    name: StudyName,
+) -> None:
     """What the paper did, how the study maps it, the open choices it made, and each scale's plan."""
 
     study, facts = _study(name)
@@ -138,7 +146,7 @@ def _studies_dir() -> str:
 @with_groups(MATRIX, PROTOCOL, EXECUTOR)
 def study_run(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="A study name (dlbench study list).")],
+    name: StudyName,
     scale: ScaleOpt = "quick",
     matrix: Any = None,
     protocol: Any = None,
@@ -171,7 +179,9 @@ def study_run(
         return
 
     def preface(store, run_id: int):
-        return studies_service.paper_section(study, facts, [(store, run_id)])
+        # With the earlier runs this one completes (a study run in parts into one database).
+        runs = [(store, r) for r in studies_service.parts(store, study, run_id)]
+        return studies_service.paper_section(study, facts, runs, reported=run_id)
 
     # The device the study ran on is said in its command (it is the study's own choice, cpu, when not named).
     command = invocation(ctx, device=plan.experiment.protocol.device)
@@ -229,10 +239,15 @@ study_app.command(
 
 @study_app.command("report")
 def study_report(
-    name: Annotated[str, typer.Argument(help="A study name (dlbench study list).")],
+    name: StudyName,
     run_ids: Annotated[
         list[int] | None,
-        typer.Option("--run", help="Run id (default: the latest run of the study in each --db); repeat for several."),
+        typer.Option(
+            "--run",
+            autocompletion=complete.run_ids,
+            help="Run id (default: the latest run of the study in each --db, with the earlier runs of the same "
+            "scale on the same machine that measured other cases); repeat for several.",
+        ),
     ] = None,
     dbs: Annotated[
         list[Path] | None,
@@ -268,7 +283,9 @@ def study_report(
         found = studies_service.runs_of(store, study)
         if not found:
             fail(f"{store.path}: no run of study {name}; run one with: dlbench study run {name} --db {store.path}")
-        return [max(r["id"] for r in found)]
+        # The latest run, with the earlier runs it completes (the same study and scale on this
+        # machine, measuring other cases): one measurement made in parts.
+        return studies_service.parts(store, study, max(int(r["id"]) for r in found))
 
     runs = collect_runs(paths, list(run_ids or []), latest_of_study)
     for store, rid in runs:

@@ -174,7 +174,7 @@ def _machines(facts: Facts, comparison: Comparison) -> TableData:
     for mine in comparison.machines:
         fp = mine.fingerprint
         software = framework_software(fp, ("torch", "tensorflow", "jax"))
-        t.add_row(f"run {mine.run_id}", mine.label, f"{fp.get('logical_cores', '?')} logical cores", software)
+        t.add_row(mine.runs, mine.label, f"{fp.get('logical_cores', '?')} logical cores", software)
     return t
 
 

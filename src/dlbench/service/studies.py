@@ -18,6 +18,57 @@ def runs_of(store: Any, study: Any) -> list[Any]:
     return [r for r in store.runs() if str(r["name"]).startswith(prefix)]
 
 
+def _same_machine(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    from dlbench.env import machine_label
+
+    return machine_label(a) == machine_label(b) and a.get("hostname") == b.get("hostname")
+
+
+def _case_keys(store: Any, run_id: int) -> set[str]:
+    return {str(t.case_key) for t in store.trials(run_id)}
+
+
+def parts(store: Any, study: Any, run_id: int) -> list[int]:
+    """The runs that make one measurement with run `run_id`: it, and each earlier run of the
+    same study and scale in `store`, taken on the same machine (CPU, cores, GPUs, host name),
+    that measured none of the cases already taken: a study narrowed with --model for time,
+    then the rest run on another day into the same database. Newest first, so a rerun of
+    the same cases replaces the older run rather than joining it; returned in run order."""
+    row = store.run(run_id)
+    name = str(row["name"])
+    prefix = f"study {study.name} v"
+    if not name.startswith(prefix):
+        return [run_id]
+    scale = name.rsplit(" ", 1)[-1]
+    taken, chosen = _case_keys(store, run_id), [run_id]
+    for other in sorted((r for r in runs_of(store, study) if int(r["id"]) < run_id), key=lambda r: -int(r["id"])):
+        if str(other["name"]).rsplit(" ", 1)[-1] != scale:
+            continue
+        if not _same_machine(store.run(int(other["id"])).environment, row.environment):
+            continue
+        keys = _case_keys(store, int(other["id"]))
+        if keys and not keys & taken:
+            taken |= keys
+            chosen.append(int(other["id"]))
+    return sorted(chosen)
+
+
+def group_parts(study: Any, runs: list[tuple[Any, int]]) -> list[list[tuple[Any, int]]]:
+    """`runs` grouped into machines: runs of one store that are all parts of one measurement
+    (`parts` of the newest) share a group, in run order; every other run is a group of its own."""
+    groups: list[list[tuple[Any, int]]] = []
+    for store, run_id in runs:
+        for group in groups:
+            ids = [rid for _, rid in group] + [run_id]
+            if group[0][0] is store and set(ids) <= set(parts(store, study, max(ids))):
+                group.append((store, run_id))
+                group.sort(key=lambda pair: pair[1])
+                break
+        else:
+            groups.append([(store, run_id)])
+    return groups
+
+
 def explanations(store: Any, run_id: int, band: float = BAND, alpha: float = ALPHA) -> tuple[Any, ...]:
     """The findings of every `dlbench explain` run stored in `store` that explains a gap of
     run `run_id`, one per pair, in the explain report's own sentences (its headline, the
@@ -44,39 +95,71 @@ def explanations(store: Any, run_id: int, band: float = BAND, alpha: float = ALP
 
 
 def machines(
-    runs: list[tuple[Any, int]], band: float = BAND, alpha: float = ALPHA, busy_verdicts: bool = False
+    runs: list[tuple[Any, int]],
+    band: float = BAND,
+    alpha: float = ALPHA,
+    busy_verdicts: bool = False,
+    study: Any = None,
 ) -> list[Any]:
     """One paper_vs_run.Machine per (store, run id), its verdicts at `band` and `alpha` (a
     time measured on a busy machine undecided unless `busy_verdicts`, as in the report),
-    with the explain runs stored beside it."""
+    with the explain runs stored beside it. With `study`, runs that are parts of one
+    measurement (`parts`) make one Machine: their cases side by side, each comparison
+    made within the run that measured both of its cases, nothing pooled across runs."""
+    import pandas as pd
+
     from dlbench.analysis.busy import busy_cases
     from dlbench.env import machine_label
     from dlbench.results import Results
     from dlbench.studies import paper_vs_run
 
+    groups = group_parts(study, runs) if study is not None else [[r] for r in runs]
     out: list[paper_vs_run.Machine] = []
-    for store, run_id in runs:
+    for group in groups:
+        store = group[0][0]
+        ids = [rid for _, rid in group]
+        run_id = ids[0]
         results = Results.of_store(store)
         fingerprint = store.run(run_id).environment
         label = machine_label(fingerprint)
         if any(m.label == label for m in out):
-            label += f" (run {run_id})"
+            label += f" ({'run' if len(ids) == 1 else 'runs'} {'+'.join(str(i) for i in ids)})"
 
-        def compare(a: str, b: str, metric: str, results=results, run_id=run_id):
-            return results.compare(a, b, metric=metric, run=run_id, band=band, alpha=alpha, busy_verdicts=busy_verdicts)
+        def compare(a: str, b: str, metric: str, results=results, ids=tuple(ids)):
+            frames = []
+            for rid in ids:  # each run's own comparison sets: a case is compared within its run
+                try:
+                    frame = results.compare(
+                        a, b, metric=metric, run=rid, band=band, alpha=alpha, busy_verdicts=busy_verdicts
+                    )
+                except ValueError:  # one side is not in this part
+                    if len(ids) == 1:
+                        raise
+                    continue
+                if frame is not None and len(frame):
+                    frames.append(frame)
+            return pd.concat(frames, ignore_index=True) if len(frames) > 1 else (frames[0] if frames else None)
 
+        def joined(frames: list[Any]) -> Any:
+            return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+
+        busy: set[str] = set()
+        if not busy_verdicts:
+            for rid in ids:
+                busy |= set(busy_cases(store.measurements(rid, latency=False)))
         out.append(
             paper_vs_run.Machine(
                 label,
                 run_id,
-                results.summary(run_id),
+                joined([results.summary(rid) for rid in ids]),
                 compare,
                 fingerprint,
-                results.measurements(run_id),
+                joined([results.measurements(rid) for rid in ids]),
                 band=band,
                 alpha=alpha,
-                explanations=explanations(store, run_id, band, alpha),
-                busy=frozenset() if busy_verdicts else frozenset(busy_cases(store.measurements(run_id, latency=False))),
+                explanations=tuple(e for rid in ids for e in explanations(store, rid, band, alpha)),
+                busy=frozenset(busy),
+                run_ids=tuple(ids),
             )
         )
     return out
@@ -93,7 +176,7 @@ def comparison(
     """The paper beside one or more stored runs (paper_vs_run.compare), one machine each."""
     from dlbench.studies import paper_vs_run
 
-    return paper_vs_run.compare(study, facts, machines(runs, band, alpha, busy_verdicts))
+    return paper_vs_run.compare(study, facts, machines(runs, band, alpha, busy_verdicts, study=study))
 
 
 def paper_section(
@@ -103,9 +186,12 @@ def paper_section(
     band: float = BAND,
     alpha: float = ALPHA,
     busy_verdicts: bool = False,
+    reported: int | None = None,
 ) -> Any:
-    """The paper vs this run section for one or more (store, run id), one machine each; its
-    verdicts at `band` and `alpha` (busy_verdicts: as in the report)."""
+    """The paper vs this run section for one or more (store, run id), one machine each (the
+    parts of one measurement, `parts`, one machine together); its verdicts at `band` and
+    `alpha` (busy_verdicts: as in the report). `reported`: the run whose report follows
+    the section (default: the first)."""
     from dlbench.report import study_section
 
     found = comparison(study, facts, runs, band, alpha, busy_verdicts)
@@ -113,11 +199,24 @@ def paper_section(
     scale = scales[0] if len(set(scales)) == 1 else "/".join(scales)
     changes = study.scales[scales[0]].changes if scales[0] in study.scales else ()
     preface = study_section.build(study, facts, found, scale, changes)
-    if len(runs) > 1:
+    reported = runs[0][1] if reported is None else reported
+    for machine in found.machines:
+        if len(machine.run_ids) > 1:
+            others = [i for i in machine.run_ids if i != reported]
+            preface.lines.append(
+                f"{machine.label}: {machine.runs}, one measurement made in parts (the same study and scale on this "
+                f"machine, each run measuring other cases); every comparison is made within the run that measured "
+                f"both of its cases. Each run's own report: "
+                + ", ".join(f"dlbench report --run {i} --db {runs[0][0].path}" for i in others)
+                + "."
+            )
+    if len(found.machines) > 1:
         preface.lines.append(
-            f"{len(runs)} machines, one column group each, nothing pooled across them; the report below is "
-            f"run {runs[0][1]}'s (the first machine's)."
+            f"{len(found.machines)} machines, one column group each, nothing pooled across them; the report below is "
+            f"run {reported}'s (the first machine's)."
         )
+    elif len(runs) > 1:
+        preface.lines.append(f"The report below is run {reported}'s.")
     return preface
 
 

@@ -6,7 +6,7 @@ on the 2-core VM this project is built on): for each of its trials, the training
 per sample and per unit of model work, and the process's start-up (the trial's wall
 time less what it timed). A planned case takes
 
-    start-up of its framework + (repeats + warm-up) x (train samples x epochs x train
+    start-up of its network + (repeats + warm-up) x (train samples x epochs x train
     seconds per unit of work x the case's work per sample + test samples x the same
     per-sample cost / 3, for the inference passes)
 
@@ -15,7 +15,10 @@ networks' published figures (torchvision's model table) scaled by input area, an
 counts by hand for the small networks and the sequence models. The seconds per unit
 of work come from the smoke run's trial of the same framework and model where it has
 one, else from the median over that framework's smoke trials (else over every
-framework's: JAX never ran in a smoke run). Time to a target accuracy is taken at every
+framework's: JAX never ran in a smoke run). A trial's start-up is its network's median
+start-up in every committed study run (smoke and larger) where one ran it, else its
+framework's in the smoke run: a graph framework traces and compiles the whole network
+before the first timed step. Time to a target accuracy is taken at every
 epoch (an upper bound: a repeat stops at the target). Numbers only: the CLI words it.
 """
 
@@ -191,6 +194,55 @@ def _read(db: Path) -> _Measured:
     return _Measured(per_sample, {k: statistics.median(v) for k, v in startup.items()})
 
 
+@cache
+def _startups(db: Path) -> dict[tuple[str, str], list[float]]:
+    """(framework, model) -> the start-up of each ok trial of every study run in `db`
+    (.db.xz): its wall time less what it timed (imports, data, the model's build, and a
+    graph framework's tracing and compilation, which grow with the network)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / db.stem
+        path.write_bytes(lzma.decompress(db.read_bytes()))
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            timed: dict[int, float] = defaultdict(float)
+            for trial, value in con.execute(
+                "SELECT m.trial_id, m.value FROM measurements m JOIN trials t ON t.id = m.trial_id "
+                "JOIN runs r ON r.id = t.run_id WHERE r.name LIKE 'study %' AND m.phase IN ('train', 'infer') "
+                "AND m.metric = 'time' AND m.value IS NOT NULL"
+            ):
+                timed[trial] += value
+            runs = [r for (r,) in con.execute("SELECT id FROM runs WHERE name LIKE 'study %'")]
+        finally:
+            con.close()
+        from dlbench.store.core import Store
+
+        out: dict[tuple[str, str], list[float]] = defaultdict(list)
+        store = Store(path, readonly=True)
+        try:
+            for run in runs:
+                for t in store.trials(run, statuses=("ok",)):
+                    if t.wall_s:
+                        out[(t.framework, t.model)].append(max(0.0, t.wall_s - timed.get(t.id, 0.0)))
+        finally:
+            store.close()
+    return dict(out)
+
+
+def model_startups() -> dict[tuple[str, str], float]:
+    """(framework, model) -> its median start-up over every study run committed under
+    docs/studies/data (smoke and larger): measured on the project's 2-core VM. Empty
+    outside a source checkout or when a database cannot be read."""
+    pooled: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for db in sorted(DATA.glob("*.db.xz")) if DATA.is_dir() else []:
+        try:
+            found = _startups(db)
+        except (OSError, sqlite3.Error, lzma.LZMAError, EOFError):
+            return {}  # as pooled_smoke: an estimate never ends the run it describes
+        for key, values in found.items():
+            pooled[key] += values
+    return {key: statistics.median(v) for key, v in pooled.items()}
+
+
 def _with_options(case: Case, options: dict[str, Any]) -> Case:
     from dataclasses import replace
 
@@ -245,7 +297,8 @@ def estimate(plan: Plan, db: Path) -> Estimate:
     basis = (
         f"from the smoke run's per-sample training times ({db.name}): each case's per-sample overhead plus its "
         f"work ({WORK}) at its framework's compute-bound rate in the committed smoke runs, times samples x "
-        "epochs x (repeats + warm-up), plus each framework's measured process start-up"
+        "epochs x (repeats + warm-up), plus each trial's start-up (its network's median in the committed study "
+        "runs where one measured it, else its framework's)"
     )
     return Estimate(total, len(plan.trials), start_total, basis, tuple(sorted(borrowed)))
 
@@ -263,6 +316,9 @@ class _Model:
             if model != "knn":
                 self.overheads[fw].append(o)
         self.startups = list(measured.startup.values())
+        # A network's own start-up where some committed run measured it: TensorFlow took
+        # 2.3 min to start a resnet152 trial here against 10-20 s for the small networks.
+        self.model_startups = model_startups()
 
     def trial(self, case: Case) -> tuple[float, float]:
         """(start-up seconds, seconds of one measured or warm-up pass) of a trial of `case`."""
@@ -277,7 +333,8 @@ class _Model:
             one = train_samples(case) * ((case.epochs or 1) if not case.steps else 1) * per
             one += test_samples(case) * per * INFER_SHARE
         median_start = statistics.median(self.startups) if self.startups else 0.0
-        return self.measured.startup.get(case.framework, median_start), one
+        own = self.model_startups.get((case.framework, case.model))
+        return (own if own is not None else self.measured.startup.get(case.framework, median_start)), one
 
 
 def words(seconds: float) -> str:

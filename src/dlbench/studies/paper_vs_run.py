@@ -102,6 +102,24 @@ class Machine:
     # The case keys measured on a busy machine (dlbench.analysis.busy) whose times get no
     # verdict; empty when verdicts are asked for anyway (--busy-verdicts).
     busy: frozenset[str] = frozenset()
+    # Every stored run this machine's measurement is made of (run_id first): the parts of one
+    # study at one scale run one after another on this machine, each measuring other cases
+    # (dlbench.service.studies.parts); just (run_id,) for one run.
+    run_ids: tuple[int, ...] = ()
+
+    @property
+    def runs(self) -> str:
+        """'run 1', or 'runs 1+2' for a measurement made in parts."""
+        ids = self.run_ids or (self.run_id,)
+        return f"run {ids[0]}" if len(ids) == 1 else "runs " + "+".join(str(i) for i in ids)
+
+    def run_of(self, model: str) -> int:
+        """The run that measured `model` (run_id when no part did)."""
+        if len(self.summary) and "run_id" in self.summary:
+            found = self.summary[self.summary["model"] == model]["run_id"]
+            if len(found):
+                return int(found.iloc[0])
+        return self.run_id
 
 
 @dataclass(frozen=True)
@@ -681,7 +699,8 @@ def examination(machine: Machine, study: Study, quantity: str, model: str, setti
         found = [e for e in machine.explanations if e.model == model and _explains_these(e, compared)]
         if found:
             return " ".join(f"explain run {e.run_id}: {e.summary}" for e in found)
-        return f"not examined yet: dlbench explain {machine.run_id} --case torch --vs tensorflow --where model={model}"
+        run = machine.run_of(model)
+        return f"not examined yet: dlbench explain {run} --case torch --vs tensorflow --where model={model}"
     shared = _shared(compared)
     tried = f"; both frameworks here share {', '.join(shared)}" if shared else ""
     return f"not attributed: dlbench explain attributes training step time, not {quantity.replace('_', ' ')}{tried}"
