@@ -68,6 +68,12 @@ def frozen(shape, classes):
     return net
 
 
+def sized(shape, classes, width=64):
+    import torch.nn as nn
+
+    return nn.Sequential(nn.Flatten(), nn.Linear(math.prod(shape), width), nn.ReLU(), nn.Linear(width, classes))
+
+
 def series(shape, classes, width=16):
     # A 1-D CNN over (1, L, C) series held as images: (1, k) kernels along time, a
     # learnable per-channel input scale (a layer type glorot-uniform does not cover),
@@ -102,6 +108,9 @@ ROLLED = dlbench.Model("rolled", {"torch": rolled}, input_kind="features")
 FROZEN = dlbench.Model("frozen", {"torch": frozen}, input_kind="features")
 SERIES = dlbench.Model("series", {"torch": series}, input_kind="image", options={"width": 16})
 BROKEN = dlbench.Model("broken", {"torch": raises, "jax": raises}, input_kind="features")
+SIZED = dlbench.Model(
+    "sized", {"torch": sized}, input_kind="features", options={"width": 64}, tiny_options={"width": 16}
+)
 """
 
 
@@ -297,3 +306,18 @@ def test_the_hint_speaks_the_task_s_own_words():
     assert "predictions and targets out of step" in hint and "class" not in hint and "label" not in hint
     hint = conformance._diagnosis({"losses": [2.3, 0.5], "task": "classify"}, 10)
     assert "outputs and labels out of step" in hint and "same classes" in hint
+
+
+def test_loss_falls_is_judged_at_the_check_size_unless_options_are_given(models: Path):
+    """A model with tiny_options learns at them when the user sets no option (the finding names
+    the size and its parameter count); its parameters, output and copy stay at full size."""
+    pytest.importorskip("torch", reason="PyTorch is not installed")
+    report = _check(models, "SIZED")
+    probe = report.probes["torch"]
+    assert probe["parameters"] == 6 * 64 + 64 + 64 * 10 + 10  # the full network's
+    assert probe["learn_options"] == {"width": 16} and probe["learn_parameters"] == 6 * 16 + 16 + 16 * 10 + 10
+    falls = _finding(report, "loss falls")
+    assert falls.ok and "(at the model's check size, width=16: 282 parameters; --option sets another)" in falls.detail
+    chosen = _check(models, "SIZED", options={"width": 8})
+    assert "learn_options" not in chosen.probes["torch"] and chosen.probes["torch"]["parameters"] == 6 * 8 + 8 + 90
+    assert "check size" not in _finding(chosen, "loss falls").detail

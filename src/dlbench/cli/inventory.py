@@ -126,7 +126,8 @@ def check(
     option: OptionOpt = None,
 ) -> None:
     """Conformance: is MODEL the same network in every framework? Parameter counts, output shapes, whether it
-    learns (Adam steps on a fixed batch, judged on a held-out batch), gradients reaching every weight, same seed
+    learns (Adam steps on a fixed batch, judged on a held-out batch; at the model's check size, its tiny
+    options, unless --option is given), gradients reaching every weight, same seed
     same losses, logits after copying one framework's weights into the others, and training from those copied
     weights (10 SGD and 10 Adam steps on one batch, dropout off: losses and trained weights compared, a
     difference named: loss reduction, weight decay, a training-mode layer, batch-norm momentum). One line per
