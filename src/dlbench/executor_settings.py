@@ -1,7 +1,7 @@
 """Where a trial's worker runs, as settings: `--executor` and its options, or the
 experiment file's [executor] table, validated (local, the default; ray; slurm).
 
-This module imports nothing of dlbench: the experiment file (config) reads these
+This module imports nothing of dlbench but dlbench.extras: the experiment file (config) reads these
 settings, and the executors themselves (dlbench.executors) sit above the planner.
 """
 
@@ -20,6 +20,27 @@ IMPLEMENTATIONS = {
     "slurm": "dlbench.executors.slurm_jobs:SlurmExecutor",
 }
 EXECUTORS = tuple(IMPLEMENTATIONS)
+# The package each executor needs beyond dlbench's own (the module, its name in words), and
+# the extra that installs it: dlbench[ray], dlbench[slurm].
+ENGINES = {"ray": ("ray", "Ray"), "slurm": ("submitit", "submitit")}
+
+
+def missing_engine(name: str) -> str | None:
+    """One line when executor `name` needs a package that is not installed, else None:
+    said before a run is stored, so that a missing extra leaves no run behind."""
+    import importlib.util
+
+    from dlbench.extras import install_hint
+
+    if name not in ENGINES:
+        return None
+    module, words = ENGINES[name]
+    try:
+        if importlib.util.find_spec(module) is not None:
+            return None
+    except (ImportError, ValueError):  # a broken install: not importable either
+        pass
+    return f"--executor {name}: {words} is not installed; install it with {install_hint(name)}"
 
 
 class ExecutorError(RuntimeError):

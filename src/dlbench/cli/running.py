@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
+from dlbench.cli import complete
 from dlbench.cli.app import app
 from dlbench.cli.common import (
     DB,
@@ -63,8 +64,11 @@ PlanFormat = Annotated[
     typer.Option(
         "--format",
         "-f",
-        help="plan only: console (default: tables) or json (the plan as one JSON document on standard "
-        "output and nothing else; docs/json.md). A run's results as JSON: dlbench report --format json.",
+        help="console (default: tables) or json: for plan, the plan as one JSON document on standard output "
+        "and nothing else; for run, the finished run's report as one JSON document on standard output (the "
+        "document of dlbench report --format json, its run id in it), the progress on standard error "
+        "(docs/json.md).",
+        autocompletion=complete.one_of(lambda: ("console", "json")),
     ),
 ]
 
@@ -132,11 +136,13 @@ def log_to_mlflow(store: Any, run_id: int, db: Path, settings: Any) -> bool:
     return True
 
 
-def check_plan_format(fmt: str, dry: bool, plan_command: str, report_command: str) -> None:
-    """One line for a --format the dry run does not print, or json asked of a real run."""
+def check_plan_format(fmt: str, dry: bool, plan_command: str, report_command: str | None) -> None:
+    """One line for a --format neither the dry run nor the run prints. `report_command`: the
+    command that prints the run's results as JSON where the run itself does not (study run);
+    None where the run prints them with --format json (run)."""
     if fmt not in ("console", "json"):
         fail(f"--format {fmt!r}: allowed: console, json")
-    if fmt == "json" and not dry:
+    if fmt == "json" and not dry and report_command is not None:
         fail(
             f"--format json prints a plan (dlbench {plan_command} --format json); a run's results: "
             f"dlbench {report_command} --format json"
@@ -181,7 +187,7 @@ def run(
     # takes, so a stored run's command with run -> plan prints that run's plan, and a flag
     # run gains cannot be missing from it. It stops at the plan.
     dry = ctx.info_name == "plan"
-    check_plan_format(fmt, dry, "plan", "report")
+    check_plan_format(fmt, dry, "plan", None)
     if not dry:
         runner.raise_on_termination()
     if redo_busy and resume is None:
@@ -203,17 +209,22 @@ def run(
         named = matrix["matrix"]
         traces = protocol["profile_traces"] or ""
         _say_unnamed_traces(store, resume, traces)
-        if redo_busy:
-            _redo_busy(store, resume)
-        _execute_and_report(
-            store,
-            resume,
-            db,
-            named_sources(",".join(named["model"] or []) or None, ",".join(named["dataset"] or []) or None),
-            executor=executor_settings(None, executor),
-            traces=traces,
-            tracking=tracking,
-        )
+        _refuse_missing_engine(executor_settings(None, executor))
+        # --format json: the report's document alone on standard output, everything else on stderr.
+        json_to = sys.stdout if fmt == "json" else None
+        with contextlib.redirect_stdout(sys.stderr) if json_to is not None else contextlib.nullcontext():
+            if redo_busy:
+                _redo_busy(store, resume)
+            _execute_and_report(
+                store,
+                resume,
+                db,
+                named_sources(",".join(named["model"] or []) or None, ",".join(named["dataset"] or []) or None),
+                executor=executor_settings(None, executor),
+                traces=traces,
+                tracking=tracking,
+                json_to=json_to,
+            )
         return
     # A user's model module that prints at import must not put its text before the JSON
     # document on standard output: while the plan is made (models imported), stdout is stderr.
@@ -223,9 +234,25 @@ def run(
         show_plan(plan, fmt)
         return
     tracking = mlflow_settings(plan.experiment.mlflow, mlflow, db)
-    start_and_run(
-        plan, db, invocation(ctx), executor=executor_settings(plan.experiment.executor, executor), tracking=tracking
-    )
+    json_to = sys.stdout if fmt == "json" else None
+    with contextlib.redirect_stdout(sys.stderr) if json_to is not None else contextlib.nullcontext():
+        start_and_run(
+            plan,
+            db,
+            invocation(ctx),
+            executor=executor_settings(plan.experiment.executor, executor),
+            tracking=tracking,
+            json_to=json_to,
+        )
+
+
+def _refuse_missing_engine(settings: Any) -> None:
+    from dlbench.service import ServiceError, runs
+
+    try:
+        runs.check_executor(settings)
+    except ServiceError as exc:
+        fail(str(exc))
 
 
 def _redo_busy(store: Any, run_id: int) -> None:
@@ -251,7 +278,13 @@ def _default_mlflow() -> Any:
 
 
 def start_and_run(
-    plan: Any, db: Path, command_line: str, preface: Any = None, executor: Any = None, tracking: Any = None
+    plan: Any,
+    db: Path,
+    command_line: str,
+    preface: Any = None,
+    executor: Any = None,
+    tracking: Any = None,
+    json_to: Any = None,
 ) -> None:
     """Store a new run of `plan` (after its data is in place), execute it and print its
     report (with `preface` first, a study's paper vs this run): dlbench.service.runs does
@@ -270,6 +303,7 @@ def start_and_run(
         except ServiceError:
             print_skipped([(s.cell, s.reason) for s in plan.skipped])
             fail("nothing to run: every cell was skipped (reasons above)")
+        _refuse_missing_engine(executor)
         # Opened after planning, so that a mistake in the command or a bad data
         # file leaves no new database behind; before any download, so that a
         # database that cannot be written is said before minutes are spent.
@@ -325,6 +359,7 @@ def start_and_run(
         executor,
         plan.experiment.protocol.profile_traces,
         tracking=tracking,
+        json_to=json_to,
     )
 
 
@@ -371,13 +406,22 @@ def _execute_and_report(
     executor: Any = None,
     traces: str = "",
     tracking: Any = None,
+    json_to: Any = None,
 ) -> None:
     """Execute (or resume) run_id, print its report, exit 1 when a trial did not end ok or oom.
     `traces`: the profile-trace folder named in this invocation (a stored one is not obeyed);
-    `tracking`: MLflow settings, the finished run is logged there when its uri is set."""
+    `tracking`: MLflow settings, the finished run is logged there when its uri is set;
+    `json_to`: a stream the report goes to as its JSON document (run --format json)."""
     counts = execute(store, run_id, db, sources, executor, traces)
     try:
-        print_report(store, run_id, preface=preface(store, run_id) if callable(preface) else preface)
+        before = preface(store, run_id) if callable(preface) else preface
+        if json_to is not None:
+            from dlbench.report.formats import render
+
+            json_to.write(render(store, run_id, "json", preface=before))
+            json_to.flush()
+        else:
+            print_report(store, run_id, preface=before)
     except KeyboardInterrupt as exc:  # SIGTERM too (runner.Terminated): the run itself is complete
         exit_on_signal(
             exc,
@@ -533,7 +577,9 @@ def _can_run_dlbench(path: str) -> None:
 
 @app.command("mlflow-log")
 def mlflow_log(
-    run_id: Annotated[int | None, typer.Option("--run", help="Run id (default: the latest).")] = None,
+    run_id: Annotated[
+        int | None, typer.Option("--run", help="Run id (default: the latest).", autocompletion=complete.run_ids)
+    ] = None,
     mlflow: Annotated[
         str | None,
         typer.Option(

@@ -27,6 +27,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from dlbench.executor_settings import missing_engine
 from dlbench.executors import ExecutorError, ExecutorSettings
 from dlbench.executors.base import Handlers, RemoteResult, RemoteTrial
 from dlbench.executors.node import omp_num_threads
@@ -84,10 +85,7 @@ class RayExecutor:
         try:
             import ray
         except ImportError:
-            raise ExecutorError(
-                "--executor ray: Ray is not installed; install it with "
-                "`.venv/bin/pip install -r requirements-cluster.txt`"
-            ) from None
+            raise ExecutorError(missing_engine("ray") or "--executor ray: Ray cannot be imported") from None
         if ray.is_initialized():
             return False
         kwargs: dict[str, Any] = dict(

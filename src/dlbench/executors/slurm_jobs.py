@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from dlbench.executor_settings import missing_engine
 from dlbench.executors import ExecutorError, ExecutorSettings
 from dlbench.executors.base import Handlers, RemoteResult, RemoteTrial
 from dlbench.executors.node import omp_num_threads
@@ -110,10 +111,7 @@ class SlurmExecutor:
         try:
             import submitit
         except ImportError:
-            raise ExecutorError(
-                "--executor slurm: submitit is not installed; install it with "
-                "`.venv/bin/pip install -r requirements-cluster.txt`"
-            ) from None
+            raise ExecutorError(missing_engine("slurm") or "--executor slurm: submitit cannot be imported") from None
         for tool in ("sbatch", "squeue", "scancel"):
             if shutil.which(tool) is None:
                 raise ExecutorError(

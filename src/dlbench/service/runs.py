@@ -61,6 +61,16 @@ def check_runnable(plan: Plan) -> None:
         raise ServiceError(f"nothing to run: every cell was skipped ({reasons})")
 
 
+def check_executor(settings: Any) -> None:
+    """Refuse an executor whose engine is not installed (Ray, submitit), before a run is
+    stored: a missing extra leaves no interrupted run behind. None: local."""
+    from dlbench.executor_settings import missing_engine
+
+    why = missing_engine(settings.name) if settings is not None else None
+    if why:
+        raise ServiceError(why)
+
+
 def ensure_data(plan: Plan) -> None:
     """Every dataset the trials use, in place (downloaded where allowed) before a run is stored."""
     from dlbench import registry
@@ -128,6 +138,7 @@ def run(
 
     p = plan(exp)
     check_runnable(p)
+    check_executor(executor if executor is not None else exp.executor)
     ensure_data(p)
     store = Store(Path(db))
     try:

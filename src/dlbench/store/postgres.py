@@ -1,5 +1,5 @@
 """PostgreSQL under dlbench.store.Store, for teams that share one results database
-(`--db postgresql://user@host/db`). Optional: it needs psycopg 3 (requirements-cluster.txt).
+(`--db postgresql://user@host/db`). Optional: it needs psycopg 3 (the postgres extra: pip install 'dlbench[postgres]').
 
 The Store keeps one schema and one list of MIGRATIONS, written in SQLite's SQL; this module
 makes a psycopg connection behave like the subset of sqlite3.Connection that the Store and
@@ -343,9 +343,10 @@ def connect(url: str, *, readonly: bool, timeout: float) -> Connection:
         import psycopg
         from psycopg.conninfo import conninfo_to_dict
     except ImportError:
+        from dlbench.extras import install_hint
+
         raise StoreError(
-            f"{shown}: a PostgreSQL database needs psycopg 3, which is not installed: "
-            "pip install -r requirements-cluster.txt"
+            f"{shown}: a PostgreSQL database needs psycopg 3, which is not installed: {install_hint('postgres')}"
         ) from None
     try:
         given = conninfo_to_dict(url)
