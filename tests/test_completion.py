@@ -89,3 +89,51 @@ def test_unknown_shell_is_refused_naming_the_choices(cli) -> None:
     result = cli.result("completion", "powershell")
     assert result.exit_code == 2
     assert "'powershell' is not one of 'bash', 'zsh', 'fish'" in result.output
+
+
+def test_bash_completes_option_values_from_their_declarations(tmp_path: Path) -> None:
+    """Values, not only options: a comma list's last item, a format, a study name, the run
+    ids and baseline names stored in the --db named so far."""
+    from dlbench.store import Store
+
+    db = tmp_path / "r.db"
+    with Store(db) as store:
+        for name in ("first", "second"):
+            store.create_run(
+                name=name,
+                command="test",
+                config_source="test",
+                config_text="",
+                experiment={},
+                environment={},
+                version="0",
+            )
+        store.save_baseline("main", 2, saved_by=None, command=None, note=None)
+    script = tmp_path / "dlbench.bash"
+    script.write_text(_script("bash"))
+    tab = 'COMP_WORDS=({words}); COMP_CWORD={cword}; _dlbench_completion dlbench; echo "words: ${{COMPREPLY[*]}}"'
+    typed = [
+        ("dlbench run --framework to", 3),
+        ("dlbench run --framework torch,j", 3),
+        ("dlbench plan --optimizer ''", 3),
+        ("dlbench report --format ma", 3),
+        ("dlbench runs --format ''", 3),
+        ("dlbench study run pa", 3),
+        (f"dlbench report --db {db} --run ''", 5),
+        (f"dlbench baseline show --db {db} ''", 5),
+        ("dlbench run --executor r", 3),
+    ]
+    driver = "\n".join([f"source {script}", *(tab.format(words=w, cword=c) for w, c in typed)])
+    proc = _run(["bash", "--norc", "--noprofile", "-c", driver])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "words: torch",
+        "words: torch,jax",
+        "words: sgd adam",
+        "words: markdown",
+        "words: console json",
+        "words: patel",
+        "words: 2 1",
+        "words: main",
+        "words: ray",
+    ], proc.stdout

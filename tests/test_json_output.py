@@ -180,6 +180,9 @@ def test_compare_json_flags_the_regression_and_keeps_the_exit_status(db, cli, va
     assert slow["regression"] is True and slow["verdict"] == "slower"
     assert slow["comparison"]["ratio"] == pytest.approx(1.3, rel=1e-9) and slow["comparison"]["paired"] is True
     assert slow["b_value"] / slow["a_value"] == pytest.approx(slow["comparison"]["ratio"])
+    # each estimate named by its run (the comparison's own estimate_a is run B's)
+    assert slow["comparison"]["estimate_run_a"] == slow["a_value"] == slow["comparison"]["estimate_b"]
+    assert slow["comparison"]["estimate_run_b"] == slow["b_value"] == slow["comparison"]["estimate_a"]
     assert slow["comparison"]["quantile"] == 0.5 and slow["comparison"]["alpha"] == 0.05
     assert not rows[("jax", "train time")]["regression"]
     assert doc["summary"] == {
@@ -235,6 +238,10 @@ def test_runs_and_trials_json(db, cli, validator):
         (1, "torch", "ok"),
         (1, "jax", "failed"),
     ]
+    # when each ran, as stored: started before it finished, its wall time as the store holds it
+    for t in trials["trials"]:
+        assert t["started_at"] and t["finished_at"] and t["started_at"] <= t["finished_at"]
+    assert [t["wall_s"] for t in trials["trials"]] == [1.0, 0.1, 1.0, 0.1]
 
 
 def test_plan_json_lists_the_trials_and_the_design(cli, validator):
@@ -266,8 +273,7 @@ def test_bad_formats_are_one_line(db, cli):
     assert "--format 'yaml': allowed: console, json" in cli.error_line("runs", "--format", "yaml", "--db", db)
     assert "allowed: console, json" in cli.error_line("compare", "1", "2", "--format", "csv", "--db", db)
     assert "allowed: console, json" in cli.error_line("env", "--format", "xml")
-    line = cli.error_line("run", "--framework", "numpy", "--format", "json")
-    assert "dlbench plan --format json" in line and "dlbench report --format json" in line
+    assert "allowed: console, json" in cli.error_line("run", "--framework", "numpy", "--format", "yaml")
 
 
 def test_a_model_that_prints_at_import_leaves_the_plan_document_alone(tmp_path):
@@ -288,3 +294,25 @@ def test_a_model_that_prints_at_import_leaves_the_plan_document_alone(tmp_path):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["schema"] == "dlbench/plan", done.stdout[:200]
     assert "loading noisy model" in done.stderr
+
+
+def test_run_format_json_prints_the_finished_runs_report_alone(tmp_path, validator):
+    """`dlbench run --format json`: the report's document on standard output and nothing else
+    (its run id in it), the progress on standard error; the exit status as without it."""
+    import subprocess
+    import sys
+
+    db = tmp_path / "r.db"
+    flags = ["--framework", "numpy", "--model", "mlp", "--dataset", "digits", "--epochs", "1", "--repeats", "2"]
+    flags += ["--warmup", "0", "--trials", "1", "--samplers", "none", "--format", "json", "--db", str(db)]
+    done = subprocess.run([sys.executable, "-m", "dlbench", "run", *flags], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    doc = _valid(validator, json.loads(done.stdout), "report")
+    assert doc["run"]["id"] == 1 and doc["run"]["status"] == "finished"
+    assert "run 1: 1 trials" in done.stderr and "trials: 1 ok" in done.stderr
+    study = subprocess.run(
+        [sys.executable, "-m", "dlbench", "study", "run", "germino", "--format", "json", "--db", str(db)],
+        capture_output=True,
+        text=True,
+    )
+    assert study.returncode == 2 and "dlbench study report germino --format json" in study.stderr

@@ -217,6 +217,36 @@ def test_export_reads_back_equal_to_measurements(db: Path, tmp_path: Path, fmt: 
     pd.testing.assert_frame_equal(_normal(_read(named, fmt)), _normal(want), check_exact=True)
 
 
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_export_to_standard_output_is_the_data_alone(db: Path, tmp_path: Path, fmt: str):
+    """`export - --format F`: the document on standard output, the note on standard error."""
+    import io
+    import subprocess
+    import sys
+
+    with results.load(db) as data:
+        want = data.measurements(1)
+    done = subprocess.run(
+        [sys.executable, "-m", "dlbench", "export", "-", "--format", fmt, "--run", "1", "--db", str(db)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert not (tmp_path / "-").exists()
+    assert f"wrote {len(want)} measurements of run 1 to standard output ({fmt})" in done.stderr
+    text = io.StringIO(done.stdout)
+    back = pd.read_csv(text, dtype={"case_key": str}) if fmt == "csv" else pd.read_json(text, precise_float=True)
+    assert len(back) == len(want) and list(back.columns) == list(want.columns)
+    np.testing.assert_array_equal(back["value"].to_numpy(float), want["value"].to_numpy(float))
+    refused = subprocess.run(
+        [sys.executable, "-m", "dlbench", "export", "-", "--format", "parquet", "--db", str(db)],
+        capture_output=True,
+        text=True,
+    )
+    assert refused.returncode == 2 and "parquet is binary" in refused.stderr and not refused.stdout
+
+
 def test_export_columns_name_every_factor(db: Path, tmp_path: Path, cli):
     out = tmp_path / "latest.csv"
     assert "of run 2" in cli("export", out, "--db", db)  # the latest run by default

@@ -26,7 +26,7 @@ import json
 import math
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import pandas as pd
 
@@ -574,14 +574,18 @@ def load(path: str | Path) -> Results:
     return Results(path)
 
 
-def export(frame: pd.DataFrame, path: Path, fmt: str) -> None:
+def export(frame: pd.DataFrame, path: Path | TextIO, fmt: str) -> None:
     """Write `frame` as csv, json (a list of records) or parquet (pyarrow), each of which
-    reads back with the values stored: floats are written with every digit they have."""
+    reads back with the values stored: floats are written with every digit they have.
+    `path` may be an open text stream (standard output) for csv and json."""
     if fmt == "csv":
         frame.to_csv(path, index=False)  # pandas writes floats by repr: they read back equal
     elif fmt == "json":
         # Python's float repr round-trips exactly; pandas' own JSON writer keeps at most 15 digits.
         records = frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
+        if not isinstance(path, Path):
+            json.dump(records, path, allow_nan=False, default=str)
+            return
         with open(path, "w", encoding="utf-8") as fh:
             json.dump(records, fh, allow_nan=False, default=str)
     elif fmt == "parquet":

@@ -10,6 +10,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
+from dlbench.cli import complete
 from dlbench.cli.app import app
 from dlbench.cli.common import (
     DB,
@@ -32,7 +33,12 @@ baseline_app = typer.Typer(
 )
 app.add_typer(baseline_app, name="baseline")
 
-NameArg = Annotated[str, typer.Argument(help="The baseline's name: letters, digits and . _ - / (e.g. main).")]
+NameArg = Annotated[
+    str,
+    typer.Argument(
+        help="The baseline's name: letters, digits and . _ - / (e.g. main).", autocompletion=complete.baselines
+    ),
+]
 
 
 def _existing(db: Path) -> None:
@@ -45,7 +51,10 @@ def _existing(db: Path) -> None:
 def save(
     ctx: typer.Context,
     name: NameArg,
-    run_id: Annotated[int, typer.Option("--run", help="The run the name stands for (see dlbench runs).")],
+    run_id: Annotated[
+        int,
+        typer.Option("--run", help="The run the name stands for (see dlbench runs).", autocompletion=complete.run_ids),
+    ],
     replace: Annotated[
         bool, typer.Option("--replace", help="Point an existing name at this run (without it, that is refused).")
     ] = False,

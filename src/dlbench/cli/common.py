@@ -12,6 +12,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from dlbench.analysis.criteria import ALPHA, BAND
+from dlbench.cli import complete
 from dlbench.terminal import SafeConsole, printable
 
 # Logs and CI output are not terminals; rich would wrap them at 80 columns.
@@ -456,6 +457,7 @@ FORMAT = Annotated[
         "self-contained file with figures), csv (the summary rows; "
         "`dlbench export` writes every raw value) or json (the answer, every comparison and every case "
         "as data for scripts; docs/json.md).",
+        autocompletion=complete.one_of(complete.report_formats),
     ),
 ]
 

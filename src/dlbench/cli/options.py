@@ -18,6 +18,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from dlbench.cli import complete
 from dlbench.cli.common import fail, split_values
 
 ListOpt = Annotated[str | None, typer.Option(help="Comma-separated values; each value is a matrix factor level.")]
@@ -73,6 +74,7 @@ ExecutorOpt = Annotated[
     typer.Option(
         "--executor",
         help="Where each trial's worker runs: local (default), ray or slurm. A run resumes with any executor.",
+        autocompletion=complete.one_of(complete.executors),
     ),
 ]
 RayAddressOpt = Annotated[
@@ -166,15 +168,46 @@ _FACTOR_FLAGS: tuple[tuple[str, Any, Any], ...] = (
 )
 
 
+def completing(annotation: Any, callback: Callable[..., Any]) -> Any:
+    """`annotation` (Annotated[..., typer.Option(...)]) with its option completing values by
+    `callback` (dlbench.cli.complete): the same flag and help, one declaration."""
+    import copy
+    from typing import get_args
+
+    from typer.models import OptionInfo
+
+    kind, *meta = get_args(annotation)
+    info = copy.copy(next(m for m in meta if isinstance(m, OptionInfo)))
+    info.autocompletion = callback
+    return Annotated[kind, info]
+
+
+def _factor_completion(factor: str) -> Callable[[str], list[str]]:
+    """Completes a factor flag's comma list from its levels (complete.factor_levels), looked
+    up only when a shell completes."""
+
+    def levels() -> Any:
+        found = complete.factor_levels(factor)
+        return found() if found is not None else ()
+
+    return complete.comma_list(levels)
+
+
 def _collect_matrix(values: dict[str, Any]) -> dict[str, Any]:
     """{"matrix": {factor: [values] or None}, "options": ["model.option=value", ...]}"""
     matrix = {name: split_values(values[name], cast, "--" + name.replace("_", "-")) for name, _, cast in _FACTOR_FLAGS}
     return {"matrix": matrix, "options": list(values["option"] or [])}
 
 
+# The factors whose levels are a fixed list, completed on <Tab> (dlbench.cli.complete).
+_COMPLETED = ("framework", "model", "dataset", "init", "optimizer", "precision", "layout", "pipeline", "strategy")
 MATRIX = Group(
     "matrix",
-    tuple(_option(name, annotation) for name, annotation, _ in _FACTOR_FLAGS) + (_option("option", OptionOpt),),
+    tuple(
+        _option(name, completing(annotation, _factor_completion(name)) if name in _COMPLETED else annotation)
+        for name, annotation, _ in _FACTOR_FLAGS
+    )
+    + (_option("option", OptionOpt),),
     _collect_matrix,
 )
 

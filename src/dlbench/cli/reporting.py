@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from dlbench.analysis.criteria import ALPHA, BAND
+from dlbench.cli import complete
 from dlbench.cli.app import app
 from dlbench.cli.common import (
     ALPHA_OPT,
@@ -40,7 +41,11 @@ from dlbench.cli.common import (
 def report(
     run_ids: Annotated[
         list[int] | None,
-        typer.Option("--run", help="Run id (default: the latest); repeat it for runs of several machines."),
+        typer.Option(
+            "--run",
+            help="Run id (default: the latest); repeat it for runs of several machines.",
+            autocompletion=complete.run_ids,
+        ),
     ] = None,
     fmt: FORMAT = "console",
     out: Annotated[
@@ -189,13 +194,15 @@ SCRIPT_FORMAT = Annotated[
         "-f",
         help="console (default: tables) or json (one JSON document on standard output and nothing else; "
         "its schema: docs/json.md).",
+        autocompletion=complete.one_of(lambda: SCRIPT_FORMATS),
     ),
 ]
+SCRIPT_FORMATS = ("console", "json")
 
 
 def check_script_format(fmt: str) -> None:
-    if fmt not in ("console", "json"):
-        fail(f"--format {fmt!r}: allowed: console, json")
+    if fmt not in SCRIPT_FORMATS:
+        fail(f"--format {fmt!r}: allowed: {', '.join(SCRIPT_FORMATS)}")
 
 
 def write_json(document: dict[str, Any]) -> None:
@@ -225,7 +232,10 @@ def compare_exit(diffs: list[Any], allow_missing: bool) -> None:
 @app.command()
 def runs(
     run_id: Annotated[
-        int | None, typer.Option("--run", help="List this run's trials and where each one ran instead.")
+        int | None,
+        typer.Option(
+            "--run", help="List this run's trials and where each one ran instead.", autocompletion=complete.run_ids
+        ),
     ] = None,
     fmt: SCRIPT_FORMAT = "console",
     db: DB = Path("dlbench.db"),
@@ -276,8 +286,12 @@ def repack(db: DB = Path("dlbench.db")) -> None:
 
 @app.command()
 def export(
-    out: Annotated[Path, typer.Argument(help="File to write (.csv, .json or .parquet).")],
-    run_id: Annotated[int | None, typer.Option("--run", help="Run id (default: the latest).")] = None,
+    out: Annotated[
+        Path, typer.Argument(help="File to write (.csv, .json or .parquet); - for standard output (csv, json).")
+    ],
+    run_id: Annotated[
+        int | None, typer.Option("--run", help="Run id (default: the latest).", autocompletion=complete.run_ids)
+    ] = None,
     fmt: Annotated[
         str | None,
         typer.Option("--format", "-f", help="csv, json or parquet (default: from the file's suffix, else csv)."),
@@ -292,9 +306,14 @@ def export(
     if fmt not in formats:
         fail(f"--format {fmt!r}: allowed: {', '.join(formats)}")
 
+    to_stdout = str(out) == "-"
+    if to_stdout and fmt == "parquet":
+        fail("export -: parquet is binary; write it to a file (export run.parquet), or give --format csv or json")
     # The destination is checked before the database is opened: a bad path fails
     # with one line and leaves no trace (not even a new, empty database file).
-    if "\0" in str(out):
+    if to_stdout:
+        pass
+    elif "\0" in str(out):
         fail(f"export {str(out)!r}: a file name cannot contain a NUL character")
     if out.is_dir():
         fail(f"export {out}: is a directory; give the CSV file to write, e.g. {out / 'run.csv'}")
@@ -303,7 +322,8 @@ def export(
     from dlbench import outputs
 
     try:
-        outputs.check(out, [db])
+        if not to_stdout:
+            outputs.check(out, [db])
     except outputs.OutputRefused as exc:
         fail(f"export {exc}")
     if run_id is not None and not 1 <= run_id < 2**63:
@@ -318,6 +338,11 @@ def export(
     data = results.load(db)
     frame = data.measurements(row["id"])
     data.close()
+    if to_stdout:  # the data alone on standard output; what was written, on standard error
+        results.export(frame, sys.stdout, fmt)
+        sys.stdout.flush()
+        err_console.print(f"wrote {len(frame)} measurements of run {row['id']} to standard output ({fmt})")
+        return
     try:
         # Written beside `out` and renamed into place: a full disk leaves the old file whole.
         outputs.write_with(out, lambda tmp: results.export(frame, tmp, fmt), [db])

@@ -26,7 +26,8 @@ Where each shell loads it from:
 
 @app.command(epilog=_WHERE)
 def completion(shell: Annotated[Shell, typer.Argument(metavar="SHELL", help="The shell to complete in.")]) -> None:
-    """Print the shell's tab-completion script for dlbench (commands, options, choices), to save
+    """Print the shell's tab-completion script for dlbench (commands, options and their values: frameworks,
+    models, datasets, formats, study names, and the run ids and baselines of the --db typed so far), to save
     where the shell loads it from; `dlbench --install-completion` does that for the shell it detects."""
     # typer's own scripts: they call dlbench back with _DLBENCH_COMPLETE set, so completions
     # always match the installed commands.

@@ -53,6 +53,13 @@ def dumps(document: dict[str, Any]) -> str:
     return json.dumps(_plain(document), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
+def _run_named(found: dict[str, Any]) -> dict[str, Any]:
+    """A run-vs-run comparison with each estimate named by its run: run_vs_run compares B
+    relative to A, so the comparison's estimate_a is run B's. estimate_run_a and
+    estimate_run_b say so; estimate_a and estimate_b stay one more schema version (docs/json.md)."""
+    return {**found, "estimate_run_a": found["estimate_b"], "estimate_run_b": found["estimate_a"]}
+
+
 def comparison(c: Any) -> dict[str, Any]:
     """One stats.Comparison: the ratio estimate_a / estimate_b, its CI, p, verdict and the design it rests on."""
     lo, hi = c.ratio_ci
@@ -274,7 +281,7 @@ def compare_document(
                 # run_vs_run compares B relative to A: the comparison's a is run B, its b run A.
                 "a_value": None if c is None else c.estimate_b,
                 "b_value": None if c is None else c.estimate_a,
-                "comparison": None if c is None else comparison(c),
+                "comparison": None if c is None else _run_named(comparison(c)),
             }
         )
     regressions = sum(d.regression for d in diffs)
@@ -349,6 +356,11 @@ def trials_document(run_id: int, trials: list[Any]) -> dict[str, Any]:
                 "label": case_label(case),
                 "case": case,
                 "status": r.status,
+                # When the worker ran (UTC, ISO 8601, as stored) and its wall time in seconds; null
+                # for a trial that has not started or ended.
+                "started_at": r.started_at,
+                "finished_at": r.finished_at,
+                "wall_s": r.wall_s,
                 "executor": p.get("executor"),
                 "host": p.get("host"),
                 "engine_id": p.get("slurm_job") or p.get("ray_node"),
