@@ -18,6 +18,14 @@ Designs (`--design`):
   noisy       as slowed, but the busy loops run beside a random half of the block
               numbers in both runs alike: slow phases of the machine that a pair
               shares; printed beside it, what an unpaired analysis would say
+  loaded      A/A under load: identical code in turns, a busy loop pinned beside a random
+              share of B's blocks only (--load-share, default half; 1: every block), an
+              unequal load as on a machine shared with a build,
+              the CPU sampler on: compare must give no verdict word (the busy rule:
+              dlbench.analysis.busy) where an unguarded test calls B slower
+  light       A/A under a load below the busy threshold: a loop that spins 10% of each
+              100 ms on the workers' core beside every block of B; what compare says
+              when the load is too light to flag
   both        alternate and sequential, one after the other
 
 For each design and each quantile compared (`--quantiles`, default the median and
@@ -47,6 +55,8 @@ sys.path.insert(0, str(ROOT / "src"))
 from dlbench.analysis.comparisons import run_vs_run  # noqa: E402
 from dlbench.store import Store  # noqa: E402
 
+ALPHA = 0.05  # compare's default alpha: the A/A designs' false-positive target
+
 
 def dlbench(args, *argv: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, COLUMNS="250")
@@ -72,7 +82,7 @@ def start_run(args, db: Path, trials: int) -> None:
         "--latency-batches",
         "0",
         "--samplers",
-        "none",
+        args.samplers,
         "--threads",
         str(args.threads),
         "--trials",
@@ -96,12 +106,12 @@ def alternate(args, a: Path, b: Path) -> None:
     extend(args, a, b, blocks=args.blocks - 1)  # A, B, B, A, ...: neither run is always first
 
 
-def in_turns(args, a: Path, b: Path, loaded) -> None:
+def in_turns(args, a: Path, b: Path, loaded, duty: float = 1.0) -> None:
     """As `alternate`, one `dlbench extend` call per run and block, with busy loops
-    beside the blocks for which loaded(block, db) is true."""
+    (spinning `duty` of the time) beside the blocks for which loaded(block, db) is true."""
     for block in range(args.blocks):
         for db in (a, b) if block % 2 == 0 else (b, a):  # ABBA
-            with busy_loops(args.busy if loaded(block, db) else 0, args.threads):
+            with busy_loops(args.busy if loaded(block, db) else 0, args.threads, duty):
                 if block == 0:
                     start_run(args, db, 1)
                 else:
@@ -123,16 +133,41 @@ def noisy(args, a: Path, b: Path) -> None:
     in_turns(args, a, b, lambda block, db: block in slow)
 
 
+def loaded(args, a: Path, b: Path) -> None:
+    """Busy loops beside a random share (--load-share, seeded) of B's blocks, none beside A's."""
+    import random
+
+    count = max(1, round(args.load_share * args.blocks))
+    slow = set(random.Random(args.seed).sample(range(args.blocks), count))
+    print(f"  B's blocks beside busy loops: {sorted(slow)}", flush=True)
+    in_turns(args, a, b, lambda block, db: db == b and block in slow)
+
+
+def light(args, a: Path, b: Path) -> None:
+    in_turns(args, a, b, lambda block, db: db == b, duty=LIGHT_DUTY)
+
+
+LIGHT_DUTY = 0.1  # the light design's loop: busy 10 ms of every 100 ms
+
+
 @contextlib.contextmanager
-def busy_loops(n: int, threads: int):
+def busy_loops(n: int, threads: int, duty: float = 1.0):
     """n processes spinning in pure Python on the cores the workers are pinned to (the
-    first `threads` allowed CPUs, as dlbench.worker pins itself). Unpinned, the
-    scheduler moved two loops to the other core of this 2-core VM and the 1-thread
-    worker slowed by only 6% (torch train time x1.058)."""
+    first `threads` allowed CPUs, as dlbench.worker pins itself), busy `duty` of each
+    100 ms (1.0: always). Unpinned, the scheduler moved two loops to the other core of
+    this 2-core VM and the 1-thread worker slowed by only 6% (torch train time x1.058)."""
     cpus = sorted(os.sched_getaffinity(0))[: max(1, threads)]
+    on, off = 0.1 * duty, 0.1 * (1 - duty)
+    spin = (
+        "while True: pass"
+        if duty >= 1.0
+        else "import time\nwhile True:\n"
+        f"    end = time.perf_counter() + {on!r}\n"
+        f"    while time.perf_counter() < end: pass\n    time.sleep({off!r})"
+    )
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", f"import os; os.sched_setaffinity(0, {{{cpus[i % len(cpus)]}}})\nwhile True: pass"]
+            [sys.executable, "-c", f"import os; os.sched_setaffinity(0, {{{cpus[i % len(cpus)]}}})\n{spin}"]
         )
         for i in range(n)
     ]
@@ -151,26 +186,53 @@ def sequential(args, a: Path, b: Path) -> None:
     print("  run B done", flush=True)
 
 
-def verdicts_of(a: Path, b: Path, quantile: float, unpaired: bool = False) -> Counter:
+def verdicts_of(a: Path, b: Path, quantile: float, unpaired: bool = False, busy_verdicts: bool = False) -> Counter:
     """The count of each verdict `dlbench compare a b --quantile Q` shows (default
     threshold); with `unpaired`, what it would show had the runs not taken turns (B's
-    trial start times hidden, so the samples are not paired): for contrast."""
+    trial start times hidden, so the samples are not paired): for contrast; with
+    `busy_verdicts`, what it would show without the busy rule (compare --busy-verdicts)."""
     with Store(a) as sa, Store(b) as sb:
         ra, rb = sa.run()["id"], sb.run()["id"]
         b_trials = [dict(t, started_at=None) for t in sb.trials(rb)] if unpaired else sb.trials(rb)
-        diffs = run_vs_run(sa.trials(ra), sa.measurements(ra), b_trials, sb.measurements(rb), quantile=quantile)
+        diffs = run_vs_run(
+            sa.trials(ra),
+            sa.measurements(ra),
+            b_trials,
+            sb.measurements(rb),
+            quantile=quantile,
+            busy_verdicts=busy_verdicts,
+        )
     return Counter(
-        "regression" if d.regression else d.comparison.verdict if d.comparison else "no values" for d in diffs
+        "regression" if d.regression else (d.comparison.verdict or "no verdict (busy)") if d.comparison else "no values"
+        for d in diffs
     )
+
+
+def busy_shares(db: Path) -> list[float]:
+    """Each trial's share of the CPU other processes took (analysis.busy), sorted."""
+    from dlbench.analysis.busy import others_share
+
+    with Store(db) as store:
+        return sorted(others_share(store.measurements(store.run()["id"], latency=False)).values())
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--design", choices=("alternate", "sequential", "slowed", "noisy", "both"), default="alternate")
+    ap.add_argument(
+        "--design",
+        choices=("alternate", "sequential", "slowed", "noisy", "loaded", "light", "both"),
+        default="alternate",
+    )
     ap.add_argument(
         "--busy", type=int, default=1, help="busy loops on the workers' cores beside the loaded blocks (slowed, noisy)"
     )
-    ap.add_argument("--seed", type=int, default=0, help="which blocks the noisy design loads")
+    ap.add_argument("--seed", type=int, default=0, help="which blocks the noisy and loaded designs load")
+    ap.add_argument(
+        "--load-share", type=float, default=0.5, help="loaded: the share of B's blocks beside busy loops (1: all)"
+    )
+    ap.add_argument(
+        "--samplers", default=None, help="the runs' --samplers (default: cpu for loaded and light, else none)"
+    )
     ap.add_argument("--blocks", type=int, default=20)
     ap.add_argument("--frameworks", default="torch,jax")
     ap.add_argument("--model", default="mlp")
@@ -187,6 +249,8 @@ def main() -> int:
     where = args.analyse or args.keep or Path(tempfile.mkdtemp(prefix="dlbench-identical-"))
     where.mkdir(parents=True, exist_ok=True)
     designs = ("alternate", "sequential") if args.design == "both" else (args.design,)
+    if args.samplers is None:  # the busy rule reads the CPU sampler's share of other processes
+        args.samplers = "cpu" if args.design in ("loaded", "light") else "none"
     ok = True
     for design in designs:
         a, b = where / f"{design}_a.db", where / f"{design}_b.db"
@@ -199,7 +263,15 @@ def main() -> int:
                 db.unlink(missing_ok=True)
             print(f"{design}: {args.blocks} blocks per run", flush=True)
             t0 = time.perf_counter()
-            {"alternate": alternate, "sequential": sequential, "slowed": slowed, "noisy": noisy}[design](args, a, b)
+            designs_by_name = {
+                "alternate": alternate,
+                "sequential": sequential,
+                "slowed": slowed,
+                "noisy": noisy,
+                "loaded": loaded,
+                "light": light,
+            }
+            designs_by_name[design](args, a, b)
             print(f"{design}: {(time.perf_counter() - t0) / 60:.1f} min", flush=True)
         for q in (float(x) for x in args.quantiles.split(",")):
             out = dlbench(args, "compare", str(a), str(b), "--quantile", str(q))
@@ -209,6 +281,19 @@ def main() -> int:
             same = verdicts["no meaningful difference"]
             if design == "slowed":  # the same code slowed on purpose: a regression must gate
                 passed = verdicts["regression"] > 0 and out.returncode == 1
+            elif design in ("loaded", "light"):  # A/A: a verdict of a difference is a false positive
+                claimed = sum(n for v, n in verdicts.items() if v in ("regression", "slower", "faster"))
+                passed = claimed <= ALPHA * total and out.returncode == 0
+                unguarded = verdicts_of(a, b, q, busy_verdicts=True)
+                wrong = sum(n for v, n in unguarded.items() if v in ("regression", "slower", "faster"))
+                print(
+                    f"  false positives: {claimed}/{total} (target at most alpha {ALPHA}); without the busy "
+                    f"rule (--busy-verdicts): {wrong}/{total}, {dict(unguarded)}",
+                    flush=True,
+                )
+                for label, db in (("A", a), ("B", b)):
+                    shares = busy_shares(db)
+                    print(f"  {label}: other processes' CPU share per trial, %: {[round(x, 1) for x in shares]}")
             else:
                 passed = same > total / 2 and out.returncode == 0
             ok &= passed
