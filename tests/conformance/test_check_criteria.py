@@ -308,16 +308,28 @@ def test_the_hint_speaks_the_task_s_own_words():
     assert "outputs and labels out of step" in hint and "same classes" in hint
 
 
-def test_loss_falls_is_judged_at_the_check_size_unless_options_are_given(models: Path):
-    """A model with tiny_options learns at them when the user sets no option (the finding names
-    the size and its parameter count); its parameters, output and copy stay at full size."""
+def test_a_zoo_model_learns_at_its_check_size_and_a_users_model_at_its_own():
+    """A zoo model learns at its tiny_options when no option is given (the finding names the
+    size and its parameter count), its parameters and outputs staying at full size; a
+    user's model keeps the options it runs with (its tiny_options are its CI size)."""
+    pytest.importorskip("torch", reason="PyTorch is not installed")
+    from dlbench import registry
+
+    report = conformance.check("lstm", frameworks=("torch",))
+    probe = report.probes["torch"]
+    tiny = registry.model("lstm").tiny_options
+    assert probe["learn_options"] == {k: list(v) if isinstance(v, tuple) else v for k, v in tiny.items()}
+    assert 0 < probe["learn_parameters"] < probe["parameters"]
+    falls = _finding(report, "loss falls")
+    assert falls.ok and f"(at the model's check size, embed={tiny['embed']}" in falls.detail
+    assert f"{probe['learn_parameters']:,} parameters; --option sets another)" in falls.detail
+    chosen = conformance.check("lstm", frameworks=("torch",), options={"hidden": 32, "embed": 16, "layers": 1})
+    assert "learn_options" not in chosen.probes["torch"]
+
+
+def test_a_users_model_learns_at_the_options_it_runs_with(models: Path):
     pytest.importorskip("torch", reason="PyTorch is not installed")
     report = _check(models, "SIZED")
     probe = report.probes["torch"]
-    assert probe["parameters"] == 6 * 64 + 64 + 64 * 10 + 10  # the full network's
-    assert probe["learn_options"] == {"width": 16} and probe["learn_parameters"] == 6 * 16 + 16 + 16 * 10 + 10
-    falls = _finding(report, "loss falls")
-    assert falls.ok and "(at the model's check size, width=16: 282 parameters; --option sets another)" in falls.detail
-    chosen = _check(models, "SIZED", options={"width": 8})
-    assert "learn_options" not in chosen.probes["torch"] and chosen.probes["torch"]["parameters"] == 6 * 8 + 8 + 90
-    assert "check size" not in _finding(chosen, "loss falls").detail
+    assert "learn_options" not in probe and probe["parameters"] == 6 * 64 + 64 + 64 * 10 + 10
+    assert _finding(report, "loss falls").ok and "check size" not in _finding(report, "loss falls").detail

@@ -71,7 +71,7 @@ PROBE_TIMEOUT = 600.0
 # A sequence task (next-token, CTC) has no held-out score here: its fixed-batch loss
 # must fall below SEQUENCE_DESCENT of the first within the same steps (torch: lstm
 # 0.47 of the first at 200 steps, deepspeech2 0.21 at 20; a detached output: 1.0).
-# A model that declares a check size (tiny_options: every zoo network with widths to
+# A zoo model that declares a check size (tiny_options: every zoo network with widths to
 # shrink) is judged at it unless the user gives options; its parameter counts, outputs,
 # weight copy and training comparison stay at the options given (full size). At full size
 # on a 64-sample batch, alexnet (4096-unit layers, dropout 0.5) stayed at chance after 200
@@ -391,7 +391,9 @@ def check(
         "options": dict(options or {}),
         # "Loss falls" at the model's check size (its tiny_options) unless the user chose
         # options: the probe's comment says why; the finding names the size.
-        "learn_options": None if options or not spec.tiny_options else dict(spec.tiny_options),
+        # A user's model keeps its own options: its tiny_options are its CI size, not a size
+        # chosen to learn (examples/multi_head's hidden=8 stays at chance on its classify head).
+        "learn_options": None if options or not spec.builtin or not spec.tiny_options else dict(spec.tiny_options),
         "x": {k: v.tolist() for k, v in x.items()} if isinstance(x, dict) else x.tolist(),
         "vocab": vocab,
     }
