@@ -196,7 +196,7 @@ class FlaxCheck:
             kwargs["deterministic"] = True
             return attention(self, *args, **kwargs)
 
-        nn.MultiHeadDotProductAttention.__call__ = without_dropout  # type: ignore[method-assign]
+        nn.MultiHeadDotProductAttention.__call__ = without_dropout
         return found
 
 
