@@ -120,10 +120,9 @@ def _db(ctx: typer.Context | None) -> Path:
     return Path(given or os.environ.get("DLBENCH_DB") or "dlbench.db")
 
 
-# typer passes a callback its arguments by their annotations: the context, the word typed so far.
-def run_ids(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
-    """The runs stored in the database named so far, newest first, each with its name:
-    read-only, and nothing when the file is missing or not a results database."""
+def _stored(ctx: typer.Context | None, read: Callable[[object], list[tuple[str, str]]]) -> list[tuple[str, str]]:
+    """read(store) on the database named so far, read-only; nothing when the file is missing,
+    a URL, or not a results database (a completion never fails into the shell)."""
     from dlbench.store import Store
 
     path = _db(ctx)
@@ -131,22 +130,19 @@ def run_ids(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
         return []
     try:
         with Store(path, readonly=True) as store:
-            rows = sorted(store.runs(), key=lambda r: -int(r["id"]))
+            return read(store)
     except Exception:  # noqa: BLE001 - a completion never fails into the shell
         return []
-    return [(str(r["id"]), str(r["name"])) for r in rows if str(r["id"]).startswith(incomplete)]
+
+
+# typer passes a callback its arguments by their annotations: the context, the word typed so far.
+def run_ids(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
+    """The runs stored in the database named so far, newest first, each with its name."""
+    rows = _stored(ctx, lambda store: [(str(r["id"]), str(r["name"])) for r in store.runs()])  # type: ignore[attr-defined]
+    return sorted((r for r in rows if r[0].startswith(incomplete)), key=lambda r: -int(r[0]))
 
 
 def baselines(ctx: typer.Context, incomplete: str) -> list[str]:
     """The baseline names saved in the database named so far."""
-    from dlbench.store import Store
-
-    path = _db(ctx)
-    if "://" in str(path) or not path.is_file():
-        return []
-    try:
-        with Store(path, readonly=True) as store:
-            names = [b.name for b in store.baselines()]
-    except Exception:  # noqa: BLE001 - a completion never fails into the shell
-        return []
-    return _matching(names, incomplete)
+    names = _stored(ctx, lambda store: [(b.name, "") for b in store.baselines()])  # type: ignore[attr-defined]
+    return _matching((n for n, _ in names), incomplete)
