@@ -26,9 +26,10 @@ comparison of `check` catches, not "loss falls".
 
     .venv/bin/python benchmarks/learn_rule.py [--zoo mlp,cnn,...] [--no-examples] [--no-broken] [--bodies ...]
 
-Prints one line per network and framework (pass or fail, the rule's numbers), then both
-rates with Clopper-Pearson 95% intervals. Exit 1 when a correct network fails or a
-broken one passes.
+Prints one line per network and framework (pass or fail, the rule's numbers), and for each
+network that learns the whole check's verdict with any failed or warned finding; then both
+rates with Clopper-Pearson 95% intervals and how many networks passed the whole check. Exit 1
+when a correct network fails the rule or the check, or a broken one passes.
 """
 
 from __future__ import annotations
@@ -182,8 +183,11 @@ def main() -> int:
     print()
     _summary("networks that learn, failed (false failures)", correct, wrong=lambda r: not r.ok)
     _summary("broken networks, passed (misses)", broken, wrong=lambda r: r.ok)
+    failed = [network for network, ok in checks if not ok]
+    print(f"whole check, networks that learn: {len(checks) - len(failed)} of {len(checks)} passed"
+          + (f"; failed: {', '.join(failed)}" if failed else ""))
     print(f"{(time.perf_counter() - t0) / 60:.1f} min")
-    return 1 if any(not r.ok for r in correct) or any(r.ok for r in broken) else 0
+    return 1 if any(not r.ok for r in correct) or any(r.ok for r in broken) or failed else 0
 
 
 @dataclass(frozen=True)
@@ -208,7 +212,19 @@ def _results(report: conformance.CheckReport, network: str, task: str, *, broken
         found.append(Result(network, fw, task, ok, detail))
         word = ("MISS" if ok else "fail") if broken else ("pass" if ok else "FAIL")
         print(f"{word}  {network} {fw} [{task}]: {detail}", flush=True)
+    if not broken:
+        # The whole check, not only its "loss falls": a network that learns must also pass
+        # the counts, the outputs after the weight copy and the training comparison.
+        print(f"check {network}: {report.verdict()}", flush=True)
+        for f in report.findings:
+            if not f.ok or f.warning:
+                print(f"      {'warning' if f.ok else 'FAILED'} {f.check}: {f.detail}", flush=True)
+        checks.append((network, report.ok))
     return found
+
+
+# (network, whole check passed) for every network that learns; printed at the end.
+checks: list[tuple[str, bool]] = []
 
 
 def _summary(title: str, results: list[Result], wrong: Any) -> None:
