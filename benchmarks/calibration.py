@@ -321,6 +321,86 @@ def power(design: Design, sizes: dict[str, float], effect: float, sims: int, see
     return hits / sims
 
 
+# The gate of docs/ci.md (dlbench gate; dlbench.service.gate): one case, its train and
+# inference times gated (2 comparisons sharing alpha), 3 repeats a trial, the runs' first
+# blocks taken one after the other and then up to MAX_BLOCKS rounds in turns. A trial of its
+# benchmark (numpy mlp on digits, 20 epochs) took 2.0 s with its process start on this VM
+# (6 rounds, 12 trials, in 0.4 min), which gives each design's minutes.
+GATE_REPEATS = 3
+GATE_METRICS = 2
+GATE_TRIAL_SECONDS = 2.0
+GATE_RATIOS = (1.0, 1.05, 1.1, 1.2, 1.5, 2.0)
+
+
+def _trial_values(
+    rng: np.random.Generator, sizes: dict[str, float], shape: tuple[int, ...], repeats: int
+) -> np.ndarray:
+    """Log of each trial's median of `repeats` repeats: process effect plus repeat noise."""
+    process = rng.normal(0, sizes["sd_process"], shape)
+    repeat = rng.normal(0, sizes["sd_repeat"], (*shape, repeats))
+    return process + np.median(repeat, axis=-1)
+
+
+def simulate_gate(
+    rng: np.random.Generator, sizes: dict[str, float], ratio: float, max_blocks: int, band: float, level: float
+) -> tuple[str, int]:
+    """One gate: (how it ended, rounds taken). Train time of B is `ratio` times A's; the
+    inference time is the same code on both sides. Every look goes through
+    analysis.sequential.look, as `dlbench gate` calls it."""
+    from dlbench.analysis.sequential import look
+
+    pairs = max_blocks + 1
+    drift = rng.normal(0, sizes["sd_block"], (GATE_METRICS, pairs)) if sizes["sd_block"] else 0.0
+    a = np.exp(drift + _trial_values(rng, sizes, (GATE_METRICS, pairs), GATE_REPEATS))
+    b = np.exp(drift + _trial_values(rng, sizes, (GATE_METRICS, pairs), GATE_REPEATS))
+    b[0] *= ratio  # metric 0: train time, slowed; metric 1: inference, unchanged
+    for rounds in range(1, max_blocks + 1):
+        n = rounds + 1  # block 0 of each run, then one pair a round
+        decisions = [look(list(a[m, :n]), list(b[m, :n]), band, level).decision for m in range(GATE_METRICS)]
+        if "slower" in decisions:
+            return "fail", rounds
+        if all(d == "within" for d in decisions):
+            return "pass", rounds
+    return "undecided", max_blocks
+
+
+def gate_calibration(sizes: dict[str, float], sims: int, seed: int, max_blocks: int, band: float, alpha: float) -> bool:
+    """Print the gate's false-positive rate and power; False when identical code fails it
+    more often than alpha (by the rate's 95% interval)."""
+    from dlbench.analysis.sequential import first_look, pocock_level
+
+    level = pocock_level(max_blocks + 1, alpha / GATE_METRICS)
+    print(
+        f"\nthe regression gate (dlbench gate, docs/ci.md's design): band {band:g}, alpha {alpha:g} shared by "
+        f"{GATE_METRICS} comparisons (train and inference time of one case), up to {max_blocks} blocks a run, "
+        f"{GATE_REPEATS} repeats a trial; each look's level {level:.4g} (first possible decision at "
+        f"{first_look(level)} pairs); {sims} simulated gates per ratio"
+    )
+    print(
+        f"  {'train B/A':>9} {'fails':>6}  95% CI            {'passes':>6} {'undecided':>9} "
+        f"{'blocks':>6} {'minutes':>7}"
+    )
+    rng = np.random.default_rng(seed)
+    ok = True
+    for ratio in GATE_RATIOS:
+        ends: dict[str, int] = {"fail": 0, "pass": 0, "undecided": 0}
+        rounds = []
+        for _ in range(sims):
+            end, r = simulate_gate(rng, sizes, ratio, max_blocks, band, level)
+            ends[end] += 1
+            rounds.append(r)
+        lo, hi = Tally(ends["fail"], sims).interval()
+        minutes = float(np.mean(rounds)) * 2 * GATE_TRIAL_SECONDS / 60
+        print(
+            f"  {ratio:>9.2f} {ends['fail'] / sims:>6.3f}  [{lo:.3f}, {hi:.3f}]  {ends['pass'] / sims:>6.3f} "
+            f"{ends['undecided'] / sims:>9.3f} {np.mean(rounds):>6.1f} {minutes:>7.1f}"
+            + ("   <- identical code: fails must stay at or below alpha" if ratio == 1.0 else "")
+        )
+        if ratio == 1.0 and lo > alpha:
+            ok = False
+    return ok
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
@@ -331,6 +411,9 @@ def main(argv: list[str] | None = None) -> int:
         "--from-db", nargs="+", help="estimate the noise sizes from these stores' cases with 2+ trials (pooled)"
     )
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--gate-sims", type=int, default=2000, help="simulated gates per ratio")
+    ap.add_argument("--gate-only", action="store_true", help="only the regression gate's calibration")
+    ap.add_argument("--max-blocks", type=int, default=None, help="the gate's block budget (default: dlbench gate's)")
     args = ap.parse_args(argv)
     from dlbench.analysis.criteria import ALPHA, BAND
 
@@ -340,6 +423,8 @@ def main(argv: list[str] | None = None) -> int:
         f"noise sizes ({source}, log scale): per process sd {sizes['sd_process']:.4f}, per repeat sd "
         f"{sizes['sd_repeat']:.4f}, block drift sd {sizes['sd_block']:.4f}"
     )
+    if args.gate_only:
+        return 0 if _gate(args, sizes) else 1
     print(f"criteria: alpha {ALPHA:g}, band ±{BAND:.0%}; {args.sims} simulated A/A comparisons per path")
     default = plan_design("default run")
     studies = study_designs("quick")
@@ -371,7 +456,15 @@ def main(argv: list[str] | None = None) -> int:
         p10 = power(design, sizes, 1.10, args.power_sims, args.seed + 1)
         p2 = power(design, sizes, 2.0, args.power_sims, args.seed + 2)
         print(f"  {design.name:<18} {p10:>11.2f} {p2:>10.2f}   {design.words()}")
+    failed |= not _gate(args, sizes)
     return 1 if failed else 0
+
+
+def _gate(args: argparse.Namespace, sizes: dict[str, float]) -> bool:
+    from dlbench.service import gate
+
+    blocks = args.max_blocks or gate.MAX_BLOCKS
+    return gate_calibration(sizes, args.gate_sims, args.seed + 3, blocks, gate.BAND, gate.ALPHA)
 
 
 if __name__ == "__main__":

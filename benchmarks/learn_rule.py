@@ -184,8 +184,10 @@ def main() -> int:
     _summary("networks that learn, failed (false failures)", correct, wrong=lambda r: not r.ok)
     _summary("broken networks, passed (misses)", broken, wrong=lambda r: r.ok)
     failed = [network for network, ok in checks if not ok]
-    print(f"whole check, networks that learn: {len(checks) - len(failed)} of {len(checks)} passed"
-          + (f"; failed: {', '.join(failed)}" if failed else ""))
+    print(
+        f"whole check, networks that learn: {len(checks) - len(failed)} of {len(checks)} passed"
+        + (f"; failed: {', '.join(failed)}" if failed else "")
+    )
     print(f"{(time.perf_counter() - t0) / 60:.1f} min")
     return 1 if any(not r.ok for r in correct) or any(r.ok for r in broken) or failed else 0
 

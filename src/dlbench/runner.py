@@ -569,12 +569,19 @@ class Target:
     sources: Mapping[str, str] = field(default_factory=dict)
 
 
-def extend_runs(targets: Sequence[Target], blocks: int, on_block: Callback | None = None) -> list[dict[str, int]]:
-    """Add `blocks` interleaved blocks to each run and execute them, the runs taking
+def extend_runs(
+    targets: Sequence[Target],
+    blocks: int,
+    on_block: Callback | None = None,
+    stop_after: Callable[[int], bool] | None = None,
+) -> list[dict[str, int]]:
+    """Add up to `blocks` interleaved blocks to each run and execute them, the runs taking
     turns block by block in ABBA order (A, B, B, A, A, B, ...): a machine whose speed
     drifts then hits every run alike, and neither always runs first. Trials a run left
-    unfinished are finished at its first turn. No adaptive stopping: exactly `blocks`
-    more per run. Returns each run's count of trials per status."""
+    unfinished are finished at its first turn. `stop_after(rounds)` is asked after every
+    round (each run one block more); True stops there (the gate's sequential rule), so
+    every run always has the same number of new blocks. Returns each run's count of
+    trials per status."""
     if blocks < 1:
         raise ValueError(f"blocks must be at least 1, got {blocks}")
     targets = list(targets)
@@ -592,6 +599,8 @@ def extend_runs(targets: Sequence[Target], blocks: int, on_block: Callback | Non
                 _execute_pending(t.store, t.run_id, t.command, None, t.sources)
                 if on_block is not None:
                     on_block(target=t, block=block, done=i + 1)
+            if stop_after is not None and stop_after(i + 1):
+                break
         counts = []
         for t in targets:
             t.store.finish_run(t.run_id, "finished")

@@ -10,7 +10,7 @@ from __future__ import annotations
 # Each command module registers its commands on the app when imported, in this order
 # (the order `dlbench --help` lists them).
 # isort: off
-from dlbench.cli import running, reporting, baselines, inventory, studies, explaining, shell  # noqa: F401
+from dlbench.cli import running, reporting, baselines, gating, inventory, studies, explaining, shell  # noqa: F401
 
 # isort: on
 from dlbench.cli.app import app as app

@@ -22,20 +22,25 @@ class ExitStatus:
 # cli/__init__.main), 2 from fail() and from click's own usage errors, EXIT_MISSING and
 # EXIT_BUSY from common.py, 128 + the signal's number from common.exit_on_signal.
 EXIT_STATUSES: tuple[ExitStatus, ...] = (
-    ExitStatus("0", "success; for compare: no case is a significant regression (undecided cases included)"),
+    ExitStatus(
+        "0",
+        "success; for compare: no case is a significant regression (undecided cases included); for gate: no "
+        "regression decided (undecided comparisons pass unless --undecided fail)",
+    ),
     ExitStatus(
         "1",
         "a failure found: a trial failed or timed out (run, extend, explain, study run), a significant "
-        "regression (compare), not the same network (check), a database error mid-command, an MLflow server "
+        "regression (compare, gate; gate --undecided fail: an undecided comparison too), not the same network "
+        "(check), a database error mid-command, an MLflow server "
         "that could not take the run (mlflow-log; run --mlflow only warns: the run is stored and exits as it ran)",
     ),
     ExitStatus("2", "bad input: a flag, key, value or file that is not allowed, told in one `error:` line"),
     ExitStatus(
         str(EXIT_MISSING),
-        "missing data: compare found a case with no values on one side (every trial of it failed or timed out); "
-        "--allow-missing accepts that",
+        "missing data: compare or gate found a case with no values on one side (every trial of it failed or timed "
+        "out); compare --allow-missing accepts that",
     ),
-    ExitStatus(str(EXIT_BUSY), "busy: another live dlbench process is executing that run (run --resume, extend)"),
+    ExitStatus(str(EXIT_BUSY), "busy: another live dlbench process is executing that run (run --resume, extend, gate)"),
     ExitStatus(
         "128+N",
         "stopped by signal N: 130 Ctrl-C (SIGINT), 143 SIGTERM, 129 SIGHUP; finished trials are stored and the "

@@ -474,34 +474,12 @@ def extend(
     be compared see the machine alike. Each run's workers use the interpreter that run recorded, so A and B may
     come from two virtual environments (two framework versions): this dlbench's own interpreter, or one you
     name with --python."""
-    from dlbench import runner, trialspec
+    from dlbench import runner
     from dlbench.protocol_settings import MAX_TRIALS
 
     if not 1 <= blocks <= MAX_TRIALS:
         fail(f"--blocks {blocks}: must be at least 1 and at most {MAX_TRIALS} (the most trials a case may have)")
-    trusted = _trusted_interpreters(python or [])
-    sources = named_sources(model, dataset)
-    targets, seen = [], set()
-    for ref in refs:
-        store, row = resolve_run(ref, db)
-        where = (str(Path(store.path).resolve()), row["id"])
-        if where in seen:
-            fail(f"{ref}: run {row['id']} of {store.path} is named twice")
-        seen.add(where)
-        recorded = row.environment.get("python_executable") or sys.executable
-        interpreter = trusted.get(_real(str(recorded)))
-        if interpreter is None:
-            if not Path(str(recorded)).exists():
-                fail(
-                    f"{ref}: run {row['id']} ran under {recorded}, which does not exist here; its blocks must "
-                    "run under the interpreter (and framework versions) it was recorded with"
-                )
-            fail(
-                f"{ref}: run {row['id']} recorded the interpreter {recorded}, which is not this dlbench's "
-                f"({sys.executable}); dlbench runs no program a database names. If you trust it, name it: "
-                f"--python {shlex.quote(str(recorded))}"
-            )
-        targets.append(runner.Target(store, row["id"], trialspec.worker_command(interpreter), sources))
+    targets = extend_targets(refs, python, model, dataset, db)
     names = {id(t): ref for t, ref in zip(targets, refs)}
 
     # Event lines and the command to copy stay one line each, whatever the paths' length.
@@ -535,6 +513,39 @@ def extend(
         console.print(f"compare them with: dlbench compare {refs[0]} {refs[1]}", highlight=False, soft_wrap=True)
     if any(status not in ("ok", "oom") for c in counts for status in c):
         raise typer.Exit(1)
+
+
+def extend_targets(
+    refs: list[str], python: list[str] | None, model: str | None, dataset: str | None, db: Path
+) -> list[Any]:
+    """The stored runs to add blocks to (extend, gate), each with the worker command of the
+    interpreter it recorded: one the user named with --python, or this dlbench's own."""
+    from dlbench import runner, trialspec
+
+    trusted = _trusted_interpreters(python or [])
+    sources = named_sources(model, dataset)
+    targets, seen = [], set()
+    for ref in refs:
+        store, row = resolve_run(ref, db)
+        where = (str(Path(store.path).resolve()), row["id"])
+        if where in seen:
+            fail(f"{ref}: run {row['id']} of {store.path} is named twice")
+        seen.add(where)
+        recorded = row.environment.get("python_executable") or sys.executable
+        interpreter = trusted.get(_real(str(recorded)))
+        if interpreter is None:
+            if not Path(str(recorded)).exists():
+                fail(
+                    f"{ref}: run {row['id']} ran under {recorded}, which does not exist here; its blocks must "
+                    "run under the interpreter (and framework versions) it was recorded with"
+                )
+            fail(
+                f"{ref}: run {row['id']} recorded the interpreter {recorded}, which is not this dlbench's "
+                f"({sys.executable}); dlbench runs no program a database names. If you trust it, name it: "
+                f"--python {shlex.quote(str(recorded))}"
+            )
+        targets.append(runner.Target(store, row["id"], trialspec.worker_command(interpreter), sources))
+    return targets
 
 
 def _real(path: str) -> tuple[str, str]:
