@@ -1,17 +1,20 @@
-"""`--format json` of report, compare, runs, plan and env: one JSON document and nothing else on
-standard output, valid against src/dlbench/schemas/output.schema.json (draft 2020-12), holding
-the numbers the analysis computed, with compare's exit statuses unchanged."""
+"""`--format json` of report, run, compare, runs, plan, study plan, env and export: one JSON
+document and nothing else on standard output, valid against src/dlbench/schemas/output.schema.json
+(draft 2020-12), holding the numbers the analysis computed, with compare's exit statuses
+unchanged; and a schema strict enough that a renamed field or a value of the wrong type fails."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from jsonschema import Draft202012Validator
 
+from conftest import TINY_RUN
 from dlbench.report.json_out import KINDS, SCHEMA_FILE, SCHEMA_VERSION
 from dlbench.store import Measurement, Store
 from stored_cases import stored_case
@@ -183,6 +186,9 @@ def test_compare_json_flags_the_regression_and_keeps_the_exit_status(db, cli, va
     # each estimate named by its run (the comparison's own estimate_a is run B's)
     assert slow["comparison"]["estimate_run_a"] == slow["a_value"] == slow["comparison"]["estimate_b"]
     assert slow["comparison"]["estimate_run_b"] == slow["b_value"] == slow["comparison"]["estimate_a"]
+    # and each sample size (the old n_a is run B's, n_b run A's: deprecated aliases)
+    c = slow["comparison"]
+    assert (c["n_run_a"], c["n_run_b"]) == (c["n_b"], c["n_a"]) == (BLOCKS, BLOCKS)
     assert slow["comparison"]["quantile"] == 0.5 and slow["comparison"]["alpha"] == 0.05
     assert not rows[("jax", "train time")]["regression"]
     assert doc["summary"] == {
@@ -316,3 +322,162 @@ def test_run_format_json_prints_the_finished_runs_report_alone(tmp_path, validat
         text=True,
     )
     assert study.returncode == 2 and "dlbench study report germino --format json" in study.stderr
+
+
+# -- export, and every document from real runs ---------------------------------------------
+
+
+def test_export_json_is_a_document_that_reads_back_exactly(db, cli, validator, tmp_path):
+    """`export --format json`: the dlbench/export document, to a file and to standard output,
+    its records exactly the rows of dlbench.results (every float bit for bit)."""
+    import pandas as pd
+
+    from dlbench import results
+
+    out = tmp_path / "m.json"
+    said = cli("export", out, "--run", 3, "--db", db)
+    assert f"to {out} (json)" in said
+    doc = _valid(validator, json.loads(out.read_text(encoding="utf-8")), "export")
+    piped = cli.result("export", "-", "--format", "json", "--run", 3, "--db", db)
+    assert piped.exit_code == 0 and json.loads(piped.stdout) == doc
+    with results.load(db) as data:
+        want = data.measurements(3)
+    assert doc["runs"] == [3] and doc["columns"] == list(results.MEASUREMENT_COLUMNS) == list(want.columns)
+    back = pd.DataFrame(doc["measurements"], columns=doc["columns"])
+    assert len(back) == len(want) == 2 * 6  # torch's two trials, three train and three inference values each
+    assert back["value"].tolist() == want["value"].tolist()
+    assert all(list(r) == doc["columns"] for r in doc["measurements"])
+    # A model option is a column of its own, option.<name>; any other unknown column is refused.
+    record = doc["measurements"][0]
+    assert validator.is_valid({**doc, "measurements": [{**record, "option.width": 4}]})
+    assert not validator.is_valid({**doc, "measurements": [{**record, "options.width": 4}]})
+    schema = validator.schema["$defs"]["export"]["properties"]["measurements"]["items"]
+    assert schema["required"] == list(results.MEASUREMENT_COLUMNS)  # a new column needs the schema too
+
+
+@pytest.fixture(scope="module")
+def real_documents(tmp_path_factory, cli, tiny_run, db) -> dict[str, dict]:
+    """Every document kind from real runs (the numpy MLP on digits, one trial each: run 1 with
+    `run --format json`, run 2 as tiny_run makes it), plus the module's two-framework runs,
+    whose report and compare hold rankings and decided comparisons."""
+    path = tmp_path_factory.mktemp("real") / "real.db"
+    first = cli.result("run", *cli.flags(**TINY_RUN), "--format", "json", "--db", path)
+    assert first.exit_code == 0, first.output
+    tiny_run(path)
+    docs = {"run": json.loads(first.stdout)}
+    for name, args, code in (
+        ("report", ("report", "--run", 2, "--format", "json", "--db", path), 0),
+        ("compare", ("compare", "1", "2", "--format", "json", "--db", path), None),
+        ("runs", ("runs", "--format", "json", "--db", path), 0),
+        ("trials", ("runs", "--run", 1, "--format", "json", "--db", path), 0),
+        ("plan", ("plan", *cli.flags(**TINY_RUN), "--format", "json"), 0),
+        ("study plan", ("study", "plan", "germino", "--format", "json", "--db", path), 0),
+        ("env", ("env", "--format", "json"), 0),
+        ("export", ("export", "-", "--format", "json", "--run", 1, "--db", path), 0),
+        ("report, two frameworks", ("report", "--run", 1, "--format", "json", "--db", db), 0),
+        ("report, failed trials", ("report", "--run", 3, "--format", "json", "--db", db), 0),
+        ("compare, paired", ("compare", "1", "2", "--format", "json", "--db", db), 1),
+        ("compare, missing", ("compare", "1", "3", "--format", "json", "--db", db), 3),
+    ):
+        result = cli.result(*args)
+        assert code is None or result.exit_code == code, (name, result.output)
+        docs[name] = json.loads(result.stdout)
+    return docs
+
+
+# What each document's name holds ("study plan" is a dlbench/plan document, ...).
+REAL_KINDS = {
+    "run": "report",
+    "report": "report",
+    "compare": "compare",
+    "runs": "runs",
+    "trials": "trials",
+    "plan": "plan",
+    "study plan": "plan",
+    "env": "env",
+    "export": "export",
+    "report, two frameworks": "report",
+    "report, failed trials": "report",
+    "compare, paired": "compare",
+    "compare, missing": "compare",
+}
+# Objects the schema leaves open: what a run recorded (case factors, fingerprint, packages,
+# protocol, a skipped cell) and a count per status.
+OPEN = {"case", "machine", "packages", "protocol", "cell", "statuses"}
+WRONG = [{"wrong": "type"}]  # a value no field of any document takes
+
+
+def _trimmed(value: object, keep: int = 1) -> object:
+    """`value` with every list cut to its first item (a ranking's members to two: it has two
+    at least), so that each kind of object is broken once."""
+    if isinstance(value, dict):
+        return {k: _trimmed(v, 2 if k == "members" else 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_trimmed(v) for v in value[:keep]]
+    return value
+
+
+def _fields(value: object, path: tuple = ()) -> Iterator[tuple[tuple, object]]:
+    """(path, key) of every field of every object dlbench defines, and (path, index) of every
+    item of its lists; none inside an OPEN object."""
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        yield path, key
+        if key not in OPEN:
+            yield from _fields(item, (*path, key))
+
+
+def _broken(document: dict) -> Iterator[str]:
+    """Breaks `document` in place, one field at a time, saying how, and mends it before the
+    next: each field renamed, and each value replaced by one of a type no field takes."""
+    for path, key in list(_fields(document)):  # listed first: a rename reorders a dict's keys
+        at = document
+        for step in path:
+            at = at[step]
+        where = ".".join(map(str, (*path, key)))
+        if isinstance(key, str) and not key.startswith("option."):  # option.<name> is any name
+            at[f"{key}_renamed"] = at.pop(key)
+            yield f"{where} renamed"
+            at[key] = at.pop(f"{key}_renamed")
+        if not isinstance(at[key], dict | list) and key not in OPEN:
+            value, at[key] = at[key], WRONG
+            yield f"{where} as a list"
+            at[key] = value
+
+
+@pytest.mark.parametrize("name", REAL_KINDS)
+def test_every_document_is_valid_and_a_renamed_field_or_a_wrong_type_is_not(name, real_documents, validator):
+    """Each document kind from a real run validates against the shipped schema; the same
+    document with any field renamed (a field the schema does not know, or a required one
+    missing) or any value replaced by one of another type does not."""
+    document = _valid(validator, real_documents[name], REAL_KINDS[name])
+    small = _trimmed(document)
+    assert validator.is_valid(small)
+    passed = [what for what in _broken(small) if validator.is_valid(small)]
+    assert not passed, f"{name}: the schema accepts {passed[:10]}"
+    assert small == _trimmed(document)  # mended after each break
+
+
+def test_the_documents_cover_every_kind(real_documents):
+    assert set(REAL_KINDS.values()) == set(KINDS)
+    # compare of two runs taken one after the other: a comparison on each row, no verdict.
+    rows = real_documents["compare"]["comparisons"]
+    assert rows and all(r["comparison"] is not None and not r["comparison"]["interleaved"] for r in rows)
+    assert real_documents["study plan"]["study"]["name"] == "germino"
+    assert len(real_documents["export"]["measurements"]) > 0 and real_documents["export"]["runs"] == [1]
+
+
+def test_compares_old_names_are_deprecated_in_the_schema_and_the_docs(validator):
+    """compare's comparison keeps estimate_a, estimate_b, n_a and n_b (the comparison's own
+    order: a is run B) for one more schema version, marked deprecated, beside the run-named ones."""
+    props = validator.schema["$defs"]["run_comparison"]["properties"]
+    for old, new in (("estimate_a", "estimate_run_b"), ("estimate_b", "estimate_run_a"), ("n_a", "n_run_b")):
+        assert props[old]["deprecated"] is True and new in props[old]["description"]
+        assert "next schema_version" in props[old]["description"]
+    assert props["n_b"]["deprecated"] is True and not props["estimate_run_a"].get("deprecated")
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "json.md").read_text(encoding="utf-8")
+    assert "deprecated" in docs and "removed at the next schema version" in docs
+    for name in ("estimate_a", "estimate_b", "n_a", "n_b", "estimate_run_a", "n_run_a"):
+        assert f"`{name}`" in docs
+    for kind in KINDS:
+        assert f"`dlbench/{kind}`" in docs

@@ -58,9 +58,14 @@ def _read(path: Path, fmt: str) -> pd.DataFrame:
     # case_key is text: a key of 16 digits, or like '12e4...', would otherwise be read as a number.
     if fmt == "csv":
         return pd.read_csv(path, dtype={"case_key": str})  # pandas 3 reads floats back exactly by default
-    if fmt == "json":
-        return pd.read_json(path, precise_float=True, dtype={"case_key": str})
+    if fmt == "json":  # the dlbench/export document: its records, in its columns' order
+        return _from_document(json.loads(path.read_text(encoding="utf-8")))
     return pd.read_parquet(path)
+
+
+def _from_document(doc: dict) -> pd.DataFrame:
+    assert (doc["schema"], doc["schema_version"]) == ("dlbench/export", 1)
+    return pd.DataFrame(doc["measurements"], columns=doc["columns"])
 
 
 def test_measurements_round_trip_every_stored_value(db: Path):
@@ -236,7 +241,7 @@ def test_export_to_standard_output_is_the_data_alone(db: Path, tmp_path: Path, f
     assert not (tmp_path / "-").exists()
     assert f"wrote {len(want)} measurements of run 1 to standard output ({fmt})" in done.stderr
     text = io.StringIO(done.stdout)
-    back = pd.read_csv(text, dtype={"case_key": str}) if fmt == "csv" else pd.read_json(text, precise_float=True)
+    back = pd.read_csv(text, dtype={"case_key": str}) if fmt == "csv" else _from_document(json.load(text))
     assert len(back) == len(want) and list(back.columns) == list(want.columns)
     np.testing.assert_array_equal(back["value"].to_numpy(float), want["value"].to_numpy(float))
     refused = subprocess.run(
@@ -304,6 +309,14 @@ def test_model_options_synthetic_and_retired_attempts_are_columns(db: Path, tmp_
         out = tmp_path / f"o.{fmt}"
         results.export(m, out, fmt)
         pd.testing.assert_frame_equal(_normal(_read(out, fmt)), _normal(m), check_exact=True)
+    # The JSON document of both runs, its option.<name> columns and cells as the shipped schema takes them.
+    from jsonschema import Draft202012Validator
+
+    from dlbench.documents import SCHEMA_FILE
+
+    doc = json.loads((tmp_path / "o.json").read_text(encoding="utf-8"))
+    Draft202012Validator(json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))).validate(doc)
+    assert doc["runs"] == [1, 2] and doc["columns"][-3:] == options
 
 
 def test_importing_results_imports_no_framework():

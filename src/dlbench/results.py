@@ -32,6 +32,7 @@ import pandas as pd
 
 from dlbench.analysis.criteria import ALPHA, BAND
 from dlbench.cases import stored_case
+from dlbench.documents import header
 from dlbench.plan import DISTRIBUTION_DEFAULTS, Case
 from dlbench.store import Store, database_url
 
@@ -574,20 +575,34 @@ def load(path: str | Path) -> Results:
     return Results(path)
 
 
+def export_document(frame: pd.DataFrame) -> dict[str, Any]:
+    """`export --format json`: the "dlbench/export" document of a measurements() frame: the
+    runs it holds, its columns in order, and its rows as records (column: value, missing as
+    null; docs/json.md)."""
+    # Python's float repr round-trips exactly; pandas' own JSON writer keeps at most 15 digits.
+    records = frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
+    doc = header("export")
+    doc["runs"] = sorted({int(r) for r in frame["run_id"].dropna()}) if "run_id" in frame.columns else []
+    doc["columns"] = [str(c) for c in frame.columns]
+    doc["measurements"] = records
+    return doc
+
+
 def export(frame: pd.DataFrame, path: Path | TextIO, fmt: str) -> None:
-    """Write `frame` as csv, json (a list of records) or parquet (pyarrow), each of which
-    reads back with the values stored: floats are written with every digit they have.
+    """Write `frame` as csv, json or parquet (pyarrow), each of which reads back with the
+    values stored: floats are written with every digit they have. json is the
+    "dlbench/export" document (export_document): its `measurements`, the rows as records,
+    read back with pd.DataFrame(doc["measurements"], columns=doc["columns"]).
     `path` may be an open text stream (standard output) for csv and json."""
     if fmt == "csv":
         frame.to_csv(path, index=False)  # pandas writes floats by repr: they read back equal
     elif fmt == "json":
-        # Python's float repr round-trips exactly; pandas' own JSON writer keeps at most 15 digits.
-        records = frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
+        document = export_document(frame)  # compact, not indented: a million rows
         if not isinstance(path, Path):
-            json.dump(records, path, allow_nan=False, default=str)
+            json.dump(document, path, allow_nan=False, default=str)
             return
         with open(path, "w", encoding="utf-8") as fh:
-            json.dump(records, fh, allow_nan=False, default=str)
+            json.dump(document, fh, allow_nan=False, default=str)
     elif fmt == "parquet":
         frame.to_parquet(path, index=False)
     else:

@@ -4,8 +4,9 @@ Each document is plain data laid out from the objects the other formats render (
 Report's rankings, pair verdicts and case summaries; compare's RunDiffs; the store's run
 records; a Plan; the environment fingerprint): nothing is recomputed here. Every
 document names its kind and schema version ("schema": "dlbench/report",
-"schema_version": 1); src/dlbench/schemas/output.schema.json (JSON Schema draft
-2020-12) describes each kind, and docs/json.md documents it.
+"schema_version": 1; dlbench.documents); src/dlbench/schemas/output.schema.json (JSON
+Schema draft 2020-12) describes each kind, `dlbench export`'s JSON (dlbench.results)
+included, and docs/json.md documents them and when the version changes.
 
 Numbers stay numbers at full precision; a value that is not finite (NaN, an infinite
 CI bound) is null, since JSON has no NaN. Times are in seconds.
@@ -16,13 +17,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 1
-# Every document kind, as "schema": f"dlbench/{kind}"; one $defs entry each in the schema file.
-KINDS = ("report", "compare", "runs", "trials", "plan", "env")
-SCHEMA_FILE = Path(__file__).resolve().parent.parent / "schemas" / "output.schema.json"
+# The header every document starts with, from dlbench.documents (re-exported: `as` says so).
+from dlbench.documents import KINDS as KINDS
+from dlbench.documents import SCHEMA_FILE as SCHEMA_FILE
+from dlbench.documents import SCHEMA_VERSION as SCHEMA_VERSION
+from dlbench.documents import header as header
 
 
 def _plain(value: Any) -> Any:
@@ -42,22 +43,23 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def header(kind: str) -> dict[str, Any]:
-    if kind not in KINDS:
-        raise ValueError(f"unknown JSON document kind {kind!r}; kinds are {', '.join(KINDS)}")
-    return {"schema": f"dlbench/{kind}", "schema_version": SCHEMA_VERSION}
-
-
 def dumps(document: dict[str, Any]) -> str:
     """The document as text, one JSON value and a newline (allow_nan=False: never NaN)."""
     return json.dumps(_plain(document), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def _run_named(found: dict[str, Any]) -> dict[str, Any]:
-    """A run-vs-run comparison with each estimate named by its run: run_vs_run compares B
-    relative to A, so the comparison's estimate_a is run B's. estimate_run_a and
-    estimate_run_b say so; estimate_a and estimate_b stay one more schema version (docs/json.md)."""
-    return {**found, "estimate_run_a": found["estimate_b"], "estimate_run_b": found["estimate_a"]}
+    """A run-vs-run comparison with each estimate and sample size named by its run: run_vs_run
+    compares B relative to A, so the comparison's estimate_a and n_a are run B's.
+    estimate_run_a, estimate_run_b, n_run_a and n_run_b say so; estimate_a, estimate_b, n_a
+    and n_b are deprecated and go at the next schema version (docs/json.md)."""
+    return {
+        **found,
+        "estimate_run_a": found["estimate_b"],
+        "estimate_run_b": found["estimate_a"],
+        "n_run_a": found["n_b"],
+        "n_run_b": found["n_a"],
+    }
 
 
 def comparison(c: Any) -> dict[str, Any]:
