@@ -16,18 +16,24 @@ and a regression the gate must find.
   fetch and build for minutes. Two commits are two virtual environments of this machine's
   Python made in milliseconds (`venv --without-pip`, with a .pth that puts this
   environment's packages, this checkout's dlbench among them, on their path): distinct
-  interpreter paths, which is what dlbench records for a run and what extend runs its
+  interpreter paths, which is what dlbench records for a run and what the gate runs its
   workers under. The candidate of a "slower" job has a site hook that makes the numpy
-  trainer sleep as long as each train() took: the same code, 2x its training time.
-  The stand-in for install-baseline does what the page's step does: nothing when the cache
-  restored the environment, else makes it and sets BASELINE_INSTALLED.
+  trainer sleep after each train() for (SLOWDOWN - 1) of the time it took. The stand-in for
+  install-baseline does what the page's step does: nothing when the cache restored the
+  environment, else makes it.
 
-The benchmark is the page's with fewer repeats and blocks (SMALLER, GATE_BLOCKS) and a lower
-alpha (GATE_ALPHA): 2-3 minutes in all on a loaded 2-core machine, for about 30 processes.
-Three jobs: a push to main with nothing cached (no baseline; the run
-becomes it), a pull request of identical code (compare exits 0), a pull request whose
-candidate trains 2x slower (compare exits 1, "slower"). Then the gate step again on a
-copy whose candidate trials left no values (exit 3), and with GATE_UNDECIDED=fail.
+The benchmark is the page's with fewer repeats (SMALLER), a smaller budget (GATE_MAX_BLOCKS)
+and a lower alpha (GATE_ALPHA), and the slower candidate 3x slower: a few minutes on a loaded
+2-core machine. Three jobs: a push to main with nothing cached (no baseline; the run becomes
+it, and its environment is kept as the baseline's), a pull request of identical code (the gate
+passes; the baseline's environment comes from the cache, nothing installed), a pull request
+whose candidate trains slower (the gate exits 1, "slower"). Then the gate step again with
+GATE_UNDECIDED=fail, and on a copy whose candidate trials left no values (exit 3).
+
+As documented: DLBENCH_CI_AS_DOCUMENTED=1 runs the page's own benchmark and gate settings, and
+DLBENCH_CI_SLOWDOWN sets the slower candidate's factor (docs/ci.md's claim: 1.2 fails):
+
+    DLBENCH_CI_AS_DOCUMENTED=1 DLBENCH_CI_SLOWDOWN=1.2 .venv/bin/pytest tests/test_ci_workflow.py
 """
 
 from __future__ import annotations
@@ -59,16 +65,16 @@ SMALLER = {
     "--repeats": "2",
     "--latency-batches": "0",
 }
-# Blocks each side adds in turns, and the gate's alpha: 1 + 5 trial medians a side, compared
-# unpaired at 0.01 (the exact Mann-Whitney test: p < 0.01 with at most 2 of the 36 pairs of
-# values out of order). Identical code fails that by chance with probability about 0.4% per
-# metric, where 5 a side at 0.05 fails 1.6%: on this shared machine, whose spread between
-# processes is 20-40% (train times of 14-47 ms measured here in one run), the slower job's
-# 2x clears it. 1.5x did not always: one CI run measured 1.55x [1.148, 1.806] with 3 of the
-# 36 pairs out of order, p = 0.015, undecided at 0.01 (the gate then passed a slower candidate).
-GATE_BLOCKS = "5"
+# The test's gate: at most 12 blocks a side at alpha 0.01 (shared by train and inference time).
+# Its level lets the first decision come at about 10 pairs; a 3x slower candidate reaches it
+# with nearly every pair slower on this shared machine, whose spread between processes is
+# 20-40% (train times of 14-47 ms measured here in one run). Identical code fails it far less
+# often than alpha (which bounds code on the band's edge), and passes "within" or undecided.
+AS_DOCUMENTED = os.environ.get("DLBENCH_CI_AS_DOCUMENTED") == "1"
+GATE_MAX_BLOCKS = "12"
 GATE_ALPHA = "0.01"
-SLOWDOWN = 2.0
+SLOWDOWN = float(os.environ.get("DLBENCH_CI_SLOWDOWN", "3.0"))
+SHA = "0123456789abcdef0123456789abcdef01234567"  # the runner's GITHUB_SHA (github.sha) in every job
 
 # The candidate's slower code: a site hook run at each start of its interpreter.
 SLOWER_HOOK = f"""
@@ -197,13 +203,13 @@ class Runner:
         workspace.mkdir(exist_ok=True)
         temp = workspace.parent / f"{workspace.name}.runner_temp"
         temp.mkdir(exist_ok=True)
-        github = {"ref": ref, "event_name": event, "run_id": str(1000 + self.job)}
+        github = {"ref": ref, "event_name": event, "run_id": str(1000 + self.job), "sha": SHA}
         environ = {
             **os.environ,
             "GITHUB_ACTIONS": "true",
             "GITHUB_REF": ref,
             "GITHUB_EVENT_NAME": event,
-            "GITHUB_SHA": "0123456789abcdef0123456789abcdef01234567",
+            "GITHUB_SHA": SHA,
             "GITHUB_WORKSPACE": str(workspace),
             "RUNNER_TEMP": str(temp),
             **{k: str(v) for k, v in self.flow.get("env", {}).items()},
@@ -288,22 +294,9 @@ def _runs(db: Path) -> list[tuple[int, str, int, str]]:
     return [(i, status, ok, json.loads(env)["python_executable"]) for i, status, ok, env in rows]
 
 
-def _verdicts(db: Path, a: int, b: int, band: str) -> dict[str, str]:
-    """metric -> compare's verdict of run b against run a, read from compare --format json, with
-    the page's band and the test's alpha."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "dlbench", "compare", str(a), str(b), "--band", band, "--alpha", GATE_ALPHA]
-        + ["--format", "json", "--db", str(db)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    return {c["metric"]: c["verdict"] for c in json.loads(proc.stdout)["comparisons"]}
-
-
 def stand_in(*, slower: bool, made: list[str]) -> Install:
     """The install steps, cheaply: the candidate (slower or not) and, where the cache did not
-    bring it, the baseline, as the page's install-baseline step would (BASELINE_INSTALLED)."""
+    bring it, the baseline, as the page's install-baseline step would."""
 
     def install(step: str, workspace: Path, env: dict[str, str]) -> dict[str, str]:
         if step == "install":
@@ -313,59 +306,75 @@ def stand_in(*, slower: bool, made: list[str]) -> Install:
             return {}  # restored from the cache: the page's step stops there too
         make_venv(workspace / env["BASELINE"])
         made.append(env["BASELINE_COMMIT"])
-        return {"BASELINE_INSTALLED": "true"}
+        return {}
 
     return install
+
+
+def _stopped(output: str) -> int:
+    """The rounds the gate took, from its last lines."""
+    found = re.search(r"stopped after (\d+) blocks? a run", output)
+    assert found is not None, output
+    return int(found[1])
 
 
 def test_the_documented_workflow_gates_a_slower_candidate_and_passes_the_same_code(tmp_path: Path):
     flow = workflow()
     runner = Runner(tmp_path, flow)
     names = [s.get("name") or s.get("uses") for s in runner.steps]
-    gate, save, turns = "Compare with the baseline", "Make this run the baseline", "Take turns"
-    assert {gate, save, turns, "Run the benchmark", "Upload the report", "Find the baseline"} <= set(names)
-    bench = {"BENCH_FLAGS": smaller(flow["env"]["BENCH_FLAGS"]), "GATE_BLOCKS": GATE_BLOCKS, "GATE_ALPHA": GATE_ALPHA}
-    per_side = 1 + int(GATE_BLOCKS)
+    gate, save = "Gate against the baseline", "Make this run the baseline"
+    assert {gate, save, "Run the benchmark", "Upload the report", "Find the baseline"} <= set(names)
+    bench = (
+        {}
+        if AS_DOCUMENTED
+        else {
+            "BENCH_FLAGS": smaller(flow["env"]["BENCH_FLAGS"]),
+            "GATE_MAX_BLOCKS": GATE_MAX_BLOCKS,
+            "GATE_ALPHA": GATE_ALPHA,
+        }
+    )
+    max_blocks = int(bench.get("GATE_MAX_BLOCKS", flow["env"]["GATE_MAX_BLOCKS"]))
     html = "benchmark-report-benchmark.html"
+    env_key = f"dlbench-env-{SHA}-py3.11"
     made: list[str] = []
 
-    # 1. A push to main, nothing cached: no baseline, nothing to take turns with; this run becomes it.
+    # 1. A push to main, nothing cached: no baseline, nothing to take turns with; this run
+    # becomes it, and this commit's environment is kept as the baseline's.
     ws = tmp_path / "main"
     main = runner.run(ws, ref="refs/heads/main", event="push", env=bench, install=stand_in(slower=False, made=made))
     for step in main.values():
         assert step.rc == 0, f"{step.name}\n{step.output}"
     assert main["Restore the results database"].output == "no cache"
     assert "no baseline saved yet" in main["Find the baseline"].output
-    assert not main["Install the baseline"].ran and not main[turns].ran
+    assert not main["Install the baseline"].ran
     assert "no baseline to compare with" in main[gate].output
     assert "saved baseline 'main': run 1" in main[save].output
+    assert runner.keys == ["dlbench-results-1001", env_key]
     candidate = str(ws / flow["env"]["CANDIDATE"] / "bin" / "python")
     assert _runs(runner.cache / "0" / "bench" / "results.db") == [(1, "finished", 1, candidate)]
     report = runner.artifacts / html
     assert report.read_text().lstrip().lower().startswith("<!doctype html") and "numpy" in report.read_text()
     report.unlink()
-    with sqlite3.connect(ws / "bench" / "results.db") as con:
-        git = json.loads(con.execute("SELECT environment_json FROM runs WHERE id = 1").fetchone()[0])["dlbench_git"]
-    commit = git.removesuffix("+dirty")  # what the baseline's run recorded: this checkout's commit
 
-    # 2. A pull request of the same code: the baseline's commit installed (its environment
-    # cached under that commit), both sides measured here in turns; compare exits 0.
+    # 2. A pull request of the same code: the baseline's environment comes from the main job's
+    # cache (nothing installed), both sides are measured here in turns; the gate passes.
     ws = tmp_path / "same"
     same = runner.run(
         ws, ref="refs/pull/7/merge", event="pull_request", env=bench, install=stand_in(slower=False, made=made)
     )
-    assert same[gate].rc == 0, same[gate].output + same[turns].output
-    assert made == [commit] and runner.keys == ["dlbench-results-1001", f"dlbench-baseline-{commit}-py3.11"]
+    assert same["Restore the baseline's environment"].output == f"restored {env_key}"
+    assert same[gate].rc == 0, same[gate].output
+    assert made == [] and runner.keys == ["dlbench-results-1001", env_key]
+    rounds = _stopped(same[gate].output)
+    assert 0 <= rounds <= max_blocks
     db = ws / "bench" / "results.db"
     base_python, candidate = (str(ws / flow["env"][k] / "bin" / "python") for k in ("BASELINE", "CANDIDATE"))
-    assert _runs(db)[1:] == [(2, "finished", per_side, base_python), (3, "finished", per_side, candidate)]
-    assert f"block {GATE_BLOCKS}/{GATE_BLOCKS}" in same[turns].output
-    flat = " ".join(same[gate].output.split())
-    assert "B (3) relative to A (2)" in flat and "0 regressions" in flat and "one after the other" not in flat
+    assert _runs(db)[1:] == [(2, "finished", 1 + rounds, base_python), (3, "finished", 1 + rounds, candidate)]
+    assert "REGRESSION" not in same[gate].output
     assert report.exists() and "numpy" in report.read_text()
     assert not same[save].ran and not same["Keep the results database"].ran
 
-    # The strict gate: GATE_UNDECIDED=fail fails exactly when a comparison was undecided.
+    # The strict gate: GATE_UNDECIDED=fail fails exactly when a comparison was left undecided.
     strict = runner.run(
         ws,
         ref="refs/pull/7/merge",
@@ -374,37 +383,30 @@ def test_the_documented_workflow_gates_a_slower_candidate_and_passes_the_same_co
         env={**bench, "BASE_RUN_ID": "2", "RUN_ID": "3", "GATE_UNDECIDED": "fail"},
         install=stand_in(slower=False, made=made),
     )
-    document = json.loads((ws / "compare.json").read_text())  # what the strict step read with jq
-    verdicts = {c["metric"]: c["verdict"] for c in document["comparisons"]}
-    assert "train time" in verdicts and "slower" not in verdicts.values(), verdicts
-    undecided = list(verdicts.values()).count("undecided")
+    undecided = re.search(r"(\d+) comparison\(s\) undecided at the budget", strict[gate].output)
+    assert "REGRESSION" not in strict[gate].output
     assert strict[gate].rc == (1 if undecided else 0), strict[gate].output
-    assert (f"{undecided} comparison(s) undecided" in strict[gate].output) == bool(undecided)
 
-    # 3. A pull request whose candidate trains 2x slower: the baseline's environment comes
-    # from the cache; the turns find the regression and compare exits 1.
+    # 3. A pull request whose candidate trains slower: the gate finds the regression, exit 1.
     report.unlink()
     ws = tmp_path / "slow"
     slow = runner.run(
         ws, ref="refs/pull/8/merge", event="pull_request", env=bench, install=stand_in(slower=True, made=made)
     )
-    assert slow["Restore the baseline's environment"].output == f"restored dlbench-baseline-{commit}-py3.11"
-    assert made == [commit] and not slow["Keep the baseline's environment"].ran  # nothing installed again
-    assert slow[gate].rc == 1, slow[gate].output + slow[turns].output
+    assert slow["Restore the baseline's environment"].output == f"restored {env_key}"
+    assert made == []  # nothing installed, in any job
+    assert slow[gate].rc == 1, slow[gate].output
     flat = " ".join(slow[gate].output.split())
-    regressions = re.search(r"(\d+) comparisons, (\d+) regressions", flat)
-    assert "B (3) relative to A (2)" in flat and regressions is not None and int(regressions[2]) >= 1, flat
-    db = ws / "bench" / "results.db"
-    verdicts = _verdicts(db, 2, 3, flow["env"]["GATE_BAND"])
-    # Train time is what the candidate slowed. Its inference may be found slower too (1.2x,
-    # decided, in one run here on a loaded machine): the hook's sleeps give the core to other
-    # load, which is a likely reason, not one this test established. So only train is asserted.
-    assert verdicts["train time"] == "slower", verdicts
-    assert report.exists()  # the report is written before the gate, and uploaded whatever it says
+    assert ": a regression" in flat
+    # Train time is what the candidate slowed; only its line is asserted.
+    assert re.search(r"train time: B/A [0-9.]+ \(\d+ pairs\): REGRESSION: slower beyond the band", flat), flat
+    assert report.exists()  # the report step runs whatever the gate said, and is uploaded
 
-    # 4. The candidate's trials left no values: the gate exits 3 (no pass on no data).
+    # 4. The candidate's trials left no values: the gate exits 3 (no pass on no data) and runs nothing.
+    db = ws / "bench" / "results.db"
     with sqlite3.connect(db) as con:
         con.execute("UPDATE trials SET status = 'timeout' WHERE run_id = 3")
+    before = _runs(db)
     broken = runner.run(
         ws,
         ref="refs/pull/8/merge",
@@ -415,6 +417,7 @@ def test_the_documented_workflow_gates_a_slower_candidate_and_passes_the_same_co
     )
     assert broken[gate].rc == 3, broken[gate].output
     assert "have no values on one side" in " ".join(broken[gate].output.split())
+    assert _runs(db) == before
     assert broken["Upload the report"].ran
 
 

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from dlbench.cli import complete
 from dlbench.cli.app import app
 from dlbench.cli.common import (
     DB,
@@ -14,6 +15,7 @@ from dlbench.cli.common import (
     NamedDatasetOpt,
     NamedModelOpt,
     console,
+    err_console,
     exit_on_signal,
     fail,
 )
@@ -30,8 +32,15 @@ UNDECIDED = ("pass", "fail")
 
 @app.command()
 def gate(
-    baseline: Annotated[str, typer.Argument(help="Baseline run A: a run id in --db, FILE.db or FILE.db:RUN.")],
-    candidate: Annotated[str, typer.Argument(help="Candidate run B, in the same forms.")],
+    baseline: Annotated[
+        str,
+        typer.Argument(
+            help="Baseline run A: a run id in --db, FILE.db or FILE.db:RUN.", autocompletion=complete.run_ids
+        ),
+    ],
+    candidate: Annotated[
+        str, typer.Argument(help="Candidate run B, in the same forms.", autocompletion=complete.run_ids)
+    ],
     max_blocks: Annotated[
         int,
         typer.Option(help="The most blocks each run adds before the gate stops undecided (the design's budget)."),
@@ -50,11 +59,17 @@ def gate(
     ] = ALPHA,
     metric: Annotated[
         str,
-        typer.Option(help=f"Timed phases to gate, comma-separated: {', '.join(METRICS)} (those the runs measured)."),
+        typer.Option(
+            help=f"Timed phases to gate, comma-separated: {', '.join(METRICS)} (those the runs measured).",
+            autocompletion=complete.comma_list(lambda: METRICS),
+        ),
     ] = ",".join(METRICS),
     undecided: Annotated[
         str,
-        typer.Option(help="What a comparison the budget left undecided does to the exit status: pass or fail."),
+        typer.Option(
+            help="What a comparison the budget left undecided does to the exit status: pass or fail.",
+            autocompletion=complete.one_of(lambda: UNDECIDED),
+        ),
     ] = "pass",
     python: Annotated[
         list[str] | None,
@@ -144,6 +159,14 @@ def _print_result(result: Any, baseline: str, candidate: str) -> None:
         busy = f", {g.busy_pairs} busy pairs left out" if g.busy_pairs else ""
         console.print(
             f"  {case_label(g.case)} {g.metric}: B/A {ratio_text(g)} ({pairs}{busy}): {DECISION_WORDS[g.decision]}",
+            highlight=False,
+            soft_wrap=True,
+        )
+    if result.missing and not result.regression:
+        err_console.print(
+            f"error: {len(result.missing)} of {len(result.compared)} comparisons have no values on one side (every "
+            "trial of that case failed or timed out there): nothing was compared, and the gate does not pass on no "
+            "data. Exit 3.",
             highlight=False,
             soft_wrap=True,
         )
