@@ -378,6 +378,8 @@ def real_documents(tmp_path_factory, cli, tiny_run, db) -> dict[str, dict]:
         ("report, failed trials", ("report", "--run", 3, "--format", "json", "--db", db), 0),
         ("compare, paired", ("compare", "1", "2", "--format", "json", "--db", db), 1),
         ("compare, missing", ("compare", "1", "3", "--format", "json", "--db", db), 3),
+        # Last: the gate adds blocks to runs 1 and 2 of real.db.
+        ("gate", ("gate", "1", "2", "--max-blocks", "2", "--format", "json", "--db", path), None),
     ):
         result = cli.result(*args)
         assert code is None or result.exit_code == code, (name, result.output)
@@ -400,6 +402,7 @@ REAL_KINDS = {
     "report, failed trials": "report",
     "compare, paired": "compare",
     "compare, missing": "compare",
+    "gate": "gate",
 }
 # Objects the schema leaves open: what a run recorded (case factors, fingerprint, packages,
 # protocol, a skipped cell) and a count per status.

@@ -1,7 +1,7 @@
 """What every JSON document dlbench prints or writes starts with: its kind and schema version.
 
 `{"schema": "dlbench/<kind>", "schema_version": SCHEMA_VERSION, ...}`, one kind per
-command (report, compare, runs, trials, plan, env, export), each a `$defs` entry of
+command (report, compare, runs, trials, plan, env, export, gate), each a `$defs` entry of
 the shipped schema, schemas/output.schema.json (JSON Schema draft 2020-12);
 docs/json.md documents the fields and when the version changes. Kept apart from
 report/ (report/json_out.py lays the documents out) so that dlbench.results, which
@@ -18,7 +18,7 @@ from typing import Any
 # and kinds are added within a version (docs/json.md).
 SCHEMA_VERSION = 1
 # Every document kind, as "schema": f"dlbench/{kind}"; one $defs entry each in the schema file.
-KINDS = ("report", "compare", "runs", "trials", "plan", "env", "export")
+KINDS = ("report", "compare", "runs", "trials", "plan", "env", "export", "gate")
 SCHEMA_FILE = Path(__file__).resolve().parent / "schemas" / "output.schema.json"
 
 

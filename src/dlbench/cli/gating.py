@@ -19,6 +19,7 @@ from dlbench.cli.common import (
     exit_on_signal,
     fail,
 )
+from dlbench.cli.reporting import SCRIPT_FORMAT, check_script_format, write_json
 from dlbench.service.gate import ALPHA, BAND, MAX_BLOCKS, MAX_MINUTES, METRICS, ratio_text
 
 DECISION_WORDS = {
@@ -80,6 +81,7 @@ def gate(
     ] = None,
     model: NamedModelOpt = None,
     dataset: NamedDatasetOpt = None,
+    fmt: SCRIPT_FORMAT = "console",
     db: DB = Path("dlbench.db"),
 ) -> None:
     """The regression gate: A and B take turns, one block each at a time, and after every round a
@@ -94,6 +96,9 @@ def gate(
     from dlbench.service import gate as gating
     from dlbench.store import StoreError
 
+    check_script_format(fmt)
+    # With --format json the document alone goes to standard output; each look to standard error.
+    out = err_console if fmt == "json" else console
     if undecided not in UNDECIDED:
         fail(f"--undecided {undecided!r}: allowed: {', '.join(UNDECIDED)}")
     settings = gating.GateSettings(
@@ -108,17 +113,17 @@ def gate(
         design = gating.design(a, b, settings)
     except ServiceError as exc:
         fail(str(exc))
-    console.print(
+    out.print(
         f"gate: B ({candidate}, run {b.run_id}) against A ({baseline}, run {a.run_id}), in turns, up to "
         f"{max_blocks} blocks a run or {max_minutes:g} min; band {band:g}, alpha {alpha:g}",
         highlight=False,
         soft_wrap=True,
     )
-    console.print(gating.level_words(design), highlight=False, soft_wrap=True)
+    out.print(gating.level_words(design), highlight=False, soft_wrap=True)
 
     def on_look(result: Any) -> None:
         parts = [f"{g.metric} {ratio_text(g)} ({_short(g)})" for g in result.compared if g.look is not None]
-        console.print(f"round {result.rounds}: " + "; ".join(parts), highlight=False, soft_wrap=True)
+        out.print(f"round {result.rounds}: " + "; ".join(parts), highlight=False, soft_wrap=True)
 
     runner.raise_on_termination()
     try:
@@ -133,8 +138,16 @@ def gate(
         fail(str(exc))
     except StoreError as exc:
         fail(str(exc), code=1)
+    status = gating.exit_status(result, undecided_fails=undecided == "fail")
+    if fmt == "json":
+        from dlbench.report.json_out import gate_document
+
+        a_side = {"ref": baseline, "db": str(a.store.path), "run": a.run_id, "baseline": None}
+        b_side = {"ref": candidate, "db": str(b.store.path), "run": b.run_id}
+        write_json(gate_document(result, a_side, b_side, settings, undecided))
+        raise typer.Exit(status)
     _print_result(result, baseline, candidate)
-    raise typer.Exit(gating.exit_status(result, undecided_fails=undecided == "fail"))
+    raise typer.Exit(status)
 
 
 def _short(g: Any) -> str:

@@ -452,3 +452,63 @@ def env_table(fingerprint: dict[str, Any]) -> Any:
     for key, value in fingerprint.items():
         t.add_row(key, text(value) or "—")
     return t
+
+
+def gate_document(result: Any, a: dict[str, Any], b: dict[str, Any], settings: Any, undecided: str) -> dict[str, Any]:
+    """`gate --format json`: how the gate was designed, why it stopped, and each comparison's
+    last look (ratio B/A, both one-sided p-values, the decision). `a`, `b`: {"ref", "db", "run",
+    "baseline"} of each side; `result`: service.gate.GateResult; `settings`: its GateSettings."""
+    from dlbench.analysis.sequential import first_look
+    from dlbench.cases import case_label
+    from dlbench.service.gate import exit_status
+
+    words = {"slower": "slower", "within": "within", "continue": "undecided", "missing": "missing"}
+    rows = []
+    for g in result.compared:
+        look = g.look
+        rows.append(
+            {
+                "case": g.case,
+                "label": case_label(g.case),
+                "metric": g.metric,
+                "decision": words[g.decision],
+                "pairs": None if look is None else look.pairs,
+                "busy_pairs": g.busy_pairs,
+                "ratio": None if look is None else look.ratio,
+                "p_slower": None if look is None else look.p_slower,
+                "p_within": None if look is None else look.p_within,
+            }
+        )
+    doc = header("gate")
+    doc.update(
+        {
+            "a": a,
+            "b": b,
+            "settings": {
+                "max_blocks": settings.max_blocks,
+                "max_minutes": settings.max_minutes,
+                "band": settings.band,
+                "alpha": settings.alpha,
+                "metrics": list(settings.metrics),
+                "undecided": undecided,
+            },
+            "design": {
+                "level": result.level,
+                "family": result.family,
+                "max_pairs": result.max_pairs,
+                "first_look": first_look(result.level),
+            },
+            "rounds": result.rounds,
+            "minutes": round(result.minutes, 3),
+            "stopped": result.stopped,
+            "comparisons": rows,
+            "summary": {
+                "comparisons": len(rows),
+                "regressions": sum(r["decision"] == "slower" for r in rows),
+                "undecided": sum(r["decision"] == "undecided" for r in rows),
+                "missing": sum(r["decision"] == "missing" for r in rows),
+                "exit_status": exit_status(result, undecided_fails=undecided == "fail"),
+            },
+        }
+    )
+    return doc
