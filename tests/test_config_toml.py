@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+import tomllib
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dlbench import config
 from dlbench.config_toml import derived_name, resolved, to_toml, value
@@ -74,7 +78,7 @@ def test_values_are_toml():
         "2.0",
         '"a\\"b"',
         '[1, "x"]',
-        "{ k = 1 }",
+        "{k = 1}",  # tomlkit's spacing of an inline table (the hand-written writer put spaces inside the braces)
     ]
     with pytest.raises(ValueError):
         value(float("nan"))
@@ -89,3 +93,37 @@ def test_a_run_reports_the_configuration_that_ran(tmp_path, tiny_run, cli):
     assert "knn" not in configuration and "epochs = 10" not in configuration
     runs = cli("runs", "--db", db, code=None)
     assert "mlp on digits: numpy" in runs
+
+
+# Characters TOML must escape in a basic string (the C0 controls, DEL, the quote, the
+# backslash) beside ones it must leave alone (tab, non-ASCII, astral). The hand-written
+# writer quoted with json.dumps, which left DEL (\x7f) raw: tomllib rejects that.
+AWKWARD = [
+    "del \x7f here",
+    "".join(chr(c) for c in range(32)) + "\x7f",
+    'quote " and backslash \\ and both \\"',
+    "ü ß € 日本 😀 \u2028 \u00a0 \ufeff",
+    "tab\tand\r\nnewlines\b\f",
+    "trailing backslash \\",
+    "'single' '''triple''' \"\"\"",
+    "",
+]
+
+
+@pytest.mark.parametrize("text", AWKWARD, ids=ascii)
+def test_strings_with_control_characters_round_trip_through_tomllib(text):
+    assert tomllib.loads(f"v = {value(text)}")["v"] == text
+    assert tomllib.loads(f"v = {value([text, {text: text}])}")["v"] == [text, {text: text}]
+    exp = dataclasses.replace(config.default(), name=text, description=text, model_options={"mlp": {text: text}})
+    data = tomllib.loads(to_toml(exp))
+    assert data["experiment"]["name"] == text
+    assert data["experiment"].get("description", "") == text  # an empty description is not written
+    assert data["models"]["mlp"] == {text: text}
+
+
+# derandomize, no example database: the same examples every run, nothing written beside the tests
+@settings(max_examples=500, deadline=None, derandomize=True, database=None)
+@given(st.text())
+def test_any_string_round_trips_through_tomllib(text):
+    assert tomllib.loads(f"v = {value(text)}")["v"] == text
+    assert tomllib.loads(f"v = {value({text: [text]})}")["v"] == {text: [text]}
