@@ -144,7 +144,7 @@ def gate(
 
         a_side = {"ref": baseline, "db": str(a.store.path), "run": a.run_id, "baseline": None}
         b_side = {"ref": candidate, "db": str(b.store.path), "run": b.run_id}
-        write_json(gate_document(result, a_side, b_side, settings, undecided))
+        write_json(gate_document(result, a_side, b_side, settings, undecided, status))
         raise typer.Exit(status)
     _print_result(result, baseline, candidate)
     raise typer.Exit(status)

@@ -454,13 +454,15 @@ def env_table(fingerprint: dict[str, Any]) -> Any:
     return t
 
 
-def gate_document(result: Any, a: dict[str, Any], b: dict[str, Any], settings: Any, undecided: str) -> dict[str, Any]:
+def gate_document(
+    result: Any, a: dict[str, Any], b: dict[str, Any], settings: Any, undecided: str, exit_status: int
+) -> dict[str, Any]:
     """`gate --format json`: how the gate was designed, why it stopped, and each comparison's
-    last look (ratio B/A, both one-sided p-values, the decision). `a`, `b`: {"ref", "db", "run",
-    "baseline"} of each side; `result`: service.gate.GateResult; `settings`: its GateSettings."""
+    last look (ratio B/A, both one-sided p-values, the decision). `a`, `b`: {"ref", "db", "run"}
+    of each side; `result`: service.gate.GateResult; `settings`: its GateSettings; `exit_status`:
+    the status the command exits with."""
     from dlbench.analysis.sequential import first_look
     from dlbench.cases import case_label
-    from dlbench.service.gate import exit_status
 
     words = {"slower": "slower", "within": "within", "continue": "undecided", "missing": "missing"}
     rows = []
@@ -507,7 +509,7 @@ def gate_document(result: Any, a: dict[str, Any], b: dict[str, Any], settings: A
                 "regressions": sum(r["decision"] == "slower" for r in rows),
                 "undecided": sum(r["decision"] == "undecided" for r in rows),
                 "missing": sum(r["decision"] == "missing" for r in rows),
-                "exit_status": exit_status(result, undecided_fails=undecided == "fail"),
+                "exit_status": exit_status,
             },
         }
     )
