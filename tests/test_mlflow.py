@@ -1,9 +1,12 @@
 """MLflow tracking (dlbench.tracking.mlflow_log, docs/mlflow.md) against a real `mlflow server`
 started here on 127.0.0.1 (a free port, an SQLite backend store and a local artifact folder),
 everything read back through MlflowClient: the parent run and its nested case runs, their
-params, metric histories (steps), tags (the report's verdicts) and artifacts. Also: a server
-that cannot be reached is one line and leaves the run, its store and its exit status alone;
-without mlflow installed, --mlflow is one line naming the extra."""
+params, metrics (the medians and their spread, as computed here by hand from the stored
+values, and the per-repeat histories), start and end times (the store's), tags (the
+report's verdicts) and artifacts; a second log of the same run refused, then replaced with
+--replace; MLFLOW_TRACKING_URI and MLFLOW_EXPERIMENT_NAME used where no flag is given.
+Also: a server that cannot be reached is one line and leaves the run, its store and its exit
+status alone; without mlflow installed, --mlflow is one line naming the extra."""
 
 from __future__ import annotations
 
@@ -12,10 +15,12 @@ import json
 import os
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import time
 import urllib.request
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -36,6 +41,18 @@ REPEATS = 3
 EPOCHS = 2
 CASES = {"torch": stored_case("torch", "eager"), "jax": stored_case("jax", "jit")}
 TRAIN = {"torch": 1.0, "jax": 1.5}  # train seconds per repeat: torch is faster
+
+
+@pytest.fixture(autouse=True)
+def _no_mlflow_variables(monkeypatch):
+    """MLflow's own variables of whoever runs the tests never reach these tests' settings."""
+    for name in ("MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_NAME"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def _ms(text: str) -> int:
+    """A time as the store writes it, in MLflow's unit: milliseconds since the epoch."""
+    return round(datetime.fromisoformat(text).timestamp() * 1000)
 
 
 def _free_port() -> int:
@@ -103,7 +120,10 @@ def _trial(store: Store, run_id: int, key: str, block: int, pos: int) -> None:
 @pytest.fixture(scope="module")
 def verdict_db(tmp_path_factory) -> Path:
     """A stored run of two cases (torch eager, jax jit) in six blocks, torch 1.5x faster to train."""
-    path = tmp_path_factory.mktemp("mlflow-db") / "v.db"
+    return _verdict_store(tmp_path_factory.mktemp("mlflow-db") / "v.db")
+
+
+def _verdict_store(path: Path) -> Path:
     with Store(path) as store:
         run_id = store.create_run(
             name="two frameworks",
@@ -160,12 +180,12 @@ def test_a_stored_run_logged_reads_back_through_the_client(server, verdict_db, c
         assert tag.startswith(f"{verdict['a']} vs {verdict['b']}: {verdict['verdict']} ")
         assert f"ratio {verdict['a']}/{verdict['b']} {verdict['ratio']:.4g}" in tag and f"p {verdict['p']:.3g}" in tag
         # Every measured repeat a step, in order, warm-ups left out; the stored values exactly.
-        times = client.get_metric_history(run.info.run_id, "train.time")
+        times = client.get_metric_history(run.info.run_id, "train.time.per_repeat")
         expected = [TRAIN[framework] * (1 + 0.01 * b + 0.001 * r) for b in range(BLOCKS) for r in range(REPEATS)]
         assert [m.step for m in times] == list(range(BLOCKS * REPEATS))
         assert [m.value for m in times] == pytest.approx(expected, rel=1e-12)
         # Per-epoch loss: the epoch is the step, one value per measured repeat at each.
-        loss = client.get_metric_history(run.info.run_id, "train.loss")
+        loss = client.get_metric_history(run.info.run_id, "train.loss.per_repeat")
         by_epoch = {e: sorted(m.value for m in loss if m.step == e) for e in range(EPOCHS)}
         assert sorted({m.step for m in loss}) == list(range(EPOCHS))
         for e in range(EPOCHS):
@@ -181,6 +201,174 @@ def test_a_stored_run_logged_reads_back_through_the_client(server, verdict_db, c
     assert json.loads(got.read_text())["comparisons"] == report["comparisons"]
     html = Path(client.download_artifacts(parent.info.run_id, "report.html", str(tmp_path))).read_text()
     assert "dlbench run 1: two frameworks" in html
+
+
+def test_the_runs_table_shows_each_cases_median_its_spread_and_the_stored_times(server, verdict_db, cli):
+    """The value MLflow shows for each metric (its latest) is the report's median, computed here by
+    hand from the stored values: one median per trial over its measured repeats, the median of those
+    six; the quartiles, extremes, count and 95% interval of that sample beside it; train.loss a curve
+    of the per-epoch medians whose last point is the median of every repeat's final loss. The runs'
+    start and end times are the store's, not the time of logging."""
+    time.sleep(0.05)  # logged visibly after the run was stored: a time of logging would differ
+    cli("mlflow-log", "--db", verdict_db, "--mlflow", server, "--experiment", "medians")
+    client = MlflowClient(tracking_uri=server)
+    parent, children = _runs(client, "medians")
+    report = json.loads(cli("report", "--format", "json", "--db", verdict_db))
+    with Store(verdict_db, readonly=True) as store:
+        run, trials, rows = store.run(1), store.trials(1), store.measurements(1, latency=False)
+    assert (parent.info.start_time, parent.info.end_time) == (_ms(run.started_at), _ms(run.finished_at))
+    for case in report["cases"]:
+        key = case["case_key"]
+        child = client.get_run(children[case["label"]].info.run_id)  # get_run: the latest value of each metric
+        ran = [t for t in trials if t.case_key == key]
+        assert child.info.start_time == min(_ms(t.started_at) for t in ran)
+        assert child.info.end_time == max(_ms(t.finished_at) for t in ran)
+        assert child.data.tags["dlbench.sample"] == "one median per trial"
+        mine = [m for m in rows if m.case_key == key and not m.warmup]
+        # train.time by hand: each trial's median over its repeats, then their median.
+        per_trial = {}
+        for m in mine:
+            if m.metric == "time":
+                per_trial.setdefault(m.trial_id, []).append(m.value)
+        sample = sorted(statistics.median(v) for v in per_trial.values())
+        q1, _, q3 = statistics.quantiles(sample, n=4, method="inclusive")  # numpy's default (type 7)
+        want = {
+            "train.time": statistics.median(sample),
+            "train.time.q1": q1,
+            "train.time.q3": q3,
+            "train.time.min": sample[0],
+            "train.time.max": sample[-1],
+            "train.time.n": len(sample),
+            # Six values: the widest order-statistic pair, [min, max], covers 1 - 2/2^6 >= 95%.
+            "train.time.ci95_low": sample[0],
+            "train.time.ci95_high": sample[-1],
+        }
+        got = {k: child.data.metrics[k] for k in want}
+        assert got == pytest.approx(want, rel=1e-12), (got, want)
+        (stated,) = [x for x in case["metrics"] if (x["phase"], x["metric"]) == ("train", "time")]
+        assert got["train.time"] == pytest.approx(stated["median"], rel=1e-12)  # the report's median
+        assert stated["median_ci"]["low"] == got["train.time.ci95_low"]
+        # Each summary key holds one value, so the latest is that value and no repeat's.
+        assert len(client.get_metric_history(child.info.run_id, "train.time")) == 1
+        # train.loss by hand: the median over the repeats at each epoch; the last, every repeat's final loss.
+        at = {e: [m.value for m in mine if m.metric == "loss" and m.seq == e] for e in range(EPOCHS)}
+        finals = at[EPOCHS - 1]
+        curve = client.get_metric_history(child.info.run_id, "train.loss")
+        assert [m.step for m in curve] == list(range(EPOCHS))
+        assert [m.value for m in curve] == pytest.approx([statistics.median(at[e]) for e in range(EPOCHS)], rel=1e-12)
+        assert child.data.metrics["train.loss"] == pytest.approx(statistics.median(finals), rel=1e-12)
+        assert child.data.metrics["train.loss.min"] == pytest.approx(min(finals), rel=1e-12)
+        assert child.data.metrics["train.loss.max"] == pytest.approx(max(finals), rel=1e-12)
+        assert child.data.metrics["train.loss.n"] == len(finals) == BLOCKS * REPEATS
+
+
+def test_a_second_log_of_a_run_is_refused_and_replace_replaces_it(server, verdict_db, cli, tmp_path):
+    """Logged once per experiment: a second mlflow-log of the same dlbench run is one line naming the
+    MLflow run that holds it, exit 1, nothing sent; --replace logs it anew and deletes the earlier
+    parent and its nested runs. Another store's run 1 (another run, the same id) is no duplicate."""
+    flags = ("--db", verdict_db, "--mlflow", server, "--experiment", "twice")
+    cli("mlflow-log", *flags)
+    client = MlflowClient(tracking_uri=server)
+    first, first_children = _runs(client, "twice")
+    experiment_id = first.info.experiment_id
+
+    result = cli.result("mlflow-log", *flags)
+    assert result.exit_code == 1, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(
+        f"mlflow: not logged: run 1 is already logged to experiment 'twice' as MLflow run {first.info.run_id} "
+        f"({server}/#/experiments/{experiment_id}/runs/{first.info.run_id}); to replace it: dlbench mlflow-log "
+        f"--run 1 --db {verdict_db} --mlflow {server} --experiment twice --replace"
+    ), lines[0]
+    assert len(client.search_runs([experiment_id])) == 1 + len(first_children)  # nothing sent
+
+    out = cli("mlflow-log", *flags, "--replace")
+    assert f"to experiment 'twice', replacing MLflow run {first.info.run_id} (deleted): " in out, out
+    second, second_children = _runs(client, "twice")
+    assert second.info.run_id != first.info.run_id and sorted(second_children) == sorted(first_children)
+    assert second.data.tags["dlbench.run_id"] == "1"
+    for old in [first, *first_children.values()]:
+        assert client.get_run(old.info.run_id).info.lifecycle_stage == "deleted"
+
+    other = _verdict_store(tmp_path / "other.db")  # run 1 of another store: another start time
+    assert "mlflow: logged run 1 " in cli("mlflow-log", "--db", other, "--mlflow", server, "--experiment", "twice")
+    parents = [r for r in client.search_runs([experiment_id]) if "mlflow.parentRunId" not in r.data.tags]
+    assert len(parents) == 2
+
+
+def test_a_log_that_fails_half_way_leaves_nothing_that_refuses_the_next(server, verdict_db, cli, monkeypatch):
+    """The server refuses the artifacts after the cases were sent: one line, exit 1, and what was
+    created is deleted, so that logging the run again is not refused for half a log."""
+
+    def refused(self, *args, **kwargs):
+        raise RuntimeError("artifact store refused the upload")
+
+    flags = ("mlflow-log", "--db", verdict_db, "--mlflow", server, "--experiment", "half")
+    with monkeypatch.context() as patch:
+        patch.setattr(MlflowClient, "log_artifacts", refused)
+        result = cli.result(*flags)
+    assert result.exit_code == 1, result.output
+    assert "RuntimeError: artifact store refused the upload" in result.stderr, result.stderr
+    client = MlflowClient(tracking_uri=server)
+    experiment_id = client.get_experiment_by_name("half").experiment_id
+    assert client.search_runs([experiment_id]) == []
+    assert "mlflow: logged run 1 (2 cases, " in cli(*flags)
+    _runs(client, "half")
+
+
+def test_mlflows_own_variables_are_used_where_no_flag_is_given(server, verdict_db, cli, monkeypatch):
+    """MLFLOW_TRACKING_URI and MLFLOW_EXPERIMENT_NAME: mlflow-log takes them over the run's [mlflow]
+    table; --mlflow and --experiment win over them; without a URI anywhere, one line names both."""
+    from dlbench.cli.running import mlflow_settings
+    from dlbench.protocol_settings import MlflowSettings
+
+    client = MlflowClient(tracking_uri=server)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", server)
+    monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "from the environment")
+    out = cli("mlflow-log", "--db", verdict_db)
+    assert "to experiment 'from the environment'" in out and server in out, out
+    parent, _ = _runs(client, "from the environment")
+    assert parent.data.tags["dlbench.run_id"] == "1"
+
+    closed = f"http://127.0.0.1:{_free_port()}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", closed)
+    out = cli("mlflow-log", "--db", verdict_db, "--mlflow", server, "--experiment", "the flags win")
+    assert "to experiment 'the flags win'" in out, out
+    _runs(client, "the flags win")
+
+    # run and study run: the variables say where, over the table; logging stays switched on by
+    # --mlflow or the table's uri, and the flag wins.
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", server)
+    assert mlflow_settings(MlflowSettings(), None).uri == ""
+    table = MlflowSettings(uri=closed, experiment="table")
+    assert mlflow_settings(table, None) == MlflowSettings(uri=server, experiment="from the environment")
+    assert mlflow_settings(table, closed).uri == closed
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:1/\x07")
+    line = cli.error_line("mlflow-log", "--db", verdict_db)
+    assert line.startswith("error: MLFLOW_TRACKING_URI: uri = "), line
+    monkeypatch.delenv("MLFLOW_TRACKING_URI")
+    line = cli.error_line("mlflow-log", "--db", verdict_db)
+    assert line == "error: run 1: no MLflow tracking URI: give --mlflow URI or set MLFLOW_TRACKING_URI", line
+
+
+def test_run_logs_where_mlflows_variables_say(server, cli, tmp_path, monkeypatch):
+    """`dlbench run` with an [mlflow] table: MLFLOW_TRACKING_URI and MLFLOW_EXPERIMENT_NAME go over
+    the table's uri (here a port where nothing listens) and experiment."""
+    experiment = tmp_path / "e.toml"
+    experiment.write_text(
+        '[matrix]\nframework = "numpy"\nmodel = "mlp"\ndataset = "digits"\n'
+        '[protocol]\nepochs = 1\nrepeats = 1\nwarmup = 0\ntrials = 1\nsamplers = "none"\n'
+        "train_samples = 128\ntest_samples = 64\n"
+        f'[mlflow]\nuri = "http://127.0.0.1:{_free_port()}"\nexperiment = "table"\n'
+    )
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", server)
+    monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "run from the environment")
+    out = cli("run", experiment, "--db", tmp_path / "r.db")
+    assert "mlflow: logged run 1 (1 cases, " in out and "experiment 'run from the environment'" in out, out
+    parent, _ = _runs(MlflowClient(tracking_uri=server), "run from the environment")
+    assert parent.info.status == "FINISHED"
 
 
 def test_run_logs_per_its_mlflow_table_and_an_unreachable_server_leaves_the_run_alone(server, cli, stored, tmp_path):
@@ -203,7 +391,10 @@ def test_run_logs_per_its_mlflow_table_and_an_unreachable_server_leaves_the_run_
     assert [m.step for m in loss] == list(range(EPOCHS))
     with Store(db) as store:
         losses = [m.value for m in store.measurements(1) if m.metric == "loss" and not m.warmup]
+    # One repeat: the curve's median at each epoch is that repeat's loss, as stored.
     assert [m.value for m in loss] == pytest.approx(losses, rel=1e-12)
+    each = client.get_metric_history(child.info.run_id, "train.loss.per_repeat")
+    assert [m.value for m in each] == pytest.approx(losses, rel=1e-12)
 
     # --mlflow over the table's uri, where nothing listens: one line on stderr, exit 0, the run stored.
     closed = f"http://127.0.0.1:{_free_port()}"

@@ -80,23 +80,32 @@ MlflowOpt = Annotated[
         "--mlflow",
         metavar="URI",
         help="After the run, log it to this MLflow tracking server (e.g. http://127.0.0.1:5000): one parent "
-        "MLflow run, one nested run per case with its factors, protocol, measured values, verdicts and the "
-        "reports as artifacts. Overrides uri of the experiment file's [mlflow] table. Needs the mlflow extra "
-        "(pip install 'dlbench[mlflow]'). A server that cannot be reached is one line; the run is unaffected. "
-        "plan ignores it.",
+        "MLflow run, one nested run per case with its factors, protocol, the medians of its measured values and "
+        "their spread, verdicts and the reports as artifacts. Overrides $MLFLOW_TRACKING_URI, which overrides "
+        "uri of the experiment file's [mlflow] table; $MLFLOW_EXPERIMENT_NAME overrides the table's experiment "
+        "(the variables say where, not whether: without this flag or a uri in the table nothing is logged). "
+        "Needs the mlflow extra (pip install 'dlbench[mlflow]'). A server that cannot be reached, or that holds "
+        "this run already, is one line; the run is unaffected. plan ignores it.",
     ),
 ]
 
 
-def mlflow_settings(base: Any, uri: str | None, db: Path | str | None = None) -> Any:
+def mlflow_settings(base: Any, uri: str | None, db: Path | str | None = None, environment: bool = True) -> Any:
     """The [mlflow] table (`base`; None: none) with --mlflow over it, checked: a bad value, a
     tracking URI without the mlflow extra installed, or one that would write into the results
-    database `db` is one line and exit 2, before anything runs."""
+    database `db` is one line and exit 2, before anything runs. Where logging is on (--mlflow
+    or the table's uri) and `environment`, $MLFLOW_TRACKING_URI and $MLFLOW_EXPERIMENT_NAME go
+    between the two: over the table, under the flag."""
     from dlbench import config
-    from dlbench.tracking.mlflow_log import TrackingError, refuse_results_file, require_installed
+    from dlbench.protocol_settings import MlflowSettings
+    from dlbench.tracking.mlflow_log import TrackingError, from_environment, refuse_results_file, require_installed
 
     try:
-        settings = config.parse_mlflow("--mlflow", {"uri": uri}, base) if uri is not None else base
+        settings = base
+        if environment and (uri is not None or (settings is not None and settings.uri)):
+            settings = from_environment(settings or MlflowSettings(), uri=uri is None)
+        if uri is not None:
+            settings = config.parse_mlflow("--mlflow", {"uri": uri}, settings)
         if settings is not None and settings.uri:
             if db is not None:
                 refuse_results_file(settings.uri, db)
@@ -106,29 +115,36 @@ def mlflow_settings(base: Any, uri: str | None, db: Path | str | None = None) ->
     return settings
 
 
-def log_to_mlflow(store: Any, run_id: int, db: Path, settings: Any) -> bool:
+def log_to_mlflow(store: Any, run_id: int, db: Path, settings: Any, replace: bool = False) -> bool:
     """Log the finished run (dlbench.tracking.mlflow_log): one line saying where, or one line on
-    standard error saying why not. The run, its store and the exit status are never touched."""
-    from dlbench.tracking.mlflow_log import TrackingError, log_run, run_url
+    standard error saying why not. The run, its store and the exit status are never touched.
+    A run logged to that experiment already is refused unless `replace` (mlflow-log --replace)."""
+    from dlbench.tracking.mlflow_log import AlreadyLogged, TrackingError, log_run, run_url, ui_url
 
     try:
-        logged = log_run(store, run_id, settings)
+        logged = log_run(store, run_id, settings, replace=replace)
     except TrackingError as exc:
         again = (
-            f"dlbench mlflow-log --run {run_id} --db {shlex.quote(db_text(db))} --mlflow {shlex.quote(settings.uri)}"
+            f"dlbench mlflow-log --run {run_id} --db {shlex.quote(db_text(db))} --mlflow {shlex.quote(settings.uri)} "
+            f"--experiment {shlex.quote(settings.experiment)}"
         )
-        err_console.print(
-            f"mlflow: not logged: {printable(str(exc))}; run {run_id} is stored, log it later with: {again}",
-            highlight=False,
-            soft_wrap=True,
-            markup=False,
-        )
+        if isinstance(exc, AlreadyLogged):
+            urls = [url for old in exc.runs if (url := ui_url(settings, exc.experiment_id, old))]
+            shown = ", ".join(exc.runs) + (f" ({', '.join(urls)})" if urls else "")
+            said = (
+                f"mlflow: not logged: run {run_id} is already logged to experiment {settings.experiment!r} as MLflow "
+                f"run {shown}; to replace it: {again} --replace"
+            )
+        else:
+            said = f"mlflow: not logged: {printable(str(exc))}; run {run_id} is stored, log it later with: {again}"
+        err_console.print(said, highlight=False, soft_wrap=True, markup=False)
         return False
     except KeyboardInterrupt as exc:
         exit_on_signal(exc, f"while logging to MLflow; run {run_id} is finished and stored")
+    replaced = f", replacing MLflow run {', '.join(logged.replaced)} (deleted)" if logged.replaced else ""
     console.print(
         f"mlflow: logged run {run_id} ({len(logged.case_runs)} cases, {len(logged.artifacts)} artifacts) to "
-        f"experiment {settings.experiment!r}: {run_url(settings, logged)}",
+        f"experiment {settings.experiment!r}{replaced}: {run_url(settings, logged)}",
         highlight=False,
         soft_wrap=True,
         markup=False,
@@ -596,32 +612,48 @@ def mlflow_log(
         typer.Option(
             "--mlflow",
             metavar="URI",
-            help="MLflow tracking URI (e.g. http://127.0.0.1:5000); default: uri of the run's [mlflow] table.",
+            help="MLflow tracking URI (e.g. http://127.0.0.1:5000); default: $MLFLOW_TRACKING_URI, else uri of the "
+            "run's [mlflow] table.",
         ),
     ] = None,
     experiment: Annotated[
-        str | None, typer.Option(help="MLflow experiment (default: the run's [mlflow] table's, else dlbench).")
+        str | None,
+        typer.Option(
+            help="MLflow experiment (default: $MLFLOW_EXPERIMENT_NAME, else the run's [mlflow] table's, else dlbench)."
+        ),
     ] = None,
     run_name: Annotated[
         str | None, typer.Option(help="The parent MLflow run's name (default: 'dlbench run ID: NAME').")
     ] = None,
+    replace: Annotated[
+        bool,
+        typer.Option(
+            "--replace",
+            help="When the experiment holds this run already (a parent MLflow run tagged with its dlbench run id "
+            "and start time): log it anew, then delete the earlier MLflow run and its nested runs (MLflow's soft "
+            "delete). Without it such a run is refused, naming the MLflow run, exit status 1.",
+        ),
+    ] = False,
     db: DB = Path("dlbench.db"),
 ) -> None:
     """Log a stored run to MLflow, as run --mlflow logs a run when it finishes (docs/mlflow.md): one parent
     MLflow run, one nested run per case. Exit status 1 when it could not be logged (one line says why)."""
     from dlbench import config
+    from dlbench.tracking.mlflow_log import ENV_URI, from_environment
 
     store = open_store(db, readonly=True)
     row = stored_run(store, run_id)
     try:
-        # The [mlflow] table the run stored with its experiment, if any; the flags over it.
+        # The [mlflow] table the run stored with its experiment, if any; MLflow's variables
+        # over it; the flags over them.
         base = config.parse_mlflow("[mlflow]", dict(row.experiment.get("mlflow") or {}))
+        base = from_environment(base, uri=mlflow is None, experiment=experiment is None)
         given = {"uri": mlflow, "experiment": experiment, "run_name": run_name}
         settings = config.parse_mlflow("command line", {k: v for k, v in given.items() if v is not None}, base)
     except config.ConfigError as exc:
         fail(str(exc))
     if not settings.uri:
-        fail(f"run {row['id']}: no MLflow tracking URI: give --mlflow URI")
-    settings = mlflow_settings(settings, None, db)
-    if not log_to_mlflow(store, row["id"], db, settings):
+        fail(f"run {row['id']}: no MLflow tracking URI: give --mlflow URI or set {ENV_URI}")
+    settings = mlflow_settings(settings, None, db, environment=False)
+    if not log_to_mlflow(store, row["id"], db, settings, replace=replace):
         raise typer.Exit(1)

@@ -1,17 +1,36 @@
 """Log a stored dlbench run to an MLflow tracking server: one parent MLflow run per dlbench
 run, one nested MLflow run per case.
 
-- parent run: tags dlbench.run_id, dlbench.version, dlbench.machine (and the run's name and
-  status); params the resolved protocol; artifacts the HTML report, the JSON report and every
-  figure, rendered by dlbench's own report functions into a temporary folder.
-- one nested run per case: params the case's factors (`case.<factor>`) and the resolved
-  protocol (`protocol.<setting>`); metrics every measured value, keyed `<phase>.<metric>`
-  (train.time, infer.time, accuracy.accuracy, ...): values measured once per repeat take the
-  repeat's place in the case (0, 1, 2, ... trial after trial) as their step, values stored
-  per epoch (train.loss) take the epoch (0 = the first) as their step, one value per measured
-  repeat at each step; tags the dlbench run id and one `verdict.<metric> vs <other>` per
+- parent run: tags dlbench.run_id, dlbench.run_started_at, dlbench.version, dlbench.machine
+  (and the run's name and status); params the resolved protocol; artifacts the HTML report,
+  the JSON report and every figure, rendered by dlbench's own report functions into a
+  temporary folder; its start and end time the dlbench run's own (the store's started_at and
+  finished_at), not the time it was logged.
+- one nested run per case, from its first trial's start to its last trial's end: params the
+  case's factors (`case.<factor>`) and the resolved protocol (`protocol.<setting>`); metrics
+  per measured `<phase>.<metric>` (train.time, infer.time, accuracy.accuracy, ...), the
+  numbers the report states, by its own functions (summary_points):
+  `<phase>.<metric>` is the median of the sample the report's summary describes
+  (dlbench.analysis.summary: one median per trial with 2+ trials, else the one trial's
+  repeats), `.q1`, `.q3`, `.min`, `.max` and `.n` that sample's, `.ci95_low`/`.ci95_high`
+  the median's 95% interval (report.model.median_interval) where the sample reaches 95%. A
+  value stored per epoch (train.loss, CURVES) is a curve instead: at each epoch the median
+  over the measured repeats, at the last the median of each repeat's last value (the
+  report's final loss), its spread over those last values. Each key holds one value per
+  step, so the value MLflow shows for a run (the latest step's) is that median. Every measured
+  value as stored goes to `<phase>.<metric>.per_repeat` (per_repeat_points): the repeat's
+  place in the case (0, 1, 2, ... trial after trial) as its step, or the epoch for a value
+  stored per epoch. Tags: the dlbench run id and one `verdict.<metric> vs <other>` per
   comparison that involves the case, worded from the report's own analysis
-  (report.model.build_report), never computed here.
+  (report.model.build_report).
+
+A dlbench run is logged once per MLflow experiment: an earlier parent with the same
+dlbench.run_id and dlbench.run_started_at tags (earlier_logs) makes log_run refuse
+(AlreadyLogged, nothing sent) unless replace=True, which logs the run anew and then deletes
+the earlier parent and its nested runs (MLflow's soft delete: restorable until `mlflow gc`).
+A log that fails half-way deletes what it had created. Where to log: from_environment puts
+MLflow's own MLFLOW_TRACKING_URI and MLFLOW_EXPERIMENT_NAME over the [mlflow] table, a
+command-line flag goes over both.
 
 Warm-up repeats, the per-call latency rows and the trials that did not end ok are left out,
 as the report leaves them out of its statistics. mlflow is imported inside log_run only:
@@ -73,6 +92,38 @@ class Logged:
     parent_run_id: str
     case_runs: dict[str, str] = field(default_factory=dict)  # case_key -> MLflow run id
     artifacts: list[str] = field(default_factory=list)  # paths relative to the parent's artifact root
+    replaced: list[str] = field(default_factory=list)  # the earlier parents deleted (replace=True)
+
+
+class AlreadyLogged(TrackingError):
+    """The dlbench run is logged to this experiment already and replace was not asked for:
+    nothing was sent. `runs`: the earlier parent MLflow run ids."""
+
+    def __init__(self, run_id: int, experiment: str, experiment_id: str, runs: list[str]) -> None:
+        self.run_id, self.experiment, self.experiment_id, self.runs = run_id, experiment, experiment_id, runs
+        super().__init__(
+            f"run {run_id} is already logged to experiment {experiment!r} as MLflow run {', '.join(runs)}: "
+            "not logged again (replace it with --replace)"
+        )
+
+
+# MLflow's own variables for where a client logs: used when no flag names it, over the
+# experiment file's [mlflow] table (docs/mlflow.md).
+ENV_URI, ENV_EXPERIMENT = "MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_NAME"
+
+
+def from_environment(base: MlflowSettings, uri: bool = True, experiment: bool = True) -> MlflowSettings:
+    """`base` with $MLFLOW_TRACKING_URI (when `uri`) and $MLFLOW_EXPERIMENT_NAME (when
+    `experiment`) over it, each where set and not empty: False where a flag gives the value,
+    which wins. A bad value is a dlbench.config.ConfigError naming the variable."""
+    from dlbench import config
+
+    settings = base
+    for wanted, name, key in ((uri, ENV_URI, "uri"), (experiment, ENV_EXPERIMENT, "experiment")):
+        value = os.environ.get(name, "").strip()
+        if wanted and value:
+            settings = config.parse_mlflow(name, {key: value}, settings)
+    return settings
 
 
 def installed() -> bool:
@@ -200,17 +251,139 @@ def verdict_tags(report: Any, case: Mapping[str, Any]) -> dict[str, str]:
     return tags
 
 
-def case_metrics(rows: list[Any], ok_trials: set[int]) -> dict[str, dict[str, list[tuple[int, float]]]]:
-    """case_key -> metric key -> [(step, value)] in the order measured, warm-ups and the
-    trials that did not end ok left out. A value stored with a sequence number (train.loss:
-    the epoch) takes it as its step; any other takes its place among the case's values."""
-    out: dict[str, dict[str, list[tuple[int, float]]]] = {}
-    for r in sorted(rows, key=lambda r: (r.block, r.trial_id, r.repeat if r.repeat is not None else -1, r.id)):
-        if r.warmup or r.trial_id not in ok_trials or r.value is None or not math.isfinite(r.value):
-            continue
-        series = out.setdefault(r.case_key, {}).setdefault(f"{r.phase}.{r.metric}", [])
-        series.append((r.seq if r.seq is not None else len(series), float(r.value)))
+# Values stored per point of training, their sequence number the epoch (or the step): logged
+# as a curve. Other sequence numbers are no time axis (a rank: train.rank_step_time,
+# comm.rank_share; a profiled call): those metrics are summarized like any other.
+CURVES = frozenset({("train", "loss"), ("train", "loss_step"), ("tta", "accuracy")})
+PER_REPEAT = ".per_repeat"  # the suffix of the key that holds every measured value as stored
+SPREAD = ("q1", "q3", "min", "max")
+
+# One metric value as MLflow takes it: key, value, timestamp (ms since the epoch), step.
+Point = tuple[str, float, int, int]
+
+
+def _ms(text: str | None) -> int | None:
+    """A time as the store writes it (ISO 8601, UTC) in milliseconds since the epoch; None
+    when none was recorded."""
+    from datetime import UTC, datetime
+
+    if not text:
+        return None
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return round((when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp() * 1000)
+
+
+def run_span(row: Any, trials: list[Any]) -> tuple[int, int]:
+    """(start, end) of the dlbench run in ms: the store's started_at and finished_at (a run
+    never finished ends at its last trial's end)."""
+    starts = [t for t in (_ms(x.started_at) for x in trials) if t is not None]
+    ends = [t for t in (_ms(x.finished_at) for x in trials) if t is not None]
+    start = _ms(row.started_at) or min(starts, default=None) or int(time.time() * 1000)
+    end = _ms(row.finished_at) or max(ends, default=None) or max(starts, default=start)
+    return start, max(start, end)
+
+
+def case_spans(trials: list[Any], run: tuple[int, int]) -> dict[str, tuple[int, int]]:
+    """case_key -> (start, end) in ms: its first trial's start and its last trial's end
+    (the run's where none was recorded)."""
+    found: dict[str, tuple[list[int], list[int]]] = {}
+    for t in trials:
+        starts, ends = found.setdefault(t.case_key, ([], []))
+        if (at := _ms(t.started_at)) is not None:
+            starts.append(at)
+        if (at := _ms(t.finished_at)) is not None:
+            ends.append(at)
+    out = {}
+    for key, (starts, ends) in found.items():
+        start = min(starts, default=run[0])
+        out[key] = (start, max(start, max(ends, default=max(starts, default=run[1]))))
     return out
+
+
+def _measured(rows: list[Any], ok_trials: set[int]) -> Iterator[Any]:
+    """The rows the report's statistics take: measured repeats of ok trials, finite values."""
+    for r in rows:
+        if not r.warmup and r.trial_id in ok_trials and r.value is not None and math.isfinite(r.value):
+            yield r
+
+
+def summary_points(report: Any, rows: list[Any], ok_trials: set[int], at: Mapping[str, int]) -> dict[str, list[Point]]:
+    """case_key -> the summary metrics of each `<phase>.<metric>` (the module's docstring),
+    timestamped `at[case_key]`: the report's own summary (report.summaries, report.median_cis)
+    where it has the metric, else the same summary of the values (stored once per trial, not
+    per repeat, which the report's summary tables leave out)."""
+    from dlbench.analysis.stats import median_of, summary
+    from dlbench.report.model import median_interval
+
+    grouped: dict[str, dict[tuple[str, str], list[Any]]] = {}
+    for r in _measured(rows, ok_trials):
+        grouped.setdefault(r.case_key, {}).setdefault((r.phase, r.metric), []).append(r)
+    stated = {s.case_key: s.stats for s in report.summaries}
+    out: dict[str, list[Point]] = {}
+    for case_key, metrics in grouped.items():
+        ts = at.get(case_key, 0)
+        points = out.setdefault(case_key, [])
+        for (phase, metric), found in metrics.items():
+            name = f"{phase}.{metric}"
+            if (phase, metric) in CURVES:
+                points += _curve(name, found, ts)
+                continue
+            st = stated.get(case_key, {}).get((phase, metric))
+            if st is not None:
+                ci = report.median_cis.get((case_key, phase, metric))
+            else:
+                per_trial: dict[int, list[float]] = {}
+                for r in found:
+                    per_trial.setdefault(r.trial_id, []).append(float(r.value))
+                values = list(per_trial.values())
+                sample = [median_of(v) for v in values] if len(values) >= 2 else values[0]
+                st, ci = summary(sample), median_interval(sample)
+            named = {"": st.median, **{f".{part}": getattr(st, part) for part in SPREAD}, ".n": st.n}
+            if ci and ci.get("why") is None and ci.get("low") is not None and ci.get("high") is not None:
+                level = f"ci{round(100 * ci['level'])}"  # ci95: the interval reaches its level
+                named.update({f".{level}_low": ci["low"], f".{level}_high": ci["high"]})
+            points += [(_key(name + suffix), float(value), ts, 0) for suffix, value in named.items()]
+    return out
+
+
+def _curve(name: str, rows: list[Any], ts: int) -> list[Point]:
+    """A value stored per epoch: at each epoch the median over the measured repeats; at the
+    last, the median of each repeat's last value (the report's final loss: the same where
+    every repeat ran every epoch); the spread of those last values at that step."""
+    from dlbench.analysis.stats import median_of, summary
+
+    at_seq: dict[int, list[float]] = {}
+    last: dict[tuple[int, Any], tuple[int, float]] = {}
+    for r in rows:
+        seq = r.seq if r.seq is not None else 0
+        at_seq.setdefault(seq, []).append(float(r.value))
+        if (r.trial_id, r.repeat) not in last or seq >= last[(r.trial_id, r.repeat)][0]:
+            last[(r.trial_id, r.repeat)] = (seq, float(r.value))
+    finals = [value for _, value in last.values()]
+    final = max(at_seq)
+    points = [(_key(name), median_of(at_seq[seq]), ts, seq) for seq in sorted(at_seq) if seq != final]
+    st = summary(finals)
+    named = {"": median_of(finals), **{f".{part}": getattr(st, part) for part in SPREAD}, ".n": st.n}
+    return points + [(_key(name + suffix), float(value), ts, final) for suffix, value in named.items()]
+
+
+def per_repeat_points(rows: list[Any], ok_trials: set[int], at: Mapping[int, int]) -> dict[str, list[Point]]:
+    """case_key -> every measured value as `<phase>.<metric>.per_repeat`, in the order
+    measured. A value stored with a sequence number (train.loss: the epoch) takes it as its
+    step; any other takes its place among the case's values. Timestamped at[trial_id] (its
+    trial's end), each a millisecond after the previous value of its key at least: MLflow
+    keeps one of several values that share key, step, value and timestamp."""
+    out: dict[str, dict[str, list[Point]]] = {}
+    ordered = sorted(rows, key=lambda r: (r.block, r.trial_id, r.repeat if r.repeat is not None else -1, r.id))
+    for r in _measured(ordered, ok_trials):
+        name = _key(f"{r.phase}.{r.metric}{PER_REPEAT}")
+        series = out.setdefault(r.case_key, {}).setdefault(name, [])
+        ts = max(at.get(r.trial_id, 0), series[-1][2] + 1) if series else at.get(r.trial_id, 0)
+        series.append((name, float(r.value), ts, r.seq if r.seq is not None else len(series)))
+    return {key: [p for series in metrics.values() for p in series] for key, metrics in out.items()}
 
 
 def _render_artifacts(store: Any, run_id: int, folder: Path) -> None:
@@ -229,13 +402,16 @@ def log_run(
     run_id: int,
     settings: MlflowSettings,
     on_step: Callable[[str], None] | None = None,
+    replace: bool = False,
 ) -> Logged:
     """Log stored run `run_id` to settings.uri under settings.experiment, every request within
     deadline_s() in all. Raises TrackingError (one line) when mlflow is missing, the server
-    cannot be reached, refuses a request or gives no complete answer within the deadline."""
+    cannot be reached, refuses a request or gives no complete answer within the deadline;
+    AlreadyLogged when the run is logged to that experiment already and not `replace`
+    (then the run is logged anew and the earlier MLflow run deleted: Logged.replaced)."""
     require_installed("--mlflow")
     if not settings.uri:
-        raise TrackingError("no MLflow tracking URI: give --mlflow URI or uri in the [mlflow] table")
+        raise TrackingError(f"no MLflow tracking URI: give --mlflow URI, set {ENV_URI} or uri in the [mlflow] table")
     _check_reachable(settings.uri)
     say = on_step or (lambda _line: None)
     deadline = deadline_s()
@@ -253,7 +429,7 @@ def log_run(
 
         def work() -> None:
             try:
-                outcome["logged"] = _log(prepared, run_id, settings, say)
+                outcome["logged"] = _log(prepared, run_id, settings, say, replace)
             except BaseException as exc:  # handed to the caller's thread below
                 outcome["error"] = exc
 
@@ -293,58 +469,124 @@ class _Prepared:
 
     row: Any
     report: Any
+    machine: str
     cases: dict[str, dict[str, Any]]
-    metrics: dict[str, dict[str, list[tuple[int, float]]]]
+    metrics: dict[str, list[Point]]  # case_key -> its summary metrics, then its per-repeat values
+    samples: dict[str, str]  # case_key -> what its summaries' sample is (the report's words)
+    span: tuple[int, int]  # the run's start and end, ms since the epoch
+    case_spans: dict[str, tuple[int, int]]
     protocol: dict[str, Any]
     artifacts: Path  # the HTML and JSON reports and the figures, rendered into a temporary folder
 
 
 def _prepare(store: Any, run_id: int) -> _Prepared:
     from dlbench.report.model import build_report
+    from dlbench.report.plots import machine_words
 
     row = store.run(run_id)
     trials = store.trials(run_id)
     rows = store.measurements(run_id, latency=False)
-    report = build_report(store, run_id)
+    report = build_report(store, run_id, trials=trials, measurements=rows)
     protocol = dict(row.experiment.get("protocol", {}) or {})
     cases: dict[str, dict[str, Any]] = {}
     for t in sorted(trials, key=lambda t: (t.block, t.position)):
         cases.setdefault(t.case_key, dict(t.case))
-    metrics = case_metrics(rows, {t.id for t in trials if t.status == "ok"})
+    span = run_span(row, trials)
+    spans = case_spans(trials, span)
+    ok = {t.id for t in trials if t.status == "ok"}
+    ends = {t.id: _ms(t.finished_at) or _ms(t.started_at) or span[0] for t in trials}
+    summaries = summary_points(report, rows, ok, {key: end for key, (_, end) in spans.items()})
+    each = per_repeat_points(rows, ok, ends)
+    metrics = {key: summaries.get(key, []) + each.get(key, []) for key in cases}
+    samples = {
+        s.case_key: "repeats in one process" if s.within_process else "one median per trial"
+        for s in report.summaries
+        if s.stats
+    }
     folder = Path(tempfile.mkdtemp(prefix="dlbench-mlflow-"))
     _render_artifacts(store, run_id, folder)
-    return _Prepared(row, report, cases, metrics, protocol, folder)
+    machine = machine_words(row.environment) or ""
+    return _Prepared(row, report, machine, cases, metrics, samples, span, spans, protocol, folder)
 
 
-def _log(prepared: _Prepared, run_id: int, settings: MlflowSettings, say: Callable[[str], None]) -> Logged:
+def _search(client: Any, experiment_id: str, where: str) -> list[Any]:
+    """Every active run of the experiment that matches the filter, page after page."""
+    found: list[Any] = []
+    token = None
+    while True:
+        page = client.search_runs([experiment_id], filter_string=where, max_results=1000, page_token=token)
+        found += list(page)
+        token = page.token
+        if not token:
+            return found
+
+
+def earlier_logs(client: Any, experiment_id: str, run_id: int, row: Any, machine: str) -> list[Any]:
+    """The parent MLflow runs (active ones) of the experiment that hold this dlbench run: tagged
+    with its run id and its start time; one logged before dlbench tagged the start time,
+    with its run id, run name and machine."""
+    out = []
+    for found in _search(client, experiment_id, f"tags.`dlbench.run_id` = '{run_id}'"):
+        tags = found.data.tags
+        if "mlflow.parentRunId" in tags:
+            continue
+        started = tags.get("dlbench.run_started_at")
+        legacy = tags.get("dlbench.run_name") == row.name and tags.get("dlbench.machine") == machine
+        if started == row.started_at or (started is None and legacy):
+            out.append(found)
+    return sorted(out, key=lambda r: r.info.start_time or 0)
+
+
+def _delete(client: Any, experiment_id: str, parent_id: str) -> None:
+    """The parent MLflow run and its nested runs, deleted (MLflow's soft delete)."""
+    for child in _search(client, experiment_id, f"tags.`mlflow.parentRunId` = '{parent_id}'"):
+        client.delete_run(child.info.run_id)
+    client.delete_run(parent_id)
+
+
+def _log(
+    prepared: _Prepared, run_id: int, settings: MlflowSettings, say: Callable[[str], None], replace: bool
+) -> Logged:
     from mlflow.tracking import MlflowClient
-
-    from dlbench.report.plots import machine_words
 
     row = prepared.row
     client = MlflowClient(tracking_uri=settings.uri)
     found = client.get_experiment_by_name(settings.experiment)
     experiment_id = found.experiment_id if found is not None else client.create_experiment(settings.experiment)
+    earlier = [r.info.run_id for r in earlier_logs(client, experiment_id, run_id, row, prepared.machine)]
+    if earlier and not replace:
+        raise AlreadyLogged(run_id, settings.experiment, experiment_id, earlier)
     common = {
         "dlbench.run_id": str(run_id),
+        "dlbench.run_started_at": str(row.started_at),
         "dlbench.version": str(row.dlbench_version or ""),
-        "dlbench.machine": machine_words(row.environment) or "",
+        "dlbench.machine": prepared.machine,
     }
     parent = client.create_run(
         experiment_id,
+        start_time=prepared.span[0],
         run_name=settings.run_name or f"dlbench run {run_id}: {row.name}"[:250],
         tags={**common, "dlbench.run_name": row.name, "dlbench.status": row.status},
     )
     logged = Logged(experiment_id, parent.info.run_id)
     try:
         _log_cases(client, prepared, common, logged, say)
-    except Exception:
-        # A parent left RUNNING would read as a run still going: it is marked FAILED if the server still answers.
+    except BaseException:
+        # Half a log is no log: what was created is deleted, so that logging again is not
+        # refused for it; where the server no longer answers that, the parent is marked FAILED
+        # (left RUNNING it would read as a run still going).
         try:
-            client.set_terminated(parent.info.run_id, "FAILED")
+            _delete(client, experiment_id, parent.info.run_id)
         except Exception:
-            pass
+            try:
+                client.set_terminated(parent.info.run_id, "FAILED", end_time=prepared.span[1])
+            except Exception:
+                pass
         raise
+    # The earlier logs go only once this one is complete: a failure above leaves them be.
+    for old in earlier:
+        _delete(client, experiment_id, old)
+        logged.replaced.append(old)
     return logged
 
 
@@ -357,7 +599,6 @@ def _log_cases(
     from dlbench.cases import case_label
 
     experiment_id, parent_id = logged.experiment_id, logged.parent_run_id
-    now = int(time.time() * 1000)
     protocol_params = [
         Param(_key(f"protocol.{k}"), _text(v)) for k, v in sorted(prepared.protocol.items()) if v is not None
     ]
@@ -365,14 +606,18 @@ def _log_cases(
         client.log_batch(parent_id, params=chunk)
     for key, case in prepared.cases.items():
         label = case_label(case)
+        start, end = prepared.case_spans.get(key, prepared.span)
+        sample = prepared.samples.get(key)
         child = client.create_run(
             experiment_id,
+            start_time=start,
             run_name=label[:250],
             tags={
                 "mlflow.parentRunId": parent_id,
                 **common,
                 "dlbench.case_key": key,
                 "dlbench.case": label,
+                **({"dlbench.sample": sample} if sample else {}),
                 **verdict_tags(prepared.report, case),
             },
         )
@@ -380,27 +625,27 @@ def _log_cases(
         params = [Param(_key(f"case.{k}"), _text(v)) for k, v in sorted(case.items()) if v is not None]
         for chunk in _chunks(params + protocol_params, _BATCH_PARAMS):
             client.log_batch(cid, params=chunk)
-        # One millisecond apart per value of a metric: MLflow keeps one of several values that share
-        # a key, step, value and timestamp (two repeats with the same loss at an epoch would be one).
-        values = [
-            Metric(name, value, now + i, step)
-            for name, series in prepared.metrics.get(key, {}).items()
-            for i, (step, value) in enumerate(series)
-        ]
+        values = [Metric(name, value, ts, step) for name, value, ts, step in prepared.metrics.get(key, [])]
         for chunk in _chunks(values, _BATCH_METRICS):
             client.log_batch(cid, metrics=chunk)
-        client.set_terminated(cid)
+        client.set_terminated(cid, end_time=end)
         logged.case_runs[key] = cid
         say(f"case {label}: {len(values)} values")
     folder = prepared.artifacts
     client.log_artifacts(parent_id, str(folder))
     logged.artifacts = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
-    client.set_terminated(parent_id, "FINISHED" if prepared.row.status == "finished" else "FAILED")
+    status = "FINISHED" if prepared.row.status == "finished" else "FAILED"
+    client.set_terminated(parent_id, status, end_time=prepared.span[1])
+
+
+def ui_url(settings: MlflowSettings, experiment_id: str, run_id: str) -> str | None:
+    """Where an MLflow run shows in the MLflow UI of an http(s) server; None for any other URI."""
+    base = settings.uri.rstrip("/")
+    if urlsplit(base).scheme in ("http", "https"):
+        return f"{base}/#/experiments/{experiment_id}/runs/{run_id}"
+    return None
 
 
 def run_url(settings: MlflowSettings, logged: Logged) -> str:
     """Where the parent run shows in the MLflow UI (an http(s) server), else its run id."""
-    base = settings.uri.rstrip("/")
-    if urlsplit(base).scheme in ("http", "https"):
-        return f"{base}/#/experiments/{logged.experiment_id}/runs/{logged.parent_run_id}"
-    return f"MLflow run {logged.parent_run_id}"
+    return ui_url(settings, logged.experiment_id, logged.parent_run_id) or f"MLflow run {logged.parent_run_id}"
