@@ -267,3 +267,50 @@ def test_run_vs_run_withholds_the_verdict_of_a_busy_side_and_no_regression_comes
     assert "no verdict for 1 comparison(s): a side was measured on a busy machine" in said
     asked = CliRunner().invoke(app, ["compare", "1", "2", "--busy-verdicts", "--db", str(tmp_path / "ab.db")])
     assert asked.exit_code == 1, asked.output  # the regression, judged anyway
+
+
+def test_unequal_load_needs_a_consistent_gap_of_three_points_over_six_blocks():
+    from dlbench.analysis.busy import unequal_load
+
+    quiet = {k: v for k, v in enumerate([3.1, 5.2, 4.0, 6.1, 2.9, 4.4])}
+    beside = {k: v + 4.0 + 0.1 * k for k, v in quiet.items()}  # B: 4.0-4.5 points more in every block
+    assert unequal_load(quiet, beside) == pytest.approx(4.25)
+    assert unequal_load(beside, quiet) == pytest.approx(-4.25)  # the direction is kept
+    # The same shares shuffled between the sides: no consistent gap.
+    mixed = {k: (beside if k % 2 else quiet)[k] for k in quiet}
+    other = {k: (quiet if k % 2 else beside)[k] for k in quiet}
+    assert unequal_load(mixed, other) is None
+    # A consistent gap under the threshold, and a large one over too few blocks: not unequal.
+    assert unequal_load(quiet, {k: v + 2.0 + 0.1 * k for k, v in quiet.items()}) is None
+    assert unequal_load({k: quiet[k] for k in range(5)}, {k: beside[k] for k in range(5)}) is None
+
+
+def test_run_vs_run_withholds_the_verdict_of_sides_busy_unequally_beneath_the_flag(tmp_path):
+    """Runs in turns of identical code whose B side ran beside a light load (8-9% of the CPU,
+    under the 15% flag, against 3% beside A) and was 1.2x slower for it: the ratio stands,
+    the verdict waits. The same with both sides at 3%: decided slower."""
+    from dlbench.analysis.comparisons import run_vs_run
+
+    def diff(b_share: float, path):
+        store = Store(path)
+        runs = [
+            store.create_run(name=n, command="test", config_source="test", config_text="", experiment={},
+                             environment={}, version="0")
+            for n in ("A", "B")
+        ]  # fmt: skip
+        for block in range(6):
+            for run_id, time_, share in (
+                (runs[0], FAST[block], 3.0),
+                (runs[1], 1.2 * FAST[block], b_share + 0.1 * block),
+            ):
+                _add_timed_trial(store, run_id, "torch", block, 0, time_, share)
+        sides = [(store.trials(r), store.measurements(r, latency=False)) for r in runs]
+        (d,) = [x for x in run_vs_run(*sides[0], *sides[1]) if x.metric == "train time"]
+        store.close()
+        return d
+
+    uneven = diff(8.5, tmp_path / "uneven.db")
+    assert uneven.comparison.busy and uneven.comparison.verdict == "undecided" and not uneven.regression
+    assert uneven.comparison.ratio == pytest.approx(1.2)
+    even = diff(3.0, tmp_path / "even.db")
+    assert not even.comparison.busy and even.comparison.verdict == "slower" and even.regression

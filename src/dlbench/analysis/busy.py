@@ -30,6 +30,15 @@ from typing import Any
 from dlbench.analysis.rows import Rows, columns
 
 BUSY_THRESHOLD = 15.0  # % of all cores that other processes took, median over a trial's measured windows
+# Two runs taken in turns whose sides were busy unequally, each side under the threshold: a
+# load of 10% duty beside every block of B only (benchmarks/identical_runs.py --design light)
+# read A 1.6-8.7% and B 5.3-12.9%, and slowed identical code by 0-7%: with enough blocks a
+# "slower" the code did not earn. Unequal: B's share above A's (or below) by at least
+# UNEQUAL_POINTS in the median over the blocks both measured, and consistently so (the exact
+# signed-rank test, p < UNEQUAL_ALPHA), over at least UNEQUAL_MIN_PAIRS blocks.
+UNEQUAL_POINTS = 3.0
+UNEQUAL_ALPHA = 0.05
+UNEQUAL_MIN_PAIRS = 6
 METRIC = "cpu.others_util:mean"
 PHASES = ("train", "infer")
 
@@ -82,3 +91,32 @@ def busy_cases(measurements: Rows, threshold: float = BUSY_THRESHOLD) -> dict[st
         key = trial_case[trial]
         out[key] = max(out.get(key, 0.0), share)
     return out
+
+
+def shares_by_block(trials: Rows, measurements: Rows) -> dict[str, dict[int, float]]:
+    """Case key -> block -> that block's trial's share (see others_share), for the trials
+    that have one."""
+    share = others_share(measurements)
+    out: dict[str, dict[int, float]] = defaultdict(dict)
+    for t in trials:
+        if t["id"] in share:
+            out[t["case_key"]][t["block"]] = share[t["id"]]
+    return dict(out)
+
+
+def unequal_load(a: dict[int, float], b: dict[int, float]) -> float | None:
+    """The median over shared blocks of B's share minus A's (percentage points of all cores)
+    when the two sides of a comparison in turns were busy unequally; None when they were not,
+    or when too few blocks have a share on both sides to tell."""
+    import numpy as np
+    from scipy.stats import wilcoxon
+
+    blocks = sorted(set(a) & set(b))
+    if len(blocks) < UNEQUAL_MIN_PAIRS:
+        return None
+    d = np.array([b[k] - a[k] for k in blocks])
+    median = float(np.median(d))
+    if abs(median) < UNEQUAL_POINTS or not np.any(d):
+        return None
+    p = float(wilcoxon(d, zero_method="pratt").pvalue)
+    return median if p < UNEQUAL_ALPHA else None

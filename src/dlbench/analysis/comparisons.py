@@ -380,13 +380,16 @@ def run_vs_run(
     significantly worse beyond the band in its declared direction (lower accuracy,
     higher test MSE). Off by default: a gate on times alone stays as it was.
 
-    A time of a case measured on a busy machine on either side (dlbench.analysis.busy)
+    A time of a case measured on a busy machine on either side (dlbench.analysis.busy), or
+    of runs in turns whose sides were busy unequally beneath the flag (busy.unequal_load),
     keeps its ratio and CI but gets no verdict word, and so is never a regression, unless
     `busy_verdicts`: its times hold the other processes' load as well as the code."""
-    from dlbench.analysis.busy import busy_cases
+    from dlbench.analysis.busy import busy_cases, shares_by_block, unequal_load
 
     busy_a = set() if busy_verdicts else set(busy_cases(a_measurements))
     busy_b = set() if busy_verdicts else set(busy_cases(b_measurements))
+    shares_a = {} if busy_verdicts else shares_by_block(a_trials, a_measurements)
+    shares_b = {} if busy_verdicts else shares_by_block(b_trials, b_measurements)
     a_cases = {t["case_key"]: stored_case(trial_record(t).case) for t in a_trials}
     b_by_match = {match_key(stored_case(trial_record(t).case)): t["case_key"] for t in b_trials}
     alternated = blocks_alternated(a_trials, b_trials)
@@ -426,7 +429,13 @@ def run_vs_run(
                 # Two runs taken one after the other differ by the machine's drift between
                 # them as well as by their code: a verdict needs them taken in turns.
                 interleaved=alternated,
-                busy=q is None and (key in busy_a or b_key in busy_b),
+                # A side busy (flagged), or the sides busy unequally beneath the flag.
+                busy=q is None
+                and (
+                    key in busy_a
+                    or b_key in busy_b
+                    or (alternated and unequal_load(shares_a.get(key, {}), shares_b.get(b_key, {})) is not None)
+                ),
             )
             worse = "slower" if q is None else q.worse_verdict
             out.append(RunDiff(case, name, comp, comp.verdict == worse, _sample_words(x, y, paired, len(a_values))))

@@ -12,7 +12,7 @@ import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from dlbench.analysis.busy import BUSY_THRESHOLD
+from dlbench.analysis.busy import BUSY_THRESHOLD, UNEQUAL_POINTS
 from dlbench.analysis.stats import FUTILE_SAMPLES, Comparison, min_pairs
 
 if TYPE_CHECKING:
@@ -92,7 +92,9 @@ def _projection(c: Comparison) -> str:
 # the first answer, "16.9x slower, p = 0.024", reversed pinned on a quiet core.
 BUSY_REASON = (
     "not decided: the machine was busy (other processes took at least "
-    f"{BUSY_THRESHOLD:.0f}% of the CPU while a side ran), so the times hold the load as well as the code; "
+    f"{BUSY_THRESHOLD:.0f}% of the CPU while a side ran, or, in runs taken in turns, "
+    f"{UNEQUAL_POINTS:.0f} points more beside one side than the other), so the times hold the load as well as "
+    "the code; "
     "rerun on a quiet machine, or pinned beside the load (taskset -c 1 dlbench run ... --threads 1); "
     "dlbench report --busy-verdicts judges it anyway"
 )
