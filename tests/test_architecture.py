@@ -122,6 +122,18 @@ def test_only_the_command_line_and_the_api_import_the_service_layer():
     assert not [m for m in below if m.startswith("dlbench.cli") or m == "dlbench.api"], sorted(below)
 
 
+# What runs trials: the command line reaches it only through service/ (service.execution,
+# service.runs, service.gate), one road for the command line and the API.
+EXECUTION = ("dlbench.runner", "dlbench.trialspec", "dlbench.worker", "dlbench.workerproc", "dlbench.phases")
+
+
+def test_the_command_line_imports_no_runner_or_trial_module():
+    graph = import_graph()
+    cli = {m for m in graph if m == "dlbench.cli" or m.startswith("dlbench.cli.")}
+    direct = sorted((m, sorted(graph[m] & set(EXECUTION))) for m in cli if graph[m] & set(EXECUTION))
+    assert not direct, f"cli modules importing the runner or a trial module directly: {direct}"
+
+
 def test_the_architecture_document_names_files_that_exist():
     """Every src/ or tests/ path docs/architecture.md names is there (a moved file is a stale document)."""
     import re

@@ -218,12 +218,12 @@ def parts_failed(store: Any, run_id: int) -> bool:
 
 
 def exit_on_signal(exc: KeyboardInterrupt, message: str) -> NoReturn:
-    """One line for Ctrl-C, SIGTERM or SIGHUP (runner.Terminated), and exit 128 + the signal's number."""
-    from dlbench.runner import Terminated
+    """One line for Ctrl-C, SIGTERM or SIGHUP, and exit 128 + the signal's number."""
+    from dlbench.service.execution import signal_of
 
-    name = str(exc) if isinstance(exc, Terminated) else "interrupted"
+    name, number = signal_of(exc) or ("interrupted", 2)
     err_console.print(f"{name}: {message}", highlight=False)
-    raise typer.Exit(128 + (exc.signum if isinstance(exc, Terminated) else 2))
+    raise typer.Exit(128 + number)
 
 
 def named_sources(model: str | None, dataset: str | None) -> dict[str, str]:
@@ -251,9 +251,11 @@ def execute(
     """Execute (or resume) a run with a progress bar. Ctrl-C, SIGTERM and SIGHUP stop
     the worker, mark the run interrupted and exit 128 + the signal's number with the
     command that resumes it; a run executed by another live process is refused."""
-    from dlbench import runner
     from dlbench.executors import ExecutorError
+    from dlbench.service import execution
     from dlbench.store import StoreError
+
+    RunBusy, SourcesMissing = execution.errors()
 
     named = "".join(f" --{key.partition(':')[0]} {shlex.quote(ref)}" for key, ref in sorted(sources.items()))
     resume = f"dlbench run --resume {run_id} --db {shlex.quote(db_text(db))}{named}{executor_flags_text(executor)}"
@@ -261,21 +263,21 @@ def execute(
     # bar's import (tens of ms on a loaded machine) reached click, which exits 1 with
     # "Aborted!" instead of 130 with the resume command (seen once in the fault suite).
     try:
-        runner.raise_on_termination()
+        execution.stop_on_signals()
         from dlbench.progress import RunProgress
 
-        runner.check_sources(store, run_id, sources)
+        execution.check_sources(store, run_id, sources)
         with RunProgress(console, store, run_id) as progress:
-            return runner.execute_run(
-                store, run_id, on_event=progress.on_event, sources=sources, executor=executor, traces=traces
+            return execution.execute(
+                store, run_id, sources, executor=executor, traces=traces, on_event=progress.on_event
             )
-    except runner.SourcesMissing as exc:
+    except SourcesMissing as exc:
         fail(str(exc))
     except ExecutorError as exc:
         fail(f"{exc}; run {run_id} keeps what was stored. Resume with: {resume}")
     except KeyboardInterrupt as exc:
         exit_on_signal(exc, f"finished trials are stored. Resume with: {resume}")
-    except runner.RunBusy as exc:
+    except RunBusy as exc:
         fail(str(exc), code=EXIT_BUSY)
     except StoreError as exc:
         fail(f"{exc}: {resume}", code=1)

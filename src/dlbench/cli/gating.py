@@ -90,9 +90,8 @@ def gate(
     alpha (docs/ci.md states its power). Exit status: 1 on a regression (or an undecided comparison
     with --undecided fail); 3 when a case has no values on one side; 2 on bad input; 4 when
     another dlbench is executing a run."""
-    from dlbench import runner
     from dlbench.cli.running import extend_targets
-    from dlbench.service import ServiceError
+    from dlbench.service import ServiceError, execution
     from dlbench.service import gate as gating
     from dlbench.store import StoreError
 
@@ -125,16 +124,17 @@ def gate(
         parts = [f"{g.metric} {ratio_text(g)} ({_short(g)})" for g in result.compared if g.look is not None]
         out.print(f"round {result.rounds}: " + "; ".join(parts), highlight=False, soft_wrap=True)
 
-    runner.raise_on_termination()
+    RunBusy, SourcesMissing = execution.errors()
+    execution.stop_on_signals()
     try:
         result = gating.run_gate(a, b, settings, on_look=on_look)
     except KeyboardInterrupt as exc:
         for t in (a, b):
             t.store.mark_interrupted(t.run_id)
         exit_on_signal(exc, "finished trials are stored; dlbench gate A B goes on from them")
-    except runner.RunBusy as exc:
+    except RunBusy as exc:
         fail(str(exc), code=EXIT_BUSY)
-    except runner.SourcesMissing as exc:
+    except SourcesMissing as exc:
         fail(str(exc))
     except StoreError as exc:
         fail(str(exc), code=1)

@@ -197,7 +197,7 @@ def run(
     db: DB = Path("dlbench.db"),
 ) -> None:
     """Run an experiment: every trial in a fresh worker process, results into the database."""
-    from dlbench import runner
+    from dlbench.service import execution
 
     # `dlbench plan` is this command registered again (below): it takes every flag run
     # takes, so a stored run's command with run -> plan prints that run's plan, and a flag
@@ -205,7 +205,7 @@ def run(
     dry = ctx.info_name == "plan"
     check_plan_format(fmt, dry, "plan", None)
     if not dry:
-        runner.raise_on_termination()
+        execution.stop_on_signals()
     if redo_busy and resume is None:
         fail("--redo-busy runs the busy blocks of a stored run again: give the run with --resume ID")
     if resume is not None:
@@ -395,7 +395,7 @@ def say_estimate(estimate: Any) -> None:
 def _say_unnamed_traces(store: Any, run_id: int, named: str) -> None:
     """One line when a resumed run stored a profile-trace folder that is not named now:
     a path read from a database is never written to unless the user names it again."""
-    from dlbench.trialspec import same_folder
+    from dlbench.service.execution import same_folder
 
     for row in store.trials(run_id, statuses=("pending", "running", "interrupted")):
         try:
@@ -490,8 +490,8 @@ def extend(
     be compared see the machine alike. Each run's workers use the interpreter that run recorded, so A and B may
     come from two virtual environments (two framework versions): this dlbench's own interpreter, or one you
     name with --python."""
-    from dlbench import runner
     from dlbench.protocol_settings import MAX_TRIALS
+    from dlbench.service import execution
 
     if not 1 <= blocks <= MAX_TRIALS:
         fail(f"--blocks {blocks}: must be at least 1 and at most {MAX_TRIALS} (the most trials a case may have)")
@@ -508,16 +508,17 @@ def extend(
 
     from dlbench.store import StoreError
 
-    runner.raise_on_termination()
+    RunBusy, SourcesMissing = execution.errors()
+    execution.stop_on_signals()
     try:
-        counts = runner.extend_runs(targets, blocks, on_block=on_block)
+        counts = execution.extend(targets, blocks, on_block=on_block)
     except KeyboardInterrupt as exc:
         for t in targets:
             t.store.mark_interrupted(t.run_id)
         exit_on_signal(exc, "finished trials are stored. Finish with dlbench run --resume RUN")
-    except runner.RunBusy as exc:
+    except RunBusy as exc:
         fail(str(exc), code=EXIT_BUSY)
-    except runner.SourcesMissing as exc:
+    except SourcesMissing as exc:
         fail(str(exc))
     except StoreError as exc:
         fail(str(exc), code=1)
@@ -536,7 +537,7 @@ def extend_targets(
 ) -> list[Any]:
     """The stored runs to add blocks to (extend, gate), each with the worker command of the
     interpreter it recorded: one the user named with --python, or this dlbench's own."""
-    from dlbench import runner, trialspec
+    from dlbench.service import execution
 
     trusted = _trusted_interpreters(python or [])
     sources = named_sources(model, dataset)
@@ -560,7 +561,7 @@ def extend_targets(
                 f"({sys.executable}); dlbench runs no program a database names. If you trust it, name it: "
                 f"--python {shlex.quote(str(recorded))}"
             )
-        targets.append(runner.Target(store, row["id"], trialspec.worker_command(interpreter), sources))
+        targets.append(execution.target(store, row["id"], interpreter, sources))
     return targets
 
 

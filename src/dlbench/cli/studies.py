@@ -157,12 +157,12 @@ def study_run(
 ) -> None:
     """Run a study at a scale; the report starts with the paper's numbers beside this run's. The matrix and
     protocol flags replace the scale's values (a verdict needs 6 or more --trials for two frameworks)."""
-    from dlbench import runner
+    from dlbench.service import execution
 
     dry = ctx.info_name == "plan"  # `study plan`: this command's dry run, as `plan` is run's
     check_plan_format(fmt, dry, f"study plan {name}", f"study report {name}")
     if not dry:
-        runner.raise_on_termination()
+        execution.stop_on_signals()
     study, facts = _study(name)
     plan = _study_plan(study, scale, matrix, protocol)
     if dry:
