@@ -245,7 +245,8 @@ def test_torchs_second_recurrent_bias_counts_as_the_one_it_adds_to():
     assert found.ok
     assert found.detail == (
         "trainable parameters: torch 6,625, tensorflow 6,497, jax 6,497; equal as computed (6,497): torch's 128 in "
-        "encoder.bias_hh_l0 (a second recurrent bias, always added to the first: one bias per gate in the others)"
+        "encoder.bias_hh_l0 (a second bias of a recurrent gate, always added to the first: one bias per gate in a "
+        "framework without it)"
     )
     # A real difference stays one, with the computed counts beside the stored ones.
     probes["jax"] = _probe(6_400)
@@ -255,7 +256,7 @@ def test_torchs_second_recurrent_bias_counts_as_the_one_it_adds_to():
     assert not conformance.parameters_finding({"torch": _probe(5), "jax": _probe(6)}).ok
 
 
-def test_the_redundant_biases_are_lstm_and_simple_rnn_ones_never_grus():
+def test_the_redundant_biases_are_lstm_and_simple_rnn_ones_and_a_grus_reset_and_update_gates():
     torch = pytest.importorskip("torch", reason="PyTorch is not installed")
     from dlbench.conformance.weights import torch_redundant
 
@@ -263,7 +264,8 @@ def test_the_redundant_biases_are_lstm_and_simple_rnn_ones_never_grus():
         {
             "lstm": torch.nn.LSTM(6, 32, num_layers=2, bidirectional=True),
             "rnn": torch.nn.RNN(3, 4),
-            "gru": torch.nn.GRU(3, 4),  # b_hn sits inside the reset product: both biases compute
+            # b_hr and b_hz add to b_ir and b_iz; b_hn sits inside the reset product and computes.
+            "gru": torch.nn.GRU(3, 4, bidirectional=True),
             "nobias": torch.nn.LSTM(3, 4, bias=False),
         }
     )
@@ -274,9 +276,23 @@ def test_the_redundant_biases_are_lstm_and_simple_rnn_ones_never_grus():
         "lstm.bias_hh_l1": 128,
         "lstm.bias_hh_l1_reverse": 128,
         "rnn.bias_hh_l0": 4,
+        "gru.bias_hh_l0[r,z]": 8,
+        "gru.bias_hh_l0_reverse[r,z]": 8,
     }
     net["lstm"].bias_hh_l0.requires_grad_(False)  # frozen (the zoo's lstm): not trainable, not counted
     assert "lstm.bias_hh_l0" not in dict(torch_redundant(net))
+
+
+def test_a_keras_grus_recurrent_bias_of_the_reset_and_update_gates_is_redundant():
+    keras = pytest.importorskip("keras", reason="Keras is not installed")
+    from dlbench.conformance.weights import keras_redundant
+
+    inputs = keras.Input(shape=(5, 3))
+    x = keras.layers.Bidirectional(keras.layers.GRU(4, return_sequences=True), name="bi")(inputs)
+    x = keras.layers.GRU(6, reset_after=False, name="before")(x)  # one bias per gate: nothing redundant
+    model = keras.Model(inputs, keras.layers.Dense(2)(x))
+    found = keras_redundant(model)
+    assert [n for _, n in found] == [8, 8] and all(w.endswith(".recurrent_bias[z,r]") for w, _ in found)
 
 
 def test_the_zoo_lstm_is_checked_on_ids_inside_its_own_table():

@@ -243,3 +243,30 @@ def test_the_first_step_judges_and_a_later_drift_is_a_warning(tmp_path):
         c.own.startswith("jax's 4 SGD steps end 0.3 apart from torch's")
         and "the difference grows over later steps" in c.own
     )
+
+
+def test_a_second_gru_bias_is_named_as_the_frameworks_and_anything_more_is_not():
+    """torch's GRU holds b_ih and b_hh, Flax's GRUCell one bias for the update and reset gates:
+    from the same weights one SGD step moves torch's sum twice as far. In the canonical (2, 3H)
+    bias, torch's recurrent z, r step as far as its input ones, Flax's stay zero."""
+    from dlbench.conformance.training import second_gru_bias
+
+    rng = np.random.default_rng(0)
+    h = 4
+    kernel = rng.normal(size=(3, 3 * h))
+    bias = np.zeros((2, 3 * h))
+    given = [("kernel|torch GRU|gru", kernel), ("bias|torch GRU|gru", bias)]
+    step_k, step_in, step_hn = rng.normal(size=kernel.shape), rng.normal(size=3 * h), rng.normal(size=h)
+    torch_bias = bias + np.stack([step_in, np.concatenate([step_in[: 2 * h], step_hn])])
+    flax_bias = bias + np.stack([step_in, np.concatenate([np.zeros(2 * h), step_hn])])
+    torch_step = [("kernel|torch GRU|gru", kernel + step_k), ("bias|torch GRU|gru", torch_bias)]
+    flax_step = [("kernel|Flax GRUCell|gru", kernel + step_k), ("bias|Flax GRUCell|gru", flax_bias)]
+    assert second_gru_bias(flax_step, torch_step, given) == "reference"
+    assert second_gru_bias(torch_step, flax_step, given) == "mine"
+    assert second_gru_bias(torch_step, torch_step, given) is None  # nothing differs: no second bias to name
+    # A kernel that steps differently too is the code's: not explained by the biases.
+    off = [("kernel|Flax GRUCell|gru", kernel + 1.5 * step_k), flax_step[1]]
+    assert second_gru_bias(off, torch_step, given) is None
+    # The input biases stepping apart is not the pattern either.
+    skewed = [flax_step[0], ("bias|Flax GRUCell|gru", flax_bias + np.stack([0.5 * step_in, np.zeros(3 * h)]))]
+    assert second_gru_bias(skewed, torch_step, given) is None

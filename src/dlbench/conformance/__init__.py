@@ -483,7 +483,8 @@ def _option_text(value: Any) -> str:
 
 def parameters_finding(probes: Mapping[str, Mapping[str, Any]]) -> Finding:
     """Trainable parameter counts compared as the networks compute: a parameter that only
-    ever adds to another (torch's second LSTM / RNN bias, `redundant` in a probe) counts as
+    ever adds to another (torch's second LSTM / RNN bias, the reset and update gates' second
+    bias of a torch or Keras GRU: `redundant` in a probe) counts as
     the one it adds to, and the line names it; anything else that differs is a difference."""
     counts = {fw: int(p["parameters"]) for fw, p in probes.items()}
     redundant = {fw: [(str(w), int(n)) for w, n in p.get("redundant") or []] for fw, p in probes.items()}
@@ -492,8 +493,8 @@ def parameters_finding(probes: Mapping[str, Mapping[str, Any]]) -> Finding:
     if len(set(counts.values())) == 1:
         return Finding("parameters", True, f"trainable parameters: {listed}")
     extra = [
-        f"{fw}'s {sum(n for _, n in found):,} in {', '.join(w for w, _ in found)} (a second recurrent bias, always "
-        "added to the first: one bias per gate in the others)"
+        f"{fw}'s {sum(n for _, n in found):,} in {', '.join(w for w, _ in found)} (a second bias of a recurrent "
+        "gate, always added to the first: one bias per gate in a framework without it)"
         for fw, found in redundant.items()
         if found
     ]

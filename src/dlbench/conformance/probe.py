@@ -259,6 +259,10 @@ def probe(request: dict[str, Any]) -> dict[str, Any]:
         from dlbench.conformance.weights import torch_redundant
 
         out["redundant"] = torch_redundant(model)
+    elif hasattr(model, "get_layer") and hasattr(model, "layers"):  # a Keras model
+        from dlbench.conformance.weights import keras_redundant
+
+        out["redundant"] = keras_redundant(model)
 
     def sample(values: Any, kind: str) -> np.ndarray:
         return np.asarray(values, dtype=np.int64 if kind == "tokens" else np.float32)
@@ -414,13 +418,15 @@ def train_from(
 
 def _freeze_redundant(trainer: Any) -> list[str]:
     """torch's second LSTM / RNN biases (dlbench.conformance.weights.torch_redundant) made
-    untrainable; their names. Nothing in any other framework."""
+    untrainable, so that torch trains as Keras and Flax, which hold one bias; their names.
+    A GRU's redundant part is two thirds of a tensor and Keras holds it too: it trains as it
+    is, and training.compare names the step it adds against Flax."""
     model: Any = getattr(trainer, "model", None)
     if not (hasattr(model, "named_modules") and hasattr(model, "named_parameters")):
         return []
     from dlbench.conformance.weights import torch_redundant
 
-    names = {name for name, _ in torch_redundant(model)}
+    names = {name for name, _ in torch_redundant(model) if not name.endswith("]")}  # whole tensors only
     for name, param in model.named_parameters():
         if name in names:
             param.requires_grad_(False)

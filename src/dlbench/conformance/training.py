@@ -18,7 +18,10 @@ weights were copied), and a difference is named from where it shows:
 These are the code's: the check fails. SGD's step is lr x gradient in every framework,
 so an equal first SGD step means equal gradients at the copied weights.
 
-The rest are warnings, the framework's and not the code's: ten SGD steps that drift
+The rest are warnings, the framework's and not the code's: a first SGD step that differs
+only in the GRU biases of the update and reset gates, as a second bias per gate makes it
+differ (torch's and Keras' GRUs hold two, which only ever add, Flax's GRUCell one: a step
+moves the sum twice as far; second_gru_bias), ten SGD steps that drift
 apart after an equal first step (rounding that grows in a sensitive network), and Adam
 steps that differ while SGD's agree (the harness builds the optimizer; the user's model
 cannot change it): Keras adds epsilon to the bias-uncorrected sqrt(v) where torch and
@@ -199,6 +202,63 @@ def gradient_cause(
     return "the gradients differ, most in " + ", ".join(f"the {_where(t)} ({g:.2g})" for t, g in worst)
 
 
+def _is_gru_bias(tag: str, array: np.ndarray) -> bool:
+    """A GRU's canonical bias (2, 3H): input biases, recurrent biases, gates z, r, n."""
+    parts = tag.split("|")
+    return (
+        role_of(tag) == "bias"
+        and len(parts) == 3
+        and "GRU" in parts[1]
+        and array.ndim == 2
+        and array.shape[0] == 2
+        and array.shape[1] % 3 == 0
+    )
+
+
+def _close(x: np.ndarray, y: np.ndarray) -> bool:
+    return float(np.linalg.norm(x - y)) <= WEIGHT_RTOL * max(float(np.linalg.norm(y)), 1e-30)
+
+
+def second_gru_bias(trained: Weights, reference: Weights, given: Weights) -> str | None:
+    """Which side ("mine" or "reference") holds a second bias on its GRUs' update and reset
+    gates, when the first SGD step differs only there and as that makes it differ; else None.
+
+    torch's GRU (b_ih and b_hh) and Keras' (reset_after: input and recurrent bias) hold two
+    biases for the update and reset gates, which only ever add; Flax's GRUCell holds one. The
+    gradient of each of the two equals the gradient of their sum, so one SGD step moves the
+    sum twice as far where there are two: in the canonical (2, 3H) bias, that side's
+    recurrent z, r biases step as far as its input ones, the other side's not at all, and
+    everything else steps alike."""
+    holder, seen = None, False
+    for (tag, a), (_, b), (_, g) in zip(trained, reference, given):
+        if not _is_gru_bias(tag, a) or a.shape != b.shape:
+            continue
+        seen = True
+        h = a.shape[1] // 3
+        mine, theirs = a - g, b - g
+        if not (_close(mine[0], theirs[0]) and _close(mine[1, 2 * h :], theirs[1, 2 * h :])):
+            return None
+        inputs = theirs[0, : 2 * h]
+        floor = WEIGHT_RTOL * float(np.linalg.norm(inputs))
+        if _close(mine[1, : 2 * h], inputs) and float(np.linalg.norm(theirs[1, : 2 * h])) <= floor:
+            side = "mine"
+        elif _close(theirs[1, : 2 * h], inputs) and float(np.linalg.norm(mine[1, : 2 * h])) <= floor:
+            side = "reference"
+        else:
+            return None
+        if holder not in (None, side):
+            return None
+        holder = side
+    if not seen:
+        return None
+    others = [
+        gap
+        for (tag, gap), (_, a) in zip(weight_gaps(trained, reference, given), trained)
+        if role_of(tag) not in STATISTICS and not _is_gru_bias(tag, a)
+    ]
+    return holder if all(gap <= WEIGHT_RTOL for gap in others) else None
+
+
 def _first_loss_cause(first: float, reference: float, batch: int) -> str:
     ratio = first / reference if reference else float("inf")
     if any(abs(r - batch) <= 0.01 * batch for r in (ratio, 1 / ratio if ratio else 0.0)):
@@ -241,6 +301,7 @@ def compare(runs: Mapping[str, Mapping[str, Any]], given: Weights, batch: int) -
         else:
             judged, steps = (trained["sgd"], ref_trained["sgd"]), len(mine["sgd"]["losses"])
         first, first_ref = mine["sgd"]["losses"][0], ref["sgd"]["losses"][0]
+        gru = ""  # the frameworks' GRU biases, when they are what differs (second_gru_bias)
         step = _gaps([first], [first_ref], judged[0], judged[1], given, set())
         numbers = (f"first SGD step within {step.weights:.1g}" if steps == 1 else "") + "".join(
             f"; {len(mine[o]['losses'])} {o} steps: losses within {g.loss:.1g}, weights within {g.weights:.1g}"
@@ -254,6 +315,17 @@ def compare(runs: Mapping[str, Mapping[str, Any]], given: Weights, batch: int) -
                 f"the training loss differs before the first step ({first:.5g} against {first_ref:.5g}): "
                 + _first_loss_cause(first, first_ref, batch)
             )
+        elif step.weights > WEIGHT_RTOL and (
+            holder := second_gru_bias(judged[0], judged[1], given) if steps == 1 else None
+        ):
+            two, one = (fw, ref_fw) if holder == "mine" else (ref_fw, fw)
+            gru = (
+                f"{fw}'s first SGD step differs from {ref_fw}'s only in the GRU biases of the update and reset "
+                f"gates: {two} holds two biases for each (torch's bias_ih and bias_hh, Keras' input and recurrent "
+                f"bias), which only ever add, where {one} holds one, and a step moves their sum twice as far: the "
+                f"frameworks' layers, not the code; its {len(mine['sgd']['losses'])} SGD steps end "
+                f"{gaps['sgd'].weights:.2g} apart (losses {gaps['sgd'].loss:.2g})"
+            )
         elif step.weights > WEIGHT_RTOL:
             cause = gradient_cause(judged[0], judged[1], given, float(mine["sgd"]["lr"]), steps, (fw, ref_fw))
             problems.append(f"plain SGD steps differ: {cause}")
@@ -262,16 +334,16 @@ def compare(runs: Mapping[str, Mapping[str, Any]], given: Weights, batch: int) -
                 "the weights train alike, the batch-norm running statistics step apart: their momentum differs "
                 "(torch's momentum 0.1 is Keras' and Flax's 0.9)"
             )
-        own = []
+        own = [gru] if gru else []
         sgd, adam = gaps["sgd"], gaps.get("adam")
-        if not problems and steps == 1 and (sgd.loss > DRIFT_LOSS_RTOL or sgd.weights > DRIFT_RTOL):
+        if not problems and not gru and steps == 1 and (sgd.loss > DRIFT_LOSS_RTOL or sgd.weights > DRIFT_RTOL):
             own.append(
                 f"{fw}'s {len(mine['sgd']['losses'])} SGD steps end {sgd.weights:.2g} apart from {ref_fw}'s (losses "
                 f"{sgd.loss:.2g}) after an equal first step ({step.weights:.1g}): the gradients agree at the copied "
                 "weights, the difference grows over later steps; not attributed (rounding that a sensitive network "
                 "amplifies, or a difference that shows only once the weights have moved)"
             )
-        if not problems and adam is not None and (adam.loss > ADAM_LOSS_RTOL or adam.weights > ADAM_RTOL):
+        if not problems and not gru and adam is not None and (adam.loss > ADAM_LOSS_RTOL or adam.weights > ADAM_RTOL):
             own.append(
                 f"{fw}'s Adam steps end {adam.weights:.2g} apart from {ref_fw}'s (losses {adam.loss:.2g}) while plain "
                 "SGD's first step agrees: the optimizer's arithmetic, not the code (where epsilon is added: Keras "

@@ -414,16 +414,40 @@ def _torch_rnn_bias(b_ih: Any, b_hh: Any, gru: bool, kind: str, at: str, numpy: 
 
 def torch_redundant(model: Any) -> list[tuple[str, int]]:
     """Trainable parameters of a torch network that compute nothing another parameter does
-    not: (where, count) per tensor. nn.LSTM and nn.RNN add bias_hh to bias_ih in every
-    step, so only their sum counts (Keras and Flax hold that one bias); nn.GRU's two
-    biases are both needed (b_hn sits inside the reset product) and are not listed."""
+    not: (where, count) per tensor or part of one. nn.LSTM and nn.RNN add bias_hh to bias_ih
+    in every step, so only their sum counts (Keras and Flax hold that one bias). nn.GRU adds
+    the reset and update gates' b_hr, b_hz to b_ir, b_iz the same way (the first two thirds
+    of bias_hh, listed as `bias_hh_l0[r,z]`); its b_hn sits inside the reset product and
+    computes (Flax's GRUCell holds b_ir, b_iz, b_in and b_hn)."""
     found = []
     for name, m in model.named_modules():
-        if getattr(m, "mode", None) not in ("LSTM", "RNN_TANH", "RNN_RELU") or not getattr(m, "bias", False):
+        mode = getattr(m, "mode", None)
+        if mode not in ("LSTM", "RNN_TANH", "RNN_RELU", "GRU") or not getattr(m, "bias", False):
             continue
         for pname, param in m.named_parameters(recurse=False):
-            if pname.startswith("bias_hh") and param.requires_grad:
-                found.append((f"{name or type(m).__name__}.{pname}", int(param.numel())))
+            if not (pname.startswith("bias_hh") and param.requires_grad):
+                continue
+            where = f"{name or type(m).__name__}.{pname}"
+            if mode == "GRU":
+                found.append((f"{where}[r,z]", 2 * int(param.numel()) // 3))
+            else:
+                found.append((where, int(param.numel())))
+    return found
+
+
+def keras_redundant(model: Any) -> list[tuple[str, int]]:
+    """The same for Keras: a GRU in its reset_after form (the default, torch's) holds an
+    input and a recurrent bias per gate, and the update and reset gates' recurrent biases
+    only ever add to the input ones: (where, 2 x units) per such layer (Bidirectional's two
+    directions each)."""
+    import keras
+
+    found = []
+    for layer in _keras_layers(model):
+        cell = getattr(layer, "cell", layer)
+        if isinstance(layer, keras.layers.GRU) and getattr(cell, "reset_after", False) and cell.use_bias:
+            if layer.trainable:
+                found.append((f"{layer.name}.recurrent_bias[z,r]", 2 * int(cell.units)))
     return found
 
 
