@@ -49,7 +49,8 @@ outputs: tests/conformance/test_weight_copy_kinds.py):
   (0, 0, hn)); import puts the summed input and recurrent bias of z and r on iz and ir,
   and n's two biases on in and hn (the recurrent one stays inside the reset product, as
   in torch and Keras). A Keras GRU with reset_after=False (bias 3H) is a different
-  function and does not fit.
+  function and does not fit. The zoo's FusedGRUCell (Dense "input" and "recurrent", each with
+  a bias, gates r, z, n as torch orders them) maps as torch's GRU does.
 - Simple RNN (torch nn.RNN, Keras SimpleRNN, Flax SimpleCell): kernel, recurrent kernel,
   bias (torch's two summed; Flax's cell holds it on `i`).
   Recurrent layers: torch's every layer and direction in order (l0, l0_reverse, l1, ...),
@@ -223,6 +224,12 @@ def _flip(a: np.ndarray, spatial: int) -> np.ndarray:
 
 
 # -- torch -------------------------------------------------------------------------
+
+
+def _swap_rz_last(a: np.ndarray) -> np.ndarray:
+    """Gate blocks r, z, n along the last axis <-> z, r, n (its own inverse)."""
+    r, z, n = np.split(a, 3, axis=-1)
+    return np.concatenate([z, r, n], axis=-1)
 
 
 def _swap_rz(a: np.ndarray) -> np.ndarray:
@@ -590,9 +597,41 @@ def _flax_slots(order: dict[str, Any], tree: dict[str, Any]) -> list[_Slot]:
         h = int(np.shape(cell["hn"]["bias"])[0])
         return _Slot("bias", kind, at, (2, 3 * h), get, put)
 
+    def rz_swapped(role: str, holder: dict[str, Any], name: str, kind: str, at: str) -> _Slot:
+        """An array whose last axis holds gates r, z, n (torch's order) as canonical z, r, n."""
+
+        def put(a: np.ndarray) -> None:
+            holder[name] = _swap_rz_last(a).astype(np.asarray(holder[name]).dtype)
+
+        get = lambda: _swap_rz_last(np.asarray(holder[name]))  # noqa: E731
+        return _Slot(role, kind, at, tuple(np.shape(holder[name])), get, put)
+
+    def fused_gru(cell: dict[str, Any], kind: str, at: str) -> list[_Slot]:
+        # The zoo's FusedGRUCell (models/lstm/jax.py): Dense "input" and "recurrent", each with
+        # a bias, gates r, z, n as torch fuses them: canonical kernel, recurrent, bias (2, 3H).
+        i, h = cell["input"], cell["recurrent"]
+
+        def put(a: np.ndarray) -> None:
+            i["bias"] = _swap_rz_last(a[0]).astype(np.asarray(i["bias"]).dtype)
+            h["bias"] = _swap_rz_last(a[1]).astype(np.asarray(h["bias"]).dtype)
+
+        get = lambda: np.stack([_swap_rz_last(np.asarray(i["bias"])), _swap_rz_last(np.asarray(h["bias"]))])  # noqa: E731
+        bias = _Slot("bias", kind, at, (2, int(np.shape(i["bias"])[-1])), get, put)
+        return [
+            rz_swapped("kernel", i, "kernel", kind, f"{at}/input"),
+            rz_swapped("recurrent", h, "kernel", kind, f"{at}/recurrent"),
+            bias,
+        ]
+
     def walk(node: dict[str, Any], held: dict[str, Any], held_stats: Any, path: tuple[str, ...]) -> list[_Slot]:
         at = "/".join(path) or "(model)"
         keys = set(node)
+        if (
+            keys == {"input", "recurrent"}
+            and all(set(node[k]) == {"kernel", "bias"} for k in keys)
+            and int(np.shape(node["input"]["kernel"])[-1]) % 3 == 0
+        ):
+            return fused_gru(held, _flax_kind(path, "GRUCell"), at)
         if {f"{s}{g}" for s in "ih" for g in _LSTM_GATES} <= keys:
             kind = _flax_kind(path, "LSTMCell")
             return [
