@@ -153,7 +153,7 @@ LIGHT_DUTY = 0.1  # the light design's loop: busy 10 ms of every 100 ms
 @contextlib.contextmanager
 def busy_loops(n: int, threads: int, duty: float = 1.0):
     """n processes spinning in pure Python on the cores the workers are pinned to (the
-    first `threads` allowed CPUs, as dlbench.worker pins itself), busy `duty` of each
+    first `threads` allowed CPUs, as dlbench.trial.worker pins itself), busy `duty` of each
     100 ms (1.0: always). Unpinned, the scheduler moved two loops to the other core of
     this 2-core VM and the 1-thread worker slowed by only 6% (torch train time x1.058)."""
     cpus = sorted(os.sched_getaffinity(0))[: max(1, threads)]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Lint, format and type checks, each with zero findings (configured in pyproject.toml):
 # ruff check, ruff format --check, mypy (strict on plan, config, store, analysis, runner,
-# worker). Part of the README's test command, before pytest.
+# trial/worker, trial/spec). Part of the README's test command, before pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 py=.venv/bin/python

@@ -3,7 +3,7 @@ equivalence runs, and starting and collecting the processes of one data-parallel
 job (each with the environment dlbench.distributed.environ gives a rank).
 
 A program started here prints its result as one JSON line and ends with os._exit(0),
-as a worker's rank does after "done" (dlbench.worker.main): what is checked is the
+as a worker's rank does after "done" (dlbench.trial.worker.main): what is checked is the
 work, not the framework's interpreter teardown."""
 
 from __future__ import annotations

@@ -266,8 +266,8 @@ def test_plan_asks_the_plugin_for_its_devices_layouts_and_precisions(ring_plugin
 
 
 def test_explain_picks_the_plugins_profiler(ring_plugin):
-    from dlbench.explain import profiling
     from dlbench.plan import Case
+    from dlbench.trial import profiling
 
     assert profiling.profiler_for("ringfw") == "dlbench_ringfw.profile"
     assert profiling.profiler_for("torch") == "dlbench.explain.profile_torch"

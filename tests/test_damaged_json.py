@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from dlbench.trialspec import SpecError, case_from_dict
+from dlbench.trial.spec import SpecError, case_from_dict
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from dlbench.launchers.merge import merge_process, merge_repeat
 from dlbench.launchers.multiprocess import contexts, free_ports
 from dlbench.launchers.ranks import context_for, rank_environment
 from dlbench.plan import Case, expand
-from dlbench.trialspec import ProtocolSpec, TrialSpec
+from dlbench.trial.spec import ProtocolSpec, TrialSpec
 
 
 def _exp(text: str):

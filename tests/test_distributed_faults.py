@@ -16,7 +16,7 @@ import pytest
 
 from dlbench.launchers.multiprocess import launch
 from dlbench.plan import Case
-from dlbench.trialspec import ProtocolSpec, TrialSpec
+from dlbench.trial.spec import ProtocolSpec, TrialSpec
 
 pytest.importorskip("torch")
 
@@ -49,7 +49,7 @@ def _rank_processes() -> set[int]:
     out = set()
     for p in psutil.process_iter(["cmdline"]):
         cmd = p.info["cmdline"] or []
-        if "dlbench.worker" in cmd and "--rank" in cmd:
+        if "dlbench.trial.worker" in cmd and "--rank" in cmd:
             out.add(p.pid)
     return out
 

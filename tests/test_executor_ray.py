@@ -108,7 +108,7 @@ def _kill_ray_worker_of_long_trial(stop: threading.Event, killed: list[int], aft
     while not stop.is_set():
         for proc in psutil.process_iter(["cmdline", "create_time"]):
             cmd = proc.info["cmdline"] or []
-            if "dlbench.worker" not in cmd or time.time() - proc.info["create_time"] < after_s:
+            if "dlbench.trial.worker" not in cmd or time.time() - proc.info["create_time"] < after_s:
                 continue
             try:
                 parent = proc.parent()

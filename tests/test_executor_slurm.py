@@ -144,7 +144,7 @@ def test_a_cancelled_job_and_a_job_past_its_time_limit_are_trial_statuses_and_th
         watcher.join()
     # Slurm ended the jobs' processes, the trials' workers with them.
     time.sleep(1)
-    left = subprocess.run(["pgrep", "-f", "dlbench.worker"], capture_output=True, text=True).stdout.split()
+    left = subprocess.run(["pgrep", "-f", "dlbench.trial.worker"], capture_output=True, text=True).stdout.split()
     assert not left, f"worker processes left behind: {left}"
 
 

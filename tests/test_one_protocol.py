@@ -24,7 +24,7 @@ from dlbench import config
 from dlbench.cli import app
 from dlbench.frameworks.protocol import TrainSettings
 from dlbench.protocol_settings import Protocol, TrialProtocol, declared
-from dlbench.trialspec import ProtocolSpec
+from dlbench.trial.spec import ProtocolSpec
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -126,7 +126,7 @@ import json, sys
 from dlbench import config
 from dlbench.plan import expand
 from dlbench.runner import protocol_for_worker
-from dlbench.trialspec import TrialSpec
+from dlbench.trial.spec import TrialSpec
 
 plan = expand(config.parse("[matrix]\\nframework = ['numpy']\\n[protocol]\\nflux = 11\\n", "t.toml"))
 spec = TrialSpec(plan.trials[0].case, protocol_for_worker(plan))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dlbench import phases
+from dlbench.trial import phases
 
 MS = 1_000_000  # ns per millisecond
 

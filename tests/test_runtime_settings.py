@@ -14,7 +14,7 @@ from dlbench import runtime_settings as rs
 from dlbench.cases import case_label, stored_case
 from dlbench.config import ConfigError, from_dict
 from dlbench.plan import expand
-from dlbench.trialspec import SpecError, case_from_dict
+from dlbench.trial.spec import SpecError, case_from_dict
 
 
 def test_parse_and_canonical_spelling():

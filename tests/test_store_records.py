@@ -92,7 +92,7 @@ COLUMN = re.compile(r"_json\b|\btelemetry_notes\b|\bdescription")
 # json.loads outside dlbench.store that decode what is no store column: (module, argument),
 # the module being the top-level one under dlbench (a package counts as one: cli/... is cli).
 NOT_A_COLUMN = {
-    ("workerproc", "line"): "one event line of the worker's stdout",
+    ("trial", "line"): "one event line of the worker's stdout",
     ("launchers", "line"): "one event line of a rank's stdout",
     ("param_counts", "cache.read_text()"): "the parameter-count cache file",
     ("param_counts", "out.strip().splitlines()[-1]"): "a counting subprocess's output",
@@ -100,7 +100,7 @@ NOT_A_COLUMN = {
     ("conformance", "lines[-1]"): "a conformance probe's output",
     ("conformance", "sys.stdin.read()"): "the probe's input",
     ("conformance", "text"): "a check record in the user's cache folder (conformance.record)",
-    ("trialspec", "text"): "a trial spec file (--trial-spec)",
+    ("trial", "text"): "a trial spec file (--trial-spec)",
     ("report", "values.pop()"): "json.dumps of a case value, made a few lines up (common_settings)",
     ("report", "t"): "json.dumps of a setting (analysis.comparisons._flatten), made in dlbench",
 }

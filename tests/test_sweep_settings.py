@@ -152,7 +152,7 @@ def test_sweep_reports_fastest_per_sample_batch_and_largest_that_fits():
 def test_model_options_survive_the_json_trip_to_the_worker_as_tuples():
     import json
 
-    from dlbench.phases import settings_for
+    from dlbench.trial.phases import settings_for
 
     plan = expand(
         _exp("""
@@ -164,7 +164,7 @@ dataset = ["synthetic"]
 width = 8
 """)
     )
-    from dlbench.trialspec import case_from_dict
+    from dlbench.trial.spec import case_from_dict
 
     case = case_from_dict(json.loads(json.dumps(plan.trials[0].case.as_dict())))  # what the worker receives
     options = settings_for(case, 0).model_options
@@ -196,6 +196,6 @@ def test_relative_memory_limit():
     ],
 )
 def test_out_of_memory_is_recognised_in_each_frameworks_words(message, oom):
-    from dlbench.worker import is_oom
+    from dlbench.trial.worker import is_oom
 
     assert is_oom(RuntimeError(message)) is oom

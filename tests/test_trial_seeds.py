@@ -7,8 +7,8 @@ from __future__ import annotations
 from typer.testing import CliRunner
 
 from dlbench.cli import app
-from dlbench.phases import BLOCK_SEED_STRIDE, repeat_seed
 from dlbench.store import Store
+from dlbench.trial.phases import BLOCK_SEED_STRIDE, repeat_seed
 
 
 def test_every_trial_records_the_seeds_its_repeats_trained_with(tmp_path):

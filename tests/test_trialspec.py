@@ -9,7 +9,7 @@ import pytest
 from dlbench import config
 from dlbench.plan import expand
 from dlbench.runner import protocol_for_worker
-from dlbench.trialspec import ProtocolSpec, SpecError, TrialSpec, case_from_dict
+from dlbench.trial.spec import ProtocolSpec, SpecError, TrialSpec, case_from_dict
 
 TOML = """
 [matrix]

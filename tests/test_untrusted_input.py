@@ -18,7 +18,8 @@ def test_a_planted_dlbench_package_in_the_working_directory_is_never_imported(tm
     planted.mkdir()
     marker = tmp_path / "PWNED"
     evil = f"import pathlib; pathlib.Path({str(marker)!r}).write_text('ran')\n"
-    for name in ("__init__.py", "worker.py", "__main__.py"):
+    (planted / "trial").mkdir()
+    for name in ("__init__.py", "worker.py", "__main__.py", "trial/__init__.py", "trial/worker.py"):
         (planted / name).write_text(evil)
     (tmp_path / "numpy.py").write_text(evil)  # a planted framework dependency, too
     env = dict(os.environ, PYTHONPATH=SRC)
@@ -86,7 +87,7 @@ def test_extend_runs_under_this_interpreter_and_refuses_a_missing_one(tmp_path, 
 def test_a_stored_profile_trace_folder_is_not_written_to_unless_named_again(tmp_path, tiny_run, cli):
     """A database someone sent chooses no folder to write into: run --resume keeps a
     stored profile_traces only when --profile-traces names the same folder now."""
-    from dlbench.trialspec import TrialSpec
+    from dlbench.trial.spec import TrialSpec
 
     db = tmp_path / "sent.db"
     tiny_run(db, repeats=1)

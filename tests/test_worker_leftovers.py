@@ -1,4 +1,4 @@
-"""A model's processes do not outlive its trial (dlbench.workerproc): a child that stays
+"""A model's processes do not outlive its trial (dlbench.trial.launch): a child that stays
 in the worker's process group, one that leaves it (setsid), and a forked child that holds
 the event pipe are all ended when the worker is done; the trial ends when the worker
 does, not at its deadline; what was ended is named."""
@@ -11,8 +11,8 @@ import time
 import psutil
 
 from dlbench.plan import Case
-from dlbench.trialspec import ProtocolSpec, TrialSpec
-from dlbench.workerproc import run_worker
+from dlbench.trial.launch import run_worker
+from dlbench.trial.spec import ProtocolSpec, TrialSpec
 
 CASE = Case(framework="numpy", variant="reference", model="mlp", dataset="digits", batch_size=32,
             init="glorot-uniform", optimizer="sgd", lr=0.01, momentum=0.0, epochs=1, steps=None, device="cpu",

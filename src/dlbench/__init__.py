@@ -2,7 +2,7 @@
 
 The package is light at import time on purpose: nothing here imports a
 deep-learning framework. Frameworks are imported only inside worker processes
-(`python -m dlbench.worker`), one per trial.
+(`python -m dlbench.trial.worker`), one per trial.
 """
 
 from dlbench.api import experiment, load, run  # noqa: E402  (each imports what it needs when called)

@@ -6,7 +6,7 @@ Every other layer is derived from the two dataclasses below, never typed again:
   each field's `Declared.rule`);
 - the command-line flags and their help (dlbench.cli.options builds one option per
   field, with `Declared.help`);
-- the worker's spec (dlbench.trialspec.ProtocolSpec subclasses `TrialProtocol`: every
+- the worker's spec (dlbench.trial.spec.ProtocolSpec subclasses `TrialProtocol`: every
   setting declared there travels to the worker, with the same default and bounds);
 - the frameworks' training settings (frameworks.protocol.TrainSettings takes its
   defaults from `Protocol`).
@@ -165,7 +165,7 @@ class TrialProtocol:
         _ints(0, MAX_LATENCY_BATCHES, f">= 0 and <= {MAX_LATENCY_BATCHES}"),
     )
     # Inference is timed over whole passes filling at least this many seconds (0: one
-    # pass); see phases.py for why a single short pass is not enough. Trials stored before
+    # pass); see trial/phases.py for why a single short pass is not enough. Trials stored before
     # this setting existed timed one pass.
     infer_min_time: float = setting(
         0.1,

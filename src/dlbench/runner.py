@@ -1,7 +1,7 @@
 """Parent side of a run: one worker process per trial, events into the store.
 
 The parent never imports a deep-learning framework, and it is the only process
-that writes the store. Each trial's worker runs through dlbench.workerproc (here,
+that writes the store. Each trial's worker runs through dlbench.trial.launch (here,
 or on a cluster node through dlbench.executors); its events reach the store
 through an EventRecorder, and each repeat's measurements are committed as they
 arrive. A worker that raises, dies from a signal, or runs past its timeout becomes
@@ -23,8 +23,8 @@ from dlbench.cases import stored_case
 from dlbench.executor_settings import ExecutorError
 from dlbench.plan import Case, Plan
 from dlbench.store import Measurement, Store, StoreError
-from dlbench.trialspec import ProtocolSpec, TrialSpec
-from dlbench.workerproc import WorkerExit, run_worker
+from dlbench.trial.launch import WorkerExit, run_worker
+from dlbench.trial.spec import ProtocolSpec, TrialSpec
 
 Callback = Callable[..., None]
 
@@ -322,7 +322,7 @@ def execute_trial(
 
 
 def protocol_for_worker(plan: Plan) -> ProtocolSpec:
-    """The plan's protocol resolved for the worker (trialspec.ProtocolSpec.for_worker)."""
+    """The plan's protocol resolved for the worker (trial.spec.ProtocolSpec.for_worker)."""
     from dlbench.distributed import LOSS_CURVE_STEPS
 
     loss_curve = LOSS_CURVE_STEPS if any(c.distributed for c in plan.cases) else 0
@@ -734,7 +734,7 @@ def _execute_trials(
 def _spec(store: Store, row: Any, idle: Any, sources: dict[str, str], traces: str) -> TrialSpec:
     """A pending trial's spec, its stored values checked as if typed: damage is one
     StoreError naming the trial, before any worker starts."""
-    from dlbench.trialspec import SpecError
+    from dlbench.trial.spec import SpecError
 
     try:
         return TrialSpec.from_row(row, idle if isinstance(idle, dict) else {}, sources, traces)

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from dlbench.cli import app
 from dlbench.explain import ablation
 from dlbench.store import Store
-from dlbench.trialspec import case_from_dict
+from dlbench.trial.spec import case_from_dict
 
 pytest.importorskip("torch", reason="PyTorch is not installed")
 runner = CliRunner()

@@ -16,9 +16,9 @@ from dlbench.cases import case_label
 from dlbench.config import ConfigError, Experiment
 from dlbench.datasets import dataset_shape
 from dlbench.models import get_spec
-from dlbench.phases import settings_for
 from dlbench.plan import Plan, expand, physical_cores
-from dlbench.trialspec import TrialSpec, case_from_dict
+from dlbench.trial.phases import settings_for
+from dlbench.trial.spec import TrialSpec, case_from_dict
 
 # kind -> inputs tried; "<kind> accepted" / "<kind> refused" split them.
 COUNTS: Counter[str] = Counter()

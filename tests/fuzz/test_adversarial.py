@@ -28,7 +28,7 @@ from dlbench.datasets.idx import IDX_DTYPES, IdxFormatError, idx_bytes
 from dlbench.outputs import OutputRefused, check
 from dlbench.store import Store, StoreError
 from dlbench.terminal import printable
-from dlbench.trialspec import SpecError, TrialSpec
+from dlbench.trial.spec import SpecError, TrialSpec
 
 from .invariants import tally
 

@@ -589,9 +589,9 @@ def _can_run_dlbench(path: str) -> None:
     script printing anything else would otherwise append a failed trial per case to the run."""
     import subprocess
 
-    probe = "import dlbench.worker, sys; print('dlbench-ok', sys.version_info[0])"
+    probe = "import dlbench.trial.worker, sys; print('dlbench-ok', sys.version_info[0])"
     try:
-        # -P as the worker runs (trialspec.worker_command): the working directory is not on sys.path.
+        # -P as the worker runs (trial.spec.worker_command): the working directory is not on sys.path.
         done = subprocess.run([path, "-P", "-c", probe], capture_output=True, text=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired) as exc:
         fail(f"--python {path}: cannot run it as a Python ({type(exc).__name__}): nothing was run or stored")

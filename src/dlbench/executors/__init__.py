@@ -1,7 +1,7 @@
 """Where a trial's worker runs: this machine (local, the default), a Ray cluster, or Slurm.
 
 Every executor keeps the local guarantees: one fresh worker process per trial
-(dlbench.workerproc, on whichever machine runs it), the parent as the only writer
+(dlbench.trial.launch, on whichever machine runs it), the parent as the only writer
 of the store, resume from the store whatever executor started the run, and a
 status for every trial (an engine's failure becomes the trial's failure, with the
 engine's reason). A cluster executor returns each trial's events when its task or

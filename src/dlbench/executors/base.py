@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from dlbench.trialspec import TrialSpec
+from dlbench.trial.spec import TrialSpec
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class RemoteTrial:
 
 @dataclass
 class RemoteResult:
-    """What came back for one trial: the worker's events and exit (workerproc.WorkerExit),
+    """What came back for one trial: the worker's events and exit (trial.launch.WorkerExit),
     or the engine's reason it has none (a lost node, a cancelled job)."""
 
     events: list[dict[str, Any]] = field(default_factory=list)

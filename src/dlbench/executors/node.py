@@ -1,6 +1,6 @@
 """The node side of a cluster trial: what a Ray task or a Slurm job runs.
 
-It is the local runner's worker handling (dlbench.workerproc) with the events kept
+It is the local runner's worker handling (dlbench.trial.launch) with the events kept
 in a list instead of the store, plus this node's machine fingerprint, so that the
 parent can store the trial as if it had run here and say where it ran. It imports
 no deep-learning framework: the worker it starts does.
@@ -41,8 +41,8 @@ def run_trial(spec_json: str, timeout: float, command: list[str] | None = None, 
     import os
 
     from dlbench.executors.base import RemoteResult
-    from dlbench.trialspec import TrialSpec
-    from dlbench.workerproc import run_worker
+    from dlbench.trial.launch import run_worker
+    from dlbench.trial.spec import TrialSpec
 
     spec = TrialSpec.from_json(spec_json)
     env = dict(os.environ)

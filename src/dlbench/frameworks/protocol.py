@@ -1,7 +1,7 @@
 """The contract every framework adapter fulfils (a Protocol, not a base class).
 
 A worker process imports exactly one adapter module. The generic phase code
-(`dlbench.phases`) drives it like this, once per trial:
+(`dlbench.trial.phases`) drives it like this, once per trial:
 
     fw = TorchFramework()
     manifest = fw.setup(variant="eager", threads=2, seed=0, device="cpu")

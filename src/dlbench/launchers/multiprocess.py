@@ -2,7 +2,7 @@
 
 The trial's worker becomes the launcher: it imports no framework, picks free
 ports on 127.0.0.1 (never a fixed one such as torch's 29500), starts
-`python -m dlbench.worker --rank R` once per replica with the trial spec and that
+`python -m dlbench.trial.worker --rank R` once per replica with the trial spec and that
 rank's DistContext on stdin, and reads every rank's event stream (one pipe each,
 waited on with selectors: no polling). It stays the only writer of the stream the
 runner reads, so events from several ranks can never interleave mid-line.
@@ -13,7 +13,7 @@ repeat once every rank has sent it (see dlbench.launchers.merge), and one error
 naming the rank when any rank fails. Ranks are the launcher's children in the
 trial's process group, so the runner's timeout kills them all with it; each rank
 also dies with the launcher (PR_SET_PDEATHSIG and the stdin lifeline of
-dlbench.worker). When a rank fails, the others, which would wait forever in a
+dlbench.trial.worker). When a rank fails, the others, which would wait forever in a
 collective, are killed at once.
 
 A port taken between the choice and the rendezvous is not a failure: the launch
@@ -36,7 +36,7 @@ from typing import Any
 from dlbench.distributed import DistContext
 from dlbench.launchers.merge import merge_manifest, merge_process, merge_repeat
 from dlbench.launchers.ranks import context_for
-from dlbench.trialspec import TrialSpec, worker_command
+from dlbench.trial.spec import TrialSpec, worker_command
 
 ATTEMPTS = 3
 HOST = "127.0.0.1"
@@ -110,7 +110,7 @@ def _start(spec: TrialSpec, ctx: DistContext) -> subprocess.Popen[bytes]:
     cmd = [*worker_command(), "--rank", str(ctx.rank)]
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None)
     assert proc.stdin is not None
-    # The stdin pipe stays open: it is the rank's lifeline (dlbench.worker.die_with_parent).
+    # The stdin pipe stays open: it is the rank's lifeline (dlbench.trial.worker.die_with_parent).
     proc.stdin.write((replace(spec, dist=ctx).to_json() + "\n").encode())
     proc.stdin.flush()
     return proc
@@ -118,7 +118,7 @@ def _start(spec: TrialSpec, ctx: DistContext) -> subprocess.Popen[bytes]:
 
 def _release(ranks: list[_Rank]) -> None:
     """Let ranks that are all done end: each waits after its "done" for its stdin to close
-    (dlbench.worker.main), so that none ends while a peer still needs it. One that does not
+    (dlbench.trial.worker.main), so that none ends while a peer still needs it. One that does not
     end within SETTLE_S is killed by _kill; its results are in already."""
     for r in ranks:
         if r.proc.stdin is not None:

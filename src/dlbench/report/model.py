@@ -74,7 +74,7 @@ def failed_parts(manifests: list[Manifest]) -> list[str]:
 
 def left_processes(trials: Any) -> list[str]:
     """One note when a model left processes running after its trial (the worker's telemetry
-    note "processes", dlbench.workerproc.end_leftovers): they were ended, and while they ran
+    note "processes", dlbench.trial.launch.end_leftovers): they were ended, and while they ran
     they may have loaded the machine for the trials after theirs."""
     hit = {}
     for t in map(trial_record, trials):

@@ -69,7 +69,7 @@ def check_sources(store: Store, run_id: int, sources: Mapping[str, str]) -> None
 def target(store: Store, run_id: int, interpreter: str | None, sources: Mapping[str, str]) -> Target:
     """A stored run to add blocks to, its workers started under `interpreter` (None: this one)."""
     from dlbench.runner import Target
-    from dlbench.trialspec import worker_command
+    from dlbench.trial.spec import worker_command
 
     return Target(store, run_id, worker_command(interpreter), dict(sources))
 
@@ -82,7 +82,7 @@ def extend(targets: Sequence[Target], blocks: int, on_block: Callable[..., None]
 
 
 def same_folder(stored: Any, named: str) -> bool:
-    """A folder path a run stored is the one named now (trialspec.same_folder)."""
-    from dlbench.trialspec import same_folder as same
+    """A folder path a run stored is the one named now (trial.spec.same_folder)."""
+    from dlbench.trial.spec import same_folder as same
 
     return same(stored, named)

@@ -47,7 +47,7 @@ def protocol(stored: Mapping[str, Any], settings: Settings) -> Protocol:
     explain's repeats, blocks and profile, checked against the declaration's bounds."""
     from dlbench import config
     from dlbench.protocol_settings import MAX_TRIALS
-    from dlbench.trialspec import ProtocolSpec, SpecError
+    from dlbench.trial.spec import ProtocolSpec, SpecError
 
     if settings.blocks < 2:
         raise ServiceError(f"--blocks {settings.blocks}: allowed 2..{MAX_TRIALS} (a CI needs two blocks)")
@@ -100,7 +100,7 @@ def prepare(
     from dlbench.explain import ablation, selection
     from dlbench.plan import physical_cores
     from dlbench.store import StoreError
-    from dlbench.trialspec import case_from_dict
+    from dlbench.trial.spec import case_from_dict
 
     if (case is None) != (vs is None):
         raise ServiceError("--case and --vs go together (or leave both out to explain every comparison set)")
@@ -170,7 +170,7 @@ class Explained:
 def read(store: Store, run_id: int, band: float, alpha: float) -> Explained:
     from dlbench.explain import ablation
     from dlbench.store import StoreError
-    from dlbench.trialspec import case_from_dict
+    from dlbench.trial.spec import case_from_dict
 
     try:
         run = store.run(run_id)

@@ -1,4 +1,4 @@
-"""One trial in one fresh process: `python -P -m dlbench.worker --parent-pid PID`,
+"""One trial in one fresh process: `python -P -m dlbench.trial.worker --parent-pid PID`,
 the trial spec as one JSON line on stdin (which stays open: see die_with_parent).
 
 The worker imports exactly one framework, loads the data (untimed), runs the
@@ -28,12 +28,12 @@ import traceback
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, TextIO
 
-from dlbench.trialspec import TrialSpec
+from dlbench.trial.spec import TrialSpec
 
 if TYPE_CHECKING:
     from dlbench.distributed import DistContext
     from dlbench.plan import Case
-    from dlbench.trialspec import ProtocolSpec
+    from dlbench.trial.spec import ProtocolSpec
 
 OOM_MARKERS = (
     "MemoryError",
@@ -427,8 +427,8 @@ def _measure(
 ) -> None:
     from dlbench import allocator, registry, runtime_settings
     from dlbench.datasets import inputs as xs
-    from dlbench.output_check import verifier
-    from dlbench.phases import repeat_seed, run_repeat, token_rows
+    from dlbench.trial.output_check import verifier
+    from dlbench.trial.phases import repeat_seed, run_repeat, token_rows
 
     case, protocol = spec.case, spec.protocol
     t0 = time.perf_counter_ns()
@@ -520,9 +520,9 @@ def _measure(
 
 
 def _profile(fw: Any, native: Any, case: Case, protocol: ProtocolSpec, facts: Any, emit: Emitter) -> None:
-    """The profile phase (dlbench.explain.profiling), after every timed repeat was sent:
+    """The profile phase (dlbench.trial.profiling), after every timed repeat was sent:
     a profiler that fails costs the profile, never the trial's measurements."""
-    from dlbench.explain.profiling import profile_phase
+    from dlbench.trial.profiling import profile_phase
 
     try:
         rows, learned = profile_phase(fw, native, case, protocol)

@@ -41,7 +41,7 @@ def worker_command(python: str | None = None) -> list[str]:
     store keeps. --parent-pid: the worker dies with this process (see
     worker.die_with_parent)."""
     interpreter = python or sys.executable
-    return [interpreter, "-P", "-X", "faulthandler", "-m", "dlbench.worker", "--parent-pid", str(os.getpid())]
+    return [interpreter, "-P", "-X", "faulthandler", "-m", "dlbench.trial.worker", "--parent-pid", str(os.getpid())]
 
 
 class SpecError(ValueError):

@@ -2,7 +2,7 @@
 
 This is the part of a trial that must run on the machine that runs the worker: the
 local runner calls it in the parent; a cluster executor calls it inside a Ray task or
-a Slurm job on the node (dlbench.executors). It starts `python -m dlbench.worker` in
+a Slurm job on the node (dlbench.executors). It starts `python -m dlbench.trial.worker` in
 its own session (process group), writes the trial spec to its stdin, reads JSON-lines
 events from its stdout on a reader thread (so that a worker that hangs is noticed at
 its deadline without busy-waiting), polls the telemetry samplers beside it (they read
@@ -29,7 +29,7 @@ from typing import Any
 
 from dlbench import runtime_settings
 from dlbench.allocator import worker_environment
-from dlbench.trialspec import TrialSpec, worker_command
+from dlbench.trial.spec import TrialSpec, worker_command
 
 STDERR_KEEP = 20_000  # characters of a worker's stderr kept in the store
 KILL_GRACE_S = 5.0

@@ -4,7 +4,7 @@ own profiler, after the timed repeats and apart from them.
 Fresh models are built (the first repeat's seed), each given its untimed first
 step and then `profile_steps` training steps, as a timed repeat is: `profile_calls`
 of them timed without the profiler and as many under it, in turns. Each profiled call is
-reduced to seconds per step by category (`categories.attribute`); the unprofiled
+reduced to seconds per step by category (`dlbench.explain.categories.attribute`); the unprofiled
 calls of the same steps say what the profiler itself cost. Rows (phase "profile",
 seq = the call):
 
@@ -36,7 +36,7 @@ from dlbench.store import Measurement
 
 if TYPE_CHECKING:
     from dlbench.plan import Case
-    from dlbench.trialspec import ProtocolSpec
+    from dlbench.trial.spec import ProtocolSpec
 
 
 def profilers() -> dict[str, str]:
@@ -73,7 +73,7 @@ def profile_phase(
     fw: Any, native: Any, case: Case, protocol: ProtocolSpec
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """(measurement rows, manifest facts) of the profile phase."""
-    from dlbench.phases import settings_for
+    from dlbench.trial.phases import settings_for
 
     reason = unsupported_reason(case)
     if reason is not None:

@@ -40,7 +40,7 @@ from dlbench.frameworks.protocol import Framework, TrainSettings
 if TYPE_CHECKING:
     from dlbench.distributed import DistContext
     from dlbench.plan import Case
-    from dlbench.trialspec import ProtocolSpec
+    from dlbench.trial.spec import ProtocolSpec
 from dlbench.store import Measurement
 
 Emit = Callable[..., None]
@@ -144,7 +144,7 @@ def run_repeat(
     trainer, seconds = timed("build", lambda: fw.build(native, settings))
     add("build", "time", seconds, "s")
     add("build", "parameters", float(trainer.parameter_count()), "count")
-    if verify is not None:  # a user's network against its task, untimed (dlbench.output_check)
+    if verify is not None:  # a user's network against its task, untimed (dlbench.trial.output_check)
         verify(trainer)
 
     _, seconds = timed("compile", trainer.first_step)
