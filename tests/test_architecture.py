@@ -103,7 +103,7 @@ def test_runner_worker_and_analysis_never_reach_report_or_cli(module):
 
 def test_analysis_imports_nothing_above_it():
     graph = import_graph()
-    above = ("dlbench.report", "dlbench.cli", "dlbench.runner", "dlbench.trial", "dlbench.progress")
+    above = ("dlbench.report", "dlbench.cli", "dlbench.runner", "dlbench.trial", "dlbench.worker", "dlbench.progress")
     bad = sorted(
         (m, sorted(t for t in graph[m] if t.startswith(above)))
         for m in graph
@@ -125,6 +125,7 @@ def test_only_the_command_line_and_the_api_import_the_service_layer():
 
 # What runs trials: the command line reaches it only through service/ (service.execution,
 # service.runs, service.gate), one road for the command line and the API.
+# The trial's modules by their names in dlbench.trial, and by the old names kept as aliases.
 EXECUTION = (
     "dlbench.runner",
     "dlbench.trial",
@@ -134,6 +135,11 @@ EXECUTION = (
     "dlbench.trial.phases",
     "dlbench.trial.output_check",
     "dlbench.trial.profiling",
+    "dlbench.trialspec",
+    "dlbench.worker",
+    "dlbench.workerproc",
+    "dlbench.phases",
+    "dlbench.output_check",
 )
 
 
@@ -181,6 +187,71 @@ def test_no_two_top_level_parts_import_each_other():
 
     rooms: dict[str, set[str]] = {}
     for module, targets in graph.items():
+        if module in ALIASES:
+            continue  # an old name kept for one version, imported by nothing (explain.profiling -> trial)
         rooms.setdefault(room(module), set()).update(room(t) for t in targets if room(t) != room(module))
     looped = sorted(r for r in rooms if r in _reach(rooms, r))
     assert not looped, f"top-level parts on an import loop: {looped}"
+
+
+# The trial's modules before they moved into dlbench.trial (one folder for the life of a
+# trial): each old name is an alias of the new module, kept for one version for plugins and
+# stored commands, and imported by nothing inside dlbench.
+ALIASES = {
+    "dlbench.trialspec": "dlbench.trial.spec",
+    "dlbench.workerproc": "dlbench.trial.launch",
+    "dlbench.worker": "dlbench.trial.worker",
+    "dlbench.phases": "dlbench.trial.phases",
+    "dlbench.output_check": "dlbench.trial.output_check",
+    "dlbench.explain.profiling": "dlbench.trial.profiling",
+}
+
+
+def test_no_module_imports_the_trials_old_paths():
+    graph = import_graph()
+    assert set(ALIASES) <= set(graph) and set(ALIASES.values()) <= set(graph)
+    bad = sorted((m, sorted(graph[m] & set(ALIASES))) for m in graph if m not in ALIASES and graph[m] & set(ALIASES))
+    assert not bad, f"modules importing an old path of a trial module (import dlbench.trial.*): {bad}"
+    for old, new in ALIASES.items():
+        assert graph[old] == {new}, f"{old} is an alias of {new} and imports nothing else: {graph[old]}"
+
+
+def test_the_trial_package_imports_nothing_at_import_time():
+    tree = ast.parse((SRC / "dlbench" / "trial" / "__init__.py").read_text())
+    assert ast.get_docstring(tree)
+    assert all(isinstance(node, ast.Expr) for node in tree.body), "dlbench/trial/__init__.py holds only its docstring"
+
+
+@pytest.mark.parametrize(("old", "new"), sorted(ALIASES.items()))
+def test_an_old_path_is_the_same_module_object_as_the_new_one(old, new):
+    import importlib
+    import sys
+
+    module = importlib.import_module(old)
+    assert module is importlib.import_module(new)
+    assert sys.modules[old] is sys.modules[new]
+    parent, _, leaf = old.rpartition(".")
+    assert getattr(importlib.import_module(parent), leaf) is module  # `from dlbench import worker` too
+
+
+def test_python_m_dlbench_worker_runs_the_trials_worker():
+    """`python -m dlbench.worker`, as a stored command starts it, behaves as
+    `python -m dlbench.trial.worker`: given no spec on stdin, both send "started", then the
+    same error event, and exit 1."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=str(SRC))
+    seen = []
+    for module in ("dlbench.worker", "dlbench.trial.worker"):
+        done = subprocess.run(
+            [sys.executable, "-P", "-m", module], input="", capture_output=True, text=True, env=env, timeout=120
+        )
+        events = [json.loads(line) for line in done.stdout.splitlines()]
+        assert done.returncode == 1, (module, done.stderr[-2000:])
+        assert [e["event"] for e in events] == ["started", "error"], (module, events)
+        assert "RuntimeWarning" not in done.stderr, done.stderr[-2000:]
+        seen.append((done.returncode, events[1]["type"], events[1]["message"]))
+    assert seen[0] == seen[1] and seen[0][1] == "SpecError", seen
