@@ -201,3 +201,55 @@ def test_inception_rejects_inputs_below_75():
     spec = get_spec("inception_v3")
     assert spec.check_input((75, 75, 3)) is None
     assert "75x75" in spec.check_input((74, 80, 3))
+
+
+def _inception_torch(shape, classes: int):
+    torch = pytest.importorskip("torch")
+    spec = get_spec("inception_v3")
+    torch.manual_seed(0)
+    return _builder("inception_v3", "torch")(shape, classes, **spec.resolve_options(spec.tiny_options))
+
+
+def _inception_keras(shape, classes: int):
+    pytest.importorskip("keras")
+    spec = get_spec("inception_v3")
+    return _builder("inception_v3", "tensorflow")(shape, classes, **spec.resolve_options(spec.tiny_options))
+
+
+def test_inception_weight_copy_from_torch_gives_torchs_logits_in_keras():
+    """The check's own copy (dlbench.conformance.weights) from torch into Keras. A functional
+    model lists its layers by depth, not in build order: with Keras' automatic names the
+    copy paired same-shaped convs of different branches by structure (the check's logits
+    0.36 apart at full size). Named after torch's modules, they pair by name."""
+    torch = pytest.importorskip("torch")
+    from dlbench.conformance import weights
+
+    shape, classes = get_spec("inception_v3").tiny_shape, 5
+    net = _inception_torch(shape, classes)
+    given = weights.perturbed(weights.torch_export(net))  # batch-norm statistics off 0 and 1: they count
+    weights.torch_import(net, given)
+    model = _inception_keras(shape, classes)
+    mine = [(s.layer, s.shape) for s in weights._keras_slots(model)]
+    theirs = [(s.layer, s.shape) for s in weights._torch_slots(net)]
+    assert [s for _, s in mine] != [s for _, s in theirs], "Keras lists the layers in another order than torch"
+    order = weights.pairing(theirs, mine)
+    assert order is not None and [mine[i][0] for i in order] == [layer.replace(".", "_") for layer, _ in theirs], (
+        "every Keras layer pairs with the torch module of its name"
+    )
+    weights.keras_import(model, given)
+    x = np.random.default_rng(2).random((3, *shape), dtype=np.float32)
+    with torch.no_grad():
+        expected = net.eval()(torch.from_numpy(x).permute(0, 3, 1, 2).contiguous()).numpy()
+    np.testing.assert_allclose(np.asarray(model(x, training=False)), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_inception_keras_layer_names_are_the_same_in_every_build():
+    """Keras' automatic names count up across the builds of one process (conv2d_99, then
+    conv2d_100, which sorts before it), and Grappler's arithmetic optimizer summed a block
+    input's branch gradients in an order that follows the names: the check's second build
+    from seed 0 trained apart from the first. Fixed names: the same sum in every build."""
+    shape = get_spec("inception_v3").tiny_shape
+    first, second = (_inception_keras(shape, 5) for _ in range(2))
+    names = [layer.name for layer in first.layers]
+    assert names == [layer.name for layer in second.layers]
+    assert {"stem_0_0", "stem_0_1", "mixed_0_branches_3_1_0", "classifier_1"} <= set(names)
