@@ -11,12 +11,10 @@ from dlbench.cli import complete
 from dlbench.cli.app import app
 from dlbench.cli.common import (
     DB,
-    EXIT_BUSY,
     NamedDatasetOpt,
     NamedModelOpt,
     console,
     err_console,
-    exit_on_signal,
     fail,
 )
 from dlbench.cli.reporting import SCRIPT_FORMAT, check_script_format, write_json
@@ -90,10 +88,9 @@ def gate(
     alpha (docs/ci.md states its power). Exit status: 1 on a regression (or an undecided comparison
     with --undecided fail); 3 when a case has no values on one side; 2 on bad input; 4 when
     another dlbench is executing a run."""
-    from dlbench.cli.running import extend_targets
-    from dlbench.service import ServiceError, execution
+    from dlbench.cli.running import extend_targets, taking_turns
+    from dlbench.service import ServiceError
     from dlbench.service import gate as gating
-    from dlbench.store import StoreError
 
     check_script_format(fmt)
     # With --format json the document alone goes to standard output; each look to standard error.
@@ -124,20 +121,8 @@ def gate(
         parts = [f"{g.metric} {ratio_text(g)} ({_short(g)})" for g in result.compared if g.look is not None]
         out.print(f"round {result.rounds}: " + "; ".join(parts), highlight=False, soft_wrap=True)
 
-    RunBusy, SourcesMissing = execution.errors()
-    execution.stop_on_signals()
-    try:
+    with taking_turns([a, b], "finished trials are stored; dlbench gate A B goes on from them"):
         result = gating.run_gate(a, b, settings, on_look=on_look)
-    except KeyboardInterrupt as exc:
-        for t in (a, b):
-            t.store.mark_interrupted(t.run_id)
-        exit_on_signal(exc, "finished trials are stored; dlbench gate A B goes on from them")
-    except RunBusy as exc:
-        fail(str(exc), code=EXIT_BUSY)
-    except SourcesMissing as exc:
-        fail(str(exc))
-    except StoreError as exc:
-        fail(str(exc), code=1)
     status = gating.exit_status(result, undecided_fails=undecided == "fail")
     if fmt == "json":
         from dlbench.report.json_out import gate_document

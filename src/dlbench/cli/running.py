@@ -6,6 +6,7 @@ import contextlib
 import os
 import shlex
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -506,22 +507,9 @@ def extend(
             soft_wrap=True,
         )
 
-    from dlbench.store import StoreError
-
-    RunBusy, SourcesMissing = execution.errors()
-    execution.stop_on_signals()
-    try:
+    counts: list[dict[str, int]] = []
+    with taking_turns(targets, "finished trials are stored. Finish with dlbench run --resume RUN"):
         counts = execution.extend(targets, blocks, on_block=on_block)
-    except KeyboardInterrupt as exc:
-        for t in targets:
-            t.store.mark_interrupted(t.run_id)
-        exit_on_signal(exc, "finished trials are stored. Finish with dlbench run --resume RUN")
-    except RunBusy as exc:
-        fail(str(exc), code=EXIT_BUSY)
-    except SourcesMissing as exc:
-        fail(str(exc))
-    except StoreError as exc:
-        fail(str(exc), code=1)
     for ref, t, c in zip(refs, targets, counts):
         console.print(
             f"{ref} (run {t.run_id}): " + ", ".join(f"{v} {k}" for k, v in c.items()), highlight=False, soft_wrap=True
@@ -530,6 +518,29 @@ def extend(
         console.print(f"compare them with: dlbench compare {refs[0]} {refs[1]}", highlight=False, soft_wrap=True)
     if any(status not in ("ok", "oom") for c in counts for status in c):
         raise typer.Exit(1)
+
+
+@contextlib.contextmanager
+def taking_turns(targets: list[Any], stopped: str) -> Iterator[None]:
+    """Runs taking turns (extend, gate): signals stop them as Ctrl-C does, and each failure is
+    one line and its exit status; a signal marks every run interrupted and says `stopped`."""
+    from dlbench.service import execution
+    from dlbench.store import StoreError
+
+    RunBusy, SourcesMissing = execution.errors()
+    execution.stop_on_signals()
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        for t in targets:
+            t.store.mark_interrupted(t.run_id)
+        exit_on_signal(exc, stopped)
+    except RunBusy as exc:
+        fail(str(exc), code=EXIT_BUSY)
+    except SourcesMissing as exc:
+        fail(str(exc))
+    except StoreError as exc:
+        fail(str(exc), code=1)
 
 
 def extend_targets(
